@@ -1,0 +1,57 @@
+# Every dependency is a Debian 12 package; a missing one is a configure error naming the package.
+set(VLESSBENCH_APT_PACKAGES "libasio-dev android-libboringssl-dev libspdlog-dev libtomlplusplus-dev catch2 libcli11-dev nlohmann-json3-dev libsystemd-dev libqrencode-dev")
+
+function(vlessbench_require what found package)
+  if(NOT ${found})
+    message(FATAL_ERROR "${what} not found: install the Debian package '${package}' "
+      "(apt-get install ${VLESSBENCH_APT_PACKAGES})")
+  endif()
+endfunction()
+
+# BoringSSL from android-libboringssl-dev: its headers must win over any system OpenSSL ones.
+set(VLESSBENCH_BORINGSSL_INCLUDE /usr/include/android CACHE PATH "BoringSSL headers")
+set(VLESSBENCH_BORINGSSL_LIBDIR /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/android CACHE PATH "BoringSSL libraries")
+find_library(BORINGSSL_SSL NAMES ssl PATHS ${VLESSBENCH_BORINGSSL_LIBDIR} NO_DEFAULT_PATH)
+find_library(BORINGSSL_CRYPTO NAMES crypto PATHS ${VLESSBENCH_BORINGSSL_LIBDIR} NO_DEFAULT_PATH)
+if(NOT EXISTS ${VLESSBENCH_BORINGSSL_INCLUDE}/openssl/base.h OR NOT BORINGSSL_SSL OR NOT BORINGSSL_CRYPTO)
+  vlessbench_require("BoringSSL" FALSE android-libboringssl-dev)
+endif()
+add_library(boringssl::crypto SHARED IMPORTED)
+set_target_properties(boringssl::crypto PROPERTIES IMPORTED_LOCATION ${BORINGSSL_CRYPTO}
+  INTERFACE_INCLUDE_DIRECTORIES ${VLESSBENCH_BORINGSSL_INCLUDE})
+add_library(boringssl::ssl SHARED IMPORTED)
+set_target_properties(boringssl::ssl PROPERTIES IMPORTED_LOCATION ${BORINGSSL_SSL}
+  INTERFACE_INCLUDE_DIRECTORIES ${VLESSBENCH_BORINGSSL_INCLUDE}
+  INTERFACE_LINK_LIBRARIES boringssl::crypto)
+# The android libraries are not on the loader path: our binaries carry an RPATH to them.
+set(CMAKE_BUILD_RPATH ${VLESSBENCH_BORINGSSL_LIBDIR})
+set(CMAKE_INSTALL_RPATH ${VLESSBENCH_BORINGSSL_LIBDIR})
+
+find_path(ASIO_INCLUDE asio.hpp)
+vlessbench_require("Standalone Asio" ASIO_INCLUDE libasio-dev)
+add_library(asio::asio INTERFACE IMPORTED)
+set_target_properties(asio::asio PROPERTIES INTERFACE_COMPILE_DEFINITIONS "ASIO_NO_DEPRECATED;ASIO_STANDALONE")
+find_package(Threads REQUIRED)
+target_link_libraries(asio::asio INTERFACE Threads::Threads)
+
+find_package(spdlog QUIET)
+vlessbench_require("spdlog" spdlog_FOUND libspdlog-dev)
+find_package(tomlplusplus QUIET)
+vlessbench_require("toml++" tomlplusplus_FOUND libtomlplusplus-dev)
+find_package(CLI11 QUIET)
+vlessbench_require("CLI11" CLI11_FOUND libcli11-dev)
+find_package(nlohmann_json QUIET)
+vlessbench_require("nlohmann-json" nlohmann_json_FOUND nlohmann-json3-dev)
+
+find_package(PkgConfig QUIET)
+if(PkgConfig_FOUND)
+  pkg_check_modules(SYSTEMD QUIET IMPORTED_TARGET libsystemd)
+  pkg_check_modules(QRENCODE QUIET IMPORTED_TARGET libqrencode)
+endif()
+vlessbench_require("libsystemd" SYSTEMD_FOUND libsystemd-dev)
+vlessbench_require("libqrencode" QRENCODE_FOUND libqrencode-dev)
+
+if(VLESSBENCH_TESTS)
+  find_package(Catch2 QUIET)
+  vlessbench_require("Catch2 v2" Catch2_FOUND catch2)
+endif()

@@ -1,0 +1,104 @@
+#pragma once
+// The daemon's configuration: a plain immutable value, parsed from TOML and validated in one
+// place (config.cpp). The running daemon holds shared_ptr<const config> and swaps it on reload.
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <asio/ip/tcp.hpp>
+
+namespace vlessbench {
+
+enum class quickack_mode { kernel, on, off };
+std::string_view to_string(quickack_mode m);
+
+// What the daemon does to a TCP socket: after accept/connect and (quickack) after every read.
+struct tcp_policy {
+  bool nodelay = true;
+  quickack_mode quickack = quickack_mode::kernel;
+  bool operator==(const tcp_policy&) const = default;
+};
+
+using uuid_bytes = std::array<std::uint8_t, 16>;
+
+struct user_config {
+  std::string name;
+  uuid_bytes uuid{};
+  std::string uuid_text;  // canonical lower-case 8-4-4-4-12
+};
+
+struct vless_listener_config {
+  std::string name;
+  asio::ip::tcp::endpoint listen;
+  tcp_policy tcp;           // accepted client sockets
+  tcp_policy upstream_tcp;  // sockets the daemon dials
+  bool operator==(const vless_listener_config&) const = default;
+};
+
+struct target_listener_config {
+  std::string name;
+  asio::ip::tcp::endpoint listen;
+  tcp_policy tcp;
+  bool operator==(const target_listener_config&) const = default;
+};
+
+struct log_config {
+  std::string level = "info";    // trace|debug|info|warn|error
+  std::string access = "stdout"; // "stdout" or a file path (JSON lines)
+};
+
+struct tls_config {
+  std::string cert;  // PEM path; empty together with key = in-memory self-signed certificate
+  std::string key;
+  // TLS 1.3 session tickets sent right after the client's Finished carry the ACK for it and so
+  // hide the Nagle/delayed-ACK stall this tool exists to show; off by default (see docs).
+  bool session_tickets = false;
+  std::string min_version = "1.2";  // "1.2" or "1.3"
+};
+
+struct limits_config {
+  std::chrono::milliseconds handshake_timeout{10'000};
+  std::chrono::milliseconds header_timeout{10'000};
+  std::chrono::milliseconds connect_timeout{5'000};
+  std::chrono::milliseconds idle_timeout{300'000};
+  std::chrono::milliseconds drain_timeout{5'000};
+  std::uint32_t max_sessions = 20'000;
+};
+
+struct config {
+  log_config log;
+  tls_config tls;
+  std::vector<user_config> users;
+  std::vector<vless_listener_config> vless;
+  std::vector<target_listener_config> target;
+  limits_config limits;
+  std::string source = "<embedded default>";  // file the config came from
+};
+
+// All problems found in one file, each "FILE:LINE: KEY: message".
+class config_error : public std::runtime_error {
+ public:
+  explicit config_error(std::vector<std::string> errors);
+  const std::vector<std::string>& errors() const { return errors_; }
+
+ private:
+  std::vector<std::string> errors_;
+};
+
+// Parses and validates; throws config_error listing every problem. source_name is used in messages.
+config parse_config(std::string_view toml_text, std::string_view source_name);
+config load_config_file(const std::filesystem::path& file);
+// DESIGN.md §3: two VLESS listeners (8443 kernel, 8444 quickack on) and a target on 8080, all on
+// 127.0.0.1, one user with a random UUID, in-memory certificate.
+config default_config();
+
+// "127.0.0.1:8080", "[::1]:8443" -> endpoint; returns false with a reason on error.
+bool parse_endpoint(std::string_view text, asio::ip::tcp::endpoint& out, std::string& reason);
+std::string format_endpoint(const asio::ip::tcp::endpoint& ep);
+
+}  // namespace vlessbench

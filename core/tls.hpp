@@ -1,0 +1,39 @@
+#pragma once
+// TLS contexts (BoringSSL through asio::ssl) for the daemon's listeners and the runner's client.
+#include <string>
+
+#include "asio_compat.hpp"
+#include "config.hpp"
+
+namespace vlessbench::tls {
+
+// Server context: certificate from cfg.cert/cfg.key, or an in-memory self-signed ECDSA P-256
+// certificate for "localhost", 127.0.0.1 and ::1 when both are empty. ALPN http/1.1 is offered.
+// Throws std::runtime_error with a reason (file missing, key mismatch, ...).
+asio::ssl::context make_server_context(const tls_config& cfg);
+
+struct client_options {
+  bool verify = false;        // false = allowInsecure
+  std::string sni;            // empty = no SNI
+  std::string alpn = "http/1.1";
+  bool tls13_only = false;
+};
+asio::ssl::context make_client_context(const client_options& opts);
+// Applies per-connection client settings (SNI) to a fresh stream's SSL*.
+void prepare_client(SSL* ssl, const client_options& opts);
+
+// Version / cipher / ALPN / SNI of an established connection, for logs.
+std::string version_name(const SSL* ssl);
+std::string cipher_name(const SSL* ssl);
+std::string alpn_selected(const SSL* ssl);
+std::string sni_received(const SSL* ssl);
+
+// Self-signed certificate and key in PEM, for tests and persisted certificates.
+struct pem_pair {
+  std::string cert;
+  std::string key;
+};
+pem_pair make_self_signed(const std::vector<std::string>& dns_names,
+                          const std::vector<std::string>& ip_addresses);
+
+}  // namespace vlessbench::tls
