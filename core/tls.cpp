@@ -1,0 +1,185 @@
+#include "tls.hpp"
+
+#include <memory>
+#include <stdexcept>
+
+#include <openssl/bio.h>
+#include <openssl/ec_key.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+namespace vlessbench::tls {
+namespace {
+
+template <class T, void (*F)(T*)>
+struct deleter {
+  void operator()(T* p) const { F(p); }
+};
+using pkey_ptr = std::unique_ptr<EVP_PKEY, deleter<EVP_PKEY, EVP_PKEY_free>>;
+using x509_ptr = std::unique_ptr<X509, deleter<X509, X509_free>>;
+using bio_ptr = std::unique_ptr<BIO, deleter<BIO, BIO_free_all>>;
+using ec_key_ptr = std::unique_ptr<EC_KEY, deleter<EC_KEY, EC_KEY_free>>;
+using ext_ptr = std::unique_ptr<X509_EXTENSION, deleter<X509_EXTENSION, X509_EXTENSION_free>>;
+
+[[noreturn]] void fail(const std::string& what) {
+  char buf[256] = "unknown error";
+  if (unsigned long e = ERR_get_error(); e != 0) ERR_error_string_n(e, buf, sizeof buf);
+  ERR_clear_error();
+  throw std::runtime_error(what + ": " + buf);
+}
+
+std::string bio_string(BIO* bio) {
+  const uint8_t* data = nullptr;
+  size_t len = 0;
+  BIO_mem_contents(bio, &data, &len);
+  return std::string(reinterpret_cast<const char*>(data), len);
+}
+
+constexpr unsigned char alpn_http11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+
+// Server side of ALPN: pick http/1.1 when the client offers it, otherwise negotiate none (a
+// client that offers only h2 still gets a connection; VLESS does not care).
+int select_alpn(SSL*, const uint8_t** out, uint8_t* out_len, const uint8_t* in, unsigned in_len,
+                void*) {
+  for (unsigned i = 0; i < in_len;) {
+    unsigned len = in[i];
+    if (i + 1 + len > in_len) break;
+    if (len == 8 && std::equal(in + i + 1, in + i + 9, alpn_http11 + 1)) {
+      *out = in + i + 1;
+      *out_len = static_cast<uint8_t>(len);
+      return SSL_TLSEXT_ERR_OK;
+    }
+    i += 1 + len;
+  }
+  return SSL_TLSEXT_ERR_NOACK;
+}
+
+uint16_t to_protocol_version(const std::string& v) {
+  return v == "1.3" ? TLS1_3_VERSION : TLS1_2_VERSION;
+}
+
+}  // namespace
+
+pem_pair make_self_signed(const std::vector<std::string>& dns_names,
+                          const std::vector<std::string>& ip_addresses) {
+  ec_key_ptr ec(EC_KEY_new_by_curve_name(NID_X9_62_prime256v1));
+  if (!ec || !EC_KEY_generate_key(ec.get())) fail("generating EC key");
+  pkey_ptr key(EVP_PKEY_new());
+  if (!key || !EVP_PKEY_assign_EC_KEY(key.get(), ec.release())) fail("wrapping EC key");
+
+  x509_ptr cert(X509_new());
+  if (!cert) fail("X509_new");
+  X509_set_version(cert.get(), 2);
+  uint8_t serial_bytes[16];
+  RAND_bytes(serial_bytes, sizeof serial_bytes);
+  serial_bytes[0] &= 0x7f;  // positive
+  BIGNUM* serial = BN_bin2bn(serial_bytes, sizeof serial_bytes, nullptr);
+  BN_to_ASN1_INTEGER(serial, X509_get_serialNumber(cert.get()));
+  BN_free(serial);
+  X509_gmtime_adj(X509_getm_notBefore(cert.get()), -3600);
+  X509_gmtime_adj(X509_getm_notAfter(cert.get()), 365L * 24 * 3600);
+  X509_set_pubkey(cert.get(), key.get());
+  X509_NAME* name = X509_get_subject_name(cert.get());
+  const std::string cn = dns_names.empty() ? "vlessbench" : dns_names.front();
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                             reinterpret_cast<const uint8_t*>(cn.c_str()), -1, -1, 0);
+  X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC,
+                             reinterpret_cast<const uint8_t*>("vlessbench"), -1, -1, 0);
+  X509_set_issuer_name(cert.get(), name);
+
+  std::string san;
+  for (const auto& d : dns_names) san += (san.empty() ? "" : ",") + std::string("DNS:") + d;
+  for (const auto& ip : ip_addresses) san += (san.empty() ? "" : ",") + std::string("IP:") + ip;
+  if (!san.empty()) {
+    ext_ptr ext(X509V3_EXT_nconf_nid(nullptr, nullptr, NID_subject_alt_name, san.c_str()));
+    if (!ext || !X509_add_ext(cert.get(), ext.get(), -1)) fail("adding subjectAltName " + san);
+  }
+  if (!X509_sign(cert.get(), key.get(), EVP_sha256())) fail("signing certificate");
+
+  bio_ptr cert_bio(BIO_new(BIO_s_mem()));
+  bio_ptr key_bio(BIO_new(BIO_s_mem()));
+  if (!PEM_write_bio_X509(cert_bio.get(), cert.get()) ||
+      !PEM_write_bio_PrivateKey(key_bio.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr))
+    fail("writing PEM");
+  return {bio_string(cert_bio.get()), bio_string(key_bio.get())};
+}
+
+asio::ssl::context make_server_context(const tls_config& cfg) {
+  asio::ssl::context ctx(asio::ssl::context::tls_server);
+  SSL_CTX* native = ctx.native_handle();
+  SSL_CTX_set_min_proto_version(native, to_protocol_version(cfg.min_version));
+  SSL_CTX_set_max_proto_version(native, TLS1_3_VERSION);
+  SSL_CTX_set_options(native, SSL_OP_CIPHER_SERVER_PREFERENCE);
+  if (!cfg.session_tickets) {
+    SSL_CTX_set_options(native, SSL_OP_NO_TICKET);
+    SSL_CTX_set_num_tickets(native, 0);
+    SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_OFF);
+  }
+  SSL_CTX_set_alpn_select_cb(native, select_alpn, nullptr);
+
+  std::error_code ec;
+  if (cfg.cert.empty()) {
+    const auto pem = make_self_signed({"localhost"}, {"127.0.0.1", "::1"});
+    ctx.use_certificate_chain(asio::buffer(pem.cert), ec);
+    if (!ec) ctx.use_private_key(asio::buffer(pem.key), asio::ssl::context::pem, ec);
+    if (ec) throw std::runtime_error("in-memory certificate: " + ec.message());
+  } else {
+    ctx.use_certificate_chain_file(cfg.cert, ec);
+    if (ec) throw std::runtime_error("tls.cert: " + cfg.cert + ": " + ec.message());
+    ctx.use_private_key_file(cfg.key, asio::ssl::context::pem, ec);
+    if (ec) throw std::runtime_error("tls.key: " + cfg.key + ": " + ec.message());
+    if (!SSL_CTX_check_private_key(native))
+      throw std::runtime_error("tls.key: " + cfg.key + " does not match tls.cert " + cfg.cert);
+  }
+  return ctx;
+}
+
+asio::ssl::context make_client_context(const client_options& opts) {
+  asio::ssl::context ctx(asio::ssl::context::tls_client);
+  SSL_CTX* native = ctx.native_handle();
+  SSL_CTX_set_min_proto_version(native, opts.tls13_only ? TLS1_3_VERSION : TLS1_2_VERSION);
+  SSL_CTX_set_max_proto_version(native, TLS1_3_VERSION);
+  // Every new-connection sample must pay a full handshake, as a fresh client would.
+  SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_OFF);
+  if (!opts.alpn.empty()) {
+    std::string wire(1, static_cast<char>(opts.alpn.size()));
+    wire += opts.alpn;
+    SSL_CTX_set_alpn_protos(native, reinterpret_cast<const uint8_t*>(wire.data()), wire.size());
+  }
+  if (opts.verify) {
+    ctx.set_default_verify_paths();
+    ctx.set_verify_mode(asio::ssl::verify_peer);
+  } else {
+    ctx.set_verify_mode(asio::ssl::verify_none);
+  }
+  return ctx;
+}
+
+void prepare_client(SSL* ssl, const client_options& opts) {
+  if (!opts.sni.empty()) SSL_set_tlsext_host_name(ssl, opts.sni.c_str());
+}
+
+std::string version_name(const SSL* ssl) { return SSL_get_version(ssl); }
+
+std::string cipher_name(const SSL* ssl) {
+  const SSL_CIPHER* c = SSL_get_current_cipher(ssl);
+  return c ? SSL_CIPHER_standard_name(c) : "";
+}
+
+std::string alpn_selected(const SSL* ssl) {
+  const uint8_t* data = nullptr;
+  unsigned len = 0;
+  SSL_get0_alpn_selected(ssl, &data, &len);
+  return std::string(reinterpret_cast<const char*>(data), len);
+}
+
+std::string sni_received(const SSL* ssl) {
+  const char* name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+  return name ? name : "";
+}
+
+}  // namespace vlessbench::tls

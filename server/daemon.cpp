@@ -1,0 +1,333 @@
+#include "daemon.hpp"
+
+#include <csignal>
+#include <iostream>
+
+#include <systemd/sd-daemon.h>
+
+#include "http_target.hpp"
+#include "logging.hpp"
+#include "share_link.hpp"
+#include "tls.hpp"
+#include "vless_server.hpp"
+#include "watchdog.hpp"
+
+#include <fmt/ranges.h>
+
+namespace vlessbench {
+namespace {
+
+void log_exception(std::exception_ptr e, std::string_view what) {
+  if (!e) return;
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception& ex) {
+    spdlog::error("{}: unexpected exception: {}", what, ex.what());
+  }
+}
+
+bool same_tls(const tls_config& a, const tls_config& b) {
+  return a.cert == b.cert && a.key == b.key && a.session_tickets == b.session_tickets &&
+         a.min_version == b.min_version;
+}
+
+std::string policy_text(const tcp_policy& p) {
+  return fmt::format("nodelay={} quickack={}", p.nodelay, to_string(p.quickack));
+}
+
+void notify(const char* state) { sd_notify(0, state); }
+
+}  // namespace
+
+daemon::daemon(std::shared_ptr<const config> cfg, std::optional<std::filesystem::path> config_file)
+    : config_file_(std::move(config_file)), signals_(io_, SIGHUP, SIGTERM, SIGINT) {
+  rt_.cfg = std::move(cfg);
+  rt_.log.open(rt_.cfg->log.access);
+  tls_ = std::make_shared<asio::ssl::context>(tls::make_server_context(rt_.cfg->tls));
+}
+
+daemon::~daemon() = default;
+
+std::shared_ptr<daemon::listener> daemon::open_listener(const std::string& kind, const std::string& name,
+                                                        const tcp::endpoint& ep, const tcp_policy& tcp,
+                                                        const tcp_policy& upstream) {
+  auto l = std::make_shared<listener>(listener{std::make_shared<listener_runtime>(), tcp::acceptor(io_)});
+  l->state->name = name;
+  l->state->kind = kind;
+  l->state->endpoint = ep;
+  l->state->tcp = tcp;
+  l->state->upstream_tcp = upstream;
+  l->state->generation = rt_.generation;
+  std::error_code ec;
+  l->acceptor.open(ep.protocol(), ec);
+  if (!ec) l->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec && ep.address().is_v6()) l->acceptor.set_option(asio::ip::v6_only(true), ec);
+  if (!ec) l->acceptor.bind(ep, ec);
+  if (!ec) l->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec)
+    throw std::runtime_error(fmt::format("{} listener \"{}\" cannot listen on {}: {}", kind, name,
+                                         format_endpoint(ep), ec.message()));
+  return l;
+}
+
+void daemon::start_accepting(const std::shared_ptr<listener>& l) {
+  asio::co_spawn(io_, accept_loop(l), [name = l->state->name](std::exception_ptr e) {
+    log_exception(e, "accept loop " + name);
+  });
+}
+
+awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
+  // l keeps the acceptor alive: a reload may drop the listener while this loop winds down.
+  auto state = l->state;
+  auto& acceptor = l->acceptor;
+  asio::steady_timer backoff(io_);
+  for (;;) {
+    auto [ec, socket] = co_await acceptor.async_accept(as_tuple_awaitable);
+    if (state->closed || rt_.stopping) co_return;
+    if (ec) {
+      if (ec == asio::error::operation_aborted) co_return;
+      // Out of descriptors (or similar): say so and back off instead of spinning on accept.
+      spdlog::warn("{} {}: accept: {}", state->kind, state->name, ec.message());
+      backoff.expires_after(std::chrono::milliseconds(100));
+      co_await backoff.async_wait(as_tuple_awaitable);
+      continue;
+    }
+    if (state->kind == "target") {
+      asio::co_spawn(io_, target::serve_connection(rt_, state, std::move(socket)),
+                     [](std::exception_ptr e) { log_exception(e, "target connection"); });
+      continue;
+    }
+    if (rt_.vless_sessions >= rt_.cfg->limits.max_sessions) {
+      std::error_code ignored;
+      json_line line("vless.reject");
+      line.add("listener", state->name)
+          .add("client", format_endpoint(socket.remote_endpoint(ignored)))
+          .add("reason", "too_many_sessions")
+          .add("phase", "accept");
+      rt_.log.write(line.finish());
+      socket.close(ignored);
+      continue;
+    }
+    asio::co_spawn(io_, vless_server::serve_session(rt_, state, tls_, std::move(socket)),
+                   [](std::exception_ptr e) { log_exception(e, "vless session"); });
+  }
+}
+
+void daemon::print_links() const {
+  for (const auto& l : listeners_) {
+    if (l->state->kind != "vless") continue;
+    for (const auto& u : rt_.cfg->users) {
+      share_link link;
+      link.uuid = u.uuid;
+      auto addr = l->state->endpoint.address();
+      link.host = addr.is_unspecified() ? "YOUR-VM-ADDRESS" : addr.to_string();
+      link.port = l->state->endpoint.port();
+      link.sni = "localhost";
+      link.allow_insecure = rt_.cfg->tls.cert.empty();
+      link.name = l->state->name + "-" + u.name;
+      spdlog::info("share link ({} / {}): {}", l->state->name, u.name, format_share_link(link));
+    }
+  }
+}
+
+std::vector<std::string> daemon::describe_listeners() const {
+  std::vector<std::string> out;
+  for (const auto& l : listeners_)
+    out.push_back(l->state->kind + " " + l->state->name + " " + format_endpoint(l->state->endpoint));
+  return out;
+}
+
+int daemon::run() {
+  const auto& cfg = *rt_.cfg;
+  for (const auto& v : cfg.vless) listeners_.push_back(open_listener("vless", v.name, v.listen, v.tcp, v.upstream_tcp));
+  for (const auto& t : cfg.target) listeners_.push_back(open_listener("target", t.name, t.listen, t.tcp, t.tcp));
+  for (auto& l : listeners_) {
+    spdlog::info("{} listener \"{}\" on {} ({})", l->state->kind, l->state->name,
+                 format_endpoint(l->state->endpoint), policy_text(l->state->tcp));
+    start_accepting(l);
+  }
+  print_links();
+  asio::co_spawn(io_, signal_loop(), [](std::exception_ptr e) { log_exception(e, "signal loop"); });
+  notify("READY=1");
+  spdlog::info("vlessbenchd ready (config {}, generation {})", cfg.source, rt_.generation);
+  io_.run();
+  spdlog::info("vlessbenchd stopped");
+  return 0;
+}
+
+awaitable<void> daemon::signal_loop() {
+  for (;;) {
+    auto [ec, sig] = co_await signals_.async_wait(as_tuple_awaitable);
+    if (ec) co_return;
+    if (sig == SIGHUP) {
+      notify("RELOADING=1");
+      reload();
+      notify("READY=1");
+      continue;
+    }
+    spdlog::info("signal {}: draining", sig);
+    co_await drain();
+    co_return;
+  }
+}
+
+awaitable<void> daemon::drain() {
+  notify("STOPPING=1");
+  rt_.stopping = true;
+  for (auto& l : listeners_) {
+    l->state->closed = true;
+    std::error_code ignored;
+    l->acceptor.close(ignored);
+  }
+  rt_.connections.close_all(false);
+  const auto deadline = steady_clock::now() + rt_.cfg->limits.drain_timeout;
+  asio::steady_timer timer(io_);
+  while (rt_.connections.size() > 0 && steady_clock::now() < deadline) {
+    timer.expires_after(std::chrono::milliseconds(20));
+    co_await timer.async_wait(as_tuple_awaitable);
+  }
+  if (const auto left = rt_.connections.size(); left > 0) {
+    spdlog::warn("drain deadline passed: closing {} open connection(s)", left);
+    rt_.connections.close_all(true);
+    // Let the sessions write their close lines.
+    for (int i = 0; i < 100 && rt_.connections.size() > 0; ++i) {
+      timer.expires_after(std::chrono::milliseconds(10));
+      co_await timer.async_wait(as_tuple_awaitable);
+    }
+  }
+  io_.stop();
+}
+
+void daemon::reload() {
+  auto fail = [&](const std::string& error) {
+    spdlog::error("reload failed, keeping generation {}: {}", rt_.generation, error);
+    json_line line("config.reload");
+    line.add("ok", false).add("generation", rt_.generation).add("error", error);
+    rt_.log.write(line.finish());
+  };
+  if (!config_file_) return fail("running on the embedded default: there is no file to re-read");
+
+  std::shared_ptr<const config> next;
+  try {
+    next = std::make_shared<const config>(load_config_file(*config_file_));
+  } catch (const config_error& e) {
+    std::string joined;
+    for (const auto& err : e.errors()) joined += (joined.empty() ? "" : "; ") + err;
+    return fail(joined);
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
+
+  auto tls = tls_;
+  if (!same_tls(next->tls, rt_.cfg->tls)) {
+    try {
+      tls = std::make_shared<asio::ssl::context>(tls::make_server_context(next->tls));
+    } catch (const std::exception& e) {
+      return fail(e.what());
+    }
+  }
+
+  // Diff listeners by (kind, endpoint): kept ones are updated in place, so their open
+  // connections see the new policy at their next read.
+  struct wanted {
+    std::string kind, name;
+    tcp::endpoint ep;
+    tcp_policy policy, upstream;
+  };
+  std::vector<wanted> want;
+  for (const auto& v : next->vless) want.push_back({"vless", v.name, v.listen, v.tcp, v.upstream_tcp});
+  for (const auto& t : next->target) want.push_back({"target", t.name, t.listen, t.tcp, t.tcp});
+
+  std::vector<std::shared_ptr<listener>> opened;
+  std::vector<const wanted*> kept_wants;
+  std::vector<bool> reused(listeners_.size(), false);
+  for (const auto& w : want) {
+    bool found = false;
+    for (std::size_t i = 0; i < listeners_.size(); ++i) {
+      auto& l = listeners_[i];
+      if (!reused[i] && l->state->kind == w.kind && l->state->endpoint == w.ep) {
+        reused[i] = true;
+        found = true;
+        kept_wants.push_back(&w);
+        break;
+      }
+    }
+    if (found) continue;
+    try {
+      opened.push_back(open_listener(w.kind, w.name, w.ep, w.policy, w.upstream));
+    } catch (const std::exception& e) {
+      for (auto& o : opened) {
+        std::error_code ignored;
+        o->acceptor.close(ignored);
+      }
+      return fail(e.what());
+    }
+  }
+
+  std::string access_target = next->log.access;
+  if (access_target != rt_.log.target()) {
+    try {
+      rt_.log.open(access_target);
+    } catch (const std::exception& e) {
+      for (auto& o : opened) {
+        std::error_code ignored;
+        o->acceptor.close(ignored);
+      }
+      return fail(e.what());
+    }
+  }
+
+  // Commit.
+  const auto generation = rt_.generation + 1;
+  std::vector<std::string> changes;
+  std::vector<std::shared_ptr<listener>> next_listeners;
+  for (const auto* w : kept_wants) {
+    for (std::size_t i = 0; i < listeners_.size(); ++i) {
+      auto& l = listeners_[i];
+      if (!l || !reused[i] || l->state->kind != w->kind || l->state->endpoint != w->ep) continue;
+      auto& st = *l->state;
+      if (st.tcp != w->policy || st.upstream_tcp != w->upstream || st.name != w->name)
+        changes.push_back(fmt::format("{} \"{}\" on {}: {} -> {}{}", st.kind, w->name,
+                                      format_endpoint(st.endpoint), policy_text(st.tcp), policy_text(w->policy),
+                                      st.kind == "vless" ? " (upstream " + policy_text(w->upstream) + ")" : ""));
+      st.name = w->name;
+      st.tcp = w->policy;
+      st.upstream_tcp = w->upstream;
+      st.generation = generation;
+      next_listeners.push_back(std::move(l));
+      break;
+    }
+  }
+  for (auto& l : listeners_) {
+    if (!l) continue;  // kept
+    changes.push_back(fmt::format("closed {} \"{}\" on {}", l->state->kind, l->state->name,
+                                  format_endpoint(l->state->endpoint)));
+    l->state->closed = true;
+    std::error_code ignored;
+    l->acceptor.close(ignored);  // its accept loop holds the listener until it winds down
+  }
+  for (auto& o : opened) {
+    o->state->generation = generation;
+    changes.push_back(fmt::format("opened {} \"{}\" on {} ({})", o->state->kind, o->state->name,
+                                  format_endpoint(o->state->endpoint), policy_text(o->state->tcp)));
+    start_accepting(o);
+    next_listeners.push_back(std::move(o));
+  }
+  listeners_ = std::move(next_listeners);
+
+  tls_ = std::move(tls);
+  if (next->log.level != rt_.cfg->log.level) {
+    changes.push_back("log level " + rt_.cfg->log.level + " -> " + next->log.level);
+    setup_logging(next->log.level);
+  }
+  if (next->users.size() != rt_.cfg->users.size()) changes.push_back(fmt::format("{} user(s)", next->users.size()));
+  rt_.cfg = std::move(next);
+  rt_.generation = generation;
+  spdlog::info("reload ok: generation {}: {}", generation,
+               changes.empty() ? std::string("no listener changes") : fmt::format("{}", fmt::join(changes, "; ")));
+  json_line line("config.reload");
+  line.add("ok", true).add("generation", generation).add("changes", static_cast<std::uint64_t>(changes.size()));
+  rt_.log.write(line.finish());
+}
+
+}  // namespace vlessbench

@@ -1,1 +1,68 @@
-int main(){}
+// vlessbenchd: VLESS+TLS endpoint and HTTP target in one process (DESIGN.md §3).
+#include <cstdio>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "daemon.hpp"
+#include "logging.hpp"
+#include "tls.hpp"
+
+namespace {
+
+int check(const std::string& file) {
+  try {
+    auto cfg = vlessbench::load_config_file(file);
+    // A config whose certificate cannot be loaded would fail at start or reload: check it too.
+    (void)vlessbench::tls::make_server_context(cfg.tls);
+  } catch (const vlessbench::config_error& e) {
+    for (const auto& err : e.errors()) std::cerr << err << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << file << ": " << e.what() << "\n";
+    return 1;
+  }
+  std::cout << "ok\n";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"vlessbenchd: VLESS+TLS endpoint and HTTP target for proxy-client latency tests"};
+  std::string config_file;
+  bool check_only = false;
+  app.add_option("-c,--config", config_file, "TOML config file (default: embedded loopback default)");
+  app.add_flag("--check", check_only, "validate --config and exit: 'ok' and 0, or the errors and 1");
+  app.set_version_flag("--version", std::string("vlessbenchd ") + VLESSBENCH_VERSION);
+  CLI11_PARSE(app, argc, argv);
+
+  if (check_only) {
+    if (config_file.empty()) {
+      std::cerr << "vlessbenchd: --check needs --config FILE\n";
+      return 2;
+    }
+    return check(config_file);
+  }
+
+  std::signal(SIGPIPE, SIG_IGN);
+  try {
+    std::optional<std::filesystem::path> file;
+    std::shared_ptr<const vlessbench::config> cfg;
+    if (config_file.empty()) {
+      cfg = std::make_shared<const vlessbench::config>(vlessbench::default_config());
+    } else {
+      file = config_file;
+      cfg = std::make_shared<const vlessbench::config>(vlessbench::load_config_file(config_file));
+    }
+    vlessbench::setup_logging(cfg->log.level);
+    vlessbench::daemon d(cfg, file);
+    return d.run();
+  } catch (const vlessbench::config_error& e) {
+    for (const auto& err : e.errors()) std::cerr << "vlessbenchd: " << err << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "vlessbenchd: error: " << e.what() << "\n";
+    return 1;
+  }
+}

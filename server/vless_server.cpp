@@ -1,0 +1,433 @@
+#include "vless_server.hpp"
+
+#include <array>
+#include <cstring>
+
+#include "logging.hpp"
+#include "policy_stream.hpp"
+#include "tcp_info.hpp"
+#include "tls.hpp"
+#include "vless_codec.hpp"
+#include "watchdog.hpp"
+
+namespace vlessbench::vless_server {
+
+std::string_view to_string(close_reason r) {
+  switch (r) {
+    case close_reason::client_eof: return "client_eof";
+    case close_reason::upstream_eof: return "upstream_eof";
+    case close_reason::client_error: return "client_error";
+    case close_reason::upstream_error: return "upstream_error";
+    case close_reason::timeout: return "timeout";
+    case close_reason::rejected: return "rejected";
+    case close_reason::drain: return "drain";
+  }
+  return "unknown";
+}
+
+namespace {
+
+using std::chrono::microseconds;
+constexpr std::size_t relay_chunk = 16 * 1024;  // one full TLS record of plaintext
+constexpr std::size_t header_room = 2;          // VLESS response header, sent with the first bytes
+// A gap this long between TLS done and header complete is a Nagle/delayed-ACK stall (Linux's
+// delayed-ACK timer is 40 ms; anything near it on loopback is no accident).
+constexpr std::int64_t stall_threshold_us = 30'000;
+constexpr auto shutdown_grace = std::chrono::milliseconds(1000);
+
+bool is_eof(const std::error_code& ec) {
+  return ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+}
+
+struct session {
+  runtime& rt;
+  std::shared_ptr<listener_runtime> listener;
+  std::shared_ptr<asio::ssl::context> tls_ctx;  // keeps the context alive across a reload
+  asio::ssl::stream<policy_stream> client;
+  policy_stream upstream;
+  std::shared_ptr<route_info> info = std::make_shared<route_info>();
+  steady_clock::time_point accepted = steady_clock::now();
+  steady_clock::time_point deadline;
+  std::string_view phase = "tls";
+  std::string reject_reason;
+  std::string reject_detail;
+  close_reason reason = close_reason::client_eof;
+  bool timed_out = false;
+  bool drained = false;
+  std::uint64_t bytes_up = 0;    // client -> destination payload
+  std::uint64_t bytes_down = 0;  // destination -> client payload
+  std::uint64_t header_bytes_seen = 0;
+  vless::request_header header;
+  std::string dest;
+  std::optional<route_registration> reg;
+  std::optional<tcp_info_snapshot> tcpi;
+  std::vector<char> buf;  // header bytes and the client -> upstream relay buffer
+  tcp_policy policy_at_accept;
+
+  session(runtime& r, std::shared_ptr<listener_runtime> l, std::shared_ptr<asio::ssl::context> ctx,
+          tcp::socket s)
+      : rt(r),
+        listener(std::move(l)),
+        tls_ctx(std::move(ctx)),
+        client(policy_stream(std::move(s), &listener->tcp), *tls_ctx),
+        upstream(tcp::socket(client.get_executor()), &listener->upstream_tcp) {}
+
+  std::int64_t now_us() const {
+    return std::chrono::duration_cast<microseconds>(steady_clock::now() - accepted).count();
+  }
+  tcp::socket& client_socket() { return client.next_layer().socket(); }
+
+  void close_sockets() {
+    std::error_code ignored;
+    client_socket().close(ignored);
+    upstream.socket().close(ignored);
+  }
+
+  void on_timeout() {
+    timed_out = true;
+    close_sockets();
+  }
+
+  void reject(std::string_view why, std::string detail = {}) {
+    reason = close_reason::rejected;
+    reject_reason = why;
+    reject_detail = std::move(detail);
+  }
+
+  awaitable<bool> handshake() {
+    deadline = accepted + rt.cfg->limits.handshake_timeout;
+    auto [ec] = co_await client.async_handshake(asio::ssl::stream_base::server, as_tuple_awaitable);
+    if (ec) {
+      reject(timed_out ? "handshake_timeout" : "tls_handshake_failed", ec.message());
+      co_return false;
+    }
+    info->phases.tls_done = now_us();
+    co_return true;
+  }
+
+  // Reads until the VLESS header is complete; leaves the payload that followed it in buf.
+  awaitable<std::size_t> read_header() {
+    phase = "header";
+    deadline = steady_clock::now() + rt.cfg->limits.header_timeout;
+    buf.resize(relay_chunk);
+    std::size_t used = 0;
+    for (;;) {
+      auto [ec, n] = co_await client.async_read_some(asio::buffer(buf.data() + used, buf.size() - used),
+                                                     as_tuple_awaitable);
+      if (ec) {
+        reject(timed_out ? "header_timeout" : (used ? "truncated_header" : "no_header"),
+               is_eof(ec) ? "" : ec.message());
+        co_return 0;
+      }
+      if (used == 0) info->phases.first_vless_byte = now_us();
+      used += n;
+      header_bytes_seen = used;
+      auto parsed = vless::parse_request(std::string_view(buf.data(), used));
+      if (parsed.invalid()) {
+        reject(parsed.reason);
+        co_return 0;
+      }
+      if (parsed.complete()) {
+        info->phases.header_complete = now_us();
+        header = std::move(parsed.value);
+        // Keep only the payload, at the front of buf.
+        std::memmove(buf.data(), buf.data() + parsed.consumed, used - parsed.consumed);
+        co_return used - parsed.consumed + 1;  // +1: "complete", even with no payload
+      }
+      if (used == buf.size()) {  // cannot happen with a valid header: it is < 600 bytes
+        reject("header_too_large");
+        co_return 0;
+      }
+    }
+  }
+
+  // Constant time over the whole user list: the position of a match must not show in timing.
+  bool authorize() {
+    const user_config* found = nullptr;
+    for (const auto& u : rt.cfg->users) {
+      const bool eq = vless::uuid_equal(u.uuid, header.uuid);
+      found = eq ? &u : found;
+    }
+    if (!found) {
+      reject("unknown_user");
+      return false;
+    }
+    info->user = found->name;
+    if (!header.flow.empty()) {
+      reject("flow_unsupported", header.flow);
+      return false;
+    }
+    switch (header.command) {
+      case 1: break;
+      case 2: reject("udp_unsupported"); return false;
+      case 3: reject("mux_unsupported"); return false;
+      default: reject("bad_command", std::to_string(header.command)); return false;
+    }
+    if (header.port == 0) {
+      reject("bad_port");
+      return false;
+    }
+    return true;
+  }
+
+  awaitable<bool> connect_upstream() {
+    phase = "connect";
+    deadline = steady_clock::now() + rt.cfg->limits.connect_timeout;
+    dest = header.address_text() + ":" + std::to_string(header.port);
+    std::vector<tcp::endpoint> candidates;
+    if (header.atyp == vless::address_type::domain) {
+      phase = "resolve";
+      tcp::resolver resolver(client.get_executor());
+      auto [ec, results] = co_await resolver.async_resolve(header.domain, std::to_string(header.port),
+                                                            as_tuple_awaitable);
+      if (ec) {
+        reject(timed_out ? "resolve_timeout" : "resolve_failed", ec.message());
+        co_return false;
+      }
+      info->phases.resolved = now_us();
+      for (const auto& r : results) candidates.push_back(r.endpoint());
+      phase = "connect";
+    } else if (header.atyp == vless::address_type::ipv4) {
+      asio::ip::address_v4::bytes_type b;
+      std::copy_n(header.ip.begin(), 4, b.begin());
+      candidates.emplace_back(asio::ip::address_v4(b), header.port);
+    } else {
+      asio::ip::address_v6::bytes_type b;
+      std::copy_n(header.ip.begin(), 16, b.begin());
+      candidates.emplace_back(asio::ip::address_v6(b), header.port);
+    }
+    std::error_code last = asio::error::host_not_found;
+    for (const auto& ep : candidates) {
+      auto& sock = upstream.socket();
+      std::error_code ec;
+      if (sock.is_open()) sock.close(ec);
+      sock.open(ep.protocol(), ec);
+      if (ec) {
+        last = ec;
+        continue;
+      }
+      (void)apply_on_open(sock.native_handle(), listener->upstream_tcp);
+      auto [cec] = co_await sock.async_connect(ep, as_tuple_awaitable);
+      if (!cec) {
+        info->phases.upstream_connected = now_us();
+        // Re-apply: quickack set before connect does not survive the handshake.
+        (void)apply_on_open(sock.native_handle(), listener->upstream_tcp);
+        std::error_code lec;
+        auto local = sock.local_endpoint(lec);
+        if (!lec) reg.emplace(rt.routes, local, info);
+        co_return true;
+      }
+      last = cec;
+      if (timed_out) break;
+    }
+    reject(timed_out ? "connect_timeout" : "connect_failed", last.message());
+    co_return false;
+  }
+
+  awaitable<void> client_to_upstream(std::size_t pending) {
+    // The payload that arrived with the header goes first.
+    if (pending > 0) {
+      auto [ec, n] = co_await asio::async_write(upstream, asio::buffer(buf.data(), pending), as_tuple_awaitable);
+      if (ec) co_return;
+      bytes_up += n;
+    }
+    for (;;) {
+      auto [ec, n] = co_await client.async_read_some(asio::buffer(buf), as_tuple_awaitable);
+      if (ec) {
+        std::error_code ignored;
+        if (is_eof(ec)) {
+          // Half-close: the destination sees EOF, and its answer still flows back.
+          upstream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+        } else {
+          if (reason == close_reason::client_eof) reason = close_reason::client_error;
+          upstream.socket().close(ignored);
+        }
+        co_return;
+      }
+      deadline = steady_clock::now() + rt.cfg->limits.idle_timeout;
+      auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(buf.data(), n), as_tuple_awaitable);
+      if (wec) {
+        reason = close_reason::upstream_error;
+        std::error_code ignored;
+        client_socket().cancel(ignored);
+        co_return;
+      }
+      bytes_up += wn;
+    }
+  }
+
+  awaitable<void> upstream_to_client() {
+    std::vector<char> down(header_room + relay_chunk);
+    // The VLESS response header leaves in the same TLS record as the first upstream bytes.
+    down[0] = vless::response_header[0];
+    down[1] = vless::response_header[1];
+    bool header_sent = false;
+    for (;;) {
+      auto [ec, n] = co_await upstream.async_read_some(asio::buffer(down.data() + header_room, relay_chunk),
+                                                       as_tuple_awaitable);
+      if (ec) {
+        if (reason == close_reason::client_eof)
+          reason = is_eof(ec) ? close_reason::upstream_eof : close_reason::upstream_error;
+        if (!header_sent) {
+          // Nothing came back at all: the client still gets its response header.
+          auto [wec, wn] = co_await asio::async_write(client, asio::buffer(down.data(), header_room),
+                                                      as_tuple_awaitable);
+          (void)wec;
+          (void)wn;
+        }
+        break;
+      }
+      deadline = steady_clock::now() + rt.cfg->limits.idle_timeout;
+      if (info->phases.first_upstream_byte < 0) info->phases.first_upstream_byte = now_us();
+      const char* start = header_sent ? down.data() + header_room : down.data();
+      const std::size_t len = header_sent ? n : n + header_room;
+      if (!header_sent) info->phases.first_client_byte = now_us();
+      auto [wec, wn] = co_await asio::async_write(client, asio::buffer(start, len), as_tuple_awaitable);
+      if (wec) {
+        reason = close_reason::client_error;
+        break;
+      }
+      header_sent = true;
+      bytes_down += n;
+    }
+    // The destination is done (or the client is gone): stop reading the client too.
+    std::error_code ignored;
+    client_socket().cancel(ignored);
+  }
+
+  awaitable<void> run() {
+    if (!co_await handshake()) co_return;
+    std::size_t got = co_await read_header();
+    if (got == 0 || !authorize()) co_return;
+    const std::size_t pending = got - 1;
+    if (!co_await connect_upstream()) co_return;
+    phase = "relay";
+    deadline = steady_clock::now() + rt.cfg->limits.idle_timeout;
+    co_await (client_to_upstream(pending) && upstream_to_client());
+    phase = "close";
+    if (!timed_out && client_socket().is_open()) {
+      deadline = steady_clock::now() + shutdown_grace;
+      auto [ec] = co_await client.async_shutdown(as_tuple_awaitable);
+      (void)ec;
+    }
+  }
+
+  void finish() {
+    info->phases.closed = now_us();
+    if (client_socket().is_open()) tcpi = read_tcp_info(client_socket().native_handle());
+    reg.reset();
+    close_sockets();
+    if (timed_out && reason != close_reason::rejected) {
+      reason = close_reason::timeout;
+    } else if (drained && reason != close_reason::rejected) {
+      reason = close_reason::drain;
+    }
+    if (reason == close_reason::rejected) {
+      log_reject();
+    } else {
+      log_session();
+    }
+  }
+
+  void log_reject() {
+    json_line line("vless.reject");
+    line.add("session", info->session_id)
+        .add("listener", listener->name)
+        .add("client", info->client)
+        .add("reason", reject_reason)
+        .add("phase", phase)
+        .add("bytes_seen", header_bytes_seen);
+    if (!reject_detail.empty()) line.add("detail", reject_detail);
+    if (!info->user.empty()) line.add("user", info->user);
+    if (!dest.empty()) line.add("dest", dest);
+    line.add("duration_us", info->phases.closed);
+    rt.log.write(line.finish());
+    spdlog::debug("vless {} session {} from {} rejected: {} ({})", listener->name, info->session_id,
+                  info->client, reject_reason, reject_detail);
+  }
+
+  void log_session() {
+    const auto& p = info->phases;
+    SSL* ssl = client.native_handle();
+    json_line line("vless.session");
+    line.add("session", info->session_id)
+        .add("listener", listener->name)
+        .add("user", info->user)
+        .add("client", info->client)
+        .add("dest", dest)
+        .add("cmd", "tcp")
+        .add("tls_version", tls::version_name(ssl))
+        .add("cipher", tls::cipher_name(ssl))
+        .add("sni", tls::sni_received(ssl))
+        .add("alpn", tls::alpn_selected(ssl));
+    line.begin_object("policy")
+        .add("nodelay", policy_at_accept.nodelay)
+        .add("quickack", to_string(policy_at_accept.quickack))
+        .add("upstream_nodelay", listener->upstream_tcp.nodelay)
+        .add("upstream_quickack", to_string(listener->upstream_tcp.quickack))
+        .add("generation", listener->generation)
+        .end_object();
+    line.begin_object("phases_us")
+        .add("tls_done", p.tls_done)
+        .add("first_vless_byte", p.first_vless_byte)
+        .add("header_complete", p.header_complete);
+    if (p.resolved >= 0) line.add("resolved", p.resolved);
+    line.add("upstream_connected", p.upstream_connected)
+        .add("first_upstream_byte", p.first_upstream_byte)
+        .add("first_client_byte", p.first_client_byte)
+        .add("closed", p.closed)
+        .end_object();
+    const bool stall = p.tls_done >= 0 && p.header_complete >= 0 &&
+                       p.header_complete - p.tls_done >= stall_threshold_us;
+    line.add("stall_suspected", stall);
+    if (tcpi) {
+      line.begin_object("tcp_info")
+          .add("rtt_us", tcpi->rtt_us)
+          .add("rttvar_us", tcpi->rttvar_us)
+          .add("ato_us", tcpi->ato_us)
+          .add("retransmits", tcpi->retransmits)
+          .add("unacked", tcpi->unacked)
+          .add("delivery_rate", tcpi->delivery_rate)
+          .end_object();
+    }
+    line.add("bytes_up", bytes_up)
+        .add("bytes_down", bytes_down)
+        .add("duration_us", p.closed)
+        .add("close_reason", to_string(reason));
+    rt.log.write(line.finish());
+    if (stall) {
+      spdlog::warn("vless {} session {} from {}: {:.1f} ms between TLS done and VLESS header: suspected "
+                   "Nagle/delayed-ACK stall (quickack={})",
+                   listener->name, info->session_id, info->client,
+                   static_cast<double>(p.header_complete - p.tls_done) / 1000.0,
+                   to_string(policy_at_accept.quickack));
+    }
+  }
+};
+
+}  // namespace
+
+awaitable<void> serve_session(runtime& rt, std::shared_ptr<listener_runtime> listener,
+                              std::shared_ptr<asio::ssl::context> tls, tcp::socket socket) {
+  session s(rt, std::move(listener), std::move(tls), std::move(socket));
+  s.info->session_id = rt.next_session_id++;
+  s.info->listener = s.listener->name;
+  s.policy_at_accept = s.listener->tcp;
+  std::error_code ec;
+  s.info->client = format_endpoint(s.client_socket().remote_endpoint(ec));
+  if (auto err = apply_on_open(s.client_socket().native_handle(), s.listener->tcp))
+    spdlog::warn("vless {}: setsockopt: {}", s.listener->name, err.message());
+  ++rt.vless_sessions;
+  const auto id = rt.connections.add([&s](bool force) {
+    if (!force) return;  // a relay has no request boundary: it may run until the drain deadline
+    s.drained = true;
+    s.close_sockets();
+  });
+  s.deadline = s.accepted + rt.cfg->limits.handshake_timeout;
+  co_await (s.run() || watchdog(s.deadline, [&s] { s.on_timeout(); }));
+  rt.connections.remove(id);
+  --rt.vless_sessions;
+  s.finish();
+}
+
+}  // namespace vlessbench::vless_server

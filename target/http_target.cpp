@@ -1,0 +1,223 @@
+#include "http_target.hpp"
+
+#include <array>
+#include <cstring>
+
+#include "http_parser.hpp"
+#include "logging.hpp"
+#include "policy_stream.hpp"
+#include "request_handler.hpp"
+#include "watchdog.hpp"
+
+namespace vlessbench::target {
+namespace {
+
+constexpr std::size_t read_chunk = 64 * 1024;
+constexpr std::size_t max_label = 128;  // cap on run/seq/path labels copied into the log
+
+const std::array<char, read_chunk>& pattern_block() {
+  static const auto block = [] {
+    std::array<char, read_chunk> b{};
+    for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<char>('a' + i % 26);
+    return b;
+  }();
+  return block;
+}
+
+std::string endpoint_text(const tcp::endpoint& ep) { return format_endpoint(ep); }
+
+struct connection {
+  runtime& rt;
+  std::shared_ptr<listener_runtime> listener;
+  policy_stream stream;
+  std::string peer;
+  tcp::endpoint peer_ep;
+  std::vector<char> buf;  // received, unparsed bytes: [0, used)
+  std::size_t used = 0;
+  steady_clock::time_point deadline;
+  bool busy = false;  // between a complete request head and the end of its response
+
+  limits_config limits() const { return rt.cfg->limits; }
+
+  void close() {
+    std::error_code ignored;
+    stream.socket().close(ignored);
+  }
+
+  // Reads more bytes into buf; returns 0 on EOF/error.
+  awaitable<std::size_t> read_more() {
+    if (buf.size() - used < 4096) buf.resize(std::max(buf.size() * 2, used + read_chunk));
+    auto [ec, n] = co_await stream.async_read_some(asio::buffer(buf.data() + used, buf.size() - used),
+                                                   as_tuple_awaitable);
+    if (ec) co_return 0;
+    used += n;
+    co_return n;
+  }
+
+  void consume(std::size_t n) {
+    std::memmove(buf.data(), buf.data() + n, used - n);
+    used -= n;
+  }
+
+  // One gather write: head and first body bytes leave in one segment where they fit.
+  awaitable<bool> write_all(asio::const_buffer first, asio::const_buffer second = {}) {
+    const std::array<asio::const_buffer, 2> parts{first, second};
+    auto [ec, n] = co_await asio::async_write(stream, parts, as_tuple_awaitable);
+    co_return !ec;
+  }
+
+  // Answers an unparseable request and ends the connection (its framing can't be trusted).
+  awaitable<void> reject(int status, std::string_view why, std::string_view route) {
+    auto plan = error_response(status, why);
+    auto head = format_head(plan, plan.body.size(), route, "", false);
+    co_await write_all(asio::buffer(head), asio::buffer(plan.body));
+    json_line line("http.request");
+    line.add("listener", listener->name).add("peer", peer).add("status", status).add("error", why);
+    rt.log.write(line.finish());
+  }
+
+  awaitable<void> run() {
+    buf.resize(read_chunk);
+    for (;;) {
+      // Wait for a whole head: idle timeout before the first byte, header timeout after it.
+      deadline = steady_clock::now() + (used ? limits().header_timeout : limits().idle_timeout);
+      parse_result<http::request> parsed;
+      bool started = used > 0;
+      for (;;) {
+        parsed = http::parse_request(std::string_view(buf.data(), used));
+        if (!parsed.need_more()) break;
+        if (rt.stopping && used == 0) co_return;
+        if (co_await read_more() == 0) co_return;
+        if (!started) {
+          started = true;
+          deadline = steady_clock::now() + limits().header_timeout;
+        }
+      }
+      const auto route = rt.routes.find(peer_ep);
+      std::string route_value = "direct";
+      if (route)
+        route_value = "vless session=" + std::to_string(route->session_id) + " user=" + route->user;
+      if (parsed.invalid()) {
+        const bool too_large = parsed.reason == "header too large";
+        co_return co_await reject(too_large ? 431 : 400, parsed.reason, route_value);
+      }
+      busy = true;
+      const auto started_at = steady_clock::now();
+      const http::request& req = parsed.value;
+      consume(parsed.consumed);
+      response_plan plan = plan_response(req);
+      const bool keep_alive = req.keep_alive && !rt.stopping;
+
+      std::uint64_t body_in = 0;
+      if (plan.sink) {
+        // Read and discard the declared body; bytes already buffered count first.
+        std::uint64_t left = req.content_length;
+        std::uint64_t from_buf = std::min<std::uint64_t>(left, used);
+        consume(from_buf);
+        left -= from_buf;
+        body_in += from_buf;
+        while (left > 0) {
+          deadline = steady_clock::now() + limits().idle_timeout;
+          auto [ec, n] = co_await stream.async_read_some(
+              asio::buffer(buf.data(), std::min<std::uint64_t>(buf.size(), left)), as_tuple_awaitable);
+          if (ec) co_return;
+          left -= n;
+          body_in += n;
+        }
+        plan.body = std::to_string(body_in) + "\n";
+      } else if (req.content_length > 0) {
+        // Endpoints that take no body still have to skip it to keep the framing.
+        std::uint64_t left = req.content_length;
+        while (left > 0) {
+          if (used == 0 && co_await read_more() == 0) co_return;
+          auto n = std::min<std::uint64_t>(left, used);
+          consume(n);
+          left -= n;
+        }
+      }
+      if (plan.delay.count() > 0) {
+        deadline = steady_clock::now() + plan.delay + limits().idle_timeout;
+        asio::steady_timer timer(stream.get_executor(), plan.delay);
+        auto [ec] = co_await timer.async_wait(as_tuple_awaitable);
+        if (ec) co_return;
+      }
+
+      const std::string timing = route ? server_timing(route->phases) : std::string();
+      const std::uint64_t length = plan.content_length();
+      const std::string head = format_head(plan, length, route_value, timing, keep_alive);
+      deadline = steady_clock::now() + limits().idle_timeout;
+      bool ok = true;
+      std::uint64_t sent = 0;
+      if (plan.head_only || plan.status == 204) {
+        ok = co_await write_all(asio::buffer(head));
+      } else if (plan.generated_bytes == 0) {
+        ok = co_await write_all(asio::buffer(head), asio::buffer(plan.body));
+        sent = plan.body.size();
+      } else {
+        const auto& block = pattern_block();
+        std::uint64_t left = plan.generated_bytes;
+        std::size_t first = static_cast<std::size_t>(std::min<std::uint64_t>(left, block.size()));
+        ok = co_await write_all(asio::buffer(head), asio::buffer(block.data(), first));
+        left -= first;
+        sent += first;
+        while (ok && left > 0) {
+          deadline = steady_clock::now() + limits().idle_timeout;
+          std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, block.size()));
+          ok = co_await write_all(asio::buffer(block.data(), n));
+          left -= n;
+          sent += ok ? n : 0;
+        }
+      }
+      log_request(req, plan.status, route.get(), sent, body_in, started_at, ok);
+      busy = false;
+      if (!ok || !keep_alive) co_return;
+    }
+  }
+
+  void log_request(const http::request& req, int status, const route_info* route, std::uint64_t sent,
+                   std::uint64_t received, steady_clock::time_point started_at, bool complete) {
+    json_line line("http.request");
+    line.add("listener", listener->name).add("peer", peer).add("route", route ? "vless" : "direct");
+    if (route) {
+      line.add("vless_session", route->session_id)
+          .add("vless_user", route->user)
+          .add("vless_client", route->client)
+          .add("vless_listener", route->listener);
+    }
+    line.add("method", req.method).add("path", req.target).add("status", status).add("bytes", sent);
+    if (received) line.add("bytes_in", received);
+    line.add("duration_us", static_cast<std::int64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                                          steady_clock::now() - started_at)
+                                                          .count()));
+    if (!complete) line.add("error", "response not completed");
+    auto label = [&](const char* header, const char* key) {
+      if (auto v = req.find(header)) line.add(key, v->substr(0, max_label));
+    };
+    label("X-Vlessbench-Run", "run");
+    label("X-Vlessbench-Seq", "seq");
+    label("X-Vlessbench-Path", "path_label");
+    rt.log.write(line.finish());
+  }
+};
+
+}  // namespace
+
+awaitable<void> serve_connection(runtime& rt, std::shared_ptr<listener_runtime> listener,
+                                 tcp::socket socket) {
+  std::error_code ec;
+  auto peer_ep = socket.remote_endpoint(ec);
+  if (ec) co_return;
+  if (auto err = apply_on_open(socket.native_handle(), listener->tcp))
+    spdlog::warn("target {}: setsockopt: {}", listener->name, err.message());
+  connection c{rt, listener, policy_stream(std::move(socket), &listener->tcp), endpoint_text(peer_ep),
+               peer_ep, {}, 0, {}, false};
+  const auto id = rt.connections.add([&c](bool force) {
+    if (force || !c.busy) c.close();
+  });
+  c.deadline = steady_clock::now() + rt.cfg->limits.idle_timeout;
+  co_await (c.run() || watchdog(c.deadline, [&c] { c.close(); }));
+  rt.connections.remove(id);
+  c.close();
+}
+
+}  // namespace vlessbench::target

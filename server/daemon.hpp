@@ -1,0 +1,48 @@
+#pragma once
+// vlessbenchd's lifecycle: listeners, signals (SIGHUP reload, SIGTERM/SIGINT drain), reload diff.
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "asio_compat.hpp"
+#include "runtime.hpp"
+
+namespace vlessbench {
+
+class daemon {
+ public:
+  // config_file empty: running on the embedded default (SIGHUP then has nothing to re-read).
+  daemon(std::shared_ptr<const config> cfg, std::optional<std::filesystem::path> config_file);
+  ~daemon();
+  // Binds every listener (throws std::runtime_error naming the listener that failed), then serves
+  // until a signal stops it. Returns the process exit code.
+  int run();
+  // For tests and reload: the listeners currently open, "kind name endpoint".
+  std::vector<std::string> describe_listeners() const;
+
+ private:
+  struct listener {
+    std::shared_ptr<listener_runtime> state;
+    tcp::acceptor acceptor;
+  };
+
+  std::shared_ptr<listener> open_listener(const std::string& kind, const std::string& name,
+                                          const tcp::endpoint& ep, const tcp_policy& tcp,
+                                          const tcp_policy& upstream);
+  void start_accepting(const std::shared_ptr<listener>& l);
+  awaitable<void> accept_loop(std::shared_ptr<listener> l);
+  awaitable<void> signal_loop();
+  awaitable<void> drain();
+  void reload();
+  void print_links() const;
+
+  asio::io_context io_{1};
+  runtime rt_;
+  std::optional<std::filesystem::path> config_file_;
+  std::shared_ptr<asio::ssl::context> tls_;
+  std::vector<std::shared_ptr<listener>> listeners_;
+  asio::signal_set signals_;
+};
+
+}  // namespace vlessbench

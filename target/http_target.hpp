@@ -1,0 +1,14 @@
+#pragma once
+// The HTTP target's connections (HTTP/1.1, keep-alive, pipelining-safe).
+#include <memory>
+
+#include "asio_compat.hpp"
+#include "runtime.hpp"
+
+namespace vlessbench::target {
+
+// Serves one accepted connection until the peer closes, an error, a deadline or a drain.
+awaitable<void> serve_connection(runtime& rt, std::shared_ptr<listener_runtime> listener,
+                                 tcp::socket socket);
+
+}  // namespace vlessbench::target

@@ -1,0 +1,36 @@
+#pragma once
+// What the HTTP target answers, decided without I/O: a parsed request in, a response plan out.
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "http_parser.hpp"
+
+namespace vlessbench::target {
+
+inline constexpr std::uint64_t max_generated_bytes = 64ULL << 30;  // /bytes/N: 64 GiB
+inline constexpr std::int64_t max_delay_ms = 60'000;
+
+struct response_plan {
+  int status = 200;
+  std::string body;                    // small in-memory body
+  std::uint64_t generated_bytes = 0;   // /bytes/N: streamed from a constant buffer
+  bool sink = false;                   // POST /sink: read and count the body, answer the count
+  std::chrono::milliseconds delay{0};  // /delay/MS
+  bool head_only = false;              // HEAD: headers as for GET, no body
+  std::string_view content_type = "text/plain";
+  std::uint64_t content_length() const { return generated_bytes ? generated_bytes : body.size(); }
+};
+
+response_plan plan_response(const http::request& req);
+// For 400 / 431 / 404-style errors decided before or outside plan_response.
+response_plan error_response(int status, std::string_view why);
+std::string_view status_text(int status);
+
+// The response head, CRLF-terminated. route_value is the X-Vlessbench-Route value; timing is the
+// Server-Timing value (omitted when empty).
+std::string format_head(const response_plan& plan, std::uint64_t content_length,
+                        std::string_view route_value, std::string_view timing, bool keep_alive);
+
+}  // namespace vlessbench::target
