@@ -1,0 +1,237 @@
+#include "share_link.hpp"
+
+#include <charconv>
+#include <map>
+#include <system_error>
+
+#include <asio/ip/address_v6.hpp>
+
+#include "vless_codec.hpp"
+
+namespace vlessbench {
+
+namespace {
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// RFC 3986 percent-decoding. '+' stays '+': the share-link proposal mandates encodeURIComponent,
+// which writes a space as %20.
+std::optional<std::string> percent_decode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] != '%') {
+      out.push_back(s[i]);
+      continue;
+    }
+    if (s.size() - i < 3) return std::nullopt;
+    const int hi = hex_value(s[i + 1]);
+    const int lo = hex_value(s[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    out.push_back(static_cast<char>(hi << 4 | lo));
+    i += 2;
+  }
+  return out;
+}
+
+// Escapes all but RFC 3986 unreserved characters: a subset of what encodeURIComponent leaves
+// alone, so every client decodes it the same way.
+std::string percent_encode(std::string_view s) {
+  static constexpr char digits[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(s.size());
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    const bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+                            (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~';
+    if (unreserved) {
+      out.push_back(ch);
+    } else {
+      out.push_back('%');
+      out.push_back(digits[c >> 4]);
+      out.push_back(digits[c & 0x0f]);
+    }
+  }
+  return out;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
+}
+
+// Characters that end or break a URL authority, or that no hostname contains.
+bool bad_host_char(char ch) {
+  const auto c = static_cast<unsigned char>(ch);
+  return c <= 0x20 || c == 0x7f || ch == '/' || ch == '?' || ch == '#' || ch == '@' || ch == '[' ||
+         ch == ']' || ch == '%' || ch == '\\';
+}
+
+std::optional<share_link> fail(std::string& reason, std::string text) {
+  reason = std::move(text);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<share_link> parse_share_link(std::string_view text, std::string& reason) {
+  constexpr std::string_view scheme = "vless://";
+  if (text.size() < scheme.size() || !iequals(text.substr(0, scheme.size()), scheme))
+    return fail(reason, "not a vless:// link");
+  std::string_view rest = text.substr(scheme.size());
+
+  share_link link;
+
+  std::string_view fragment;
+  bool has_fragment = false;
+  if (auto hash = rest.find('#'); hash != std::string_view::npos) {
+    fragment = rest.substr(hash + 1);
+    rest = rest.substr(0, hash);
+    has_fragment = true;
+  }
+  std::string_view query;
+  if (auto q = rest.find('?'); q != std::string_view::npos) {
+    query = rest.substr(q + 1);
+    rest = rest.substr(0, q);
+  }
+  // Some clients write "host:port/?..."; an empty path means the same thing.
+  if (auto slash = rest.find('/'); slash != std::string_view::npos) {
+    if (slash + 1 != rest.size()) return fail(reason, "unexpected path after host:port");
+    rest = rest.substr(0, slash);
+  }
+  const std::string_view authority = rest;
+
+  const auto at = authority.find('@');
+  if (at == std::string_view::npos) return fail(reason, "missing UUID@ before the host");
+  const auto user = percent_decode(authority.substr(0, at));
+  if (!user) return fail(reason, "bad percent-encoding in the UUID");
+  const auto uuid = vless::parse_uuid(*user);
+  if (!uuid) return fail(reason, "bad UUID (want 8-4-4-4-12 hex digits): " + *user);
+  link.uuid = *uuid;
+
+  std::string_view hostport = authority.substr(at + 1);
+  std::string_view port_text;
+  if (!hostport.empty() && hostport.front() == '[') {
+    const auto close = hostport.find(']');
+    if (close == std::string_view::npos) return fail(reason, "unterminated [IPv6] host");
+    link.host = std::string(hostport.substr(1, close - 1));
+    if (link.host.empty()) return fail(reason, "empty host");
+    std::error_code ec;
+    asio::ip::make_address_v6(link.host, ec);
+    if (ec) return fail(reason, "bad IPv6 address in brackets: " + link.host);
+    const auto after = hostport.substr(close + 1);
+    if (after.empty() || after.front() != ':') return fail(reason, "missing port after the host");
+    port_text = after.substr(1);
+  } else {
+    const auto colon = hostport.rfind(':');
+    if (colon == std::string_view::npos) return fail(reason, "missing port after the host");
+    link.host = std::string(hostport.substr(0, colon));
+    port_text = hostport.substr(colon + 1);
+    if (link.host.empty()) return fail(reason, "empty host");
+    if (link.host.find(':') != std::string::npos)
+      return fail(reason, "IPv6 host must be in brackets: [" + link.host + "]");
+    for (char c : link.host)
+      if (bad_host_char(c)) return fail(reason, "bad character in host: " + link.host);
+  }
+
+  if (port_text.empty()) return fail(reason, "missing port after the host");
+  unsigned long port = 0;
+  const auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (ec != std::errc{} || end != port_text.data() + port_text.size() || port == 0 || port > 65535)
+    return fail(reason, "bad port (want 1..65535): " + std::string(port_text));
+  link.port = static_cast<std::uint16_t>(port);
+
+  // The proposal forbids repeated keys; a link that says two things is refused, not guessed at.
+  std::map<std::string, std::string, std::less<>> params;
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const auto pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    if (pair.empty()) continue;
+    const auto eq = pair.find('=');
+    const std::string key(pair.substr(0, eq));
+    const auto value =
+        percent_decode(eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1));
+    if (!value) return fail(reason, "bad percent-encoding in the value of " + key);
+    if (!params.emplace(key, *value).second) return fail(reason, "repeated query key: " + key);
+  }
+  auto param = [&](std::string_view key) -> const std::string* {
+    const auto it = params.find(key);
+    return it == params.end() ? nullptr : &it->second;
+  };
+
+  // Absent means "none" (proposal default); VLESS itself has no encryption.
+  if (const auto* v = param("encryption"); v && *v != "none")
+    return fail(reason, "encryption=" + *v + " is not supported: VLESS has no encryption, use encryption=none");
+
+  // Absent means "none" too, and the built-in client only ever dials TLS.
+  const std::string security = param("security") ? *param("security") : "none";
+  if (security != "tls")
+    return fail(reason, "security=" + security +
+                            " is not supported: the built-in client speaks VLESS over TLS only (use security=tls)");
+  link.security = security;
+
+  const std::string type = param("type") ? *param("type") : "tcp";
+  if (type != "tcp")
+    return fail(reason, "type=" + type + " is not supported: only the raw TCP transport (type=tcp) is");
+  link.type = type;
+  if (const auto* v = param("headerType"); v && *v != "none" && !v->empty())
+    return fail(reason, "headerType=" + *v + " is not supported: no HTTP obfuscation over TCP");
+
+  if (const auto* v = param("flow"); v && !v->empty())
+    return fail(reason, "flow=" + *v + " is not supported: XTLS Vision and other flows are not implemented");
+
+  if (const auto* v = param("sni")) link.sni = *v;
+
+  for (std::string_view key : {"allowInsecure", "insecure"}) {
+    const auto* v = param(key);
+    if (!v) continue;
+    bool value = false;
+    if (*v == "1" || iequals(*v, "true")) {
+      value = true;
+    } else if (*v == "0" || iequals(*v, "false")) {
+      value = false;
+    } else {
+      return fail(reason, std::string(key) + "=" + *v + " is not a boolean (want 1, true, 0 or false)");
+    }
+    if (key == "insecure" && param("allowInsecure") && value != link.allow_insecure)
+      return fail(reason, "allowInsecure and insecure disagree");
+    link.allow_insecure = value;
+  }
+
+  if (has_fragment) {
+    const auto name = percent_decode(fragment);
+    if (!name) return fail(reason, "bad percent-encoding in the name after #");
+    link.name = *name;
+  }
+
+  reason.clear();
+  return link;
+}
+
+std::string format_share_link(const share_link& link) {
+  std::string out = "vless://" + vless::format_uuid(link.uuid) + "@";
+  if (link.host.find(':') != std::string::npos)
+    out += "[" + link.host + "]";
+  else
+    out += link.host;
+  out += ":" + std::to_string(link.port);
+  out += "?encryption=none&security=" + percent_encode(link.security);
+  if (!link.sni.empty()) out += "&sni=" + percent_encode(link.sni);
+  out += link.allow_insecure ? "&allowInsecure=1" : "&allowInsecure=0";
+  out += "&type=" + percent_encode(link.type);
+  if (!link.flow.empty()) out += "&flow=" + percent_encode(link.flow);
+  if (!link.name.empty()) out += "#" + percent_encode(link.name);
+  return out;
+}
+
+}  // namespace vlessbench

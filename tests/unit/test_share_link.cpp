@@ -1,0 +1,185 @@
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "share_link.hpp"
+#include "vless_codec.hpp"
+
+using namespace vlessbench;
+
+namespace {
+
+constexpr const char* uuid_text = "b831381d-6324-4d53-ad4f-8cda48b30811";
+
+std::string link_with(const std::string& host_port, const std::string& query,
+                      const std::string& fragment = "") {
+  return std::string("vless://") + uuid_text + "@" + host_port + "?" + query + fragment;
+}
+
+// Parses a link expected to be refused and returns the reason.
+std::string refusal(const std::string& text) {
+  std::string reason;
+  const auto link = parse_share_link(text, reason);
+  INFO(text);
+  REQUIRE_FALSE(link);
+  REQUIRE_FALSE(reason.empty());
+  return reason;
+}
+
+bool same(const share_link& a, const share_link& b) {
+  return a.uuid == b.uuid && a.host == b.host && a.port == b.port && a.security == b.security &&
+         a.sni == b.sni && a.allow_insecure == b.allow_insecure && a.flow == b.flow &&
+         a.type == b.type && a.name == b.name;
+}
+
+}  // namespace
+
+TEST_CASE("parse_share_link reads the v2rayN form", "[share_link]") {
+  std::string reason = "stale";
+  const auto link = parse_share_link(
+      link_with("example.com:8443",
+                "encryption=none&security=tls&sni=example.com&allowInsecure=1&type=tcp&flow=",
+                "#My%20Node"),
+      reason);
+  REQUIRE(link);
+  CHECK(reason.empty());
+  CHECK(link->uuid == *vless::parse_uuid(uuid_text));
+  CHECK(link->host == "example.com");
+  CHECK(link->port == 8443);
+  CHECK(link->security == "tls");
+  CHECK(link->sni == "example.com");
+  CHECK(link->allow_insecure);
+  CHECK(link->flow.empty());
+  CHECK(link->type == "tcp");
+  CHECK(link->name == "My Node");
+}
+
+TEST_CASE("parse_share_link accepts the variants clients emit", "[share_link]") {
+  std::string reason;
+  SECTION("bracketed IPv6 host, defaults for absent keys") {
+    const auto link = parse_share_link(link_with("[2001:db8::1]:443", "security=tls"), reason);
+    REQUIRE(link);
+    CHECK(link->host == "2001:db8::1");
+    CHECK(link->port == 443);
+    CHECK(link->sni.empty());
+    CHECK_FALSE(link->allow_insecure);
+    CHECK(link->type == "tcp");
+    CHECK(link->name.empty());
+  }
+  SECTION("upper-case scheme and UUID, empty path before the query") {
+    const auto link = parse_share_link(
+        "VLESS://B831381D-6324-4D53-AD4F-8CDA48B30811@127.0.0.1:8443/?security=tls", reason);
+    REQUIRE(link);
+    CHECK(link->uuid == *vless::parse_uuid(uuid_text));
+    CHECK(link->host == "127.0.0.1");
+  }
+  SECTION("insecure alias and boolean spellings") {
+    auto l = parse_share_link(link_with("h:1", "security=tls&insecure=true"), reason);
+    REQUIRE(l);
+    CHECK(l->allow_insecure);
+    l = parse_share_link(link_with("h:1", "security=tls&allowInsecure=false"), reason);
+    REQUIRE(l);
+    CHECK_FALSE(l->allow_insecure);
+    l = parse_share_link(link_with("h:1", "security=tls&allowInsecure=0&insecure=0"), reason);
+    REQUIRE(l);
+    CHECK_FALSE(l->allow_insecure);
+    l = parse_share_link(link_with("h:1", "security=tls&allowInsecure=TRUE"), reason);
+    REQUIRE(l);
+    CHECK(l->allow_insecure);
+  }
+  SECTION("percent-decoded values and fragment, '+' kept literally") {
+    const auto link = parse_share_link(
+        link_with("h:65535", "security=tls&sni=ex%61mple.com&type=tcp&headerType=none&fp=chrome",
+                  "#%E6%B5%8B%E8%AF%95+a%23b"),
+        reason);
+    REQUIRE(link);
+    CHECK(link->port == 65535);
+    CHECK(link->sni == "example.com");
+    CHECK(link->name == "\xe6\xb5\x8b\xe8\xaf\x95+a#b");
+  }
+}
+
+TEST_CASE("parse_share_link refuses malformed links with a reason", "[share_link]") {
+  const std::string ok_query = "security=tls";
+  CHECK_THAT(refusal(std::string("vmess://") + uuid_text + "@h:1?security=tls"),
+             Catch::Contains("vless://"));
+  CHECK_THAT(refusal("vless:/x"), Catch::Contains("vless://"));
+  CHECK_THAT(refusal("vless://not-a-uuid@h:1?security=tls"), Catch::Contains("UUID"));
+  CHECK_THAT(refusal("vless://b831381d63244d53ad4f8cda48b30811@h:1?security=tls"),
+             Catch::Contains("UUID"));
+  CHECK_THAT(refusal("vless://h:1?security=tls"), Catch::Contains("UUID@"));
+  CHECK_THAT(refusal(link_with("h", ok_query)), Catch::Contains("port"));
+  CHECK_THAT(refusal(link_with("h:", ok_query)), Catch::Contains("port"));
+  CHECK_THAT(refusal(link_with("h:0", ok_query)), Catch::Contains("port"));
+  CHECK_THAT(refusal(link_with("h:65536", ok_query)), Catch::Contains("port"));
+  CHECK_THAT(refusal(link_with("h:44a", ok_query)), Catch::Contains("port"));
+  CHECK_THAT(refusal(link_with("h:-1", ok_query)), Catch::Contains("port"));
+  CHECK_THAT(refusal(link_with("h:99999999999999999999", ok_query)), Catch::Contains("port"));
+  CHECK_THAT(refusal(link_with(":443", ok_query)), Catch::Contains("empty host"));
+  CHECK_THAT(refusal(link_with("[]:443", ok_query)), Catch::Contains("empty host"));
+  CHECK_THAT(refusal(link_with("[::1:443", ok_query)), Catch::Contains("IPv6"));
+  CHECK_THAT(refusal(link_with("[not-ip]:443", ok_query)), Catch::Contains("IPv6"));
+  CHECK_THAT(refusal(link_with("[::1]443", ok_query)), Catch::Contains("port"));
+  CHECK_THAT(refusal(link_with("::1:443", ok_query)), Catch::Contains("brackets"));
+  CHECK_THAT(refusal(link_with("a b:443", ok_query)), Catch::Contains("host"));
+  CHECK_THAT(refusal(link_with("h:443/path", ok_query)), Catch::Contains("path"));
+}
+
+TEST_CASE("parse_share_link refuses what the built-in client cannot do", "[share_link]") {
+  CHECK_THAT(refusal(link_with("h:1", "security=none")),
+             Catch::Contains("security=none is not supported") && Catch::Contains("TLS only"));
+  CHECK_THAT(refusal(link_with("h:1", "type=tcp")), Catch::Contains("security=none"));
+  CHECK_THAT(refusal(link_with("h:1", "security=reality")),
+             Catch::Contains("security=reality is not supported"));
+  CHECK_THAT(refusal(link_with("h:1", "security=TLS")), Catch::Contains("security=TLS"));
+  CHECK_THAT(refusal(link_with("h:1", "security=tls&type=ws")),
+             Catch::Contains("type=ws is not supported"));
+  CHECK_THAT(refusal(link_with("h:1", "security=tls&flow=xtls-rprx-vision")),
+             Catch::Contains("XTLS Vision"));
+  CHECK_THAT(refusal(link_with("h:1", "security=tls&encryption=aes-128-gcm")),
+             Catch::Contains("encryption=aes-128-gcm"));
+  CHECK_THAT(refusal(link_with("h:1", "security=tls&headerType=http")),
+             Catch::Contains("headerType=http"));
+  CHECK_THAT(refusal(link_with("h:1", "security=tls&allowInsecure=yes")),
+             Catch::Contains("allowInsecure=yes"));
+  CHECK_THAT(refusal(link_with("h:1", "security=tls&allowInsecure=1&insecure=0")),
+             Catch::Contains("disagree"));
+}
+
+TEST_CASE("parse_share_link refuses bad percent-encoding and repeated keys", "[share_link]") {
+  CHECK_THAT(refusal(link_with("h:1", "security=tls&sni=a%zz")), Catch::Contains("sni"));
+  CHECK_THAT(refusal(link_with("h:1", "security=tls&sni=a%4")), Catch::Contains("sni"));
+  CHECK_THAT(refusal(link_with("h:1", "security=tls", "#name%")), Catch::Contains("name"));
+  CHECK_THAT(refusal(link_with("h:1", "security=tls&sni=a&sni=b")), Catch::Contains("repeated"));
+}
+
+TEST_CASE("format_share_link emits a canonical link that parses back", "[share_link]") {
+  share_link link;
+  link.uuid = *vless::parse_uuid(uuid_text);
+  link.host = "127.0.0.1";
+  link.port = 8443;
+  link.sni = "vlessbench.test";
+  link.allow_insecure = true;
+  link.name = "vlessbench quickack=on";
+  const auto text = format_share_link(link);
+  CHECK(text == std::string("vless://") + uuid_text +
+                    "@127.0.0.1:8443?encryption=none&security=tls&sni=vlessbench.test"
+                    "&allowInsecure=1&type=tcp#vlessbench%20quickack%3Don");
+
+  for (const std::string& name :
+       {std::string("a#b&c=d?e%f/g"), std::string("\xe6\xb5\x8b\xe8\xaf\x95 node"), std::string("+"),
+        std::string("")}) {
+    for (const std::string& host : {std::string("::1"), std::string("example.com")}) {
+      share_link l = link;
+      l.name = name;
+      l.host = host;
+      l.sni = "x&y=z";
+      l.allow_insecure = name.empty();
+      std::string reason;
+      const auto back = parse_share_link(format_share_link(l), reason);
+      INFO(format_share_link(l) << " -> " << reason);
+      REQUIRE(back);
+      CHECK(same(*back, l));
+    }
+  }
+}
