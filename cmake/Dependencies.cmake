@@ -31,6 +31,11 @@ find_path(ASIO_INCLUDE asio.hpp)
 vlessbench_require("Standalone Asio" ASIO_INCLUDE libasio-dev)
 add_library(asio::asio INTERFACE IMPORTED)
 set_target_properties(asio::asio PROPERTIES INTERFACE_COMPILE_DEFINITIONS "ASIO_NO_DEPRECATED;ASIO_STANDALONE")
+# Asio 1.22 looks for clang's pre-standard <experimental/coroutine>; with libstdc++'s <coroutine>
+# (clang 14 supports it) we tell it so.
+target_compile_definitions(asio::asio INTERFACE
+  $<$<CXX_COMPILER_ID:Clang>:ASIO_HAS_CO_AWAIT=1>
+  $<$<CXX_COMPILER_ID:Clang>:ASIO_HAS_STD_COROUTINE=1>)
 find_package(Threads REQUIRED)
 target_link_libraries(asio::asio INTERFACE Threads::Threads)
 

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages vlessbench builds and tests with, if any is missing.
+# Usage: tools/deps.sh [--test]   (--test adds what only the test suite needs: clang's fuzzer runtime)
+set -euo pipefail
+pkgs=(cmake ninja-build g++ pkg-config python3 curl
+      libasio-dev android-libboringssl-dev libspdlog-dev libtomlplusplus-dev catch2
+      libcli11-dev nlohmann-json3-dev libsystemd-dev libqrencode-dev v2ray)
+if [[ "${1:-}" == "--test" ]]; then
+  pkgs+=(clang-14 libclang-rt-14-dev)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+echo "installing: ${missing[*]}" >&2
+sudo=()
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || { echo "need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  sudo=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
