@@ -1,1 +1,3 @@
-int main(){}
+#include "cli.hpp"
+
+int main(int argc, char** argv) { return vlessbench::runner::run_cli(argc, argv); }

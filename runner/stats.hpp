@@ -28,4 +28,23 @@ struct summary {
 };
 std::optional<summary> summarize(std::span<const double> values, std::uint64_t seed);
 
+// Per-round paired differences a[r] - b[r], for the rounds where both sides have a value (a failed
+// sample is nullopt). The seed's "paired median" is the median of these, which cancels drift that
+// affects both paths of one round; it is not the difference of the two medians.
+std::vector<double> paired_differences(std::span<const std::optional<double>> a,
+                                       std::span<const std::optional<double>> b);
+
+// The PRNG behind the bootstrap and the runner's path shuffles: splitmix64, chosen because its
+// output is fixed by its definition on every platform (std::uniform_int_distribution is not).
+class prng {
+ public:
+  explicit prng(std::uint64_t seed) : state_(seed) {}
+  std::uint64_t next();
+  // Uniform in [0, bound), bound > 0, without modulo bias.
+  std::uint64_t below(std::uint64_t bound);
+
+ private:
+  std::uint64_t state_;
+};
+
 }  // namespace vlessbench::stats

@@ -1,0 +1,272 @@
+#include "cli.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <asio/version.hpp>
+#include <openssl/crypto.h>
+
+#include "compare.hpp"
+#include "measure.hpp"
+#include "report.hpp"
+#include "svg_report.hpp"
+#include "verify.hpp"
+
+#ifndef VLESSBENCH_VERSION
+#define VLESSBENCH_VERSION "unknown"
+#endif
+
+namespace vlessbench::runner {
+
+namespace {
+
+constexpr int exit_ok = 0;
+constexpr int exit_failed = 1;
+constexpr int exit_usage = 2;
+
+struct run_args {
+  std::string target = "http://127.0.0.1:8080/";
+  std::vector<std::string> paths;
+  std::string profile = "seed";
+  int new_count = -1, reuse_count = -1, warmup = -1;  // -1: from the profile
+  std::string out = "vlessbench-out";
+  std::optional<std::uint64_t> seed;
+  double timeout_s = 5;
+  int pause_ms = 2;
+  std::string vless_nodelay = "on";
+  std::string vless_writes = "one";
+  bool allow_mismatch = false;
+};
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + p.string());
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_file(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + p.string());
+}
+
+std::string shell_quote(std::string_view arg) {
+  if (!arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789-_./:=@,+%") == std::string_view::npos)
+    return std::string(arg);
+  std::string q = "'";
+  for (char c : arg) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "unknown";
+  return buf;
+}
+
+std::string make_run_id(std::uint64_t entropy) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(stats::prng(entropy).next()));
+  return std::string(buf, 12);
+}
+
+int do_run(const run_args& a, const std::string& command_line) {
+  std::string reason;
+  const auto target = parse_target_url(a.target, reason);
+  if (!target) {
+    std::cerr << "--target: " << reason << "\n";
+    return exit_usage;
+  }
+  measure_options o;
+  o.target = *target;
+  for (const auto& text : a.paths) {
+    auto p = parse_path_arg(text, reason);
+    if (!p) {
+      std::cerr << "--path: " << reason << "\n";
+      return exit_usage;
+    }
+    o.paths.push_back(std::move(*p));
+  }
+  const auto baseline = finalize_paths(o.paths, reason);
+  if (!baseline) {
+    std::cerr << "--path: " << reason << "\n";
+    return exit_usage;
+  }
+  o.baseline = *baseline;
+  const bool vless_profile = a.profile == "vless";
+  o.new_count = a.new_count >= 0 ? a.new_count : (vless_profile ? 100 : 300);
+  o.reuse_count = a.reuse_count >= 0 ? a.reuse_count : (vless_profile ? 200 : 500);
+  o.warmup = a.warmup >= 0 ? a.warmup : (vless_profile ? 10 : 20);
+  if (o.new_count + o.reuse_count == 0) {
+    std::cerr << "--new and --reuse are both 0: nothing to measure\n";
+    return exit_usage;
+  }
+  o.timeout = std::chrono::milliseconds(static_cast<long long>(a.timeout_s * 1000));
+  o.pause = std::chrono::milliseconds(a.pause_ms);
+  parse_on_off(a.vless_nodelay, o.vless_defaults.nodelay);
+  o.vless_defaults.writes = a.vless_writes == "split" ? write_mode::split : write_mode::one;
+  std::random_device rd;
+  o.seed = a.seed ? *a.seed : (static_cast<std::uint64_t>(rd()) << 32 | rd());
+  o.run_id = make_run_id(o.seed ^ static_cast<std::uint64_t>(
+                                      std::chrono::system_clock::now().time_since_epoch().count()));
+  o.progress = isatty(STDERR_FILENO) == 1;
+
+  run_metadata meta;
+  meta.run_id = o.run_id;
+  meta.seed = o.seed;
+  meta.version = VLESSBENCH_VERSION;
+  meta.tls_library = OpenSSL_version(OPENSSL_VERSION);
+  meta.asio_version = std::to_string(ASIO_VERSION / 100000) + "." +
+                      std::to_string(ASIO_VERSION / 100 % 1000) + "." + std::to_string(ASIO_VERSION % 100);
+  meta.host = host_name();
+  meta.time_utc = utc_now();
+  meta.command_line = command_line;
+  meta.target = a.target;
+  meta.new_count = o.new_count;
+  meta.reuse_count = o.reuse_count;
+  meta.warmup = o.warmup;
+  meta.timeout_ms = static_cast<int>(o.timeout.count());
+  meta.pause_ms = a.pause_ms;
+  meta.vless_defaults = o.vless_defaults;
+
+  const std::filesystem::path out = a.out;
+  std::filesystem::create_directories(out);
+  std::cerr << "vlessbench run " << o.run_id << ": " << o.paths.size() << " paths, " << o.new_count
+            << " new + " << o.reuse_count << " reused samples each after " << o.warmup
+            << " warm-ups, target " << a.target << "\n";
+
+  const auto started = std::chrono::steady_clock::now();
+  const auto samples = measure(o);
+  meta.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const auto results = analyze(o.paths, o.baseline, samples, o.vless_defaults, o.seed);
+
+  write_file(out / "samples.csv", samples_csv(samples));
+  write_file(out / "summary.json", summary_json(meta, results));
+  write_file(out / "report.svg", render_svg(meta, results));
+  std::cout << format_table(results);
+  std::cout << "\nrun " << o.run_id << " in " << std::fixed << std::setprecision(1) << meta.duration_s
+            << " s; wrote " << (out / "samples.csv").string() << ", summary.json, report.svg\n";
+
+  std::size_t ok = 0, mismatches = 0;
+  for (const auto& s : samples) {
+    ok += s.ok ? 1 : 0;
+    mismatches += s.route_mismatch ? 1 : 0;
+  }
+  if (ok == 0) {
+    std::cerr << "vlessbench: every sample failed\n";
+    return exit_failed;
+  }
+  if (mismatches > 0 && !a.allow_mismatch) {
+    std::cerr << "vlessbench: " << mismatches << " route mismatches (see the routes above; "
+              << "--allow-mismatch to accept)\n";
+    return exit_failed;
+  }
+  return exit_ok;
+}
+
+int do_compare(const std::vector<std::string>& dirs) {
+  std::vector<std::pair<std::string, std::string>> runs;
+  for (const auto& d : dirs) runs.emplace_back(d, read_file(std::filesystem::path(d) / "summary.json"));
+  std::cout << format_comparison(runs);
+  return exit_ok;
+}
+
+int do_verify(const std::string& dir, const std::string& log_path) {
+  const std::filesystem::path d = dir;
+  std::ifstream log(log_path);
+  if (!log) throw std::runtime_error("cannot read " + log_path);
+  const auto report = verify_run(read_file(d / "summary.json"), read_file(d / "samples.csv"), log);
+  std::cout << format_verify_report(report);
+  return report.ok() ? exit_ok : exit_failed;
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{"vlessbench: measure proxy-client latency against the vlessbench appliance"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", VLESSBENCH_VERSION);
+
+  run_args ra;
+  auto* run = app.add_subcommand("run", "measure paths, print the table, write samples.csv, summary.json, report.svg");
+  run->add_option("--target", ra.target, "HTTP target URL (the daemon's target)")->capture_default_str();
+  run->add_option("--path", ra.paths,
+                  "NAME=SPEC; SPEC is direct, http://H:P (CONNECT), socks5://H:P or a vless:// link "
+                  "(extra query parameters nodelay=on|off and writes=one|split set that path's client)")
+      ->take_all();
+  run->add_option("--profile", ra.profile, "default counts: seed (300 new + 500 reused after 20) "
+                                           "or vless (100 + 200 after 10)")
+      ->check(CLI::IsMember({"seed", "vless"}))
+      ->capture_default_str();
+  run->add_option("--new", ra.new_count, "new-connection samples per path")->check(CLI::Range(0, 1000000));
+  run->add_option("--reuse", ra.reuse_count, "reused-connection samples per path")->check(CLI::Range(0, 1000000));
+  run->add_option("--warmup", ra.warmup, "unrecorded warm-up rounds before each phase")->check(CLI::Range(0, 100000));
+  run->add_option("--out", ra.out, "output directory")->capture_default_str();
+  run->add_option("--seed", ra.seed, "PRNG seed for path order and bootstrap (default random, recorded)");
+  run->add_option("--timeout", ra.timeout_s, "seconds allowed for each socket operation")
+      ->check(CLI::Range(0.001, 3600.0))
+      ->capture_default_str();
+  run->add_option("--pause-ms", ra.pause_ms, "pause between samples")->check(CLI::Range(0, 60000))->capture_default_str();
+  run->add_option("--vless-nodelay", ra.vless_nodelay, "built-in VLESS client: TCP_NODELAY (off = Linux default Nagle)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  run->add_option("--vless-writes", ra.vless_writes, "built-in VLESS client: header and GET in one write, or split")
+      ->check(CLI::IsMember({"one", "split"}))
+      ->capture_default_str();
+  run->add_flag("--allow-mismatch", ra.allow_mismatch, "exit 0 even when routes mismatch");
+
+  std::vector<std::string> compare_dirs;
+  auto* compare = app.add_subcommand("compare", "print several runs side by side");
+  compare->add_option("dirs", compare_dirs, "run output directories")->required()->check(CLI::ExistingDirectory);
+
+  std::string verify_dir, verify_log;
+  auto* verify = app.add_subcommand("verify", "check a run's samples against the daemon's access log");
+  verify->add_option("dir", verify_dir, "run output directory")->required()->check(CLI::ExistingDirectory);
+  verify->add_option("--log", verify_log, "the daemon's access log (JSON lines)")->required()->check(CLI::ExistingFile);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return exit_usage;
+  }
+
+  try {
+    if (*run) {
+      std::string command_line;
+      for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + shell_quote(argv[i]);
+      return do_run(ra, command_line);
+    }
+    if (*compare) return do_compare(compare_dirs);
+    if (*verify) return do_verify(verify_dir, verify_log);
+  } catch (const std::exception& e) {
+    std::cerr << "vlessbench: " << e.what() << "\n";
+    return exit_failed;
+  }
+  return exit_usage;
+}
+
+}  // namespace vlessbench::runner

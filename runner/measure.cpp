@@ -1,0 +1,196 @@
+#include "measure.hpp"
+
+#include <cstdio>
+#include <exception>
+#include <memory>
+
+#include "tunnel.hpp"
+
+namespace vlessbench::runner {
+
+namespace {
+
+class progress_bar {
+ public:
+  progress_bar(bool enabled, std::size_t total) : enabled_(enabled), total_(total) {}
+  void step(std::string_view what) {
+    ++done_;
+    if (!enabled_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (done_ != total_ && now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const std::size_t width = 30;
+    const std::size_t filled = total_ ? done_ * width / total_ : width;
+    std::fprintf(stderr, "\r[%s%s] %zu/%zu %-24.24s", std::string(filled, '#').c_str(),
+                 std::string(width - filled, ' ').c_str(), done_, total_, std::string(what).c_str());
+    std::fflush(stderr);
+  }
+  void finish() {
+    if (enabled_) std::fprintf(stderr, "\r%80s\r", "");
+  }
+
+ private:
+  bool enabled_;
+  std::size_t total_;
+  std::size_t done_ = 0;
+  std::chrono::steady_clock::time_point last_{};
+};
+
+std::int64_t elapsed_ns(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count();
+}
+
+// Fills the server's view of the sample from the response head; after the clock stopped.
+void record_response(sample& s, const exchange_result& r, path_kind kind) {
+  if (r.head) {
+    s.status = r.head->status;
+    if (const auto route = r.head->find("X-Vlessbench-Route")) s.route = parse_route(*route);
+    if (const auto st = r.head->find("Server-Timing")) s.timing = parse_server_timing(*st);
+    s.route_mismatch = is_route_mismatch(kind, s.route.kind);
+  }
+  if (!r.error.empty()) {
+    s.ok = false;
+    s.error = r.error;
+  } else if (s.status / 100 != 2) {
+    s.ok = false;
+    s.error = "status " + std::to_string(s.status);
+  } else {
+    s.ok = true;
+  }
+}
+
+struct state {
+  const measure_options& opts;
+  asio::io_context& io;
+  std::vector<path_plan> plans;
+  std::vector<sample> samples;
+  std::uint64_t seq = 0;
+  stats::prng rng;
+  progress_bar bar;
+};
+
+awaitable<void> pause(state& st) {
+  if (st.opts.pause.count() <= 0) co_return;
+  asio::steady_timer t(st.io, st.opts.pause);
+  co_await t.async_wait(as_tuple_awaitable);
+}
+
+awaitable<sample> new_connection_sample(state& st, std::size_t p, int round) {
+  const auto& plan = st.plans[p];
+  sample s;
+  s.round = round;
+  s.path = plan.spec->name;
+  s.mode = sample_mode::new_connection;
+  s.seq = ++st.seq;
+  const std::string request = format_get(st.opts.target, st.opts.run_id, s.seq, s.path);
+  auto t = std::make_shared<tunnel>(st.io.get_executor(), plan, st.opts.timeout);
+  t->arm();
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string err = co_await t->open();
+  exchange_result r;
+  if (err.empty()) r = co_await t->exchange(request);
+  const auto t1 = std::chrono::steady_clock::now();
+  t->disarm();
+  t->close();
+  if (!err.empty()) r.error = std::move(err);
+  s.ns = elapsed_ns(t0, t1);
+  record_response(s, r, plan.spec->kind);
+  co_return s;
+}
+
+awaitable<sample> reuse_sample(state& st, std::size_t p, int round, std::shared_ptr<tunnel>& t) {
+  const auto& plan = st.plans[p];
+  sample s;
+  s.round = round;
+  s.path = plan.spec->name;
+  s.mode = sample_mode::reuse;
+  s.seq = ++st.seq;
+  if (!t || !t->reusable()) {
+    // Outside the clock: a reused sample measures one GET on an open tunnel, nothing else.
+    t = std::make_shared<tunnel>(st.io.get_executor(), plan, st.opts.timeout);
+    t->arm();
+    const auto err = co_await t->open();
+    t->disarm();
+    if (!err.empty()) {
+      t.reset();
+      s.ok = false;
+      s.error = "open tunnel: " + err;
+      co_return s;
+    }
+  }
+  const std::string request = format_get(st.opts.target, st.opts.run_id, s.seq, s.path);
+  t->arm();
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto r = co_await t->exchange(request);
+  const auto t1 = std::chrono::steady_clock::now();
+  t->disarm();
+  s.ns = elapsed_ns(t0, t1);
+  record_response(s, r, plan.spec->kind);
+  co_return s;
+}
+
+awaitable<void> run_all(state& st) {
+  const auto& o = st.opts;
+  const std::size_t n = st.plans.size();
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+
+  for (int round = -o.warmup; round < o.new_count; ++round) {
+    shuffle_order(order, st.rng);
+    for (const auto p : order) {
+      auto s = co_await new_connection_sample(st, p, round);
+      if (round >= 0) st.samples.push_back(std::move(s));
+      st.bar.step(round < 0 ? "new (warm-up)" : "new " + st.plans[p].spec->name);
+      co_await pause(st);
+    }
+  }
+  if (o.reuse_count <= 0) co_return;
+  std::vector<std::shared_ptr<tunnel>> tunnels(n);
+  for (int round = -o.warmup; round < o.reuse_count; ++round) {
+    shuffle_order(order, st.rng);
+    for (const auto p : order) {
+      auto s = co_await reuse_sample(st, p, round, tunnels[p]);
+      if (round >= 0) st.samples.push_back(std::move(s));
+      st.bar.step(round < 0 ? "reuse (warm-up)" : "reuse " + st.plans[p].spec->name);
+      co_await pause(st);
+    }
+  }
+  for (auto& t : tunnels)
+    if (t) t->close();
+}
+
+}  // namespace
+
+std::string format_get(const target_url& target, std::string_view run_id, std::uint64_t seq,
+                       std::string_view path_name) {
+  std::string r;
+  r.reserve(192);
+  r.append("GET ").append(target.path).append(" HTTP/1.1\r\nHost: ").append(target.authority());
+  r.append("\r\nUser-Agent: vlessbench\r\nX-Vlessbench-Run: ").append(run_id);
+  r.append("\r\nX-Vlessbench-Seq: ").append(std::to_string(seq));
+  r.append("\r\nX-Vlessbench-Path: ").append(path_name).append("\r\n\r\n");
+  return r;
+}
+
+void shuffle_order(std::vector<std::size_t>& order, stats::prng& rng) {
+  for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
+}
+
+std::vector<sample> measure(const measure_options& opts) {
+  asio::io_context io(1);
+  const std::size_t per_path = static_cast<std::size_t>(2 * opts.warmup + opts.new_count +
+                                                        (opts.reuse_count > 0 ? opts.reuse_count : -opts.warmup));
+  state st{opts, io, {}, {}, 0, stats::prng(opts.seed), progress_bar(opts.progress, per_path * opts.paths.size())};
+  st.plans.reserve(opts.paths.size());
+  for (const auto& p : opts.paths) st.plans.push_back(make_plan(io, p, opts.target, opts.vless_defaults));
+  st.samples.reserve(opts.paths.size() * static_cast<std::size_t>(opts.new_count + opts.reuse_count));
+
+  std::exception_ptr failure;
+  asio::co_spawn(io, run_all(st), [&](std::exception_ptr e) { failure = e; });
+  io.run();
+  st.bar.finish();
+  if (failure) std::rethrow_exception(failure);
+  return std::move(st.samples);
+}
+
+}  // namespace vlessbench::runner

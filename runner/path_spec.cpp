@@ -1,0 +1,267 @@
+#include "path_spec.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+namespace vlessbench::runner {
+
+namespace {
+
+bool starts_with_icase(std::string_view s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (std::size_t i = 0; i < prefix.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i]) return false;
+  return true;
+}
+
+// Names end up in CSV cells, HTTP header values and SVG text: keep them plain.
+bool valid_name(std::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  });
+}
+
+// Removes the runner's own parameters from a vless:// link's query before the share-link parser
+// sees it, so the link stays importable elsewhere.
+bool extract_runner_params(std::string& link, path_spec& out, std::string& reason) {
+  const auto q = link.find('?');
+  if (q == std::string::npos) return true;
+  auto end = link.find('#', q);
+  if (end == std::string::npos) end = link.size();
+  const std::string query = link.substr(q + 1, end - q - 1);
+  std::string kept;
+  std::size_t pos = 0;
+  while (pos <= query.size()) {
+    auto amp = query.find('&', pos);
+    if (amp == std::string::npos) amp = query.size();
+    const std::string item = query.substr(pos, amp - pos);
+    pos = amp + 1;
+    if (item.empty()) continue;
+    const auto eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (key == "nodelay") {
+      bool on = true;
+      if (!parse_on_off(value, on)) {
+        reason = "nodelay must be on or off, got '" + value + "'";
+        return false;
+      }
+      out.nodelay = on;
+    } else if (key == "writes") {
+      if (value == "one") {
+        out.writes = write_mode::one;
+      } else if (value == "split") {
+        out.writes = write_mode::split;
+      } else {
+        reason = "writes must be one or split, got '" + value + "'";
+        return false;
+      }
+    } else {
+      if (!kept.empty()) kept += '&';
+      kept += item;
+    }
+  }
+  link = link.substr(0, q) + (kept.empty() ? "" : "?" + kept) + link.substr(end);
+  return true;
+}
+
+}  // namespace
+
+std::string_view to_string(path_kind k) {
+  switch (k) {
+    case path_kind::direct: return "direct";
+    case path_kind::http_connect: return "http-connect";
+    case path_kind::socks5: return "socks5";
+    case path_kind::vless: return "vless";
+  }
+  return "?";
+}
+
+std::string_view to_string(write_mode w) { return w == write_mode::one ? "one" : "split"; }
+
+bool parse_on_off(std::string_view text, bool& out) {
+  if (text == "on" || text == "1" || text == "true" || text == "yes") {
+    out = true;
+    return true;
+  }
+  if (text == "off" || text == "0" || text == "false" || text == "no") {
+    out = false;
+    return true;
+  }
+  return false;
+}
+
+vless_client_options path_spec::client_options(const vless_client_options& defaults) const {
+  vless_client_options o = defaults;
+  if (nodelay) o.nodelay = *nodelay;
+  if (writes) o.writes = *writes;
+  return o;
+}
+
+std::string target_url::authority() const {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+bool parse_host_port(std::string_view text, std::string& host, std::uint16_t& port,
+                     std::string& reason) {
+  std::string_view port_text;
+  if (!text.empty() && text.front() == '[') {
+    const auto close = text.find(']');
+    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') {
+      reason = "expected [IPv6]:PORT in '" + std::string(text) + "'";
+      return false;
+    }
+    host = std::string(text.substr(1, close - 1));
+    port_text = text.substr(close + 2);
+  } else {
+    const auto colon = text.rfind(':');
+    if (colon == std::string_view::npos || text.find(':') != colon) {
+      reason = "expected HOST:PORT in '" + std::string(text) + "'";
+      return false;
+    }
+    host = std::string(text.substr(0, colon));
+    port_text = text.substr(colon + 1);
+  }
+  if (host.empty()) {
+    reason = "empty host in '" + std::string(text) + "'";
+    return false;
+  }
+  unsigned value = 0;
+  const auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), value);
+  if (port_text.empty() || ec != std::errc{} || ptr != port_text.data() + port_text.size() ||
+      value == 0 || value > 65535) {
+    reason = "bad port '" + std::string(port_text) + "'";
+    return false;
+  }
+  port = static_cast<std::uint16_t>(value);
+  return true;
+}
+
+std::optional<target_url> parse_target_url(std::string_view text, std::string& reason) {
+  if (!starts_with_icase(text, "http://")) {
+    reason = "target must be an http:// URL (got '" + std::string(text) + "')";
+    return std::nullopt;
+  }
+  std::string_view rest = text.substr(7);
+  const auto slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  target_url url;
+  url.path = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
+  if (authority.find('@') != std::string_view::npos) {
+    reason = "credentials in the target URL are not supported";
+    return std::nullopt;
+  }
+  const bool has_port = authority.size() > 0 &&
+                        (authority.front() == '[' ? authority.find("]:") != std::string_view::npos
+                                                  : authority.find(':') != std::string_view::npos);
+  if (has_port) {
+    if (!parse_host_port(authority, url.host, url.port, reason)) return std::nullopt;
+  } else {
+    url.host = std::string(authority);
+    if (url.host.size() >= 2 && url.host.front() == '[' && url.host.back() == ']')
+      url.host = url.host.substr(1, url.host.size() - 2);
+  }
+  if (url.host.empty()) {
+    reason = "target URL has no host";
+    return std::nullopt;
+  }
+  if (url.path.find_first_of(" \r\n") != std::string::npos) {
+    reason = "target path contains whitespace";
+    return std::nullopt;
+  }
+  return url;
+}
+
+std::optional<path_spec> parse_path_arg(std::string_view arg, std::string& reason) {
+  const auto eq = arg.find('=');
+  if (eq == std::string_view::npos) {
+    reason = "expected NAME=SPEC, got '" + std::string(arg) + "'";
+    return std::nullopt;
+  }
+  path_spec p;
+  p.name = std::string(arg.substr(0, eq));
+  p.spec = std::string(arg.substr(eq + 1));
+  if (!valid_name(p.name)) {
+    reason = "path name '" + p.name + "' must be 1-64 characters of A-Z a-z 0-9 - _ .";
+    return std::nullopt;
+  }
+  std::string_view spec = p.spec;
+  auto strip_slash = [](std::string_view s) {
+    if (!s.empty() && s.back() == '/') s.remove_suffix(1);
+    return s;
+  };
+  if (spec == "direct") {
+    p.kind = path_kind::direct;
+  } else if (starts_with_icase(spec, "http://") || starts_with_icase(spec, "socks5://")) {
+    const bool http = starts_with_icase(spec, "http://");
+    p.kind = http ? path_kind::http_connect : path_kind::socks5;
+    const std::string_view hp = strip_slash(spec.substr(http ? 7 : 9));
+    if (hp.find('@') != std::string_view::npos) {
+      reason = "path '" + p.name + "': proxy authentication is not supported";
+      return std::nullopt;
+    }
+    if (hp.find('/') != std::string_view::npos) {
+      reason = "path '" + p.name + "': a proxy SPEC is only scheme://HOST:PORT";
+      return std::nullopt;
+    }
+    if (!parse_host_port(hp, p.host, p.port, reason)) {
+      reason = "path '" + p.name + "': " + reason;
+      return std::nullopt;
+    }
+  } else if (starts_with_icase(spec, "vless://")) {
+    p.kind = path_kind::vless;
+    std::string link(spec);
+    if (!extract_runner_params(link, p, reason)) {
+      reason = "path '" + p.name + "': " + reason;
+      return std::nullopt;
+    }
+    std::string why;
+    auto parsed = parse_share_link(link, why);
+    if (!parsed) {
+      reason = "path '" + p.name + "': bad vless link: " + why;
+      return std::nullopt;
+    }
+    if (parsed->security != "tls") {
+      reason = "path '" + p.name + "': the built-in client speaks VLESS over TLS only (security=" +
+               parsed->security + ")";
+      return std::nullopt;
+    }
+    if (!parsed->flow.empty()) {
+      reason = "path '" + p.name + "': flow '" + parsed->flow + "' is not supported";
+      return std::nullopt;
+    }
+    p.host = parsed->host;
+    p.port = parsed->port;
+    p.link = std::move(parsed);
+  } else {
+    reason = "path '" + p.name + "': SPEC must be direct, http://H:P, socks5://H:P or vless://...";
+    return std::nullopt;
+  }
+  return p;
+}
+
+std::optional<std::size_t> finalize_paths(std::vector<path_spec>& paths, std::string& reason) {
+  for (std::size_t i = 0; i < paths.size(); ++i)
+    for (std::size_t j = i + 1; j < paths.size(); ++j)
+      if (paths[i].name == paths[j].name) {
+        reason = "path name '" + paths[i].name + "' is used twice";
+        return std::nullopt;
+      }
+  const auto it = std::find_if(paths.begin(), paths.end(),
+                               [](const path_spec& p) { return p.kind == path_kind::direct; });
+  if (it != paths.end()) return static_cast<std::size_t>(it - paths.begin());
+  if (std::any_of(paths.begin(), paths.end(), [](const path_spec& p) { return p.name == "direct"; })) {
+    reason = "a non-direct path is named 'direct'; the baseline needs that name";
+    return std::nullopt;
+  }
+  path_spec direct;
+  direct.name = "direct";
+  direct.spec = "direct";
+  paths.insert(paths.begin(), std::move(direct));
+  return 0;
+}
+
+}  // namespace vlessbench::runner

@@ -1,0 +1,65 @@
+#pragma once
+// What the user asks to measure, parsed from the command line without touching the network:
+// the target URL and the `--path NAME=SPEC` arguments.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "share_link.hpp"
+
+namespace vlessbench::runner {
+
+enum class path_kind { direct, http_connect, socks5, vless };
+std::string_view to_string(path_kind k);
+
+// How the built-in VLESS client writes: header and GET in one write (default), or the header as
+// its own TLS record followed by the GET, the way Nagle-prone clients do.
+enum class write_mode { one, split };
+std::string_view to_string(write_mode w);
+
+struct vless_client_options {
+  bool nodelay = true;
+  write_mode writes = write_mode::one;
+};
+
+struct path_spec {
+  std::string name;
+  path_kind kind = path_kind::direct;
+  std::string spec;        // as given, for the report
+  std::string host;        // proxy or VLESS server; empty for direct
+  std::uint16_t port = 0;
+  std::optional<share_link> link;  // vless only
+  // Per-path overrides of --vless-nodelay / --vless-writes, given as extra query parameters of
+  // the vless:// link (`nodelay=off`, `writes=split`) so one run can hold both client flavours.
+  std::optional<bool> nodelay;
+  std::optional<write_mode> writes;
+
+  vless_client_options client_options(const vless_client_options& defaults) const;
+};
+
+struct target_url {
+  std::string host;  // without brackets
+  std::uint16_t port = 80;
+  std::string path = "/";
+  std::string authority() const;  // for Host and CONNECT: "host:port", IPv6 in brackets
+};
+
+// `http://HOST[:PORT][/PATH]`; https is refused because the runner measures plain HTTP targets.
+std::optional<target_url> parse_target_url(std::string_view text, std::string& reason);
+
+// `NAME=SPEC`; SPEC is `direct`, `http://H:P`, `socks5://H:P` or a vless:// share link.
+std::optional<path_spec> parse_path_arg(std::string_view arg, std::string& reason);
+
+// `HOST:PORT`, `[V6]:PORT`; port 1..65535.
+bool parse_host_port(std::string_view text, std::string& host, std::uint16_t& port,
+                     std::string& reason);
+
+// Validates a whole list: unique names; puts a path named "direct" first when no direct path was
+// given, because every paired difference is taken against it. Returns the baseline's index.
+std::optional<std::size_t> finalize_paths(std::vector<path_spec>& paths, std::string& reason);
+
+bool parse_on_off(std::string_view text, bool& out);
+
+}  // namespace vlessbench::runner

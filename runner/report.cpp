@@ -1,0 +1,360 @@
+#include "report.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+namespace vlessbench::runner {
+
+namespace {
+
+std::string fmt_ms(std::optional<double> v, bool sign = false) {
+  if (!v) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, sign ? "%+.3f" : "%.3f", *v);
+  return buf;
+}
+
+std::string fmt_ci(const std::optional<stats::interval>& ci, bool sign = false) {
+  if (!ci) return "-";
+  return "[" + fmt_ms(ci->low, sign) + ", " + fmt_ms(ci->high, sign) + "]";
+}
+
+std::string pad(std::string s, std::size_t width, bool right = false) {
+  if (s.size() >= width) return s;
+  return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
+}
+
+// Stable per-(path, mode) bootstrap seeds, so one run's intervals are reproducible from its seed.
+std::uint64_t mix_seed(std::uint64_t seed, std::string_view name, int mode) {
+  std::uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  for (char c : name) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  stats::prng r(seed ^ h ^ static_cast<std::uint64_t>(mode));
+  return r.next();
+}
+
+std::optional<double> median_of(std::vector<double> v) { return stats::median(v); }
+
+double round6(double v) { return std::round(v * 1e6) / 1e6; }
+
+}  // namespace
+
+std::string_view to_string(stall_verdict::kind k) {
+  switch (k) {
+    case stall_verdict::kind::no_data: return "no-data";
+    case stall_verdict::kind::none: return "none";
+    case stall_verdict::kind::intermittent: return "intermittent";
+    case stall_verdict::kind::stall: return "stall";
+  }
+  return "?";
+}
+
+stall_verdict judge_stall(std::span<const sample> samples) {
+  stall_verdict v;
+  std::vector<double> tls_all, vless_all, up_all, tls_st, vless_st, up_st;
+  for (const auto& s : samples) {
+    if (!s.ok || s.mode != sample_mode::new_connection || !s.timing.vless) continue;
+    ++v.with_timing;
+    const double w = *s.timing.vless;
+    vless_all.push_back(w);
+    if (s.timing.tls) tls_all.push_back(*s.timing.tls);
+    if (s.timing.upstream) up_all.push_back(*s.timing.upstream);
+    if (w >= stall_threshold_ms) {
+      ++v.stalled;
+      vless_st.push_back(w);
+      if (s.timing.tls) tls_st.push_back(*s.timing.tls);
+      if (s.timing.upstream) up_st.push_back(*s.timing.upstream);
+    }
+  }
+  if (v.with_timing == 0) {
+    v.text = "no server timing: new connections did not pass the vlessbench daemon's VLESS listener";
+    return v;
+  }
+  v.share = static_cast<double>(v.stalled) / static_cast<double>(v.with_timing);
+  v.max_vless_ms = *std::max_element(vless_all.begin(), vless_all.end());
+  const bool use_stalled = v.stalled > 0;
+  v.tls_ms = median_of(use_stalled ? tls_st : tls_all);
+  v.vless_ms = median_of(use_stalled ? vless_st : vless_all);
+  v.upstream_ms = median_of(use_stalled ? up_st : up_all);
+
+  const std::string count = std::to_string(v.stalled) + "/" + std::to_string(v.with_timing);
+  const std::string phases = "tls " + fmt_ms(v.tls_ms) + " ms, vless " + fmt_ms(v.vless_ms) +
+                             " ms, upstream " + fmt_ms(v.upstream_ms) + " ms";
+  // One or two slow headers among many are scheduler noise, not a client that waits for an ACK.
+  if (v.share >= 0.5) {
+    v.verdict = stall_verdict::kind::stall;
+    v.text = "STALL: " + count +
+             " new connections waited >= 30 ms between TLS done and VLESS header complete "
+             "(median phases of those: " + phases +
+             "): the client holds its first data until the server ACKs (Nagle meets delayed ACK)";
+  } else if (v.stalled >= 2 && v.share >= 0.05) {
+    v.verdict = stall_verdict::kind::intermittent;
+    v.text = "intermittent stall: " + count +
+             " new connections waited >= 30 ms for the VLESS header (median phases of those: " +
+             phases + ")";
+  } else {
+    v.verdict = stall_verdict::kind::none;
+    v.text = "no stall: " + count + " new connections with a VLESS header wait >= 30 ms (max " +
+             fmt_ms(v.max_vless_ms) + " ms; median phases: " + phases + ")";
+  }
+  return v;
+}
+
+std::vector<path_result> analyze(const std::vector<path_spec>& paths, std::size_t baseline,
+                                 const std::vector<sample>& samples,
+                                 const vless_client_options& defaults, std::uint64_t seed) {
+  // Per path and mode: latency by round (nullopt = failed) for the pairing.
+  struct by_round {
+    std::vector<std::optional<double>> fresh, reuse;
+  };
+  std::vector<by_round> rounds(paths.size());
+  std::vector<path_result> out(paths.size());
+  std::map<std::string, std::size_t> index;
+  for (std::size_t i = 0; i < paths.size(); ++i) {
+    index[paths[i].name] = i;
+    out[i].name = paths[i].name;
+    out[i].kind = paths[i].kind;
+    out[i].spec = paths[i].spec;
+    out[i].baseline = i == baseline;
+    out[i].client = paths[i].client_options(defaults);
+  }
+  std::vector<std::vector<sample>> fresh_samples(paths.size());
+  for (const auto& s : samples) {
+    const auto it = index.find(s.path);
+    if (it == index.end()) continue;
+    auto& r = out[it->second];
+    const bool fresh = s.mode == sample_mode::new_connection;
+    auto& m = fresh ? r.fresh : r.reuse;
+    auto& byr = fresh ? rounds[it->second].fresh : rounds[it->second].reuse;
+    if (s.round >= 0 && static_cast<std::size_t>(s.round) >= byr.size())
+      byr.resize(static_cast<std::size_t>(s.round) + 1);
+    ++m.attempted;
+    if (s.ok) {
+      m.sorted_ms.push_back(s.ms());
+      if (s.round >= 0) byr[static_cast<std::size_t>(s.round)] = s.ms();
+    } else {
+      ++m.failed;
+      ++m.errors[s.error.empty() ? "unknown error" : s.error];
+    }
+    if (s.status != 0) ++r.routes[std::string(to_string(s.route.kind))];
+    if (s.route_mismatch) ++r.route_mismatches;
+    if (fresh) fresh_samples[it->second].push_back(s);
+  }
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    auto& r = out[i];
+    for (int mode = 0; mode < 2; ++mode) {
+      auto& m = mode == 0 ? r.fresh : r.reuse;
+      std::sort(m.sorted_ms.begin(), m.sorted_ms.end());
+      m.latency = stats::summarize(m.sorted_ms, mix_seed(seed, r.name, mode));
+      if (i == baseline) continue;
+      const auto& mine = mode == 0 ? rounds[i].fresh : rounds[i].reuse;
+      const auto& base = mode == 0 ? rounds[baseline].fresh : rounds[baseline].reuse;
+      m.paired_deltas = stats::paired_differences(mine, base);
+      m.paired_delta_median = stats::median(m.paired_deltas);
+      m.paired_delta_ci =
+          stats::bootstrap_median_ci(m.paired_deltas, mix_seed(seed, r.name, mode + 2));
+    }
+    r.stall = judge_stall(fresh_samples[i]);
+  }
+  return out;
+}
+
+std::string format_table(const std::vector<path_result>& results) {
+  std::size_t name_w = 4;
+  for (const auto& r : results) name_w = std::max(name_w, r.name.size());
+  std::string t;
+  auto row = [&](const std::vector<std::string>& cells) {
+    static const std::size_t widths[] = {0, 5, 5, 4, 9, 20, 9, 9, 9, 9, 22};
+    std::string line;
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      const std::size_t w = i == 0 ? name_w : widths[i];
+      line += pad(cells[i], w, i >= 2 && i != 5 && i != 10);
+      if (i + 1 < cells.size()) line += "  ";
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    t += line + "\n";
+  };
+  row({"path", "mode", "n", "fail", "median", "median 95% CI", "p95", "min", "max", "paired d",
+       "paired d 95% CI"});
+  for (const auto& r : results) {
+    for (int mode = 0; mode < 2; ++mode) {
+      const auto& m = mode == 0 ? r.fresh : r.reuse;
+      if (m.attempted == 0) continue;
+      const auto& l = m.latency;
+      row({r.name, mode == 0 ? "new" : "reuse", std::to_string(l ? l->n : 0),
+           std::to_string(m.failed), fmt_ms(l ? std::optional(l->median) : std::nullopt),
+           fmt_ci(l ? l->median_ci : std::nullopt),
+           fmt_ms(l ? std::optional(l->p95) : std::nullopt),
+           fmt_ms(l ? std::optional(l->min) : std::nullopt),
+           fmt_ms(l ? std::optional(l->max) : std::nullopt),
+           r.baseline ? "baseline" : fmt_ms(m.paired_delta_median, true),
+           r.baseline ? "" : fmt_ci(m.paired_delta_ci, true)});
+    }
+  }
+  t += "(ms; paired d = median over rounds of (this path - baseline in the same round))\n";
+
+  std::string routes;
+  for (const auto& r : results) {
+    std::string counts;
+    for (const auto& [route, n] : r.routes)
+      counts += (counts.empty() ? "" : ", ") + route + " " + std::to_string(n);
+    routes += "  " + pad(r.name, name_w) + "  " + (counts.empty() ? "no responses" : counts);
+    if (r.route_mismatches > 0)
+      routes += "  ROUTE MISMATCH x" + std::to_string(r.route_mismatches) +
+                (r.kind == path_kind::direct ? " (baseline went through VLESS)"
+                                             : " (proxy path answered directly)");
+    routes += "\n";
+  }
+  t += "\nroutes (from X-Vlessbench-Route):\n" + routes;
+
+  std::string failures;
+  for (const auto& r : results)
+    for (int mode = 0; mode < 2; ++mode)
+      for (const auto& [why, n] : (mode == 0 ? r.fresh : r.reuse).errors)
+        failures += "  " + pad(r.name, name_w) + "  " + (mode == 0 ? "new  " : "reuse") + "  " +
+                    std::to_string(n) + " x " + why + "\n";
+  if (!failures.empty()) t += "\nfailures:\n" + failures;
+
+  t += "\nstall verdict (server phase TLS done -> VLESS header >= 30 ms):\n";
+  for (const auto& r : results) t += "  " + pad(r.name, name_w) + "  " + r.stall.text + "\n";
+  return t;
+}
+
+std::string csv_field(std::string_view s) {
+  if (s.find_first_of(",\"\r\n") == std::string_view::npos) return std::string(s);
+  std::string q = "\"";
+  for (char c : s) {
+    if (c == '"') q += '"';
+    q += c;
+  }
+  return q + "\"";
+}
+
+std::vector<std::string> parse_csv_line(std::string_view line) {
+  std::vector<std::string> out;
+  std::string cell;
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cell += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        cell += c;
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      out.push_back(std::move(cell));
+      cell.clear();
+    } else if (c != '\r') {
+      cell += c;
+    }
+  }
+  out.push_back(std::move(cell));
+  return out;
+}
+
+std::string samples_csv(const std::vector<sample>& samples) {
+  std::string out =
+      "round,path,mode,seq,ns,ok,error,status,route,session,user,tls_ms,vless_ms,resolve_ms,"
+      "upstream_ms,route_mismatch\n";
+  auto opt = [](const std::optional<double>& v) { return v ? fmt_ms(v) : std::string(); };
+  for (const auto& s : samples) {
+    out += std::to_string(s.round) + ',' + csv_field(s.path) + ',' + std::string(to_string(s.mode)) +
+           ',' + std::to_string(s.seq) + ',' + (s.ok ? std::to_string(s.ns) : std::string()) + ',' +
+           (s.ok ? "1" : "0") + ',' + csv_field(s.error) + ',' +
+           (s.status ? std::to_string(s.status) : std::string()) + ',' +
+           std::string(to_string(s.route.kind)) + ',' +
+           (s.route.session ? std::to_string(*s.route.session) : std::string()) + ',' +
+           csv_field(s.route.user) + ',' + opt(s.timing.tls) + ',' + opt(s.timing.vless) + ',' +
+           opt(s.timing.resolve) + ',' + opt(s.timing.upstream) + ',' +
+           (s.route_mismatch ? "1" : "0") + '\n';
+  }
+  return out;
+}
+
+std::string summary_json(const run_metadata& meta, const std::vector<path_result>& results) {
+  using json = nlohmann::ordered_json;
+  auto num = [](std::optional<double> v) { return v ? json(round6(*v)) : json(nullptr); };
+  auto mode_json = [&](const mode_result& m, bool baseline) {
+    json j;
+    const auto& l = m.latency;
+    j["n"] = l ? l->n : 0;
+    j["attempted"] = m.attempted;
+    j["failed"] = m.failed;
+    j["median_ms"] = num(l ? std::optional(l->median) : std::nullopt);
+    j["median_ci_low_ms"] = num(l && l->median_ci ? std::optional(l->median_ci->low) : std::nullopt);
+    j["median_ci_high_ms"] = num(l && l->median_ci ? std::optional(l->median_ci->high) : std::nullopt);
+    j["p95_ms"] = num(l ? std::optional(l->p95) : std::nullopt);
+    j["min_ms"] = num(l ? std::optional(l->min) : std::nullopt);
+    j["max_ms"] = num(l ? std::optional(l->max) : std::nullopt);
+    if (baseline) {
+      j["paired_delta_median_ms"] = 0.0;
+      j["paired_n"] = l ? l->n : 0;
+      j["paired_delta_ci_low_ms"] = 0.0;
+      j["paired_delta_ci_high_ms"] = 0.0;
+    } else {
+      j["paired_delta_median_ms"] = num(m.paired_delta_median);
+      j["paired_n"] = m.paired_deltas.size();
+      j["paired_delta_ci_low_ms"] = num(m.paired_delta_ci ? std::optional(m.paired_delta_ci->low) : std::nullopt);
+      j["paired_delta_ci_high_ms"] = num(m.paired_delta_ci ? std::optional(m.paired_delta_ci->high) : std::nullopt);
+    }
+    j["errors"] = json::object();
+    for (const auto& [why, n] : m.errors) j["errors"][why] = n;
+    return j;
+  };
+  json root;
+  json run;
+  run["id"] = meta.run_id;
+  run["seed"] = meta.seed;
+  run["time_utc"] = meta.time_utc;
+  run["host"] = meta.host;
+  run["command_line"] = meta.command_line;
+  run["target"] = meta.target;
+  run["versions"] = {{"vlessbench", meta.version}, {"tls", meta.tls_library}, {"asio", meta.asio_version}};
+  run["counts"] = {{"new", meta.new_count}, {"reuse", meta.reuse_count}, {"warmup", meta.warmup}};
+  run["timeout_ms"] = meta.timeout_ms;
+  run["pause_ms"] = meta.pause_ms;
+  run["vless_defaults"] = {{"nodelay", meta.vless_defaults.nodelay},
+                           {"writes", std::string(to_string(meta.vless_defaults.writes))}};
+  run["duration_s"] = round6(meta.duration_s);
+  root["run"] = run;
+  std::size_t mismatches = 0;
+  json paths = json::object();
+  for (const auto& r : results) {
+    json p;
+    p["spec"] = r.spec;
+    p["kind"] = std::string(to_string(r.kind));
+    p["baseline"] = r.baseline;
+    if (r.kind == path_kind::vless)
+      p["client"] = {{"nodelay", r.client.nodelay}, {"writes", std::string(to_string(r.client.writes))}};
+    p["new"] = mode_json(r.fresh, r.baseline);
+    p["reuse"] = mode_json(r.reuse, r.baseline);
+    p["route_mismatches"] = r.route_mismatches;
+    p["routes"] = json::object();
+    for (const auto& [route, n] : r.routes) p["routes"][route] = n;
+    p["stall"] = {{"verdict", std::string(to_string(r.stall.verdict))},
+                  {"with_timing", r.stall.with_timing},
+                  {"stalled", r.stall.stalled},
+                  {"share", round6(r.stall.share)},
+                  {"threshold_ms", stall_threshold_ms},
+                  {"tls_ms", num(r.stall.tls_ms)},
+                  {"vless_ms", num(r.stall.vless_ms)},
+                  {"upstream_ms", num(r.stall.upstream_ms)},
+                  {"max_vless_ms", num(r.stall.max_vless_ms)},
+                  {"text", r.stall.text}};
+    mismatches += r.route_mismatches;
+    paths[r.name] = p;
+  }
+  root["route_mismatches"] = mismatches;
+  root["paths"] = paths;
+  return root.dump(2) + "\n";
+}
+
+}  // namespace vlessbench::runner

@@ -1,0 +1,87 @@
+#pragma once
+// From samples to numbers and files: pure functions (strings in, strings out) so every figure in
+// the table, summary.json and report.svg can be checked by a unit test.
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "path_spec.hpp"
+#include "sample.hpp"
+#include "stats.hpp"
+
+namespace vlessbench::runner {
+
+// Server phase at which a new connection counts as stalled: the seed's delayed-ACK wait was
+// 40-48 ms; a healthy loopback VLESS header arrives well under 1 ms after TLS.
+inline constexpr double stall_threshold_ms = 30.0;
+
+struct stall_verdict {
+  enum class kind { no_data, none, intermittent, stall };
+  kind verdict = kind::no_data;
+  std::size_t with_timing = 0;  // ok new-connection samples carrying a vless phase
+  std::size_t stalled = 0;      // of those, vless phase >= threshold
+  double share = 0;
+  // Median phases of the stalled samples (or of all samples when none stalled): the evidence.
+  std::optional<double> tls_ms, vless_ms, upstream_ms;
+  std::optional<double> max_vless_ms;
+  std::string text;  // one line for the table
+};
+std::string_view to_string(stall_verdict::kind k);
+stall_verdict judge_stall(std::span<const sample> new_connection_samples);
+
+struct mode_result {
+  std::size_t attempted = 0;
+  std::size_t failed = 0;
+  std::optional<stats::summary> latency;  // ms, ok samples only
+  std::vector<double> paired_deltas;      // ms, per round vs the baseline
+  std::optional<double> paired_delta_median;
+  std::optional<stats::interval> paired_delta_ci;
+  std::map<std::string, std::size_t> errors;  // reason -> count
+  std::vector<double> sorted_ms;              // for the CDF
+};
+
+struct path_result {
+  std::string name;
+  path_kind kind = path_kind::direct;
+  std::string spec;
+  bool baseline = false;
+  vless_client_options client;  // meaningful for vless paths
+  mode_result fresh;            // new connections
+  mode_result reuse;
+  std::size_t route_mismatches = 0;
+  std::map<std::string, std::size_t> routes;  // "direct"/"vless"/"unknown" -> count
+  stall_verdict stall;
+};
+
+struct run_metadata {
+  std::string run_id;
+  std::uint64_t seed = 0;
+  std::string version;
+  std::string tls_library;
+  std::string asio_version;
+  std::string host;
+  std::string time_utc;
+  std::string command_line;
+  std::string target;
+  int new_count = 0, reuse_count = 0, warmup = 0;
+  int timeout_ms = 0, pause_ms = 0;
+  vless_client_options vless_defaults;
+  double duration_s = 0;
+};
+
+std::vector<path_result> analyze(const std::vector<path_spec>& paths, std::size_t baseline,
+                                 const std::vector<sample>& samples,
+                                 const vless_client_options& defaults, std::uint64_t seed);
+
+std::string format_table(const std::vector<path_result>& results);
+std::string samples_csv(const std::vector<sample>& samples);
+std::string summary_json(const run_metadata& meta, const std::vector<path_result>& results);
+
+// RFC 4180 quoting when needed; parse_csv_line is its inverse (for `verify`).
+std::string csv_field(std::string_view s);
+std::vector<std::string> parse_csv_line(std::string_view line);
+
+}  // namespace vlessbench::runner

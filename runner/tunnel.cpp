@@ -1,0 +1,325 @@
+#include "tunnel.hpp"
+
+#include "proxy_protocol.hpp"
+#include "vless_codec.hpp"
+
+namespace vlessbench::runner {
+
+namespace {
+
+constexpr std::size_t scratch_size = 64 * 1024;
+
+bool is_ip_literal(const std::string& host) {
+  std::error_code ec;
+  asio::ip::make_address(host, ec);
+  return !ec;
+}
+
+vless::request_header vless_request_for(const share_link& link, const target_url& target) {
+  vless::request_header h;
+  h.uuid = link.uuid;
+  h.command = static_cast<std::uint8_t>(vless::command::tcp);
+  h.port = target.port;
+  std::error_code ec;
+  const auto addr = asio::ip::make_address(target.host, ec);
+  if (!ec && addr.is_v4()) {
+    h.atyp = vless::address_type::ipv4;
+    const auto b = addr.to_v4().to_bytes();
+    std::copy(b.begin(), b.end(), h.ip.begin());
+  } else if (!ec && addr.is_v6()) {
+    h.atyp = vless::address_type::ipv6;
+    const auto b = addr.to_v6().to_bytes();
+    std::copy(b.begin(), b.end(), h.ip.begin());
+  } else {
+    h.atyp = vless::address_type::domain;
+    h.domain = target.host;
+  }
+  return h;
+}
+
+}  // namespace
+
+path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_url& target,
+                    const vless_client_options& defaults) {
+  path_plan plan;
+  plan.spec = &spec;
+  plan.target_authority = target.authority();
+  plan.vless = spec.client_options(defaults);
+  const std::string host = spec.kind == path_kind::direct ? target.host : spec.host;
+  const std::uint16_t port = spec.kind == path_kind::direct ? target.port : spec.port;
+  try {
+    tcp::resolver resolver(io);
+    const auto results = resolver.resolve(host, std::to_string(port));
+    // Prefer IPv4 like most clients' happy-eyeballs winners on loopback setups.
+    for (const auto& r : results)
+      if (!plan.entry || (r.endpoint().address().is_v4() && plan.entry->address().is_v6()))
+        plan.entry = r.endpoint();
+    if (!plan.entry) plan.entry_error = "resolve " + host + ": no addresses";
+  } catch (const std::system_error& e) {
+    plan.entry_error = "resolve " + host + ": " + e.code().message();
+  }
+  switch (spec.kind) {
+    case path_kind::direct: break;
+    case path_kind::http_connect:
+      plan.proxy_request = format_connect_request(plan.target_authority);
+      break;
+    case path_kind::socks5:
+      plan.proxy_request = socks5_connect_request(target.host, target.port);
+      break;
+    case path_kind::vless: {
+      const auto& link = *spec.link;
+      plan.tls_options.verify = !link.allow_insecure;
+      plan.tls_options.sni = !link.sni.empty() ? link.sni : (is_ip_literal(link.host) ? "" : link.host);
+      plan.tls_context =
+          std::make_shared<asio::ssl::context>(tls::make_client_context(plan.tls_options));
+      plan.vless_header = vless::encode_request(vless_request_for(link, target));
+      break;
+    }
+  }
+  return plan;
+}
+
+tunnel::tunnel(asio::any_io_executor ex, const path_plan& plan, std::chrono::milliseconds timeout)
+    : plan_(plan), timeout_(timeout), socket_(ex), timer_(ex),
+      scratch_(std::make_unique<char[]>(scratch_size)) {
+  in_.reserve(16 * 1024);
+}
+
+tunnel::~tunnel() { close(); }
+
+void tunnel::arm() {
+  deadline_ = clock::now() + timeout_;
+  watch();
+}
+
+void tunnel::disarm() {
+  deadline_ = clock::time_point::max();
+  timer_.cancel();
+}
+
+// One timer per tunnel that wakes at the deadline; operations only move the deadline (a store),
+// so a sample that finishes in time costs no timer work inside the measured interval.
+void tunnel::watch() {
+  timer_.expires_at(deadline_);
+  timer_.async_wait([weak = weak_from_this()](std::error_code ec) {
+    const auto self = weak.lock();
+    if (!self || ec == asio::error::operation_aborted) return;
+    if (self->deadline_ == clock::time_point::max()) return;
+    if (clock::now() >= self->deadline_) {
+      self->timed_out_ = true;
+      std::error_code ignored;
+      self->socket_.close(ignored);
+    } else {
+      self->watch();
+    }
+  });
+}
+
+void tunnel::touch(const char* phase) {
+  phase_ = phase;
+  if (deadline_ != clock::time_point::max()) deadline_ = clock::now() + timeout_;
+}
+
+void tunnel::close() {
+  open_ = false;
+  std::error_code ignored;
+  socket_.close(ignored);
+  timer_.cancel();
+}
+
+std::string tunnel::describe(const std::error_code& ec) const {
+  if (timed_out_) return std::string(phase_) + ": timeout after " + std::to_string(timeout_.count()) + " ms";
+  if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated)
+    return std::string(phase_) + ": connection closed by peer";
+  return std::string(phase_) + ": " + ec.message();
+}
+
+awaitable<std::error_code> tunnel::write_all(std::string_view data) {
+  const auto buf = asio::buffer(data.data(), data.size());
+  auto [ec, n] = tls_ ? co_await asio::async_write(*tls_, buf, as_tuple_awaitable)
+                      : co_await asio::async_write(socket_, buf, as_tuple_awaitable);
+  (void)n;
+  co_return ec;
+}
+
+awaitable<std::error_code> tunnel::read_some(char* data, std::size_t size, std::size_t& n) {
+  const auto buf = asio::buffer(data, size);
+  auto [ec, got] = tls_ ? co_await tls_->async_read_some(buf, as_tuple_awaitable)
+                        : co_await socket_.async_read_some(buf, as_tuple_awaitable);
+  n = got;
+  co_return ec;
+}
+
+awaitable<std::error_code> tunnel::read_more() {
+  std::size_t n = 0;
+  const auto ec = co_await read_some(scratch_.get(), scratch_size, n);
+  in_.append(scratch_.get(), n);
+  co_return ec;
+}
+
+awaitable<std::string> tunnel::read_proxy_reply() {
+  const auto kind = plan_.spec->kind;
+  for (;;) {
+    if (kind == path_kind::http_connect) {
+      const auto r = http::parse_response(in_);
+      if (r.complete()) {
+        in_.erase(0, r.consumed);
+        if (r.value.status / 100 != 2)
+          co_return "proxy: CONNECT answered " + std::to_string(r.value.status) + " " + r.value.reason;
+        co_return std::string{};
+      }
+      if (r.invalid()) co_return "proxy: bad CONNECT response: " + std::string(r.reason);
+    } else {
+      const auto r = parse_socks5_connect_reply(in_);
+      if (r.complete()) {
+        in_.erase(0, r.consumed);
+        co_return std::string{};
+      }
+      if (r.invalid()) co_return std::string(r.reason);
+    }
+    if (const auto ec = co_await read_more()) co_return describe(ec);
+  }
+}
+
+awaitable<std::string> tunnel::open() {
+  if (!plan_.entry) co_return plan_.entry_error;
+  touch("connect");
+  {
+    auto [ec] = co_await socket_.async_connect(*plan_.entry, as_tuple_awaitable);
+    if (ec) co_return describe(ec);
+  }
+  open_ = true;
+  const auto kind = plan_.spec->kind;
+  // The runner's own sockets send at once; only the built-in VLESS client may play Nagle-prone.
+  std::error_code opt_ec;
+  if (kind != path_kind::vless || plan_.vless.nodelay) socket_.set_option(tcp::no_delay(true), opt_ec);
+
+  if (kind == path_kind::http_connect) {
+    touch("proxy connect");
+    if (const auto ec = co_await write_all(plan_.proxy_request)) co_return describe(ec);
+    if (auto err = co_await read_proxy_reply(); !err.empty()) co_return err;
+  } else if (kind == path_kind::socks5) {
+    touch("socks5 greeting");
+    if (const auto ec = co_await write_all(socks5_greeting())) co_return describe(ec);
+    for (;;) {
+      const auto r = parse_socks5_method_reply(in_);
+      if (r.invalid()) co_return std::string(r.reason);
+      if (r.complete()) {
+        in_.erase(0, r.consumed);
+        break;
+      }
+      if (const auto ec = co_await read_more()) co_return describe(ec);
+    }
+    touch("socks5 connect");
+    if (const auto ec = co_await write_all(plan_.proxy_request)) co_return describe(ec);
+    if (auto err = co_await read_proxy_reply(); !err.empty()) co_return err;
+  } else if (kind == path_kind::vless) {
+    touch("tls handshake");
+    tls_.emplace(socket_, *plan_.tls_context);
+    tls::prepare_client(tls_->native_handle(), plan_.tls_options);
+    {
+      auto [ec] = co_await tls_->async_handshake(asio::ssl::stream_base::client, as_tuple_awaitable);
+      if (ec) co_return describe(ec);
+    }
+    vless_response_pending_ = true;
+    if (plan_.vless.writes == write_mode::split) {
+      touch("vless header");
+      if (const auto ec = co_await write_all(plan_.vless_header)) co_return describe(ec);
+    } else {
+      pending_prefix_ = plan_.vless_header;
+    }
+  }
+  co_return std::string{};
+}
+
+awaitable<exchange_result> tunnel::exchange(const std::string& request) {
+  exchange_result out;
+  touch("request");
+  std::error_code ec;
+  if (!pending_prefix_.empty()) {
+    // One buffer, so the TLS layer makes one record of header + GET (a buffer sequence would
+    // become two SSL_write calls and quietly turn "one write" into "split").
+    pending_prefix_ += request;
+    ec = co_await write_all(pending_prefix_);
+    pending_prefix_.clear();
+  } else {
+    ec = co_await write_all(request);
+  }
+  if (ec) {
+    reusable_ = false;
+    out.error = describe(ec);
+    co_return out;
+  }
+
+  touch("response head");
+  std::size_t head_len = 0;
+  for (;;) {
+    if (vless_response_pending_) {
+      const auto v = vless::parse_response(in_);
+      if (v.invalid()) {
+        reusable_ = false;
+        out.error = "vless response: " + std::string(v.reason);
+        co_return out;
+      }
+      if (v.complete()) {
+        in_.erase(0, v.consumed);
+        vless_response_pending_ = false;
+        continue;
+      }
+    } else {
+      auto r = http::parse_response(in_);
+      if (r.complete()) {
+        head_len = r.consumed;
+        out.head = std::move(r.value);
+        break;
+      }
+      if (r.invalid()) {
+        reusable_ = false;
+        out.error = "bad response: " + std::string(r.reason);
+        co_return out;
+      }
+      if (in_.size() > http::max_head_bytes) {
+        reusable_ = false;
+        out.error = "bad response: head too large";
+        co_return out;
+      }
+    }
+    if (const auto rec = co_await read_more()) {
+      reusable_ = false;
+      out.error = describe(rec);
+      co_return out;
+    }
+  }
+
+  const auto& head = *out.head;
+  if (!head.keep_alive) reusable_ = false;
+  const bool no_body = head.status / 100 == 1 || head.status == 204 || head.status == 304;
+  if (!no_body && !head.content_length) {
+    // The daemon always sends Content-Length; anything else would make reuse ambiguous.
+    reusable_ = false;
+    out.error = head.chunked ? "response is chunked (unsupported)" : "response has no Content-Length";
+    co_return out;
+  }
+  const std::uint64_t body = no_body ? 0 : *head.content_length;
+  touch("response body");
+  const std::uint64_t have = in_.size() - head_len;
+  if (have >= body) {
+    in_.erase(0, head_len + body);
+    co_return out;
+  }
+  in_.clear();
+  std::uint64_t remaining = body - have;
+  while (remaining > 0) {
+    std::size_t n = 0;
+    const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(remaining, scratch_size));
+    if (const auto rec = co_await read_some(scratch_.get(), want, n)) {
+      reusable_ = false;
+      out.error = describe(rec);
+      co_return out;
+    }
+    remaining -= n;
+  }
+  co_return out;
+}
+
+}  // namespace vlessbench::runner

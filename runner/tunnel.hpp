@@ -1,0 +1,90 @@
+#pragma once
+// One connection of one path, opened the way that path's client would open it (direct TCP, HTTP
+// CONNECT, SOCKS5, or TLS + VLESS with the built-in control client), then used for GETs. Every
+// path reads responses with the same code (exchange), so per-sample overhead does not differ.
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "asio_compat.hpp"
+#include "http_parser.hpp"
+#include "path_spec.hpp"
+#include "tls.hpp"
+
+namespace vlessbench::runner {
+
+// Everything a path needs per connection, prepared once before measuring so name resolution and
+// TLS context setup never fall inside a sample.
+struct path_plan {
+  const path_spec* spec = nullptr;
+  std::optional<tcp::endpoint> entry;  // target, proxy or VLESS server
+  std::string entry_error;             // why entry is missing ("resolve: ...")
+  std::string target_authority;        // host:port of the HTTP target
+  vless_client_options vless;
+  std::shared_ptr<asio::ssl::context> tls_context;
+  tls::client_options tls_options;
+  std::string proxy_request;           // CONNECT request or SOCKS5 CONNECT request
+  std::string vless_header;            // encoded VLESS request header
+};
+
+// Resolves and prepares; never throws for network reasons (the reason lands in entry_error and
+// every sample of the path fails with it).
+path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_url& target,
+                    const vless_client_options& defaults);
+
+struct exchange_result {
+  std::string error;  // empty: a complete response was read
+  std::optional<http::response> head;
+};
+
+class tunnel : public std::enable_shared_from_this<tunnel> {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  tunnel(asio::any_io_executor ex, const path_plan& plan, std::chrono::milliseconds timeout);
+  ~tunnel();
+  tunnel(const tunnel&) = delete;
+  tunnel& operator=(const tunnel&) = delete;
+
+  // Starts the watchdog for the operations that follow; call before starting a clock so the
+  // timer work stays outside the measurement. Each operation then gets `timeout` from its start.
+  void arm();
+  void disarm();
+
+  // TCP connect plus the path's setup. Returns an error reason, empty on success.
+  awaitable<std::string> open();
+  // Writes the request (after the VLESS header when it is still pending) and reads one whole
+  // response: head, then exactly Content-Length body bytes.
+  awaitable<exchange_result> exchange(const std::string& request);
+
+  bool reusable() const { return open_ && reusable_; }
+  void close();
+
+ private:
+  void watch();
+  void touch(const char* phase);
+  std::string describe(const std::error_code& ec) const;
+  awaitable<std::error_code> write_all(std::string_view data);
+  awaitable<std::error_code> read_some(char* data, std::size_t size, std::size_t& n);
+  awaitable<std::error_code> read_more();  // appends to in_
+  awaitable<std::string> read_proxy_reply();
+
+  const path_plan& plan_;
+  std::chrono::milliseconds timeout_;
+  tcp::socket socket_;
+  std::optional<asio::ssl::stream<tcp::socket&>> tls_;
+  asio::steady_timer timer_;
+  clock::time_point deadline_ = clock::time_point::max();
+  const char* phase_ = "idle";
+  bool timed_out_ = false;
+  bool open_ = false;
+  bool reusable_ = true;
+  bool vless_response_pending_ = false;
+  std::string pending_prefix_;  // VLESS header waiting to ride with the first request
+  std::string in_;              // received, not yet consumed
+  std::unique_ptr<char[]> scratch_;
+};
+
+}  // namespace vlessbench::runner

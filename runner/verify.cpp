@@ -1,0 +1,159 @@
+#include "verify.hpp"
+
+#include <map>
+#include <sstream>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "report.hpp"
+#include "sample.hpp"
+
+namespace vlessbench::runner {
+
+namespace {
+
+constexpr std::size_t max_listed = 20;
+
+struct log_entry {
+  std::string route;
+  std::string path_label;
+  std::optional<std::uint64_t> session;
+  int status = 0;
+};
+
+std::optional<path_kind> kind_from_string(const std::string& s) {
+  for (auto k : {path_kind::direct, path_kind::http_connect, path_kind::socks5, path_kind::vless})
+    if (to_string(k) == s) return k;
+  return std::nullopt;
+}
+
+route_kind route_from_string(std::string_view s) {
+  if (s == "direct") return route_kind::direct;
+  if (s == "vless") return route_kind::vless;
+  return route_kind::unknown;
+}
+
+// seq is a header value, so the log may carry it as a string or, from other writers, a number.
+std::optional<std::uint64_t> as_u64(const nlohmann::json& j) {
+  try {
+    if (j.is_number_unsigned() || j.is_number_integer()) return j.get<std::uint64_t>();
+    if (j.is_string()) return std::stoull(j.get<std::string>());
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+verify_report verify_run(const std::string& summary_json, const std::string& samples_csv,
+                         std::istream& access_log) {
+  verify_report rep;
+  const auto summary = nlohmann::json::parse(summary_json, nullptr, false);
+  if (summary.is_discarded() || !summary.contains("run") || !summary["run"].contains("id"))
+    throw std::runtime_error("summary.json is not a vlessbench run summary");
+  rep.run_id = summary["run"]["id"].get<std::string>();
+  std::map<std::string, path_kind> kinds;
+  for (const auto& [name, p] : summary["paths"].items())
+    if (auto k = kind_from_string(p.value("kind", ""))) kinds[name] = *k;
+
+  std::map<std::uint64_t, log_entry> log;
+  std::string line;
+  while (std::getline(access_log, line)) {
+    if (line.empty()) continue;
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+      ++rep.log_unparsed;
+      continue;
+    }
+    if (j.value("event", "") != "http.request" || !j.contains("run") || !j["run"].is_string() ||
+        j["run"].get<std::string>() != rep.run_id)
+      continue;
+    const auto seq = j.contains("seq") ? as_u64(j["seq"]) : std::nullopt;
+    if (!seq) continue;
+    ++rep.log_requests;
+    log_entry e;
+    e.route = j.value("route", "");
+    e.path_label = j.value("path_label", "");
+    if (j.contains("vless_session")) e.session = as_u64(j["vless_session"]);
+    if (j.contains("status") && j["status"].is_number_integer()) e.status = j["status"].get<int>();
+    log[*seq] = std::move(e);
+  }
+
+  std::istringstream csv(samples_csv);
+  std::getline(csv, line);
+  const auto header = parse_csv_line(line);
+  std::map<std::string, std::size_t> col;
+  for (std::size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
+  for (const char* needed : {"path", "seq", "ok", "route", "session", "status"})
+    if (!col.count(needed)) throw std::runtime_error(std::string("samples.csv lacks column ") + needed);
+  auto problem = [&](std::string text) {
+    if (rep.problems.size() < max_listed) rep.problems.push_back(std::move(text));
+  };
+  while (std::getline(csv, line)) {
+    if (line.empty()) continue;
+    const auto cells = parse_csv_line(line);
+    if (cells.size() < header.size()) throw std::runtime_error("samples.csv has a short row: " + line);
+    ++rep.samples;
+    const std::string& path = cells[col["path"]];
+    const std::uint64_t seq = std::stoull(cells[col["seq"]]);
+    const bool ok = cells[col["ok"]] == "1";
+    const std::string where = "seq " + std::to_string(seq) + " (" + path + ")";
+    const auto it = log.find(seq);
+    if (it == log.end()) {
+      if (ok) {
+        ++rep.unseen_ok;
+        problem(where + ": succeeded but the server never logged it");
+      } else {
+        ++rep.unseen_failed;
+      }
+      continue;
+    }
+    ++rep.matched;
+    const auto& e = it->second;
+    const auto kind = kinds.find(path);
+    if (kind != kinds.end() && is_route_mismatch(kind->second, route_from_string(e.route))) {
+      ++rep.route_mismatches;
+      problem(where + ": " + std::string(to_string(kind->second)) + " path, but the server saw route " +
+              e.route);
+    }
+    bool disagrees = false;
+    if (e.path_label != path) {
+      disagrees = true;
+      problem(where + ": server logged path label '" + e.path_label + "'");
+    }
+    const std::string& sample_route = cells[col["route"]];
+    if (sample_route != "unknown" && sample_route != e.route) {
+      disagrees = true;
+      problem(where + ": response said route " + sample_route + ", log says " + e.route);
+    }
+    const std::string& session = cells[col["session"]];
+    if (!session.empty() && e.session && std::to_string(*e.session) != session) {
+      disagrees = true;
+      problem(where + ": response said session " + session + ", log says " + std::to_string(*e.session));
+    }
+    const std::string& status = cells[col["status"]];
+    if (!status.empty() && e.status != 0 && std::to_string(e.status) != status) {
+      disagrees = true;
+      problem(where + ": response status " + status + ", log says " + std::to_string(e.status));
+    }
+    if (disagrees) ++rep.disagreements;
+  }
+  return rep;
+}
+
+std::string format_verify_report(const verify_report& r) {
+  std::ostringstream o;
+  o << "run " << r.run_id << ": " << r.samples << " samples, " << r.matched
+    << " found in the access log (" << r.log_requests << " logged requests of this run, warm-ups included)\n";
+  o << "  ok samples the server never saw: " << r.unseen_ok << "\n";
+  o << "  failed samples the server never saw: " << r.unseen_failed << "\n";
+  o << "  route mismatches (log route vs path kind): " << r.route_mismatches << "\n";
+  o << "  disagreements (path label, route, session, status): " << r.disagreements << "\n";
+  if (r.log_unparsed) o << "  access-log lines that are not JSON: " << r.log_unparsed << "\n";
+  for (const auto& p : r.problems) o << "  - " << p << "\n";
+  o << (r.ok() ? "verify: OK\n" : "verify: FAILED\n");
+  return o.str();
+}
+
+}  // namespace vlessbench::runner

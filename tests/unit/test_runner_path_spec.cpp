@@ -1,0 +1,145 @@
+#include <catch2/catch.hpp>
+
+#include "path_spec.hpp"
+
+using namespace vlessbench::runner;
+
+namespace {
+constexpr const char* uuid_text = "b831381d-6324-4d53-ad4f-8cda48b30811";
+
+std::string refusal(const std::string& arg) {
+  std::string reason;
+  const auto p = parse_path_arg(arg, reason);
+  REQUIRE_FALSE(p.has_value());
+  return reason;
+}
+}  // namespace
+
+TEST_CASE("path SPEC: direct, CONNECT and SOCKS5 entries", "[runner]") {
+  std::string reason;
+  auto d = parse_path_arg("base=direct", reason);
+  REQUIRE(d);
+  CHECK(d->name == "base");
+  CHECK(d->kind == path_kind::direct);
+
+  auto h = parse_path_arg("clash=http://127.0.0.1:7890", reason);
+  REQUIRE(h);
+  CHECK(h->kind == path_kind::http_connect);
+  CHECK(h->host == "127.0.0.1");
+  CHECK(h->port == 7890);
+  CHECK(h->spec == "http://127.0.0.1:7890");
+
+  auto s = parse_path_arg("mixed=socks5://[::1]:7891/", reason);
+  REQUIRE(s);
+  CHECK(s->kind == path_kind::socks5);
+  CHECK(s->host == "::1");
+  CHECK(s->port == 7891);
+
+  auto n = parse_path_arg("sr=HTTP://localhost:1082", reason);
+  REQUIRE(n);
+  CHECK(n->kind == path_kind::http_connect);
+  CHECK(n->host == "localhost");
+}
+
+TEST_CASE("path SPEC: malformed arguments are refused with a reason", "[runner]") {
+  CHECK_THAT(refusal("direct"), Catch::Contains("NAME=SPEC"));
+  CHECK_THAT(refusal("=direct"), Catch::Contains("path name"));
+  CHECK_THAT(refusal("a b=direct"), Catch::Contains("path name"));
+  CHECK_THAT(refusal("x=ftp://1.2.3.4:21"), Catch::Contains("SPEC must be"));
+  CHECK_THAT(refusal("x=http://1.2.3.4"), Catch::Contains("HOST:PORT"));
+  CHECK_THAT(refusal("x=http://1.2.3.4:0"), Catch::Contains("bad port"));
+  CHECK_THAT(refusal("x=http://1.2.3.4:70000"), Catch::Contains("bad port"));
+  CHECK_THAT(refusal("x=http://1.2.3.4:8x"), Catch::Contains("bad port"));
+  CHECK_THAT(refusal("x=http://u:p@1.2.3.4:1"), Catch::Contains("authentication"));
+  CHECK_THAT(refusal("x=socks5://h:1/path"), Catch::Contains("only scheme://HOST:PORT"));
+  CHECK_THAT(refusal("x=socks5://[::1:1080"), Catch::Contains("[IPv6]:PORT"));
+}
+
+TEST_CASE("path SPEC: vless link with the runner's client parameters", "[runner]") {
+  std::string reason;
+  const std::string link = std::string("vless://") + uuid_text +
+                           "@127.0.0.1:8443?encryption=none&security=tls&nodelay=off&sni=localhost&"
+                           "allowInsecure=1&writes=split&type=tcp#quick%20ack";
+  auto p = parse_path_arg("nagle=" + link, reason);
+  INFO(reason);
+  REQUIRE(p);
+  CHECK(p->kind == path_kind::vless);
+  CHECK(p->host == "127.0.0.1");
+  CHECK(p->port == 8443);
+  REQUIRE(p->link);
+  CHECK(p->link->allow_insecure);
+  CHECK(p->link->sni == "localhost");
+  CHECK(p->link->name == "quick ack");
+  REQUIRE(p->nodelay);
+  CHECK_FALSE(*p->nodelay);
+  REQUIRE(p->writes);
+  CHECK(*p->writes == write_mode::split);
+  // Per-path parameters override the command-line defaults; absent ones keep them.
+  const auto o = p->client_options({true, write_mode::one});
+  CHECK_FALSE(o.nodelay);
+  CHECK(o.writes == write_mode::split);
+
+  auto plain = parse_path_arg(std::string("v=vless://") + uuid_text + "@h:1?security=tls", reason);
+  REQUIRE(plain);
+  CHECK_FALSE(plain->nodelay.has_value());
+  const auto d = plain->client_options({false, write_mode::split});
+  CHECK_FALSE(d.nodelay);
+  CHECK(d.writes == write_mode::split);
+
+  CHECK_THAT(refusal(std::string("v=vless://") + uuid_text + "@h:1?security=tls&writes=three"),
+             Catch::Contains("writes must be"));
+  CHECK_THAT(refusal(std::string("v=vless://") + uuid_text + "@h:1?security=tls&nodelay=maybe"),
+             Catch::Contains("nodelay must be"));
+  CHECK_THAT(refusal("v=vless://not-a-uuid@h:1?security=tls"), Catch::Contains("bad vless link"));
+}
+
+TEST_CASE("target URL parsing", "[runner]") {
+  std::string reason;
+  auto a = parse_target_url("http://127.0.0.1:8080/", reason);
+  REQUIRE(a);
+  CHECK(a->host == "127.0.0.1");
+  CHECK(a->port == 8080);
+  CHECK(a->path == "/");
+  CHECK(a->authority() == "127.0.0.1:8080");
+
+  auto b = parse_target_url("http://localhost/bytes/10", reason);
+  REQUIRE(b);
+  CHECK(b->port == 80);
+  CHECK(b->path == "/bytes/10");
+
+  auto c = parse_target_url("http://[::1]:8080", reason);
+  REQUIRE(c);
+  CHECK(c->host == "::1");
+  CHECK(c->path == "/");
+  CHECK(c->authority() == "[::1]:8080");
+
+  CHECK_FALSE(parse_target_url("https://127.0.0.1/", reason));
+  CHECK_FALSE(parse_target_url("http://:80/", reason));
+  CHECK_FALSE(parse_target_url("http://h:99999/", reason));
+}
+
+TEST_CASE("the direct baseline is always present and names are unique", "[runner]") {
+  std::string reason;
+  std::vector<path_spec> paths{*parse_path_arg("a=http://127.0.0.1:1", reason),
+                               *parse_path_arg("b=socks5://127.0.0.1:2", reason)};
+  auto base = finalize_paths(paths, reason);
+  REQUIRE(base);
+  CHECK(*base == 0);
+  REQUIRE(paths.size() == 3);
+  CHECK(paths[0].name == "direct");
+  CHECK(paths[0].kind == path_kind::direct);
+
+  std::vector<path_spec> given{*parse_path_arg("a=http://127.0.0.1:1", reason),
+                               *parse_path_arg("lan=direct", reason)};
+  base = finalize_paths(given, reason);
+  REQUIRE(base);
+  CHECK(*base == 1);
+  CHECK(given.size() == 2);
+
+  std::vector<path_spec> dup{*parse_path_arg("a=direct", reason), *parse_path_arg("a=http://h:1", reason)};
+  CHECK_FALSE(finalize_paths(dup, reason));
+  CHECK_THAT(reason, Catch::Contains("used twice"));
+
+  std::vector<path_spec> squat{*parse_path_arg("direct=http://h:1", reason)};
+  CHECK_FALSE(finalize_paths(squat, reason));
+}

@@ -1,0 +1,127 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <numeric>
+
+#include "measure.hpp"
+#include "proxy_protocol.hpp"
+#include "sample.hpp"
+
+using namespace vlessbench;
+using namespace vlessbench::runner;
+
+namespace {
+std::string bytes(std::initializer_list<int> b) {
+  std::string s;
+  for (int x : b) s.push_back(static_cast<char>(x));
+  return s;
+}
+}  // namespace
+
+TEST_CASE("SOCKS5 requests follow RFC 1928", "[runner]") {
+  CHECK(socks5_greeting() == bytes({5, 1, 0}));
+  CHECK(socks5_connect_request("127.0.0.1", 8080) == bytes({5, 1, 0, 1, 127, 0, 0, 1, 0x1f, 0x90}));
+  CHECK(socks5_connect_request("example.com", 80) ==
+        bytes({5, 1, 0, 3, 11}) + "example.com" + bytes({0, 80}));
+  const auto v6 = socks5_connect_request("::1", 443);
+  REQUIRE(v6.size() == 4 + 16 + 2);
+  CHECK(v6[3] == 4);
+  CHECK(v6[19] == 1);
+  CHECK(v6.substr(20) == bytes({1, 0xbb}));
+}
+
+TEST_CASE("SOCKS5 replies: need more, success, failure codes", "[runner]") {
+  CHECK(parse_socks5_method_reply(bytes({5})).need_more());
+  CHECK(parse_socks5_method_reply(bytes({5, 0})).complete());
+  auto auth = parse_socks5_method_reply(bytes({5, 0xff}));
+  CHECK(auth.invalid());
+  CHECK(auth.reason == "socks5: server requires authentication");
+
+  const auto ok = bytes({5, 0, 0, 1, 127, 0, 0, 1, 0x1f, 0x90});
+  for (std::size_t cut = 0; cut < ok.size(); ++cut)
+    CHECK(parse_socks5_connect_reply(ok.substr(0, cut)).need_more());
+  auto r = parse_socks5_connect_reply(ok + "HTTP/1.1");
+  REQUIRE(r.complete());
+  CHECK(r.consumed == 10);  // the bytes after the reply belong to the tunnel
+  auto dom = parse_socks5_connect_reply(bytes({5, 0, 0, 3, 3}) + "abc" + bytes({0, 1}));
+  REQUIRE(dom.complete());
+  CHECK(dom.consumed == 10);
+
+  auto refused = parse_socks5_connect_reply(bytes({5, 5, 0, 1, 0}));
+  CHECK(refused.invalid());
+  CHECK(refused.reason == "socks5: connection refused");
+  CHECK(parse_socks5_connect_reply(bytes({4, 0, 0, 1, 0, 0, 0, 0, 0, 0})).invalid());
+  CHECK(parse_socks5_connect_reply(bytes({5, 0, 0, 9, 0, 0, 0, 0, 0, 0})).invalid());
+}
+
+TEST_CASE("HTTP CONNECT and GET requests", "[runner]") {
+  CHECK(format_connect_request("127.0.0.1:8080") ==
+        "CONNECT 127.0.0.1:8080 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n");
+  target_url t;
+  t.host = "127.0.0.1";
+  t.port = 8080;
+  t.path = "/generate_204";
+  CHECK(format_get(t, "abc123", 42, "clash") ==
+        "GET /generate_204 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nUser-Agent: vlessbench\r\n"
+        "X-Vlessbench-Run: abc123\r\nX-Vlessbench-Seq: 42\r\nX-Vlessbench-Path: clash\r\n\r\n");
+}
+
+TEST_CASE("route header", "[runner]") {
+  CHECK(parse_route("direct").kind == route_kind::direct);
+  const auto v = parse_route("vless session=17 user=default");
+  CHECK(v.kind == route_kind::vless);
+  REQUIRE(v.session);
+  CHECK(*v.session == 17);
+  CHECK(v.user == "default");
+  const auto bare = parse_route("vless");
+  CHECK(bare.kind == route_kind::vless);
+  CHECK_FALSE(bare.session);
+  CHECK(parse_route("vlessx session=1").kind == route_kind::unknown);
+  CHECK(parse_route("").kind == route_kind::unknown);
+  CHECK_FALSE(parse_route("vless session=x1 user=a").session);
+}
+
+TEST_CASE("Server-Timing header", "[runner]") {
+  const auto t = parse_server_timing("tls;dur=1.234, vless;dur=0.050, resolve;dur=0.010, upstream;dur=0.080");
+  REQUIRE(t.tls);
+  CHECK(*t.tls == Approx(1.234));
+  CHECK(*t.vless == Approx(0.05));
+  CHECK(*t.resolve == Approx(0.01));
+  CHECK(*t.upstream == Approx(0.08));
+
+  const auto u = parse_server_timing("vless;desc=\"wait\";dur=41.5,tls, cache;dur=3");
+  CHECK_FALSE(u.tls);  // no duration given
+  REQUIRE(u.vless);
+  CHECK(*u.vless == Approx(41.5));
+  CHECK_FALSE(u.upstream);
+  CHECK_FALSE(parse_server_timing("vless;dur=abc").vless);
+}
+
+TEST_CASE("route mismatch rules", "[runner]") {
+  CHECK(is_route_mismatch(path_kind::direct, route_kind::vless));
+  CHECK_FALSE(is_route_mismatch(path_kind::direct, route_kind::direct));
+  CHECK(is_route_mismatch(path_kind::http_connect, route_kind::direct));
+  CHECK(is_route_mismatch(path_kind::socks5, route_kind::direct));
+  CHECK(is_route_mismatch(path_kind::vless, route_kind::direct));
+  CHECK_FALSE(is_route_mismatch(path_kind::vless, route_kind::vless));
+  CHECK_FALSE(is_route_mismatch(path_kind::http_connect, route_kind::unknown));
+  CHECK_FALSE(is_route_mismatch(path_kind::direct, route_kind::unknown));
+}
+
+TEST_CASE("round order shuffles are permutations replayed by the seed", "[runner]") {
+  std::vector<std::size_t> a(6), b(6);
+  std::iota(a.begin(), a.end(), 0);
+  std::iota(b.begin(), b.end(), 0);
+  stats::prng ra(9), rb(9);
+  bool moved = false;
+  for (int round = 0; round < 20; ++round) {
+    shuffle_order(a, ra);
+    shuffle_order(b, rb);
+    CHECK(a == b);
+    auto sorted = a;
+    std::sort(sorted.begin(), sorted.end());
+    CHECK(sorted == std::vector<std::size_t>{0, 1, 2, 3, 4, 5});
+    if (a != std::vector<std::size_t>{0, 1, 2, 3, 4, 5}) moved = true;
+  }
+  CHECK(moved);
+}

@@ -1,0 +1,259 @@
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "compare.hpp"
+#include "report.hpp"
+#include "svg_report.hpp"
+#include "verify.hpp"
+
+using namespace vlessbench::runner;
+
+namespace {
+
+path_spec make_path(std::string name, path_kind kind) {
+  path_spec p;
+  p.name = std::move(name);
+  p.kind = kind;
+  p.spec = kind == path_kind::direct ? "direct" : "http://127.0.0.1:7890";
+  return p;
+}
+
+sample make_sample(std::string path, sample_mode mode, int round, std::uint64_t seq, double ms,
+                   bool ok = true) {
+  sample s;
+  s.path = std::move(path);
+  s.mode = mode;
+  s.round = round;
+  s.seq = seq;
+  s.ns = static_cast<std::int64_t>(ms * 1e6);
+  s.ok = ok;
+  s.status = ok ? 200 : 0;
+  if (!ok) s.error = "connect: Connection refused";
+  return s;
+}
+
+sample with_vless_phase(double vless_ms, bool ok = true) {
+  auto s = make_sample("p", sample_mode::new_connection, 0, 1, 50, ok);
+  s.timing.tls = 1.0;
+  s.timing.vless = vless_ms;
+  s.timing.upstream = 0.1;
+  return s;
+}
+
+// direct new: 1, 2, 3 ms; proxy new: 11, (failed), 14 ms; proxy reuse 0.5 with route direct.
+struct fixture {
+  std::vector<path_spec> paths{make_path("direct", path_kind::direct), make_path("proxy", path_kind::http_connect)};
+  std::vector<sample> samples;
+  fixture() {
+    samples.push_back(make_sample("direct", sample_mode::new_connection, 0, 1, 1.0));
+    samples.push_back(make_sample("proxy", sample_mode::new_connection, 0, 2, 11.0));
+    samples.push_back(make_sample("proxy", sample_mode::new_connection, 1, 3, 0, false));
+    samples.push_back(make_sample("direct", sample_mode::new_connection, 1, 4, 2.0));
+    samples.push_back(make_sample("direct", sample_mode::new_connection, 2, 5, 3.0));
+    samples.push_back(make_sample("proxy", sample_mode::new_connection, 2, 6, 14.0));
+    samples.push_back(make_sample("direct", sample_mode::reuse, 0, 7, 0.25));
+    auto r = make_sample("proxy", sample_mode::reuse, 0, 8, 0.5);
+    r.route.kind = route_kind::direct;
+    r.route_mismatch = true;
+    samples.push_back(r);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("analyze: per-mode statistics, failures and paired deltas", "[runner]") {
+  fixture f;
+  const auto res = analyze(f.paths, 0, f.samples, {}, 1);
+  REQUIRE(res.size() == 2);
+  const auto& d = res[0];
+  const auto& p = res[1];
+  CHECK(d.baseline);
+  REQUIRE(d.fresh.latency);
+  CHECK(d.fresh.latency->median == Approx(2.0));
+  CHECK(p.fresh.attempted == 3);
+  CHECK(p.fresh.failed == 1);
+  CHECK(p.fresh.errors.at("connect: Connection refused") == 1);
+  REQUIRE(p.fresh.latency);
+  CHECK(p.fresh.latency->n == 2);
+  CHECK(p.fresh.latency->median == Approx(12.5));
+  // rounds 0 and 2 pair: 11-1 = 10, 14-3 = 11 -> median 10.5 (difference of medians would be 10.5
+  // too here only by accident of the data; the pairing itself is checked by the deltas).
+  CHECK(p.fresh.paired_deltas == std::vector<double>{10.0, 11.0});
+  CHECK(*p.fresh.paired_delta_median == Approx(10.5));
+  CHECK(*p.reuse.paired_delta_median == Approx(0.25));
+  CHECK(p.route_mismatches == 1);
+  CHECK(p.routes.at("direct") == 1);
+  CHECK(p.routes.at("unknown") == 2);  // the failed sample had no response: not counted
+}
+
+TEST_CASE("stall verdict only when the data shows it", "[runner][stats]") {
+  std::vector<sample> none;
+  CHECK(judge_stall(none).verdict == stall_verdict::kind::no_data);
+
+  std::vector<sample> no_timing{make_sample("p", sample_mode::new_connection, 0, 1, 5)};
+  CHECK(judge_stall(no_timing).verdict == stall_verdict::kind::no_data);
+
+  std::vector<sample> stalled{with_vless_phase(40), with_vless_phase(42), with_vless_phase(0.05),
+                              with_vless_phase(45), with_vless_phase(44, false)};
+  const auto v = judge_stall(stalled);
+  CHECK(v.verdict == stall_verdict::kind::stall);
+  CHECK(v.with_timing == 4);  // the failed sample does not count
+  CHECK(v.stalled == 3);
+  CHECK(v.share == Approx(0.75));
+  CHECK(*v.vless_ms == Approx(42));  // median of the stalled ones: the evidence
+  CHECK(*v.tls_ms == Approx(1.0));
+  CHECK_THAT(v.text, Catch::Contains("3/4") && Catch::Contains("delayed ACK"));
+
+  std::vector<sample> some(18, with_vless_phase(0.04));
+  some.push_back(with_vless_phase(35));
+  some.push_back(with_vless_phase(31));
+  const auto w = judge_stall(some);
+  CHECK(w.verdict == stall_verdict::kind::intermittent);
+  CHECK(w.stalled == 2);
+
+  std::vector<sample> one_outlier(99, with_vless_phase(0.04));
+  one_outlier.push_back(with_vless_phase(31));
+  const auto x = judge_stall(one_outlier);
+  CHECK(x.verdict == stall_verdict::kind::none);
+  CHECK(*x.max_vless_ms == Approx(31));
+
+  std::vector<sample> just_below(10, with_vless_phase(29.999));
+  CHECK(judge_stall(just_below).verdict == stall_verdict::kind::none);
+  std::vector<sample> at_threshold(10, with_vless_phase(30.0));
+  CHECK(judge_stall(at_threshold).verdict == stall_verdict::kind::stall);
+}
+
+TEST_CASE("CSV quoting round-trips", "[runner]") {
+  CHECK(csv_field("plain") == "plain");
+  CHECK(csv_field("a,b") == "\"a,b\"");
+  CHECK(csv_field("say \"hi\"") == "\"say \"\"hi\"\"\"");
+  const auto cells = parse_csv_line("1,\"a,b\",\"say \"\"hi\"\"\",,x");
+  CHECK(cells == std::vector<std::string>{"1", "a,b", "say \"hi\"", "", "x"});
+}
+
+TEST_CASE("samples.csv rows", "[runner]") {
+  auto s = make_sample("vl", sample_mode::new_connection, 3, 17, 1.5);
+  s.route.kind = route_kind::vless;
+  s.route.session = 9;
+  s.route.user = "default";
+  s.timing.tls = 1.234;
+  s.timing.vless = 0.05;
+  s.timing.upstream = 0.08;
+  auto f = make_sample("vl", sample_mode::reuse, 0, 18, 0, false);
+  f.error = "response head: timeout after 5000 ms, then \"reset\"";
+  const auto csv = samples_csv({s, f});
+  CHECK(csv ==
+        "round,path,mode,seq,ns,ok,error,status,route,session,user,tls_ms,vless_ms,resolve_ms,"
+        "upstream_ms,route_mismatch\n"
+        "3,vl,new,17,1500000,1,,200,vless,9,default,1.234,0.050,,0.080,0\n"
+        "0,vl,reuse,18,,0,\"response head: timeout after 5000 ms, then \"\"reset\"\"\",,unknown,,,,,,,0\n");
+}
+
+TEST_CASE("summary.json carries the statistics and run metadata", "[runner]") {
+  fixture f;
+  const auto res = analyze(f.paths, 0, f.samples, {}, 1);
+  run_metadata meta;
+  meta.run_id = "r1";
+  meta.seed = 77;
+  meta.command_line = "vlessbench run --path 'a=direct'";
+  meta.new_count = 3;
+  const auto j = nlohmann::json::parse(summary_json(meta, res));
+  CHECK(j["run"]["id"] == "r1");
+  CHECK(j["run"]["seed"] == 77);
+  CHECK(j["run"]["command_line"] == "vlessbench run --path 'a=direct'");
+  CHECK(j["run"]["counts"]["new"] == 3);
+  CHECK(j["route_mismatches"] == 1);
+  const auto& p = j["paths"]["proxy"];
+  CHECK(p["kind"] == "http-connect");
+  CHECK(p["new"]["n"] == 2);
+  CHECK(p["new"]["failed"] == 1);
+  CHECK(p["new"]["median_ms"].get<double>() == Approx(12.5));
+  CHECK(p["new"]["p95_ms"].get<double>() == Approx(13.85));  // 11 + 0.95 * 3
+  CHECK(p["new"]["paired_delta_median_ms"].get<double>() == Approx(10.5));
+  CHECK(p["new"]["paired_delta_ci_low_ms"].get<double>() >= 10.0);
+  CHECK(p["new"]["paired_delta_ci_high_ms"].get<double>() <= 11.0);
+  CHECK(p["route_mismatches"] == 1);
+  CHECK(p["stall"]["verdict"] == "no-data");
+  CHECK(j["paths"]["direct"]["baseline"] == true);
+  CHECK(j["paths"]["direct"]["new"]["paired_delta_median_ms"] == 0.0);
+}
+
+TEST_CASE("table shows every path and mode, the baseline, failures and mismatches", "[runner]") {
+  fixture f;
+  const auto t = format_table(analyze(f.paths, 0, f.samples, {}, 1));
+  CHECK_THAT(t, Catch::Contains("baseline"));
+  CHECK_THAT(t, Catch::Contains("12.500"));   // proxy new median
+  CHECK_THAT(t, Catch::Contains("+10.500"));  // paired delta
+  CHECK_THAT(t, Catch::Contains("ROUTE MISMATCH x1"));
+  CHECK_THAT(t, Catch::Contains("1 x connect: Connection refused"));
+}
+
+TEST_CASE("report.svg is self-describing", "[runner]") {
+  fixture f;
+  run_metadata meta;
+  meta.run_id = "r<1>";
+  const auto svg = render_svg(meta, analyze(f.paths, 0, f.samples, {}, 1));
+  CHECK(svg.rfind("<?xml", 0) == 0);
+  CHECK_THAT(svg, Catch::Contains("New connection") && Catch::Contains("Reused connection"));
+  CHECK_THAT(svg, Catch::Contains("latency, ms (log scale)"));
+  CHECK_THAT(svg, Catch::Contains("run r&lt;1&gt;"));
+  CHECK_THAT(svg, Catch::Contains("<polyline"));
+  CHECK_THAT(svg, Catch::Contains("proxy (http-connect)"));
+  CHECK(svg.find("r<1>") == std::string::npos);
+  CHECK(log_ticks(0.1, 10) == std::vector<double>{0.1, 0.2, 0.5, 1, 2, 5, 10});
+  CHECK(log_ticks(1, 1).empty());
+}
+
+TEST_CASE("verify matches samples to the access log by run id and seq", "[runner]") {
+  fixture f;
+  auto res = analyze(f.paths, 0, f.samples, {}, 1);
+  run_metadata meta;
+  meta.run_id = "run9";
+  const auto summary = summary_json(meta, res);
+  // Two samples only: seq 1 direct ok, seq 2 proxy ok, seq 3 proxy failed.
+  std::vector<sample> s{f.samples[0], f.samples[1], f.samples[2]};
+  const auto csv = samples_csv(s);
+  std::istringstream log(
+      "{\"event\":\"http.request\",\"run\":\"run9\",\"seq\":\"1\",\"path_label\":\"direct\",\"route\":\"direct\",\"status\":200}\n"
+      "not json\n"
+      "{\"event\":\"http.request\",\"run\":\"other\",\"seq\":\"2\",\"path_label\":\"proxy\",\"route\":\"vless\",\"status\":200}\n"
+      "{\"event\":\"vless.session\",\"id\":3}\n");
+  auto r = verify_run(summary, csv, log);
+  CHECK(r.samples == 3);
+  CHECK(r.matched == 1);
+  CHECK(r.unseen_ok == 1);      // seq 2 was logged for another run only
+  CHECK(r.unseen_failed == 1);  // seq 3 never reached the server
+  CHECK(r.log_unparsed == 1);
+  CHECK_FALSE(r.ok());
+
+  std::istringstream log2(
+      "{\"event\":\"http.request\",\"run\":\"run9\",\"seq\":\"1\",\"path_label\":\"direct\",\"route\":\"vless\",\"vless_session\":4,\"status\":200}\n"
+      "{\"event\":\"http.request\",\"run\":\"run9\",\"seq\":\"2\",\"path_label\":\"proxy\",\"route\":\"vless\",\"status\":200}\n");
+  r = verify_run(summary, csv, log2);
+  CHECK(r.matched == 2);
+  CHECK(r.route_mismatches == 1);  // the direct baseline went through VLESS
+  CHECK(r.unseen_ok == 0);
+
+  std::istringstream log3(
+      "{\"event\":\"http.request\",\"run\":\"run9\",\"seq\":\"1\",\"path_label\":\"direct\",\"route\":\"direct\",\"status\":200}\n"
+      "{\"event\":\"http.request\",\"run\":\"run9\",\"seq\":\"2\",\"path_label\":\"proxy\",\"route\":\"vless\",\"status\":200}\n");
+  r = verify_run(summary, csv, log3);
+  CHECK(r.ok());
+  CHECK_THAT(format_verify_report(r), Catch::Contains("verify: OK"));
+}
+
+TEST_CASE("compare lays runs side by side", "[runner]") {
+  fixture f;
+  const auto res = analyze(f.paths, 0, f.samples, {}, 1);
+  run_metadata a, b;
+  a.run_id = "A";
+  b.run_id = "B";
+  const auto out = format_comparison({{"dirA", summary_json(a, res)}, {"dirB", summary_json(b, res)}});
+  CHECK_THAT(out, Catch::Contains("[1] dirA: run A") && Catch::Contains("[2] dirB: run B"));
+  CHECK_THAT(out, Catch::Contains("new median"));
+  CHECK_THAT(out, Catch::Contains("+10.500"));
+  CHECK_THROWS(format_comparison({{"bad", "{}"}}));
+}
