@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "daemon.hpp"
+#include "links.hpp"
 #include "logging.hpp"
 #include "tls.hpp"
 
@@ -35,7 +36,28 @@ int main(int argc, char** argv) {
   app.add_option("-c,--config", config_file, "TOML config file (default: embedded loopback default)");
   app.add_flag("--check", check_only, "validate --config and exit: 'ok' and 0, or the errors and 1");
   app.set_version_flag("--version", std::string("vlessbenchd ") + VLESSBENCH_VERSION);
+  auto* links = app.add_subcommand("links", "print share links, Clash/sing-box/v2ray entries and QR codes");
+  std::string links_config;
+  vlessbench::links_options links_opts;
+  bool no_qr = false;
+  links->add_option("-c,--config", links_config, "TOML config file")->required();
+  links->add_option("--host", links_opts.host, "address clients use to reach this machine");
+  links->add_option("--sni", links_opts.sni, "TLS server name the clients send")->capture_default_str();
+  links->add_flag("--no-qr", no_qr, "omit the terminal QR codes");
   CLI11_PARSE(app, argc, argv);
+
+  if (*links) {
+    links_opts.qr = !no_qr;
+    try {
+      vlessbench::print_links(std::cout, vlessbench::load_config_file(links_config), links_opts);
+      return 0;
+    } catch (const vlessbench::config_error& e) {
+      for (const auto& err : e.errors()) std::cerr << "vlessbenchd: " << err << "\n";
+    } catch (const std::exception& e) {
+      std::cerr << "vlessbenchd links: " << e.what() << "\n";
+    }
+    return 1;
+  }
 
   if (check_only) {
     if (config_file.empty()) {
