@@ -1,0 +1,597 @@
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <unistd.h>
+
+#include "config.hpp"
+
+using namespace vlessbench;
+using namespace std::chrono_literals;
+
+namespace {
+
+// The whole what() of the config_error parse_config throws, or a marker that makes the
+// comparison fail loudly when the text was accepted.
+std::string error_of(std::string_view text, std::string_view file = "x.toml") {
+  try {
+    parse_config(text, file);
+  } catch (const config_error& e) {
+    return e.what();
+  }
+  return "<accepted>";
+}
+
+asio::ip::tcp::endpoint ep(const char* addr, unsigned short port) {
+  return {asio::ip::make_address(addr), port};
+}
+
+bool is_canonical_v4_uuid(const std::string& s) {
+  if (s.size() != 36 || s[14] != '4') return false;
+  if (std::string("89ab").find(s[19]) == std::string::npos) return false;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash != (s[i] == '-')) return false;
+    if (!dash && std::string("0123456789abcdef").find(s[i]) == std::string::npos) return false;
+  }
+  return true;
+}
+
+// Only the listener under test; a loopback target keeps the "at least one listener" and user
+// rules quiet.
+const char* const loopback_target = "[[target]]\nname = \"http\"\nlisten = \"127.0.0.1:8080\"\n";
+
+}  // namespace
+
+TEST_CASE("quickack_mode names", "[config]") {
+  CHECK(to_string(quickack_mode::kernel) == "kernel");
+  CHECK(to_string(quickack_mode::on) == "on");
+  CHECK(to_string(quickack_mode::off) == "off");
+}
+
+TEST_CASE("a config with every key is parsed into the struct", "[config]") {
+  const char* text = R"(
+[log]
+level = "debug"
+access = "/var/log/vlessbench/access.jsonl"
+
+[tls]
+cert = "/etc/vlessbench/cert.pem"
+key = "/etc/vlessbench/key.pem"
+session_tickets = true
+min_version = "1.3"
+
+[limits]
+handshake_timeout_ms = 1000
+header_timeout_ms = 2000
+connect_timeout_ms = 3000
+idle_timeout_ms = 4000
+drain_timeout_ms = 3600000
+max_sessions = 1000000
+
+[[users]]
+name = "mac"
+uuid = "0BC2F2BD-F35F-4C1E-8B9B-BEFE527996D0"
+
+[[users]]
+name = "phone"
+uuid = "00000000-0000-4000-8000-000000000001"
+
+[[vless]]
+name = "default-ack"
+listen = "0.0.0.0:8443"
+tcp = { nodelay = false, quickack = "off" }
+upstream_tcp = { nodelay = true, quickack = "on" }
+
+[[vless]]
+name = "v6"
+listen = "[::]:8444"
+[vless.tcp]
+quickack = "on"
+
+[[target]]
+name = "http"
+listen = "127.0.0.1:8080"
+tcp = { nodelay = false, quickack = "kernel" }
+)";
+  config c = parse_config(text, "full.toml");
+  CHECK(c.source == "full.toml");
+  CHECK(c.log.level == "debug");
+  CHECK(c.log.access == "/var/log/vlessbench/access.jsonl");
+  CHECK(c.tls.cert == "/etc/vlessbench/cert.pem");
+  CHECK(c.tls.key == "/etc/vlessbench/key.pem");
+  CHECK(c.tls.session_tickets);
+  CHECK(c.tls.min_version == "1.3");
+  CHECK(c.limits.handshake_timeout == 1000ms);
+  CHECK(c.limits.header_timeout == 2000ms);
+  CHECK(c.limits.connect_timeout == 3000ms);
+  CHECK(c.limits.idle_timeout == 4000ms);
+  CHECK(c.limits.drain_timeout == 3'600'000ms);
+  CHECK(c.limits.max_sessions == 1'000'000u);
+
+  REQUIRE(c.users.size() == 2);
+  CHECK(c.users[0].name == "mac");
+  CHECK(c.users[0].uuid_text == "0bc2f2bd-f35f-4c1e-8b9b-befe527996d0");
+  CHECK(c.users[0].uuid == uuid_bytes{0x0b, 0xc2, 0xf2, 0xbd, 0xf3, 0x5f, 0x4c, 0x1e, 0x8b, 0x9b, 0xbe,
+                                      0xfe, 0x52, 0x79, 0x96, 0xd0});
+  CHECK(c.users[1].name == "phone");
+  CHECK(c.users[1].uuid[15] == 0x01);
+
+  REQUIRE(c.vless.size() == 2);
+  CHECK(c.vless[0].name == "default-ack");
+  CHECK(c.vless[0].listen == ep("0.0.0.0", 8443));
+  CHECK(c.vless[0].tcp == tcp_policy{false, quickack_mode::off});
+  CHECK(c.vless[0].upstream_tcp == tcp_policy{true, quickack_mode::on});
+  CHECK(c.vless[1].name == "v6");
+  CHECK(c.vless[1].listen == ep("::", 8444));
+  CHECK(c.vless[1].tcp == tcp_policy{true, quickack_mode::on});
+  CHECK(c.vless[1].upstream_tcp == tcp_policy{true, quickack_mode::kernel});
+
+  REQUIRE(c.target.size() == 1);
+  CHECK(c.target[0].name == "http");
+  CHECK(c.target[0].listen == ep("127.0.0.1", 8080));
+  CHECK(c.target[0].tcp == tcp_policy{false, quickack_mode::kernel});
+}
+
+TEST_CASE("absent keys take the defaults from config.hpp", "[config]") {
+  config c = parse_config("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:9443\"\n", "min.toml");
+  const config reference;
+  CHECK(c.log.level == "info");
+  CHECK(c.log.access == "stdout");
+  CHECK(c.tls.cert.empty());
+  CHECK(c.tls.key.empty());
+  CHECK_FALSE(c.tls.session_tickets);
+  CHECK(c.tls.min_version == "1.2");
+  CHECK(c.limits.handshake_timeout == reference.limits.handshake_timeout);
+  CHECK(c.limits.header_timeout == reference.limits.header_timeout);
+  CHECK(c.limits.connect_timeout == reference.limits.connect_timeout);
+  CHECK(c.limits.idle_timeout == reference.limits.idle_timeout);
+  CHECK(c.limits.drain_timeout == reference.limits.drain_timeout);
+  CHECK(c.limits.max_sessions == reference.limits.max_sessions);
+  REQUIRE(c.vless.size() == 1);
+  CHECK(c.vless[0].tcp == tcp_policy{true, quickack_mode::kernel});
+  CHECK(c.vless[0].upstream_tcp == tcp_policy{true, quickack_mode::kernel});
+  CHECK(c.target.empty());
+
+  SECTION("loopback only and no users: one random user named default") {
+    REQUIRE(c.users.size() == 1);
+    CHECK(c.users[0].name == "default");
+    CHECK(is_canonical_v4_uuid(c.users[0].uuid_text));
+    config again = parse_config("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:9443\"\n", "min.toml");
+    CHECK(again.users[0].uuid != c.users[0].uuid);
+  }
+  SECTION("a partial tcp table keeps the default for the other key") {
+    config p = parse_config(
+        "[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:9443\"\ntcp = { quickack = \"on\" }\n"
+        "upstream_tcp = { nodelay = false }\n",
+        "p.toml");
+    CHECK(p.vless[0].tcp == tcp_policy{true, quickack_mode::on});
+    CHECK(p.vless[0].upstream_tcp == tcp_policy{false, quickack_mode::kernel});
+  }
+  SECTION("empty tls cert and key mean the in-memory certificate") {
+    config t = parse_config(std::string("[tls]\ncert = \"\"\nkey = \"\"\n") + loopback_target, "t.toml");
+    CHECK(t.tls.cert.empty());
+    CHECK(t.tls.key.empty());
+  }
+}
+
+TEST_CASE("syntax errors carry file, line and toml++'s description", "[config]") {
+  CHECK(error_of("[log]\nlevel = \"info\"\naccess = \n", "vlessbenchd.toml") ==
+        "vlessbenchd.toml:3: syntax: Error while parsing key-value pair: expected value, saw '\\n'");
+  CHECK(error_of("[log]\n[log]\n") ==
+        "x.toml:2: syntax: Error while parsing table header: cannot redefine existing table 'log'");
+}
+
+// Inputs that trip preconditions inside toml++ 3.3 (an assert in debug builds, undefined
+// behaviour in release) must come back as ordinary syntax errors.
+TEST_CASE("malformed headers and stray braces are syntax errors, not toml++ crashes", "[config]") {
+  CHECK(error_of("[{\n") == "x.toml:1: syntax: Error while parsing table header: expected a key, saw \"{\"");
+  CHECK(error_of("[log]\nlevel = \"info\"\n[ [vless]]\n") ==
+        "x.toml:3: syntax: Error while parsing table header: expected a key, saw \"[\"");
+  CHECK(error_of("a = 1\n[\n") == "x.toml:2: syntax: Error while parsing table header: expected a key, saw \"\\x0a\"");
+  // An earlier toml++ error is still the one reported.
+  CHECK(error_of("a = \n[{\n") == "x.toml:1: syntax: Error while parsing key-value pair: expected value, saw '\\n'");
+  CHECK(error_of("vless = [\n  { name = \"a\" },\n  }\n]\n") ==
+        "x.toml:3: syntax: Error while parsing value: could not determine value type");
+  // The same characters inside strings, comments and nested values are left alone.
+  config c = parse_config(
+      "# [{\n[log]\naccess = \"\"\"\n[ {\n}\"\"\"\n\n[[target]]\nname = '[{'\nlisten = \"127.0.0.1:1\"\n"
+      "tcp = { quickack = \"on\" } # a = [ }\n",
+      "ok.toml");
+  CHECK(c.log.access == "[ {\n}");
+  CHECK(c.target[0].name == "[{");
+}
+
+TEST_CASE("unknown keys are errors at every level", "[config]") {
+  CHECK(error_of(std::string(loopback_target) + "verbose = true\n") == "x.toml:4: target[0].verbose: unknown key");
+  CHECK(error_of(std::string("verbose = true\n") + loopback_target) == "x.toml:1: verbose: unknown key");
+  CHECK(error_of(std::string("[log]\nlevle = \"debug\"\n") + loopback_target) ==
+        "x.toml:2: log.levle: unknown key");
+  CHECK(error_of(std::string("[tls]\nalpn = \"h2\"\n") + loopback_target) == "x.toml:2: tls.alpn: unknown key");
+  CHECK(error_of(std::string("[limits]\nidle_timeout = 5\n") + loopback_target) ==
+        "x.toml:2: limits.idle_timeout: unknown key");
+  CHECK(error_of(std::string("[metrics]\nport = 9\n") + loopback_target) == "x.toml:1: metrics: unknown key");
+  CHECK(error_of(std::string(loopback_target) +
+                 "[[users]]\nname = \"mac\"\nuuid = \"0bc2f2bd-f35f-4c1e-8b9b-befe527996d0\"\nflow = \"x\"\n") ==
+        "x.toml:7: users[0].flow: unknown key");
+  CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\nhost = \"example.com\"\n") ==
+        "x.toml:4: vless[0].host: unknown key");
+  CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\ntcp = { nodely = false }\n") ==
+        "x.toml:4: vless[0].tcp.nodely: unknown key");
+  CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\n[vless.upstream_tcp]\nquick_ack = \"on\"\n") ==
+        "x.toml:5: vless[0].upstream_tcp.quick_ack: unknown key");
+  // A target dials nothing, so it has no upstream policy.
+  CHECK(error_of(std::string(loopback_target) + "upstream_tcp = { nodelay = true }\n") ==
+        "x.toml:4: target[0].upstream_tcp: unknown key");
+  CHECK(error_of(std::string("\"log level\" = 1\n") + loopback_target) ==
+        "x.toml:1: \"log level\": unknown key");
+}
+
+TEST_CASE("wrong types name the expected type", "[config]") {
+  CHECK(error_of(std::string("[log]\nlevel = 3\n") + loopback_target) ==
+        "x.toml:2: log.level: expected a string, got an integer");
+  CHECK(error_of(std::string("log = \"debug\"\n") + loopback_target) ==
+        "x.toml:1: log: expected a table, got a string");
+  CHECK(error_of(std::string("[tls]\nsession_tickets = \"no\"\n") + loopback_target) ==
+        "x.toml:2: tls.session_tickets: expected a boolean, got a string");
+  CHECK(error_of(std::string("[tls]\nmin_version = 1.3\n") + loopback_target) ==
+        "x.toml:2: tls.min_version: expected a string, got a floating-point number");
+  CHECK(error_of(std::string("[limits]\nidle_timeout_ms = \"5s\"\n") + loopback_target) ==
+        "x.toml:2: limits.idle_timeout_ms: expected an integer, got a string");
+  CHECK(error_of("[vless]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\n") ==
+        "x.toml:1: vless: expected an array of tables, got a table");
+  CHECK(error_of(std::string("users = [\"mac\"]\n") + loopback_target) ==
+        "x.toml:1: users[0]: expected a table, got a string");
+  CHECK(error_of("[[target]]\nname = \"a\"\nlisten = 8080\n") ==
+        "x.toml:3: target[0].listen: expected a string, got an integer");
+  CHECK(error_of("[[target]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\ntcp = \"fast\"\n") ==
+        "x.toml:4: target[0].tcp: expected a table, got a string");
+  CHECK(error_of("[[target]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\ntcp = { nodelay = \"yes\" }\n") ==
+        "x.toml:4: target[0].tcp.nodelay: expected a boolean, got a string");
+}
+
+TEST_CASE("enumerated values list what is accepted", "[config]") {
+  CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\n"
+                 "[[vless]]\nname = \"b\"\ntcp = { quickack = \"maybe\" }\nlisten = \"127.0.0.1:2\"\n") ==
+        "x.toml:6: vless[1].tcp.quickack: \"maybe\": expected \"kernel\", \"on\" or \"off\"");
+  CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\nupstream_tcp = { quickack = true }\n") ==
+        "x.toml:4: vless[0].upstream_tcp.quickack: expected a string, got a boolean");
+  CHECK(error_of(std::string("[log]\nlevel = \"verbose\"\n") + loopback_target) ==
+        "x.toml:2: log.level: \"verbose\": expected one of trace, debug, info, warn, error");
+  CHECK(error_of(std::string("[log]\naccess = \"\"\n") + loopback_target) ==
+        "x.toml:2: log.access: must not be empty (\"stdout\" or a file path)");
+  CHECK(error_of(std::string("[tls]\nmin_version = \"1.1\"\n") + loopback_target) ==
+        "x.toml:2: tls.min_version: \"1.1\": expected \"1.2\" or \"1.3\"");
+}
+
+TEST_CASE("listen addresses: IPv4 or [IPv6] with a port in range, no hostnames", "[config]") {
+  auto listen_error = [](const char* listen) {
+    return error_of(std::string("[[target]]\nname = \"http\"\nlisten = \"") + listen + "\"\n",
+                    "vlessbenchd.toml");
+  };
+  CHECK(listen_error("127.0.0.1:99999") == "vlessbenchd.toml:3: target[0].listen: \"127.0.0.1:99999\": port out of range");
+  CHECK(listen_error("127.0.0.1:0") == "vlessbenchd.toml:3: target[0].listen: \"127.0.0.1:0\": port out of range");
+  CHECK(listen_error("127.0.0.1:65536") == "vlessbenchd.toml:3: target[0].listen: \"127.0.0.1:65536\": port out of range");
+  CHECK(listen_error("127.0.0.1:http") == "vlessbenchd.toml:3: target[0].listen: \"127.0.0.1:http\": port must be a number");
+  CHECK(listen_error("127.0.0.1:") == "vlessbenchd.toml:3: target[0].listen: \"127.0.0.1:\": missing port");
+  CHECK(listen_error("127.0.0.1") == "vlessbenchd.toml:3: target[0].listen: \"127.0.0.1\": expected ADDRESS:PORT");
+  CHECK(listen_error(":8080") ==
+        "vlessbenchd.toml:3: target[0].listen: \":8080\": missing address (use 0.0.0.0 or [::] for every address)");
+  CHECK(listen_error("localhost:8080") ==
+        "vlessbenchd.toml:3: target[0].listen: \"localhost:8080\": hostnames are not accepted, use an IP "
+        "address (e.g. 127.0.0.1 or [::1])");
+  CHECK(listen_error("300.1.1.1:80") == "vlessbenchd.toml:3: target[0].listen: \"300.1.1.1:80\": not a valid IPv4 address");
+  CHECK(listen_error("::1:8080") ==
+        "vlessbenchd.toml:3: target[0].listen: \"::1:8080\": IPv6 addresses need brackets, e.g. [::1]:8443");
+  CHECK(listen_error("[::1") == "vlessbenchd.toml:3: target[0].listen: \"[::1\": missing ']' after the IPv6 address");
+  CHECK(listen_error("[::1]8080") == "vlessbenchd.toml:3: target[0].listen: \"[::1]8080\": expected [IPv6]:PORT");
+  CHECK(listen_error("[::g]:8080") == "vlessbenchd.toml:3: target[0].listen: \"[::g]:8080\": not a valid IPv6 address");
+  CHECK(listen_error("[127.0.0.1]:8080") ==
+        "vlessbenchd.toml:3: target[0].listen: \"[127.0.0.1]:8080\": not a valid IPv6 address");
+}
+
+TEST_CASE("IPv6 listeners", "[config]") {
+  config c = parse_config("[[vless]]\nname = \"v6\"\nlisten = \"[::1]:8443\"\n", "v6.toml");
+  REQUIRE(c.vless.size() == 1);
+  CHECK(c.vless[0].listen == ep("::1", 8443));
+  CHECK(format_endpoint(c.vless[0].listen) == "[::1]:8443");
+  REQUIRE(c.users.size() == 1);  // ::1 is loopback, so a random user is fine
+
+  CHECK(error_of("[[vless]]\nname = \"v6\"\nlisten = \"[2001:db8::1]:8443\"\n") ==
+        "x.toml:3: users: listening on [2001:db8::1]:8443 (listener v6) requires at least one [[users]] entry");
+  // An IPv4-mapped loopback address is still loopback.
+  CHECK(parse_config("[[target]]\nname = \"m\"\nlisten = \"[::ffff:127.0.0.1]:80\"\n", "m.toml").users.size() == 1);
+}
+
+TEST_CASE("parse_endpoint and format_endpoint round-trip", "[config]") {
+  asio::ip::tcp::endpoint out;
+  std::string reason;
+  REQUIRE(parse_endpoint("10.0.2.15:8443", out, reason));
+  CHECK(out == ep("10.0.2.15", 8443));
+  CHECK(format_endpoint(out) == "10.0.2.15:8443");
+  REQUIRE(parse_endpoint("[fe80::1]:1", out, reason));
+  CHECK(format_endpoint(out) == "[fe80::1]:1");
+  REQUIRE(parse_endpoint("0.0.0.0:65535", out, reason));
+  CHECK(out.port() == 65535);
+  REQUIRE(parse_endpoint("127.0.0.1:008080", out, reason));
+  CHECK(out.port() == 8080);
+  REQUIRE(parse_endpoint("127.0.0.1:0000000000000008081", out, reason));
+  CHECK(out.port() == 8081);
+  CHECK_FALSE(parse_endpoint("127.0.0.1:99999999999999999999", out, reason));
+  CHECK(reason == "port out of range");
+  CHECK_FALSE(parse_endpoint("127.0.0.1:-1", out, reason));
+  CHECK(reason == "port must be a number");
+  CHECK_FALSE(parse_endpoint("", out, reason));
+  CHECK(reason == "expected ADDRESS:PORT");
+  CHECK_FALSE(parse_endpoint("01.2.3.4:80", out, reason));
+  CHECK(reason == "not a valid IPv4 address");
+}
+
+TEST_CASE("listener names, endpoints and users must be unique", "[config]") {
+  SECTION("listener name shared by a vless and a target listener") {
+    CHECK(error_of("[[vless]]\nname = \"edge\"\nlisten = \"127.0.0.1:8443\"\n\n"
+                   "[[target]]\nname = \"edge\"\nlisten = \"127.0.0.1:8080\"\n") ==
+          "x.toml:6: target[0].name: \"edge\": duplicate listener name (first used by vless[0].name on line 2)");
+  }
+  SECTION("the same endpoint twice") {
+    CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:8443\"\n"
+                   "[[vless]]\nname = \"b\"\nlisten = \"127.0.0.1:8443\"\n") ==
+          "x.toml:6: vless[1].listen: \"127.0.0.1:8443\": already used by vless[0].listen \"127.0.0.1:8443\" on line 3");
+  }
+  SECTION("a wildcard address overlaps a specific one on the same port") {
+    CHECK(error_of("[[users]]\nname = \"u\"\nuuid = \"0bc2f2bd-f35f-4c1e-8b9b-befe527996d0\"\n"
+                   "[[vless]]\nname = \"a\"\nlisten = \"0.0.0.0:8443\"\n"
+                   "[[target]]\nname = \"b\"\nlisten = \"127.0.0.1:8443\"\n") ==
+          "x.toml:9: target[0].listen: \"127.0.0.1:8443\": overlaps vless[0].listen \"0.0.0.0:8443\" on line 6");
+    // Different ports, or the same port in another address family, do not clash.
+    CHECK(parse_config("[[users]]\nname = \"u\"\nuuid = \"0bc2f2bd-f35f-4c1e-8b9b-befe527996d0\"\n"
+                       "[[vless]]\nname = \"a\"\nlisten = \"0.0.0.0:8443\"\n"
+                       "[[vless]]\nname = \"b\"\nlisten = \"[::1]:8443\"\n"
+                       "[[target]]\nname = \"c\"\nlisten = \"127.0.0.1:8444\"\n",
+                       "ok.toml")
+              .vless.size() == 2);
+  }
+  SECTION("duplicate user names and UUIDs (UUIDs compared case-insensitively)") {
+    CHECK(error_of(std::string(loopback_target) +
+                   "[[users]]\nname = \"mac\"\nuuid = \"0bc2f2bd-f35f-4c1e-8b9b-befe527996d0\"\n"
+                   "[[users]]\nname = \"mac\"\nuuid = \"0BC2F2BD-F35F-4C1E-8B9B-BEFE527996D0\"\n") ==
+          "x.toml:8: users[1].name: \"mac\": duplicate user name (first used by users[0].name on line 5)\n"
+          "x.toml:9: users[1].uuid: \"0BC2F2BD-F35F-4C1E-8B9B-BEFE527996D0\": duplicate UUID (first used by "
+          "users[0].uuid on line 6)");
+  }
+}
+
+TEST_CASE("users need a name and a well-formed UUID", "[config]") {
+  auto user_error = [](const std::string& body) {
+    return error_of(std::string(loopback_target) + "[[users]]\n" + body);
+  };
+  CHECK(user_error("name = \"mac\"\nuuid = \"0bc2f2bd-f35f-4c1e-8b9b-befe527996d\"\n") ==
+        "x.toml:6: users[0].uuid: \"0bc2f2bd-f35f-4c1e-8b9b-befe527996d\": not a UUID (expected 8-4-4-4-12 hex "
+        "digits)");
+  CHECK(user_error("name = \"mac\"\nuuid = \"{0bc2f2bd-f35f-4c1e-8b9b-befe527996d0}\"\n") ==
+        "x.toml:6: users[0].uuid: \"{0bc2f2bd-f35f-4c1e-8b9b-befe527996d0}\": not a UUID (expected 8-4-4-4-12 hex "
+        "digits)");
+  CHECK(user_error("name = \"mac\"\nuuid = \"0bc2f2bd_f35f-4c1e-8b9b-befe527996d0\"\n") ==
+        "x.toml:6: users[0].uuid: \"0bc2f2bd_f35f-4c1e-8b9b-befe527996d0\": not a UUID (expected 8-4-4-4-12 hex "
+        "digits)");
+  CHECK(user_error("name = \"mac\"\nuuid = \"0bc2f2bd-f35f-4c1e-8b9b-befe527996dg\"\n") ==
+        "x.toml:6: users[0].uuid: \"0bc2f2bd-f35f-4c1e-8b9b-befe527996dg\": not a UUID (expected 8-4-4-4-12 hex "
+        "digits)");
+  CHECK(user_error("name = \"\"\nuuid = \"0bc2f2bd-f35f-4c1e-8b9b-befe527996d0\"\n") ==
+        "x.toml:5: users[0].name: must not be empty");
+  CHECK(user_error("name = \"my mac\"\nuuid = \"0bc2f2bd-f35f-4c1e-8b9b-befe527996d0\"\n") ==
+        "x.toml:5: users[0].name: \"my mac\": must not contain spaces or control characters");
+  CHECK(user_error("uuid = \"0bc2f2bd-f35f-4c1e-8b9b-befe527996d0\"\n") == "x.toml:4: users[0].name: missing");
+  CHECK(user_error("name = \"mac\"\n") == "x.toml:4: users[0].uuid: missing");
+}
+
+TEST_CASE("listeners need a name and a listen address", "[config]") {
+  CHECK(error_of("[[vless]]\nlisten = \"127.0.0.1:1\"\n") == "x.toml:1: vless[0].name: missing");
+  CHECK(error_of("[[target]]\nname = \"\"\nlisten = \"127.0.0.1:1\"\n") == "x.toml:2: target[0].name: must not be empty");
+  CHECK(error_of("\n[[target]]\nname = \"t\"\n") == "x.toml:2: target[0].listen: missing");
+  CHECK(error_of("[[target]]\nname = \"t\"\nlisten = \"\"\n") == "x.toml:3: target[0].listen: must not be empty");
+  CHECK(error_of("vless = [ { name = \"a\\nb\", listen = \"127.0.0.1:1\" } ]\n") ==
+        "x.toml:1: vless[0].name: \"a\\x0ab\": must not contain spaces or control characters");
+}
+
+TEST_CASE("at least one listener", "[config]") {
+  CHECK(error_of("") == "x.toml:1: vless: no listeners: add at least one [[vless]] or [[target]] entry");
+  CHECK(error_of("vless = []\ntarget = []\n[log]\nlevel = \"info\"\n") ==
+        "x.toml:1: vless: no listeners: add at least one [[vless]] or [[target]] entry");
+}
+
+TEST_CASE("a non-loopback listener without users is refused", "[config]") {
+  CHECK(error_of("[[target]]\nname = \"http\"\nlisten = \"127.0.0.1:8080\"\n\n"
+                 "[[vless]]\nname = \"default-ack\"\nlisten = \"0.0.0.0:8443\"\n",
+                 "vlessbenchd.toml") ==
+        "vlessbenchd.toml:7: users: listening on 0.0.0.0:8443 (listener default-ack) requires at least one "
+        "[[users]] entry");
+  // An empty users array is no better than none.
+  CHECK(error_of("users = []\n[[target]]\nname = \"http\"\nlisten = \"10.0.2.15:8080\"\n") ==
+        "x.toml:4: users: listening on 10.0.2.15:8080 (listener http) requires at least one [[users]] entry");
+  // A broken [[users]] entry is reported as what it is, not as "no users".
+  CHECK(error_of("[[users]]\nname = \"mac\"\n[[target]]\nname = \"http\"\nlisten = \"0.0.0.0:8080\"\n") ==
+        "x.toml:1: users[0].uuid: missing");
+  config c = parse_config(
+      "[[users]]\nname = \"mac\"\nuuid = \"0bc2f2bd-f35f-4c1e-8b9b-befe527996d0\"\n"
+      "[[target]]\nname = \"http\"\nlisten = \"0.0.0.0:8080\"\n",
+      "ok.toml");
+  REQUIRE(c.users.size() == 1);
+  CHECK(c.users[0].name == "mac");
+}
+
+TEST_CASE("tls cert and key come together", "[config]") {
+  CHECK(error_of(std::string("[tls]\ncert = \"cert.pem\"\n") + loopback_target) ==
+        "x.toml:2: tls.cert: set without tls.key (set both, or neither for an in-memory certificate)");
+  CHECK(error_of(std::string("[tls]\ncert = \"\"\nkey = \"key.pem\"\n") + loopback_target) ==
+        "x.toml:3: tls.key: set without tls.cert (set both, or neither for an in-memory certificate)");
+}
+
+TEST_CASE("limits are bounded positive integers", "[config]") {
+  auto limit_error = [](const char* line) { return error_of(std::string("[limits]\n") + line + "\n" + loopback_target); };
+  CHECK(limit_error("handshake_timeout_ms = 0") == "x.toml:2: limits.handshake_timeout_ms: 0: must be between 1 and 3600000");
+  CHECK(limit_error("header_timeout_ms = -5") == "x.toml:2: limits.header_timeout_ms: -5: must be between 1 and 3600000");
+  CHECK(limit_error("connect_timeout_ms = 3600001") ==
+        "x.toml:2: limits.connect_timeout_ms: 3600001: must be between 1 and 3600000");
+  CHECK(limit_error("drain_timeout_ms = 2.5") ==
+        "x.toml:2: limits.drain_timeout_ms: expected an integer, got a floating-point number");
+  CHECK(limit_error("max_sessions = 0") == "x.toml:2: limits.max_sessions: 0: must be between 1 and 1000000");
+  CHECK(limit_error("max_sessions = 1000001") == "x.toml:2: limits.max_sessions: 1000001: must be between 1 and 1000000");
+  CHECK(parse_config(std::string("[limits]\nidle_timeout_ms = 1\nmax_sessions = 1\n") + loopback_target, "x.toml")
+            .limits.idle_timeout == 1ms);
+}
+
+TEST_CASE("all errors are reported together, top to bottom", "[config]") {
+  const char* text = R"([log]
+levle = "debug"
+
+[[users]]
+name = "mac"
+uuid = "nope"
+
+[[vless]]
+name = "a"
+listen = "0.0.0.0:99999"
+tcp = { quickack = "maybe" }
+
+[limits]
+max_sessions = 0
+
+[[target]]
+name = "a"
+listen = "localhost:8080"
+)";
+  try {
+    parse_config(text, "many.toml");
+    FAIL("accepted");
+  } catch (const config_error& e) {
+    const std::vector<std::string> expected{
+        "many.toml:2: log.levle: unknown key",
+        "many.toml:6: users[0].uuid: \"nope\": not a UUID (expected 8-4-4-4-12 hex digits)",
+        "many.toml:10: vless[0].listen: \"0.0.0.0:99999\": port out of range",
+        "many.toml:11: vless[0].tcp.quickack: \"maybe\": expected \"kernel\", \"on\" or \"off\"",
+        "many.toml:14: limits.max_sessions: 0: must be between 1 and 1000000",
+        "many.toml:17: target[0].name: \"a\": duplicate listener name (first used by vless[0].name on line 9)",
+        "many.toml:18: target[0].listen: \"localhost:8080\": hostnames are not accepted, use an IP address "
+        "(e.g. 127.0.0.1 or [::1])",
+    };
+    CHECK(e.errors() == expected);
+    std::string joined;
+    for (const auto& line : expected) joined += (joined.empty() ? "" : "\n") + line;
+    CHECK(std::string(e.what()) == joined);
+  }
+}
+
+TEST_CASE("values echoed in errors are escaped and capped", "[config]") {
+  std::string long_name(300, 'x');
+  std::string err = error_of("[[target]]\nname = \"" + long_name + "\"\nlisten = \"127.0.0.1:1\"\n");
+  CHECK(err == "x.toml:2: target[0].name: \"" + std::string(120, 'x') + "...\": longer than 64 bytes");
+  CHECK(error_of("[[target]]\nname = \"t\"\nlisten = \"a\\\"b:1\"\n") ==
+        "x.toml:3: target[0].listen: \"a\\\"b:1\": hostnames are not accepted, use an IP address (e.g. 127.0.0.1 "
+        "or [::1])");
+}
+
+TEST_CASE("default_config is DESIGN.md's embedded default", "[config]") {
+  config c = default_config();
+  CHECK(c.source == "<embedded default>");
+  REQUIRE(c.vless.size() == 2);
+  CHECK(c.vless[0].name == "default-ack");
+  CHECK(c.vless[0].listen == ep("127.0.0.1", 8443));
+  CHECK(c.vless[0].tcp == tcp_policy{true, quickack_mode::kernel});
+  CHECK(c.vless[0].upstream_tcp == tcp_policy{true, quickack_mode::kernel});
+  CHECK(c.vless[1].name == "quickack");
+  CHECK(c.vless[1].listen == ep("127.0.0.1", 8444));
+  CHECK(c.vless[1].tcp == tcp_policy{true, quickack_mode::on});
+  CHECK(c.vless[1].upstream_tcp == tcp_policy{true, quickack_mode::on});
+  REQUIRE(c.target.size() == 1);
+  CHECK(c.target[0].name == "http");
+  CHECK(c.target[0].listen == ep("127.0.0.1", 8080));
+  CHECK(c.target[0].tcp == tcp_policy{true, quickack_mode::kernel});
+  REQUIRE(c.users.size() == 1);
+  CHECK(c.users[0].name == "default");
+  CHECK(is_canonical_v4_uuid(c.users[0].uuid_text));
+  CHECK(default_config().users[0].uuid_text != c.users[0].uuid_text);
+  CHECK(c.tls.cert.empty());
+  CHECK(c.tls.key.empty());
+  CHECK_FALSE(c.tls.session_tickets);
+  CHECK(c.log.level == "info");
+}
+
+TEST_CASE("load_config_file names the file in every message", "[config]") {
+  auto dir = std::filesystem::temp_directory_path() / ("vlessbench-config-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto file = dir / "vlessbenchd.toml";
+
+  SECTION("a missing file") {
+    try {
+      load_config_file(dir / "absent.toml");
+      FAIL("accepted");
+    } catch (const config_error& e) {
+      CHECK(std::string(e.what()) == (dir / "absent.toml").string() + ": cannot read: No such file or directory");
+    }
+  }
+  SECTION("a directory") {
+    try {
+      load_config_file(dir);
+      FAIL("accepted");
+    } catch (const config_error& e) {
+      CHECK(std::string(e.what()) == dir.string() + ": cannot read: Is a directory");
+    }
+  }
+  SECTION("a valid file and an invalid one") {
+    std::ofstream(file) << loopback_target;
+    config c = load_config_file(file);
+    CHECK(c.source == file.string());
+    CHECK(c.target.size() == 1);
+    std::ofstream(file) << loopback_target << "tcp = { quickack = \"fast\" }\n";
+    try {
+      load_config_file(file);
+      FAIL("accepted");
+    } catch (const config_error& e) {
+      CHECK(std::string(e.what()) ==
+            file.string() + ":4: target[0].tcp.quickack: \"fast\": expected \"kernel\", \"on\" or \"off\"");
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the shipped config files are valid", "[config]") {
+  const auto config_dir = std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "config";
+
+  config example = load_config_file(config_dir / "vlessbenchd.example.toml");
+  CHECK(example.vless.size() == 2);
+  CHECK(example.target.size() == 1);
+  REQUIRE(example.users.size() == 1);
+  CHECK(example.users[0].name == "mac");
+  // The example claims to show every default; hold it to that.
+  const config defaults;
+  CHECK(example.log.level == defaults.log.level);
+  CHECK(example.log.access == defaults.log.access);
+  CHECK(example.tls.session_tickets == defaults.tls.session_tickets);
+  CHECK(example.tls.min_version == defaults.tls.min_version);
+  CHECK(example.limits.handshake_timeout == defaults.limits.handshake_timeout);
+  CHECK(example.limits.header_timeout == defaults.limits.header_timeout);
+  CHECK(example.limits.connect_timeout == defaults.limits.connect_timeout);
+  CHECK(example.limits.idle_timeout == defaults.limits.idle_timeout);
+  CHECK(example.limits.drain_timeout == defaults.limits.drain_timeout);
+  CHECK(example.limits.max_sessions == defaults.limits.max_sessions);
+  const config embedded = default_config();
+  CHECK(example.vless == embedded.vless);
+  CHECK(example.target == embedded.target);
+
+  config vm = load_config_file(config_dir / "vlessbenchd.toml");
+  REQUIRE(vm.vless.size() == 2);
+  CHECK(vm.vless[0].name == "default-ack");
+  CHECK(vm.vless[0].listen == ep("0.0.0.0", 8443));
+  CHECK(vm.vless[0].tcp.quickack == quickack_mode::kernel);
+  CHECK(vm.vless[1].name == "quickack");
+  CHECK(vm.vless[1].listen == ep("0.0.0.0", 8444));
+  CHECK(vm.vless[1].tcp.quickack == quickack_mode::on);
+  REQUIRE(vm.target.size() == 1);
+  CHECK(vm.target[0].listen == ep("0.0.0.0", 8080));
+  REQUIRE(vm.users.size() == 1);
+  CHECK(vm.users[0].uuid_text == "00000000-0000-4000-8000-000000000000");
+}
