@@ -1,0 +1,753 @@
+"""Shared fixtures for the integration tests: the real vlessbenchd, v2ray, raw clients.
+
+Python 3 standard library only. Every process started here is killed at exit (atexit, and the
+kernel's parent-death signal if this interpreter is killed outright); every wait is bounded in
+time; everything listens and connects on 127.0.0.1 / ::1 only.
+"""
+from __future__ import annotations
+
+import atexit
+import ctypes
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import uuid as uuidlib
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+BIN = Path(os.environ.get("VLESSBENCH_BIN") or REPO / "build" / "bin")
+DAEMON = BIN / "vlessbenchd"
+V2RAY = shutil.which("v2ray") or "/usr/bin/v2ray"
+CURL = shutil.which("curl") or "/usr/bin/curl"
+
+LOOPBACK = "127.0.0.1"
+
+# --------------------------------------------------------------------------------------------
+# Process bookkeeping: nothing outlives the test.
+
+_procs: list[subprocess.Popen] = []
+_procs_lock = threading.Lock()
+_tmpdirs: list[Path] = []
+
+
+def _set_pdeathsig() -> None:
+    # Runs in the child between fork and exec: SIGKILL it if this interpreter dies first.
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - best effort; atexit still cleans up
+        pass
+
+
+def spawn(argv, **kw) -> subprocess.Popen:
+    p = subprocess.Popen([str(a) for a in argv], preexec_fn=_set_pdeathsig, **kw)
+    with _procs_lock:
+        _procs.append(p)
+    return p
+
+
+def stop_process(p: subprocess.Popen, sig=signal.SIGTERM, timeout: float = 5.0) -> int | None:
+    """Signals p, waits up to timeout, then kill -9. Returns the exit code."""
+    if p.poll() is None:
+        try:
+            p.send_signal(sig)
+        except ProcessLookupError:
+            pass
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=5)
+    with _procs_lock:
+        if p in _procs:
+            _procs.remove(p)
+    return p.returncode
+
+
+def _cleanup() -> None:
+    with _procs_lock:
+        procs = list(_procs)
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+    if not os.environ.get("VLESSBENCH_KEEP_TMP"):
+        for d in _tmpdirs:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+atexit.register(_cleanup)
+
+
+def _on_signal(signum, _frame):
+    _cleanup()
+    os._exit(128 + signum)
+
+
+signal.signal(signal.SIGTERM, _on_signal)
+
+
+def tempdir(prefix="vlessbench-it-") -> Path:
+    d = Path(tempfile.mkdtemp(prefix=prefix))
+    _tmpdirs.append(d)
+    return d
+
+
+# --------------------------------------------------------------------------------------------
+# Ports
+
+_given_ports: set[int] = set()
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """A port that was free a moment ago (bind 0, read, release); never the same one twice."""
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    for _ in range(50):
+        with socket.socket(fam, socket.SOCK_STREAM) as s:
+            s.bind((host, 0))
+            port = s.getsockname()[1]
+        if port not in _given_ports:
+            _given_ports.add(port)
+            return port
+    raise RuntimeError("no free port found")
+
+
+def port_open(port: int, host: str = LOOPBACK, timeout: float = 0.5) -> bool:
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(fam, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        try:
+            s.connect((host, port))
+            return True
+        except OSError:
+            return False
+
+
+def wait_ports(ports, host: str = LOOPBACK, timeout: float = 15.0, proc: subprocess.Popen | None = None,
+               what: str = "process") -> None:
+    """Waits until every port accepts; a port may also be given as (host, port)."""
+    deadline = time.monotonic() + timeout
+    pending = [p if isinstance(p, tuple) else (host, p) for p in ports]
+    while pending:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode} before its ports opened")
+        pending = [(h, p) for h, p in pending if not port_open(p, h)]
+        if not pending:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what}: ports {pending} not accepting after {timeout}s")
+        time.sleep(0.05)
+
+
+# --------------------------------------------------------------------------------------------
+# TOML config
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, str):
+        return json.dumps(v)  # a JSON string is a valid TOML basic string for our values
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{k} = {_toml_value(x)}" for k, x in v.items()) + " }"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    raise TypeError(f"cannot write {v!r} as TOML")
+
+
+def policy(nodelay: bool = True, quickack: str = "kernel") -> dict:
+    return {"nodelay": nodelay, "quickack": quickack}
+
+
+def toml_text(cfg: dict) -> str:
+    """cfg: {"log": {...}, "tls": {...}, "limits": {...}, "users": [...], "vless": [...], "target": [...]}."""
+    out = []
+    for table in ("log", "tls", "limits"):
+        if table in cfg:
+            out.append(f"[{table}]")
+            out += [f"{k} = {_toml_value(v)}" for k, v in cfg[table].items()]
+            out.append("")
+    for arr in ("users", "vless", "target"):
+        for entry in cfg.get(arr, []):
+            out.append(f"[[{arr}]]")
+            out += [f"{k} = {_toml_value(v)}" for k, v in entry.items()]
+            out.append("")
+    return "\n".join(out)
+
+
+def new_uuid() -> str:
+    return str(uuidlib.uuid4())
+
+
+# --------------------------------------------------------------------------------------------
+# Access log
+
+def read_events(path: Path) -> list[dict]:
+    """Every complete JSON line in the access log; a line that is not JSON fails the test."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return []
+    out = []
+    for raw in data.split(b"\n")[:-1]:  # the last piece is empty or a line still being written
+        if not raw:
+            continue
+        text = raw.decode("utf-8")  # the log promises UTF-8 whatever clients send
+        out.append(json.loads(text))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# The daemon
+
+class Daemon:
+    """vlessbenchd on free loopback ports, with its access log in a file.
+
+    Default layout: one user, vless listeners "kernel" (quickack kernel) and "quick" (quickack on),
+    one target "http". Pass cfg to replace it; use self.port(name) for a listener's port.
+    """
+
+    def __init__(self, cfg: dict | None = None, limits: dict | None = None, start: bool = True,
+                 extra_args=()):
+        self.dir = tempdir()
+        self.access = self.dir / "access.jsonl"
+        self.config_path = self.dir / "vlessbenchd.toml"
+        self.stderr_path = self.dir / "stderr.log"
+        self.stdout_path = self.dir / "stdout.log"
+        self.proc: subprocess.Popen | None = None
+        self.extra_args = list(extra_args)
+        if cfg is None:
+            self.user = "tester"
+            self.uuid = new_uuid()
+            cfg = {
+                "users": [{"name": self.user, "uuid": self.uuid}],
+                "vless": [
+                    {"name": "kernel", "listen": f"{LOOPBACK}:{free_port()}", "tcp": policy(True, "kernel"),
+                     "upstream_tcp": policy(True, "kernel")},
+                    {"name": "quick", "listen": f"{LOOPBACK}:{free_port()}", "tcp": policy(True, "on"),
+                     "upstream_tcp": policy(True, "on")},
+                ],
+                "target": [{"name": "http", "listen": f"{LOOPBACK}:{free_port()}"}],
+            }
+        else:
+            users = cfg.get("users") or []
+            self.user = users[0]["name"] if users else None
+            self.uuid = users[0]["uuid"] if users else None
+        cfg.setdefault("log", {})
+        cfg["log"].setdefault("access", str(self.access))
+        cfg["log"].setdefault("level", "info")
+        if limits:
+            cfg.setdefault("limits", {}).update(limits)
+        self.cfg = cfg
+        self.write_config(cfg)
+        if start:
+            self.start()
+
+    # -- config --
+    def write_config(self, cfg: dict | str) -> None:
+        text = cfg if isinstance(cfg, str) else toml_text(cfg)
+        tmp = self.config_path.with_suffix(".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, self.config_path)
+        if not isinstance(cfg, str):
+            self.cfg = cfg
+
+    def listeners(self) -> list[dict]:
+        return list(self.cfg.get("vless", [])) + list(self.cfg.get("target", []))
+
+    def addr(self, name: str) -> tuple[str, int]:
+        for entry in self.listeners():
+            if entry["name"] == name:
+                host, _, port = entry["listen"].rpartition(":")
+                return host.strip("[]"), int(port)
+        raise KeyError(name)
+
+    def port(self, name: str) -> int:
+        return self.addr(name)[1]
+
+    @property
+    def target_port(self) -> int:
+        return self.port(self.cfg["target"][0]["name"])
+
+    # -- process --
+    def start(self, wait: bool = True) -> "Daemon":
+        argv = [DAEMON, "--config", self.config_path, *self.extra_args]
+        self.proc = spawn(argv, stdout=open(self.stdout_path, "wb"), stderr=open(self.stderr_path, "wb"),
+                          cwd=self.dir)
+        if wait:
+            try:
+                wait_ports([self.addr(e["name"]) for e in self.listeners()], proc=self.proc, what="vlessbenchd")
+            except RuntimeError as e:
+                raise RuntimeError(f"{e}\n--- stderr ---\n{self.stderr()}") from None
+        return self
+
+    def stderr(self) -> str:
+        try:
+            return self.stderr_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def signal(self, sig) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+
+    def stop(self, timeout: float = 10.0) -> int | None:
+        if self.proc is None:
+            return None
+        return stop_process(self.proc, signal.SIGTERM, timeout)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    # -- log --
+    def mark(self) -> int:
+        """How many events the log holds now: pass as since= to look only at later ones."""
+        return len(read_events(self.access))
+
+    def events(self, event: str | None = None, since: int = 0, **match) -> list[dict]:
+        out = []
+        for e in read_events(self.access)[since:]:
+            if event is not None and e.get("event") != event:
+                continue
+            if all(e.get(k) == v for k, v in match.items()):
+                out.append(e)
+        return out
+
+    def wait_event(self, event: str, timeout: float = 5.0, pred=None, since: int = 0, **match) -> dict:
+        """The first event of this kind matching match and pred, waiting for it up to timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for e in self.events(event, since=since, **match):
+                if pred is None or pred(e):
+                    return e
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no {event} event matching {match} within {timeout}s; log tail:\n"
+                                     + "\n".join(json.dumps(x) for x in self.events()[-10:]))
+            time.sleep(0.02)
+
+    def reload(self, cfg: dict | str, timeout: float = 5.0) -> dict:
+        """Writes cfg, sends SIGHUP and returns the config.reload event it caused."""
+        before = len(self.events("config.reload"))
+        self.write_config(cfg)
+        self.signal(signal.SIGHUP)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            ev = self.events("config.reload")
+            if len(ev) > before:
+                return ev[before]
+            time.sleep(0.02)
+        raise AssertionError(f"no config.reload event within {timeout}s\n{self.stderr()}")
+
+
+def run_daemon(args, timeout: float = 15.0, cwd=None) -> subprocess.CompletedProcess:
+    """Runs vlessbenchd to completion (e.g. --check), bounded in time."""
+    return subprocess.run([str(DAEMON), *map(str, args)], capture_output=True, text=True, timeout=timeout,
+                          cwd=cwd, preexec_fn=_set_pdeathsig)
+
+
+# --------------------------------------------------------------------------------------------
+# HTTP over any byte stream
+
+class Stream:
+    """Buffered reads over a recv function (plain socket or TLS); b"" from recv means EOF."""
+
+    def __init__(self, recv, send):
+        self._recv = recv
+        self._send = send
+        self.buf = b""
+
+    def send(self, data: bytes) -> None:
+        self._send(data)
+
+    def _fill(self) -> bool:
+        data = self._recv(65536)
+        if not data:
+            return False
+        self.buf += data
+        return True
+
+    def read_exact(self, n: int) -> bytes:
+        while len(self.buf) < n:
+            if not self._fill():
+                raise EOFError(f"EOF after {len(self.buf)} of {n} bytes")
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def read_until(self, sep: bytes, limit: int = 1 << 20) -> bytes:
+        while sep not in self.buf:
+            if len(self.buf) > limit:
+                raise ValueError("no separator within limit")
+            if not self._fill():
+                raise EOFError(f"EOF before {sep!r}; have {self.buf[:200]!r}")
+        i = self.buf.index(sep) + len(sep)
+        out, self.buf = self.buf[:i], self.buf[i:]
+        return out
+
+    def read_to_eof(self, limit: int = 1 << 26) -> bytes:
+        while len(self.buf) < limit and self._fill():
+            pass
+        out, self.buf = self.buf, b""
+        return out
+
+    def at_eof(self) -> bool:
+        """True if the peer closed (after whatever is buffered); blocks until data or EOF."""
+        if self.buf:
+            return False
+        try:
+            return not self._fill()
+        except (ConnectionResetError, ssl.SSLError):
+            return True
+
+    def read_response(self, head_only: bool = False) -> "Response":
+        head = self.read_until(b"\r\n\r\n")
+        lines = head[:-4].decode("latin-1").split("\r\n")
+        version, status, *rest = lines[0].split(" ", 2)
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            k, _, v = line.partition(":")
+            headers[k.strip().lower()] = v.strip()
+        status = int(status)
+        if head_only or status in (204, 304) or 100 <= status < 200:
+            body = b""
+        elif "content-length" in headers:
+            body = self.read_exact(int(headers["content-length"]))
+        else:
+            body = self.read_to_eof()
+        return Response(status, headers, body, version)
+
+
+class Response:
+    def __init__(self, status: int, headers: dict, body: bytes, version: str = "HTTP/1.1"):
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.version = version
+
+    def __repr__(self):
+        return f"<Response {self.status} {self.headers} {self.body[:80]!r}>"
+
+
+def http_request(method: str, path: str, host: str = "127.0.0.1", headers: dict | None = None,
+                 body: bytes = b"") -> bytes:
+    h = {"Host": host}
+    if body or method == "POST":
+        h["Content-Length"] = str(len(body))
+    h.update(headers or {})
+    head = f"{method} {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in h.items()) + "\r\n"
+    return head.encode("latin-1") + body
+
+
+def tcp_connect(port: int, host: str = LOOPBACK, nodelay: bool = True, timeout: float = 5.0) -> socket.socket:
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1 if nodelay else 0)
+    s.settimeout(timeout)
+    s.connect((host, port))
+    return s
+
+
+def plain_stream(sock: socket.socket) -> Stream:
+    return Stream(sock.recv, sock.sendall)
+
+
+# --------------------------------------------------------------------------------------------
+# TLS + VLESS raw client (memory BIOs, so every TCP write is under our control)
+
+def client_tls_context(tls13: bool = True) -> ssl.SSLContext:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    if tls13:
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx
+
+
+class TlsClient:
+    """A TLS client over a plain socket with memory BIOs: one TCP send per flush."""
+
+    def __init__(self, port: int, host: str = LOOPBACK, nodelay: bool = True, tls13: bool = True,
+                 sni: str | None = "localhost", timeout: float = 5.0, sock: socket.socket | None = None):
+        self.sock = sock or tcp_connect(port, host, nodelay=nodelay, timeout=timeout)
+        self.incoming = ssl.MemoryBIO()
+        self.outgoing = ssl.MemoryBIO()
+        self.obj = client_tls_context(tls13).wrap_bio(self.incoming, self.outgoing, server_hostname=sni)
+        self.stream = Stream(self.recv, self.send)
+        self.eof = False
+
+    def _flush(self) -> None:
+        data = self.outgoing.read()
+        if data:
+            self.sock.sendall(data)
+
+    def _pull(self) -> bool:
+        data = self.sock.recv(65536)
+        if not data:
+            self.incoming.write_eof()
+            self.eof = True
+            return False
+        self.incoming.write(data)
+        return True
+
+    def handshake(self) -> "TlsClient":
+        for _ in range(1000):
+            try:
+                self.obj.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                self._flush()
+                if not self._pull():
+                    raise ConnectionError("EOF during TLS handshake") from None
+        self._flush()
+        return self
+
+    def send(self, data: bytes) -> None:
+        self.obj.write(data)
+        self._flush()
+
+    def recv(self, n: int = 65536) -> bytes:
+        while True:
+            try:
+                return self.obj.read(n)
+            except ssl.SSLWantReadError:
+                if self.eof or not self._pull():
+                    # Peer closed TCP without close_notify: treat as EOF (the test decides).
+                    return b""
+            except ssl.SSLZeroReturnError:
+                return b""
+            except ssl.SSLEOFError:
+                return b""
+
+    def close_notify(self) -> None:
+        """Half-close: our close_notify goes out, reading stays possible."""
+        try:
+            self.obj.unwrap()
+        except (ssl.SSLWantReadError, ssl.SSLError):
+            pass
+        self._flush()
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+ATYP_V4, ATYP_DOMAIN, ATYP_V6 = 1, 2, 3
+
+
+def addons_flow(flow: str) -> bytes:
+    raw = flow.encode()
+    return bytes([0x0A, len(raw)]) + raw
+
+
+def vless_header(user_uuid: str, port: int, addr: str = LOOPBACK, atyp: int | None = None, cmd: int = 1,
+                 version: int = 0, addons: bytes = b"") -> bytes:
+    u = uuidlib.UUID(user_uuid).bytes
+    out = bytes([version]) + u + bytes([len(addons)]) + addons + bytes([cmd])
+    if cmd == 3:  # Mux: no address on the wire
+        return out
+    if atyp is None:
+        atyp = ATYP_V6 if ":" in addr else (ATYP_V4 if addr.replace(".", "").isdigit() else ATYP_DOMAIN)
+    out += struct.pack(">H", port) + bytes([atyp])
+    if atyp == ATYP_V4:
+        out += socket.inet_pton(socket.AF_INET, addr)
+    elif atyp == ATYP_V6:
+        out += socket.inet_pton(socket.AF_INET6, addr)
+    elif atyp == ATYP_DOMAIN:
+        raw = addr.encode()
+        out += bytes([len(raw)]) + raw
+    return out
+
+
+def read_vless_response_header(stream: Stream) -> None:
+    ver, alen = stream.read_exact(2)
+    assert ver == 0, f"VLESS response version {ver}"
+    stream.read_exact(alen)
+
+
+def vless_get(vless_port: int, user_uuid: str, target_port: int, path: str = "/", nodelay: bool = True,
+              headers: dict | None = None, dest: str = LOOPBACK, timeout: float = 5.0):
+    """One new connection: TLS 1.3 + VLESS header + GET in one write. Returns (response, seconds)."""
+    t0 = time.perf_counter()
+    with TlsClient(vless_port, nodelay=nodelay, timeout=timeout) as c:
+        c.handshake()
+        req = http_request("GET", path, headers={"Connection": "close", **(headers or {})})
+        c.send(vless_header(user_uuid, target_port, dest) + req)
+        read_vless_response_header(c.stream)
+        resp = c.stream.read_response()
+        elapsed = time.perf_counter() - t0
+    return resp, elapsed
+
+
+# --------------------------------------------------------------------------------------------
+# curl
+
+def curl(args, timeout: float = 15.0) -> subprocess.CompletedProcess:
+    return subprocess.run([CURL, "-sS", "--max-time", str(int(timeout)), *map(str, args)],
+                          capture_output=True, timeout=timeout + 5, preexec_fn=_set_pdeathsig)
+
+
+def curl_headers(text: bytes) -> dict:
+    headers = {}
+    for line in text.decode("latin-1").split("\r\n"):
+        if ":" in line and not line.startswith("HTTP/"):
+            k, _, v = line.partition(":")
+            headers[k.strip().lower()] = v.strip()
+    return headers
+
+
+# --------------------------------------------------------------------------------------------
+# Certificates and v2ray
+
+def make_cert(directory: Path) -> tuple[Path, Path]:
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    openssl = shutil.which("openssl")
+    if not openssl:
+        raise RuntimeError("openssl CLI not found")
+    subprocess.run([openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                   check=True, capture_output=True, timeout=30)
+    return cert, key
+
+
+class V2ray:
+    """v2ray 4.34 with a generated JSON config; waits for its inbound port."""
+
+    def __init__(self, config: dict, port: int):
+        self.dir = tempdir("vlessbench-v2ray-")
+        self.config_path = self.dir / "config.json"
+        self.config_path.write_text(json.dumps(config, indent=2))
+        self.log_path = self.dir / "v2ray.log"
+        self.port = port
+        self.proc = spawn([V2RAY, "-config", self.config_path], stdout=open(self.log_path, "wb"),
+                          stderr=subprocess.STDOUT, cwd=self.dir)
+        try:
+            wait_ports([port], proc=self.proc, what="v2ray", timeout=20)
+        except RuntimeError as e:
+            raise RuntimeError(f"{e}\n--- v2ray output ---\n{self.output()}") from None
+
+    def output(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def stop(self):
+        stop_process(self.proc, signal.SIGTERM, 5)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+
+def v2ray_client_config(http_port: int, server_port: int, user_uuid: str) -> dict:
+    """http inbound -> vless outbound (TLS, allowInsecure, serverName localhost)."""
+    return {
+        "log": {"loglevel": "warning"},
+        "inbounds": [{"listen": LOOPBACK, "port": http_port, "protocol": "http", "settings": {}}],
+        "outbounds": [{
+            "protocol": "vless",
+            "settings": {"vnext": [{"address": LOOPBACK, "port": server_port,
+                                    "users": [{"id": user_uuid, "encryption": "none"}]}]},
+            "streamSettings": {"network": "tcp", "security": "tls",
+                               "tlsSettings": {"serverName": "localhost", "allowInsecure": True}},
+        }],
+    }
+
+
+def v2ray_server_config(port: int, user_uuid: str, cert: Path, key: Path) -> dict:
+    """vless inbound over TLS -> freedom."""
+    return {
+        "log": {"loglevel": "warning"},
+        "inbounds": [{
+            "listen": LOOPBACK, "port": port, "protocol": "vless",
+            "settings": {"clients": [{"id": user_uuid}], "decryption": "none"},
+            "streamSettings": {"network": "tcp", "security": "tls",
+                               "tlsSettings": {"certificates": [{"certificateFile": str(cert),
+                                                                 "keyFile": str(key)}]}},
+        }],
+        "outbounds": [{"protocol": "freedom", "settings": {}}],
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# A tiny test runner: named checks, all run, failures listed, exit code for ctest.
+
+class Suite:
+    def __init__(self, name: str):
+        self.name = name
+        self.tests = []
+
+    def test(self, fn):
+        self.tests.append(fn)
+        return fn
+
+    def run(self) -> None:
+        only = set(sys.argv[1:])
+        failed = []
+        t_all = time.monotonic()
+        for fn in self.tests:
+            if only and fn.__name__ not in only:
+                continue
+            t0 = time.monotonic()
+            try:
+                fn()
+                print(f"PASS {fn.__name__} ({time.monotonic() - t0:.2f}s)", flush=True)
+            except Exception:  # noqa: BLE001 - report and continue with the next check
+                failed.append(fn.__name__)
+                print(f"FAIL {fn.__name__} ({time.monotonic() - t0:.2f}s)", flush=True)
+                traceback.print_exc()
+                sys.stdout.flush()
+        print(f"{self.name}: {len(failed)} failed; {time.monotonic() - t_all:.1f}s", flush=True)
+        _cleanup()
+        sys.exit(1 if failed else 0)
+
+
+def median_ms(samples) -> float:
+    return statistics.median(samples) * 1000.0
+
+
+def check(cond, msg="check failed"):
+    if not cond:
+        raise AssertionError(msg)
+
+
+def require_binary() -> None:
+    if not DAEMON.exists():
+        print(f"vlessbenchd not found at {DAEMON} (set VLESSBENCH_BIN)", file=sys.stderr)
+        sys.exit(1)

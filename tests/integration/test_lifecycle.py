@@ -1,0 +1,306 @@
+"""Daemon lifecycle: --check, start-up errors, SIGHUP reloads, SIGTERM drain."""
+import copy
+import signal
+import socket
+import ssl
+import threading
+import time
+
+from harness import (Daemon, Suite, TlsClient, check, free_port, http_request, new_uuid, plain_stream,
+                     policy, port_open, read_vless_response_header, require_binary, run_daemon, tcp_connect,
+                     tempdir, toml_text, vless_get, vless_header, make_cert)
+
+suite = Suite("test_lifecycle")
+require_binary()
+
+
+def base_cfg(**limits) -> dict:
+    cfg = {
+        "users": [{"name": "carol", "uuid": new_uuid()}],
+        "vless": [{"name": "v", "listen": f"127.0.0.1:{free_port()}", "tcp": policy(True, "kernel")}],
+        "target": [{"name": "t1", "listen": f"127.0.0.1:{free_port()}"},
+                   {"name": "t2", "listen": f"127.0.0.1:{free_port()}"}],
+    }
+    if limits:
+        cfg["limits"] = dict(limits)
+    return cfg
+
+
+def session_line(d: Daemon, mark: int, path: str = "/") -> dict:
+    resp, _ = vless_get(d.port("v"), d.uuid, d.port("t1"), path)
+    check(resp.status == 200, resp)
+    sid = int(resp.headers["x-vlessbench-route"].split()[1].split("=")[1])
+    return d.wait_event("vless.session", since=mark, session=sid)
+
+
+# ---------------------------------------------------------------------------------------------
+# --check and start-up errors
+
+@suite.test
+def check_ok_and_errors():
+    d = tempdir()
+    good = d / "good.toml"
+    good.write_text(toml_text(base_cfg()))
+    r = run_daemon(["--check", "--config", good])
+    check(r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stdout, r.stderr))
+
+    bad = d / "bad.toml"
+    cfg = base_cfg()
+    cfg["target"][1]["listen"] = "127.0.0.1:99999"
+    text = toml_text(cfg)
+    bad.write_text(text)
+    line = next(i for i, l in enumerate(text.splitlines(), 1) if "99999" in l)
+    r = run_daemon(["--check", "--config", bad])
+    check(r.returncode == 1, (r.returncode, r.stderr))
+    check(r.stdout.strip() != "ok", r.stdout)
+    check(f"bad.toml:{line}:" in r.stderr and "target[1].listen" in r.stderr and "99999" in r.stderr, r.stderr)
+
+    typo = d / "typo.toml"
+    typo.write_text("[log]\nlevle = \"debug\"\n")
+    r = run_daemon(["--check", "--config", typo])
+    check(r.returncode == 1 and "typo.toml:2:" in r.stderr and "levle" in r.stderr, r.stderr)
+
+    syntax = d / "syntax.toml"
+    syntax.write_text("[log]\nlevel = \"info\"\n[[vless]\nname = 1\n")
+    r = run_daemon(["--check", "--config", syntax])
+    check(r.returncode == 1 and "syntax.toml:3" in r.stderr, r.stderr)
+
+    r = run_daemon(["--check", "--config", d / "missing.toml"])
+    check(r.returncode == 1 and "missing.toml" in r.stderr, r.stderr)
+    r = run_daemon(["--check"])
+    check(r.returncode != 0 and "--config" in r.stderr, r.stderr)
+
+    # The same error stops a real start, with a non-zero exit.
+    r = run_daemon(["--config", bad], timeout=10)
+    check(r.returncode != 0 and "99999" in r.stderr, (r.returncode, r.stderr))
+
+
+@suite.test
+def bind_failure_names_listener():
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        cfg = base_cfg()
+        cfg["target"][1] = {"name": "occupied", "listen": f"127.0.0.1:{port}"}
+        d = Daemon(cfg, start=False)
+        r = run_daemon(["--config", d.config_path], timeout=10)
+        check(r.returncode != 0, (r.returncode, r.stderr))
+        check("occupied" in r.stderr and str(port) in r.stderr, r.stderr)
+        check("terminate" not in r.stderr and "Aborted" not in r.stderr, r.stderr)
+        check(not port_open(d.port("v")), "listeners left open after a failed start")
+
+
+@suite.test
+def exposed_listener_needs_users():
+    cfg = base_cfg()
+    del cfg["users"]
+    cfg["vless"][0]["listen"] = f"0.0.0.0:{free_port()}"
+    d = Daemon(cfg, start=False)
+    for args in (["--config", d.config_path], ["--check", "--config", d.config_path]):
+        r = run_daemon(args, timeout=10)
+        check(r.returncode != 0, (args, r.returncode, r.stderr))
+        check("[[users]]" in r.stderr and "0.0.0.0" in r.stderr, r.stderr)
+    # Loopback only and no users: starts, with a random user "default".
+    cfg = base_cfg()
+    del cfg["users"]
+    with Daemon(cfg) as d2:
+        check("vless://" in d2.stderr() and "default" in d2.stderr(), d2.stderr())
+
+
+@suite.test
+def tls_cert_from_files():
+    cfg = base_cfg()
+    cert, key = make_cert(tempdir())
+    cfg["tls"] = {"cert": str(cert), "key": str(key), "min_version": "1.3"}
+    with Daemon(cfg) as d:
+        mark = d.mark()
+        s = session_line(d, mark)
+        check(s["tls_version"] == "TLSv1.3", s)
+        # A TLS 1.2-only client is refused by min_version = "1.3".
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+        with socket.create_connection(("127.0.0.1", d.port("v")), timeout=5) as raw:
+            try:
+                with ctx.wrap_socket(raw, server_hostname="localhost"):
+                    ok = True
+            except (ssl.SSLError, ConnectionError):
+                ok = False
+        check(not ok, "TLS 1.2 accepted with min_version 1.3")
+        d.wait_event("vless.reject", reason="tls_handshake_failed")
+    cfg["tls"]["key"] = str(cert)  # a cert is no key
+    d = Daemon(cfg, start=False)
+    r = run_daemon(["--check", "--config", d.config_path])
+    check(r.returncode == 1 and "tls.key" in r.stderr, r.stderr)
+
+
+# ---------------------------------------------------------------------------------------------
+# SIGHUP
+
+@suite.test
+def reload_changes_policy():
+    cfg = base_cfg()
+    with Daemon(cfg) as d:
+        s1 = session_line(d, d.mark())
+        check(s1["policy"]["quickack"] == "kernel" and s1["policy"]["nodelay"] is True, s1)
+        check(s1["policy"]["generation"] == 1, s1)
+        new = copy.deepcopy(d.cfg)
+        new["vless"][0]["tcp"] = policy(False, "on")
+        ev = d.reload(new)
+        check(ev["ok"] is True and ev["generation"] == 2, ev)
+        s2 = session_line(d, d.mark())
+        check(s2["policy"]["quickack"] == "on" and s2["policy"]["nodelay"] is False, s2)
+        check(s2["policy"]["generation"] == 2, s2)
+        check("reload ok" in d.stderr() and "generation 2" in d.stderr(), d.stderr())
+
+
+@suite.test
+def reload_adds_and_removes_listeners():
+    cfg = base_cfg()
+    with Daemon(cfg) as d:
+        t1, t2 = d.port("t1"), d.port("t2")
+        # Open keep-alive connections on listeners that stay: one direct, one through VLESS.
+        direct = tcp_connect(t1)
+        ds = plain_stream(direct)
+        ds.send(http_request("GET", "/", headers={"X-Vlessbench-Seq": "before"}))
+        check(ds.read_response().status == 200)
+        tunnel = TlsClient(d.port("v")).handshake()
+        tunnel.send(vless_header(d.uuid, t1) + http_request("GET", "/"))
+        read_vless_response_header(tunnel.stream)
+        r = tunnel.stream.read_response()
+        route = r.headers["x-vlessbench-route"]
+        check(r.status == 200 and route.startswith("vless"), r)
+
+        new = copy.deepcopy(d.cfg)
+        t3 = free_port()
+        new["target"] = [new["target"][0], {"name": "t3", "listen": f"127.0.0.1:{t3}"}]
+        ev = d.reload(new)
+        check(ev["ok"] is True and ev["generation"] == 2, ev)
+        check(port_open(t3), "added listener not open")
+        deadline = time.monotonic() + 3
+        while port_open(t2) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        check(not port_open(t2), "removed listener still accepting")
+        r = plain_stream(tcp_connect(t3))
+        r.send(http_request("GET", "/generate_204", headers={"Connection": "close"}))
+        check(r.read_response().status == 204)
+        d.wait_event("http.request", listener="t3")
+
+        # The open connections did not notice.
+        ds.send(http_request("GET", "/bytes/10", headers={"X-Vlessbench-Seq": "after"}))
+        check(ds.read_response().status == 200)
+        tunnel.send(http_request("GET", "/bytes/10"))
+        r = tunnel.stream.read_response()
+        check(r.status == 200 and r.headers["x-vlessbench-route"] == route, r)
+        e1 = d.wait_event("http.request", seq="before")
+        e2 = d.wait_event("http.request", seq="after")
+        check(e1["peer"] == e2["peer"], (e1, e2))
+        direct.close()
+        tunnel.close()
+        check("closed target \"t2\"" in d.stderr() and "opened target \"t3\"" in d.stderr(), d.stderr())
+
+
+@suite.test
+def reload_broken_keeps_old_config():
+    cfg = base_cfg()
+    with Daemon(cfg) as d:
+        good = copy.deepcopy(d.cfg)
+        ev = d.reload("[log]\nlevel = \"info\"\n[[vless]\nname = \"x\"\n")
+        check(ev["ok"] is False and ev["generation"] == 1 and ev.get("error"), ev)
+        bad = copy.deepcopy(good)
+        bad["vless"][0]["tcp"] = {"nodelay": True, "quickack": "sometimes"}
+        ev = d.reload(bad)
+        check(ev["ok"] is False and ev["generation"] == 1 and "quickack" in ev["error"], ev)
+        # A listener that cannot bind fails the whole reload; the others stay as they were.
+        with socket.socket() as busy:
+            busy.bind(("127.0.0.1", 0))
+            busy.listen()
+            clash = copy.deepcopy(good)
+            clash["vless"][0]["tcp"] = policy(True, "on")
+            clash["target"].append({"name": "busy", "listen": f"127.0.0.1:{busy.getsockname()[1]}"})
+            ev = d.reload(clash)
+            check(ev["ok"] is False and ev["generation"] == 1 and "busy" in ev["error"], ev)
+        d.write_config(good)
+        check(d.running())
+        s = session_line(d, d.mark())
+        check(s["policy"]["quickack"] == "kernel" and s["policy"]["generation"] == 1, s)
+        check(port_open(d.port("t2")))
+
+
+# ---------------------------------------------------------------------------------------------
+# SIGTERM
+
+@suite.test
+def sigterm_drains_in_flight_requests():
+    cfg = base_cfg(drain_timeout_ms=3000)
+    d = Daemon(cfg)
+    results = {}
+
+    def direct():
+        with tcp_connect(d.port("t1"), timeout=10) as s:
+            st = plain_stream(s)
+            st.send(http_request("GET", "/delay/1000"))
+            results["direct"] = st.read_response()
+
+    def via_vless():
+        results["vless"] = vless_get(d.port("v"), d.uuid, d.port("t1"), "/delay/1000", timeout=10)[0]
+
+    idle = tcp_connect(d.port("t2"))  # an idle keep-alive connection must not hold the drain up
+    threads = [threading.Thread(target=direct), threading.Thread(target=via_vless)]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    d.signal(signal.SIGTERM)
+    try:
+        rc = d.proc.wait(timeout=10)
+    finally:
+        elapsed = time.monotonic() - t0
+        for t in threads:
+            t.join(timeout=10)
+    check(rc == 0, f"exit code {rc}\n{d.stderr()}")
+    check(0.5 < elapsed < 3.0, f"exit {elapsed:.2f}s after SIGTERM (drain deadline 3 s, requests end at ~0.7 s)")
+    for k in ("direct", "vless"):
+        r = results.get(k)
+        check(r is not None and r.status == 200 and r.body == b"delayed 1000 ms\n", (k, r))
+        check(r.headers.get("connection") == "close", (k, r.headers))
+    idle.settimeout(1)
+    check(idle.recv(10) == b"", "idle connection not closed")
+    idle.close()
+    check(not port_open(d.port("v")), "still accepting after exit")
+    check(d.events("vless.session"), "no vless.session line for the drained session")
+
+
+@suite.test
+def sigterm_deadline_cuts_long_requests():
+    cfg = base_cfg(drain_timeout_ms=500)
+    d = Daemon(cfg)
+    out = {}
+
+    def slow():
+        try:
+            with tcp_connect(d.port("t1"), timeout=10) as s:
+                st = plain_stream(s)
+                st.send(http_request("GET", "/delay/5000"))
+                out["resp"] = st.read_response()
+        except Exception as e:  # noqa: BLE001 - the connection is expected to be cut
+            out["error"] = e
+
+    t = threading.Thread(target=slow)
+    t.start()
+    time.sleep(0.2)
+    t0 = time.monotonic()
+    d.signal(signal.SIGINT)
+    rc = d.proc.wait(timeout=10)
+    elapsed = time.monotonic() - t0
+    t.join(timeout=10)
+    check(rc == 0, rc)
+    check(elapsed < 2.5, f"exit {elapsed:.2f}s after SIGINT with a 0.5 s drain deadline")
+    check("error" in out, out)
+    check("drain deadline passed" in d.stderr(), d.stderr())
+
+
+if __name__ == "__main__":
+    suite.run()

@@ -1,0 +1,246 @@
+"""The HTTP target, direct: every endpoint via curl and raw sockets, error paths, access log lines."""
+import json
+import time
+
+from harness import (Daemon, Suite, check, curl, curl_headers, http_request, plain_stream, require_binary,
+                     tcp_connect)
+
+suite = Suite("test_target")
+require_binary()
+D = Daemon(limits={"header_timeout_ms": 2000})
+PORT = D.target_port
+BASE = f"http://127.0.0.1:{PORT}"
+
+
+def pattern(n: int) -> bytes:
+    # The target repeats one 64 KiB block of a..z.
+    block = bytes(ord("a") + i % 26 for i in range(65536))
+    return (block * (n // 65536 + 1))[:n]
+
+
+def log_for(path: str, **match) -> dict:
+    return D.wait_event("http.request", path=path, **match)
+
+
+@suite.test
+def curl_root():
+    r = curl(["-i", BASE + "/", "-H", "X-Vlessbench-Run: r1", "-H", "X-Vlessbench-Seq: 7",
+              "-H", "X-Vlessbench-Path: direct-curl"])
+    check(r.returncode == 0, r.stderr)
+    head, _, body = r.stdout.partition(b"\r\n\r\n")
+    check(head.startswith(b"HTTP/1.1 200"), head)
+    h = curl_headers(head)
+    check(h.get("x-vlessbench-route") == "direct", h)
+    check("server-timing" not in h, "Server-Timing on a direct request")
+    check(body == b"vlessbench target\n", body)
+    e = log_for("/", run="r1")
+    for k in ("ts", "listener", "peer", "route", "method", "path", "status", "bytes", "duration_us"):
+        check(k in e, f"http.request lacks {k}: {e}")
+    check(e["listener"] == "http" and e["route"] == "direct" and e["method"] == "GET", e)
+    check(e["status"] == 200 and e["bytes"] == len(body), e)
+    check(e["seq"] == "7" and e["path_label"] == "direct-curl", e)
+    check(e["peer"].startswith("127.0.0.1:"), e)
+    check("vless_session" not in e and "vless_user" not in e, e)
+
+
+@suite.test
+def curl_generate_204_and_head():
+    r = curl(["-i", BASE + "/generate_204"])
+    check(r.stdout.startswith(b"HTTP/1.1 204"), r.stdout)
+    check(r.stdout.endswith(b"\r\n\r\n"), "204 with a body")
+    check(curl_headers(r.stdout).get("x-vlessbench-route") == "direct")
+    r = curl(["-I", BASE + "/"])
+    h = curl_headers(r.stdout)
+    check(r.stdout.startswith(b"HTTP/1.1 200") and h.get("content-length") == "18", r.stdout)
+    log_for("/generate_204", status=204)
+    log_for("/", method="HEAD", status=200)
+
+
+@suite.test
+def curl_bytes_and_sink():
+    r = curl([BASE + "/bytes/100000"])
+    check(r.stdout == pattern(100000), f"/bytes/100000 gave {len(r.stdout)} bytes")
+    r = curl([BASE + "/bytes/0"])
+    check(r.returncode == 0 and r.stdout == b"", r)
+    payload = b"x" * 300_000
+    path = D.dir / "payload.bin"
+    path.write_bytes(payload)
+    r = curl(["--data-binary", f"@{path}", "-H", "Expect:", BASE + "/sink"])
+    check(r.stdout == b"300000\n", r.stdout)
+    e = log_for("/sink", method="POST")
+    check(e["bytes_in"] == 300000 and e["status"] == 200, e)
+    e = log_for("/bytes/100000")
+    check(e["bytes"] == 100000, e)
+
+
+@suite.test
+def curl_404_405_400():
+    for path, status in (("/nope", 404), ("/bytes/x", 400), ("/delay/999999", 400)):
+        r = curl(["-s", "-o", "/dev/null", "-w", "%{http_code}", BASE + path])
+        check(r.stdout == str(status).encode(), (path, r.stdout))
+        log_for(path, status=status)
+    r = curl(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", BASE + "/"])
+    check(r.stdout == b"405", r.stdout)
+    r = curl(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "GET", BASE + "/sink"])
+    check(r.stdout == b"405", r.stdout)
+
+
+@suite.test
+def raw_pipelined_keepalive_head():
+    with tcp_connect(PORT) as s:
+        local = "127.0.0.1:%d" % s.getsockname()[1]
+        st = plain_stream(s)
+        reqs = (http_request("GET", "/", headers={"X-Vlessbench-Seq": "1"})
+                + http_request("HEAD", "/bytes/5000", headers={"X-Vlessbench-Seq": "2"})
+                + http_request("GET", "/bytes/10", headers={"X-Vlessbench-Seq": "3"})
+                + http_request("GET", "/generate_204", headers={"X-Vlessbench-Seq": "4"})
+                + http_request("GET", "/nope", headers={"X-Vlessbench-Seq": "5"}))
+        st.send(reqs)
+        r1 = st.read_response()
+        r2 = st.read_response(head_only=True)
+        r3 = st.read_response()
+        r4 = st.read_response()
+        r5 = st.read_response()
+        check(r1.status == 200 and r1.body == b"vlessbench target\n", r1)
+        check(r2.status == 200 and r2.headers["content-length"] == "5000", r2)
+        check(r3.status == 200 and r3.body == pattern(10), r3)
+        check(r4.status == 204 and "content-length" not in r4.headers, r4)
+        check(r5.status == 404, r5)
+        for r in (r1, r2, r3, r4, r5):
+            check(r.headers.get("x-vlessbench-route") == "direct", r)
+            check(r.headers.get("connection") == "keep-alive", r)
+        # Still open: a later request on the same connection.
+        time.sleep(0.05)
+        st.send(http_request("GET", "/", headers={"Connection": "close", "X-Vlessbench-Seq": "6"}))
+        r6 = st.read_response()
+        check(r6.status == 200 and r6.headers.get("connection") == "close", r6)
+        check(st.at_eof(), "connection not closed after Connection: close")
+    peers = set()
+    for seq in "123456":
+        e = D.wait_event("http.request", seq=seq, pred=lambda e: e["peer"] == local)
+        peers.add(e["peer"])
+    check(len(peers) == 1, peers)
+
+
+@suite.test
+def raw_malformed_is_400_and_close():
+    for raw in (b"GARBAGE\r\n\r\n", b"GET / HTTP/1.1\r\nBad Header\r\n\r\n", b"GET / HTTP/9.9\r\n\r\n",
+                b"GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nx"):
+        with tcp_connect(PORT) as s:
+            st = plain_stream(s)
+            st.send(raw)
+            r = st.read_response()
+            check(r.status == 400, (raw, r))
+            check(r.headers.get("connection") == "close", r)
+            check(r.headers.get("x-vlessbench-route") == "direct", r)
+            check(st.at_eof(), f"not closed after 400 for {raw!r}")
+    e = D.wait_event("http.request", status=400, pred=lambda e: "error" in e)
+    check(e["error"], e)
+
+
+@suite.test
+def raw_cl_and_te_is_400():
+    with tcp_connect(PORT) as s:
+        st = plain_stream(s)
+        st.send(b"POST /sink HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"
+                b"0\r\n\r\n")
+        r = st.read_response()
+        check(r.status == 400, r)
+        check(st.at_eof(), "not closed after CL+TE")
+    D.wait_event("http.request", status=400, pred=lambda e: "transfer-encoding" in e.get("error", ""))
+
+
+@suite.test
+def raw_oversized_head_is_431():
+    with tcp_connect(PORT) as s:
+        st = plain_stream(s)
+        big = b"GET / HTTP/1.1\r\nHost: x\r\n" + b"".join(
+            b"X-Filler-%d: %s\r\n" % (i, b"y" * 200) for i in range(100))
+        check(len(big) > 16 * 1024)
+        st.send(big)  # no blank line: the head never ends
+        r = st.read_response()
+        check(r.status == 431, r)
+        check(st.at_eof(), "not closed after 431")
+    D.wait_event("http.request", status=431)
+
+
+@suite.test
+def raw_sink_bytes_and_delay():
+    with tcp_connect(PORT) as s:
+        st = plain_stream(s)
+        body = bytes(range(256)) * 4000  # 1 024 000 bytes, binary
+        st.send(http_request("POST", "/sink", body=body, headers={"X-Vlessbench-Seq": "sink1"}))
+        r = st.read_response()
+        check(r.status == 200 and r.body == b"1024000\n", r)
+        st.send(http_request("GET", "/bytes/1048577"))
+        r = st.read_response()
+        check(r.headers["content-length"] == "1048577" and len(r.body) == 1048577, len(r.body))
+        check(r.body[:26] == b"abcdefghijklmnopqrstuvwxyz" and r.body == pattern(1048577))
+        t0 = time.perf_counter()
+        st.send(http_request("GET", "/delay/100", headers={"X-Vlessbench-Seq": "delay1"}))
+        r = st.read_response()
+        dt = time.perf_counter() - t0
+        check(r.status == 200 and r.body == b"delayed 100 ms\n", r)
+        check(0.095 <= dt < 1.0, f"/delay/100 took {dt * 1000:.1f} ms")
+    e = D.wait_event("http.request", seq="sink1")
+    check(e["bytes_in"] == 1024000, e)
+    e = D.wait_event("http.request", seq="delay1")
+    check(e["duration_us"] >= 95_000, e)
+
+
+@suite.test
+def raw_http10_closes():
+    with tcp_connect(PORT) as s:
+        st = plain_stream(s)
+        st.send(b"GET / HTTP/1.0\r\n\r\n")
+        r = st.read_response()
+        check(r.status == 200 and r.headers.get("connection") == "close", r)
+        check(st.at_eof(), "HTTP/1.0 without keep-alive stays open")
+
+
+@suite.test
+def hostile_header_values_are_escaped():
+    hostile = b'a"b\\c\x01\x7f\xff\xc3\xa9</script>{"event":"fake"}'
+    with tcp_connect(PORT) as s:
+        st = plain_stream(s)
+        # \x01 is not field text: the parser must refuse that one with a 400.
+        st.send(b"GET /esc1 HTTP/1.1\r\nHost: x\r\nX-Vlessbench-Path: " + hostile + b"\r\n\r\n")
+        r = st.read_response()
+        check(r.status == 400, r)
+    printable = b'a"b\\c\x80\xff\xc3\xa9 {"event":"fake"}\t'
+    long_run = b"R" * 1000
+    with tcp_connect(PORT) as s:
+        st = plain_stream(s)
+        st.send(b"GET /esc2 HTTP/1.1\r\nHost: x\r\nX-Vlessbench-Path: " + printable
+                + b"\r\nX-Vlessbench-Run: " + long_run + b"\r\nX-Vlessbench-Seq: \xe2\x80\xa8\r\n\r\n")
+        r = st.read_response()
+        check(r.status == 404, r)
+    e = D.wait_event("http.request", path="/esc2")
+    # Every log line parses (read_events decodes UTF-8 and parses JSON), no forged event appeared.
+    check(not D.events("fake"), "a header value forged an event")
+    want = printable.strip().decode("latin-1")  # bytes >= 0x80 are escaped one by one
+    check(e["path_label"] == want, (e["path_label"], want))
+    check(e["run"] == "R" * 128, f"run not capped: {len(e['run'])}")
+    check(e["seq"] == "\xe2\x80\xa8", e["seq"])
+    raw = [line for line in D.access.read_bytes().split(b"\n") if b"/esc2" in line][0]
+    check(all(b < 0x80 for b in raw), "non-ASCII bytes in the log line")
+    json.loads(raw)
+
+
+@suite.test
+def silent_connection_header_timeout():
+    # A started but never finished head is closed at header_timeout_ms (2 s here).
+    with tcp_connect(PORT, timeout=6) as s:
+        st = plain_stream(s)
+        st.send(b"GET / HTTP/1.1\r\n")
+        t0 = time.monotonic()
+        check(st.at_eof(), "half a head kept open")
+        dt = time.monotonic() - t0
+        check(1.5 < dt < 5, f"closed after {dt:.2f}s")
+
+
+if __name__ == "__main__":
+    try:
+        suite.run()
+    finally:
+        D.stop()
