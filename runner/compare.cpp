@@ -16,6 +16,7 @@ std::string cell(const json& paths, const std::string& path, const char* mode, c
                  bool sign) {
   if (!paths.contains(path)) return "-";
   const auto& p = paths[path];
+  if (std::string_view(key).starts_with("paired") && p.value("baseline", false)) return "baseline";
   if (!p.contains(mode) || !p[mode].contains(key) || !p[mode][key].is_number()) return "-";
   char buf[32];
   std::snprintf(buf, sizeof buf, sign ? "%+.3f" : "%.3f", p[mode][key].get<double>());

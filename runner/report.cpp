@@ -267,7 +267,7 @@ std::string samples_csv(const std::vector<sample>& samples) {
   auto opt = [](const std::optional<double>& v) { return v ? fmt_ms(v) : std::string(); };
   for (const auto& s : samples) {
     out += std::to_string(s.round) + ',' + csv_field(s.path) + ',' + std::string(to_string(s.mode)) +
-           ',' + std::to_string(s.seq) + ',' + (s.ok ? std::to_string(s.ns) : std::string()) + ',' +
+           ',' + std::to_string(s.seq) + ',' + std::to_string(s.ns) + ',' +
            (s.ok ? "1" : "0") + ',' + csv_field(s.error) + ',' +
            (s.status ? std::to_string(s.status) : std::string()) + ',' +
            std::string(to_string(s.route.kind)) + ',' +

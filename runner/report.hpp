@@ -77,6 +77,7 @@ std::vector<path_result> analyze(const std::vector<path_spec>& paths, std::size_
                                  const vless_client_options& defaults, std::uint64_t seed);
 
 std::string format_table(const std::vector<path_result>& results);
+// ns is the time to completion, or to the failure for ok = 0 (e.g. how long a timeout took).
 std::string samples_csv(const std::vector<sample>& samples);
 std::string summary_json(const run_metadata& meta, const std::vector<path_result>& results);
 

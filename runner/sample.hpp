@@ -39,7 +39,7 @@ struct sample {
   std::string path;
   sample_mode mode = sample_mode::new_connection;
   std::uint64_t seq = 0;
-  std::int64_t ns = 0;  // elapsed; meaningful when ok
+  std::int64_t ns = 0;  // elapsed until the response was read, or until the failure
   bool ok = false;
   std::string error;    // why not ok: "connect: Connection refused", "status 502", ...
   int status = 0;       // HTTP status when a response head arrived

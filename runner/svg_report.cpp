@@ -154,7 +154,7 @@ std::string render_svg(const run_metadata& meta, const std::vector<path_result>&
              results, false);
 
   svg += "<text x=\"20\" y=\"" + num(legend_top + 10) + "\" font-size=\"13\" font-weight=\"bold\">" +
-         "paths (median new / reused, ms; paired d vs baseline)</text>\n";
+         "paths (median new / reused, ms; paired \u0394 = median per-round difference to the baseline)</text>\n";
   for (std::size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];
     const double yy = legend_top + 32 + 20.0 * static_cast<double>(i);
@@ -166,7 +166,6 @@ std::string render_svg(const run_metadata& meta, const std::vector<path_result>&
       return m.latency ? num(m.latency->median, 3) : std::string("-");
     };
     auto delta = [&](const mode_result& m) {
-      if (r.baseline) return std::string("baseline");
       if (!m.paired_delta_median) return std::string("-");
       char buf[32];
       std::snprintf(buf, sizeof buf, "%+.3f", *m.paired_delta_median);
@@ -176,8 +175,8 @@ std::string render_svg(const run_metadata& meta, const std::vector<path_result>&
     if (r.kind == path_kind::vless)
       label += std::string(", nodelay ") + (r.client.nodelay ? "on" : "off") + ", writes " +
                std::string(to_string(r.client.writes));
-    label += "): new " + med(r.fresh) + " / reused " + med(r.reuse) + "; d " + delta(r.fresh) +
-             " / " + delta(r.reuse);
+    label += "): new " + med(r.fresh) + " / reused " + med(r.reuse);
+    label += r.baseline ? "; baseline" : "; paired \u0394 " + delta(r.fresh) + " / " + delta(r.reuse);
     if (r.stall.verdict == stall_verdict::kind::stall) label += "; STALL on delayed ACK";
     if (r.route_mismatches) label += "; " + std::to_string(r.route_mismatches) + " route mismatches";
     svg += "<text x=\"62\" y=\"" + num(yy) + "\" font-size=\"12\">" + esc(label) + "</text>\n";

@@ -149,7 +149,7 @@ TEST_CASE("samples.csv rows", "[runner]") {
         "round,path,mode,seq,ns,ok,error,status,route,session,user,tls_ms,vless_ms,resolve_ms,"
         "upstream_ms,route_mismatch\n"
         "3,vl,new,17,1500000,1,,200,vless,9,default,1.234,0.050,,0.080,0\n"
-        "0,vl,reuse,18,,0,\"response head: timeout after 5000 ms, then \"\"reset\"\"\",,unknown,,,,,,,0\n");
+        "0,vl,reuse,18,0,0,\"response head: timeout after 5000 ms, then \"\"reset\"\"\",,unknown,,,,,,,0\n");
 }
 
 TEST_CASE("summary.json carries the statistics and run metadata", "[runner]") {

@@ -1,0 +1,172 @@
+"""The runner `vlessbench` against the real daemon and v2ray: files, routes, verify, the stall."""
+import csv
+import json
+import socket
+import subprocess
+import xml.etree.ElementTree as ET
+
+from harness import (BIN, LOOPBACK, Daemon, Suite, V2ray, check, free_port, make_cert, require_binary,
+                     tempdir, v2ray_client_config, v2ray_server_config)
+
+suite = Suite("test_runner")
+require_binary()
+RUNNER = BIN / "vlessbench"
+D = Daemon()
+TARGET = f"http://{LOOPBACK}:{D.target_port}/"
+
+
+def link(listener: str, extra: str = "") -> str:
+    return (f"vless://{D.uuid}@{LOOPBACK}:{D.port(listener)}?encryption=none&security=tls&sni=localhost"
+            f"&allowInsecure=1&type=tcp{extra}#{listener}")
+
+
+def runner(*args, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([str(RUNNER), *map(str, args)], capture_output=True, text=True, timeout=timeout)
+
+
+def run_paths(paths, *extra, new=8, reuse=12, warmup=2):
+    out = tempdir("vlessbench-run-")
+    argv = ["run", "--target", TARGET, "--new", new, "--reuse", reuse, "--warmup", warmup, "--out", out,
+            "--seed", 7, *extra]
+    for p in paths:
+        argv += ["--path", p]
+    return runner(*argv), out
+
+
+def rows(out):
+    with open(out / "samples.csv", newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def client_with_socks(http_port: int, socks_port: int, server_port: int, user_uuid: str) -> dict:
+    cfg = v2ray_client_config(http_port, server_port, user_uuid)
+    cfg["inbounds"].append({"listen": LOOPBACK, "port": socks_port, "protocol": "socks",
+                            "settings": {"auth": "noauth", "udp": False}})
+    return cfg
+
+
+@suite.test
+def direct_vless_connect_socks_files_and_verify():
+    http_port, socks_port = free_port(), free_port()
+    with V2ray(client_with_socks(http_port, socks_port, D.port("kernel"), D.uuid), http_port):
+        r, out = run_paths([f"vl={link('kernel')}", f"v2http=http://{LOOPBACK}:{http_port}",
+                            f"v2socks=socks5://{LOOPBACK}:{socks_port}"])
+    check(r.returncode == 0, f"rc {r.returncode}\n{r.stdout}\n{r.stderr}")
+    for name in ("samples.csv", "summary.json", "report.svg"):
+        check((out / name).stat().st_size > 0, f"{name} missing")
+    samples = rows(out)
+    check(len(samples) == 4 * (8 + 12), len(samples))  # direct added as the baseline
+    check(all(s["ok"] == "1" for s in samples), [s for s in samples if s["ok"] != "1"][:3])
+    for s in samples:
+        want = "direct" if s["path"] == "direct" else "vless"
+        check(s["route"] == want, s)
+        if s["path"] != "direct" and s["mode"] == "new":
+            check(s["tls_ms"] and s["vless_ms"] and s["upstream_ms"], f"no server timing: {s}")
+    summary = json.loads((out / "summary.json").read_text())
+    check(summary["route_mismatches"] == 0, summary["route_mismatches"])
+    check(list(summary["paths"]) == ["direct", "vl", "v2http", "v2socks"], list(summary["paths"]))
+    vl = summary["paths"]["vl"]
+    for mode in ("new", "reuse"):
+        m = vl[mode]
+        check(m["n"] == (8 if mode == "new" else 12), m)
+        check(m["median_ci_low_ms"] <= m["median_ms"] <= m["median_ci_high_ms"], m)
+        check(m["p95_ms"] >= m["median_ms"], m)
+        check(m["paired_delta_median_ms"] is not None, m)
+    check(summary["run"]["seed"] == 7 and "--seed 7" in summary["run"]["command_line"], summary["run"])
+    svg = ET.parse(out / "report.svg").getroot()
+    check(svg.tag.endswith("svg"), svg.tag)
+    check(len(svg.findall("{http://www.w3.org/2000/svg}polyline")) == 8, "one CDF per path and mode")
+    check("paired d" in r.stdout and "stall verdict" in r.stdout, r.stdout)
+
+    v = runner("verify", out, "--log", D.access)
+    check(v.returncode == 0, f"verify rc {v.returncode}\n{v.stdout}\n{v.stderr}")
+    check(f"{len(samples)} samples, {len(samples)} found" in v.stdout, v.stdout)
+
+
+@suite.test
+def nagle_client_stalls_on_delayed_ack_only():
+    nagle = "&nodelay=off&writes=split"
+    r, out = run_paths([f"nagle-kernel={link('kernel', nagle)}", f"nagle-quick={link('quick', nagle)}",
+                        f"nodelay-kernel={link('kernel')}"], new=12, reuse=0, warmup=2)
+    check(r.returncode == 0, f"rc {r.returncode}\n{r.stdout}\n{r.stderr}")
+    p = json.loads((out / "summary.json").read_text())["paths"]
+    check(p["nagle-kernel"]["stall"]["verdict"] == "stall", p["nagle-kernel"]["stall"])
+    check(p["nagle-kernel"]["stall"]["vless_ms"] >= 30, p["nagle-kernel"]["stall"])
+    check(p["nagle-kernel"]["new"]["median_ms"] >= 30, p["nagle-kernel"]["new"])
+    for quiet in ("nagle-quick", "nodelay-kernel"):
+        check(p[quiet]["stall"]["verdict"] == "none", (quiet, p[quiet]["stall"]))
+        check(p[quiet]["new"]["median_ms"] < 30, (quiet, p[quiet]["new"]))
+    check("STALL" in r.stdout, r.stdout)
+
+
+@suite.test
+def proxy_that_bypasses_the_daemon_is_a_route_mismatch():
+    # v2ray client -> v2ray VLESS server -> freedom: the request reaches the target directly.
+    cert, key = make_cert(tempdir())
+    server_port, http_port = free_port(), free_port()
+    with V2ray(v2ray_server_config(server_port, D.uuid, cert, key), server_port), \
+            V2ray(v2ray_client_config(http_port, server_port, D.uuid), http_port):
+        r, out = run_paths([f"bypass=http://{LOOPBACK}:{http_port}"], new=3, reuse=3, warmup=0)
+        check(r.returncode == 1, f"rc {r.returncode}\n{r.stdout}\n{r.stderr}")
+        check("ROUTE MISMATCH x6" in r.stdout, r.stdout)
+        check("route mismatches" in r.stderr, r.stderr)
+        allowed, _ = run_paths([f"bypass=http://{LOOPBACK}:{http_port}"], "--allow-mismatch",
+                               new=3, reuse=3, warmup=0)
+        check(allowed.returncode == 0, allowed.stderr)
+    summary = json.loads((out / "summary.json").read_text())
+    check(summary["paths"]["bypass"]["route_mismatches"] == 6, summary["paths"]["bypass"])
+    v = runner("verify", out, "--log", D.access)
+    check(v.returncode == 1 and "route mismatches (log route vs path kind): 6" in v.stdout, v.stdout)
+
+
+@suite.test
+def failures_are_samples_with_reasons():
+    refused = free_port()  # nothing listens there
+    with socket.socket() as hole:  # accepts into the backlog, never answers
+        hole.bind((LOOPBACK, 0))
+        hole.listen(16)
+        r, out = run_paths([f"refused=http://{LOOPBACK}:{refused}",
+                            f"silent=socks5://{LOOPBACK}:{hole.getsockname()[1]}"],
+                           "--timeout", "0.3", new=2, reuse=2, warmup=0)
+    check(r.returncode == 0, f"direct worked, so rc 0: {r.returncode}\n{r.stderr}")
+    samples = rows(out)
+    check(len(samples) == 12, len(samples))
+    by_path = {}
+    for s in samples:
+        by_path.setdefault(s["path"], []).append(s)
+    check(all(s["ok"] == "1" for s in by_path["direct"]), by_path["direct"])
+    check(all(s["ok"] == "0" and "Connection refused" in s["error"] for s in by_path["refused"]),
+          by_path["refused"])
+    check(all(s["ok"] == "0" and "timeout after 300 ms" in s["error"] for s in by_path["silent"]),
+          by_path["silent"])
+    check("failures:" in r.stdout and "x connect: Connection refused" in r.stdout, r.stdout)
+
+
+@suite.test
+def non_2xx_is_a_failure_and_all_failed_exits_1():
+    out = tempdir("vlessbench-run-")
+    r = runner("run", "--target", f"http://{LOOPBACK}:{D.target_port}/no-such-page", "--new", 2,
+               "--reuse", 2, "--warmup", 0, "--out", out)
+    check(r.returncode == 1, f"rc {r.returncode}\n{r.stderr}")
+    check("every sample failed" in r.stderr, r.stderr)
+    check(all(s["status"] == "404" and s["error"] == "status 404" for s in rows(out)), rows(out))
+
+
+@suite.test
+def usage_errors_exit_2():
+    for argv in (["run", "--path", "nonsense"], ["run", "--path", "x=ftp://h:1"], ["run", "--new", "-1"],
+                 ["run", "--target", "https://127.0.0.1/"], ["bogus"], []):
+        r = runner(*argv)
+        check(r.returncode == 2, f"{argv}: rc {r.returncode} {r.stderr}")
+
+
+@suite.test
+def compare_shows_runs_side_by_side():
+    _, a = run_paths([f"vl={link('kernel')}"], new=3, reuse=3, warmup=0)
+    _, b = run_paths([f"vl={link('quick')}"], new=3, reuse=3, warmup=0)
+    r = runner("compare", a, b)
+    check(r.returncode == 0, r.stderr)
+    check(f"[1] {a}" in r.stdout and f"[2] {b}" in r.stdout and "new median" in r.stdout, r.stdout)
+
+
+suite.run()
