@@ -1,6 +1,7 @@
 #include "config.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <cstdio>
@@ -192,6 +193,19 @@ class table_reader {
     const toml::node* n = typed(key, toml::node_type::integer);
     if (!n) return std::nullopt;
     return n->as_integer()->get();
+  }
+  std::optional<std::vector<std::string>> strings(std::string_view key) const {
+    const toml::node* n = typed(key, toml::node_type::array);
+    if (!n) return std::nullopt;
+    std::vector<std::string> out;
+    for (const auto& item : *n->as_array()) {
+      if (!item.is_string()) {
+        error(key, std::string("expected an array of strings, found a ") + std::string(type_name(item.type())));
+        return std::nullopt;
+      }
+      out.push_back(item.as_string()->get());
+    }
+    return out;
   }
   const toml::table* table(std::string_view key) const {
     const toml::node* n = typed(key, toml::node_type::table);
@@ -392,7 +406,7 @@ void read_tls(const table_reader& root, tls_config& out, error_list& errors) {
   const toml::table* t = root.table("tls");
   if (!t) return;
   table_reader r(*t, "tls", errors);
-  r.reject_unknown({"cert", "key", "session_tickets", "min_version"});
+  r.reject_unknown({"cert", "key", "generate", "names", "session_tickets", "min_version"});
   auto cert = r.string("cert");
   auto key = r.string("key");
   if (cert) out.cert = *cert;
@@ -405,6 +419,19 @@ void read_tls(const table_reader& root, tls_config& out, error_list& errors) {
       r.error("cert", "set without tls.key (set both, or neither for an in-memory certificate)");
     else if (out.cert.empty() && !out.key.empty())
       r.error("key", "set without tls.cert (set both, or neither for an in-memory certificate)");
+  }
+  if (auto b = r.boolean("generate")) out.generate = *b;
+  if (out.generate && out.cert.empty() && cert_ok && key_ok)
+    r.error("generate", "needs tls.cert and tls.key: the paths the generated certificate is kept at");
+  if (auto names = r.strings("names")) {
+    for (const auto& n : *names) {
+      const bool ok = !n.empty() && n.size() <= 253 &&
+                      std::all_of(n.begin(), n.end(), [](unsigned char c) {
+                        return std::isalnum(c) || c == '-' || c == '.' || c == '*';
+                      });
+      if (!ok) r.error("names", quote(n) + ": not a DNS name");
+    }
+    out.names = *names;
   }
   if (auto b = r.boolean("session_tickets")) out.session_tickets = *b;
   if (auto v = r.string("min_version")) {

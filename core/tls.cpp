@@ -1,7 +1,20 @@
 #include "tls.hpp"
 
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <stdexcept>
+
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <openssl/digest.h>
 
 #include <openssl/bio.h>
 #include <openssl/ec_key.h>
@@ -106,6 +119,83 @@ pem_pair make_self_signed(const std::vector<std::string>& dns_names,
       !PEM_write_bio_PrivateKey(key_bio.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr))
     fail("writing PEM");
   return {bio_string(cert_bio.get()), bio_string(key_bio.get())};
+}
+
+namespace {
+
+void write_file(const std::string& path, const std::string& data, mode_t mode) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) throw std::runtime_error(path + ": " + std::strerror(errno));
+  const char* p = data.data();
+  std::size_t left = data.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      throw std::runtime_error(path + ": " + std::strerror(err));
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+}
+
+std::vector<std::string> machine_addresses() {
+  std::vector<std::string> out;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return out;
+  for (ifaddrs* i = list; i; i = i->ifa_next) {
+    if (!i->ifa_addr || !(i->ifa_flags & IFF_UP)) continue;
+    const int family = i->ifa_addr->sa_family;
+    if (family != AF_INET && family != AF_INET6) continue;
+    char host[NI_MAXHOST];
+    const socklen_t len = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+    if (::getnameinfo(i->ifa_addr, len, host, sizeof host, nullptr, 0, NI_NUMERICHOST) != 0) continue;
+    std::string h = host;
+    if (auto pct = h.find('%'); pct != std::string::npos) continue;  // link-local with a zone
+    if (std::find(out.begin(), out.end(), h) == out.end()) out.push_back(h);
+  }
+  ::freeifaddrs(list);
+  return out;
+}
+
+}  // namespace
+
+bool ensure_certificate(const tls_config& cfg) {
+  if (!cfg.generate) return false;
+  namespace fs = std::filesystem;
+  if (fs::exists(cfg.cert) && fs::exists(cfg.key)) return false;
+  std::vector<std::string> names = cfg.names;
+  names.push_back("localhost");
+  char hostname[256] = {};
+  if (::gethostname(hostname, sizeof hostname - 1) == 0 && hostname[0] &&
+      std::find(names.begin(), names.end(), hostname) == names.end())
+    names.push_back(hostname);
+  auto ips = machine_addresses();
+  if (ips.empty()) ips = {"127.0.0.1", "::1"};
+  const auto pem = make_self_signed(names, ips);
+  write_file(cfg.key, pem.key, 0600);
+  write_file(cfg.cert, pem.cert, 0644);
+  return true;
+}
+
+std::string certificate_sha256(const std::string& pem_file) {
+  bio_ptr bio(BIO_new_file(pem_file.c_str(), "r"));
+  if (!bio) fail(pem_file);
+  x509_ptr cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+  if (!cert) fail(pem_file);
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  if (!X509_digest(cert.get(), EVP_sha256(), md, &len)) fail(pem_file);
+  static const char hex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < len; ++i) {
+    out += hex[md[i] >> 4];
+    out += hex[md[i] & 15];
+  }
+  return out;
 }
 
 asio::ssl::context make_server_context(const tls_config& cfg) {

@@ -36,4 +36,12 @@ struct pem_pair {
 pem_pair make_self_signed(const std::vector<std::string>& dns_names,
                           const std::vector<std::string>& ip_addresses);
 
+// With cfg.generate: writes a self-signed certificate to cfg.cert / cfg.key unless both exist.
+// SANs: cfg.names, localhost, the host name and every address of this machine. Returns true when
+// it generated one. Throws std::runtime_error naming the file on I/O errors.
+bool ensure_certificate(const tls_config& cfg);
+
+// SHA-256 of the DER certificate in a PEM file, lower-case hex (what mihomo's `fingerprint` pins).
+std::string certificate_sha256(const std::string& pem_file);
+
 }  // namespace vlessbench::tls

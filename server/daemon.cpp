@@ -27,7 +27,8 @@ void log_exception(std::exception_ptr e, std::string_view what) {
 }
 
 bool same_tls(const tls_config& a, const tls_config& b) {
-  return a.cert == b.cert && a.key == b.key && a.session_tickets == b.session_tickets &&
+  return a.cert == b.cert && a.key == b.key && a.generate == b.generate && a.names == b.names &&
+         a.session_tickets == b.session_tickets &&
          a.min_version == b.min_version;
 }
 
@@ -43,6 +44,8 @@ daemon::daemon(std::shared_ptr<const config> cfg, std::optional<std::filesystem:
     : config_file_(std::move(config_file)), signals_(io_, SIGHUP, SIGTERM, SIGINT) {
   rt_.cfg = std::move(cfg);
   rt_.log.open(rt_.cfg->log.access);
+  if (tls::ensure_certificate(rt_.cfg->tls))
+    spdlog::info("generated a self-signed certificate: {} (key {})", rt_.cfg->tls.cert, rt_.cfg->tls.key);
   tls_ = std::make_shared<asio::ssl::context>(tls::make_server_context(rt_.cfg->tls));
 }
 
@@ -123,7 +126,7 @@ void daemon::print_links() const {
       link.host = addr.is_unspecified() ? "YOUR-VM-ADDRESS" : addr.to_string();
       link.port = l->state->endpoint.port();
       link.sni = "localhost";
-      link.allow_insecure = rt_.cfg->tls.cert.empty();
+      link.allow_insecure = rt_.cfg->tls.cert.empty() || rt_.cfg->tls.generate;
       link.name = l->state->name + "-" + u.name;
       spdlog::info("share link ({} / {}): {}", l->state->name, u.name, format_share_link(link));
     }
@@ -221,6 +224,7 @@ void daemon::reload() {
   auto tls = tls_;
   if (!same_tls(next->tls, rt_.cfg->tls)) {
     try {
+      tls::ensure_certificate(next->tls);
       tls = std::make_shared<asio::ssl::context>(tls::make_server_context(next->tls));
     } catch (const std::exception& e) {
       return fail(e.what());

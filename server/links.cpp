@@ -7,6 +7,7 @@
 #include <qrencode.h>
 
 #include "share_link.hpp"
+#include "tls.hpp"
 
 namespace vlessbench {
 namespace {
@@ -46,7 +47,17 @@ std::string terminal_qr(const std::string& text) {
 }
 
 void print_links(std::ostream& out, const config& cfg, const links_options& opts) {
-  const bool insecure = cfg.tls.cert.empty();
+  // A self-signed certificate (in memory or generated) cannot be verified by name: clients skip
+  // verification, and mihomo can pin the certificate's fingerprint instead.
+  const bool insecure = cfg.tls.cert.empty() || cfg.tls.generate;
+  std::string fingerprint;
+  if (!cfg.tls.cert.empty()) {
+    try {
+      fingerprint = tls::certificate_sha256(cfg.tls.cert);
+    } catch (const std::exception&) {
+      // Not generated yet (first start pending): no pin to offer.
+    }
+  }
   for (const auto& l : cfg.vless) {
     std::string host = opts.host;
     if (host.empty()) {
@@ -82,7 +93,9 @@ void print_links(std::ostream& out, const config& cfg, const links_options& opts
           << "    udp: false\n"
           << "    tls: true\n"
           << "    servername: " << yaml_quote(opts.sni) << "\n"
-          << "    skip-cert-verify: " << (insecure ? "true" : "false") << "\n\n";
+          << "    skip-cert-verify: " << (insecure ? "true" : "false") << "\n";
+      if (!fingerprint.empty()) out << "    fingerprint: " << fingerprint << "\n";
+      out << "\n";
 
       nlohmann::ordered_json sing{{"type", "vless"},       {"tag", name},
                                   {"server", host},        {"server_port", port},
