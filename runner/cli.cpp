@@ -36,6 +36,7 @@ constexpr int exit_usage = 2;
 struct run_args {
   std::string target = "http://127.0.0.1:8080/";
   std::vector<std::string> paths;
+  std::vector<std::string> nagle_paths;
   std::string profile = "seed";
   int new_count = -1, reuse_count = -1, warmup = -1;  // -1: from the profile
   std::string out = "vlessbench-out";
@@ -107,6 +108,10 @@ int do_run(const run_args& a, const std::string& command_line) {
       return exit_usage;
     }
     o.paths.push_back(std::move(*p));
+  }
+  if (!apply_nagle_paths(o.paths, a.nagle_paths, reason)) {
+    std::cerr << "--nagle-paths: " << reason << "\n";
+    return exit_usage;
   }
   const auto baseline = finalize_paths(o.paths, reason);
   if (!baseline) {
@@ -234,6 +239,10 @@ int run_cli(int argc, char** argv) {
   run->add_option("--vless-writes", ra.vless_writes, "built-in VLESS client: header and GET in one write, or split")
       ->check(CLI::IsMember({"one", "split"}))
       ->capture_default_str();
+  run->add_option("--nagle-paths", ra.nagle_paths,
+                  "comma-separated vless path names whose client plays Nagle-prone "
+                  "(as nodelay=off&writes=split in their links)")
+      ->delimiter(',');
   run->add_flag("--allow-mismatch", ra.allow_mismatch, "exit 0 even when routes mismatch");
 
   std::vector<std::string> compare_dirs;

@@ -264,4 +264,19 @@ std::optional<std::size_t> finalize_paths(std::vector<path_spec>& paths, std::st
   return 0;
 }
 
+bool apply_nagle_paths(std::vector<path_spec>& paths, const std::vector<std::string>& names,
+                       std::string& reason) {
+  for (const auto& name : names) {
+    const auto it = std::find_if(paths.begin(), paths.end(),
+                                 [&](const path_spec& p) { return p.name == name; });
+    if (it == paths.end() || it->kind != path_kind::vless) {
+      reason = "'" + name + "' is not the name of a vless:// --path";
+      return false;
+    }
+    it->nodelay = false;
+    it->writes = write_mode::split;
+  }
+  return true;
+}
+
 }  // namespace vlessbench::runner

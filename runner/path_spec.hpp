@@ -60,6 +60,10 @@ bool parse_host_port(std::string_view text, std::string& host, std::uint16_t& po
 // given, because every paired difference is taken against it. Returns the baseline's index.
 std::optional<std::size_t> finalize_paths(std::vector<path_spec>& paths, std::string& reason);
 
+// --nagle-paths: the named vless paths get nodelay=off and writes=split; any other name is an error.
+bool apply_nagle_paths(std::vector<path_spec>& paths, const std::vector<std::string>& names,
+                       std::string& reason);
+
 bool parse_on_off(std::string_view text, bool& out);
 
 }  // namespace vlessbench::runner

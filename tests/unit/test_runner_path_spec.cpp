@@ -143,3 +143,19 @@ TEST_CASE("the direct baseline is always present and names are unique", "[runner
   std::vector<path_spec> squat{*parse_path_arg("direct=http://h:1", reason)};
   CHECK_FALSE(finalize_paths(squat, reason));
 }
+
+TEST_CASE("--nagle-paths turns named vless paths Nagle-prone", "[runner]") {
+  std::string reason;
+  std::vector<path_spec> paths{
+      *parse_path_arg(std::string("a=vless://") + uuid_text + "@h:1?security=tls", reason),
+      *parse_path_arg(std::string("b=vless://") + uuid_text + "@h:2?security=tls", reason),
+      *parse_path_arg("c=http://h:3", reason)};
+  REQUIRE(apply_nagle_paths(paths, {"b"}, reason));
+  CHECK_FALSE(paths[0].nodelay.has_value());
+  REQUIRE(paths[1].nodelay);
+  CHECK_FALSE(*paths[1].nodelay);
+  CHECK(*paths[1].writes == write_mode::split);
+  CHECK_FALSE(apply_nagle_paths(paths, {"c"}, reason));
+  CHECK_THAT(reason, Catch::Contains("'c'"));
+  CHECK_FALSE(apply_nagle_paths(paths, {"zz"}, reason));
+}
