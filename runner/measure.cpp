@@ -135,7 +135,7 @@ awaitable<void> run_all(state& st) {
   std::vector<std::size_t> order(n);
   for (std::size_t i = 0; i < n; ++i) order[i] = i;
 
-  for (int round = -o.warmup; round < o.new_count; ++round) {
+  for (int round = o.new_count > 0 ? -o.warmup : 0; round < o.new_count; ++round) {
     shuffle_order(order, st.rng);
     for (const auto p : order) {
       auto s = co_await new_connection_sample(st, p, round);
@@ -178,8 +178,8 @@ void shuffle_order(std::vector<std::size_t>& order, stats::prng& rng) {
 
 std::vector<sample> measure(const measure_options& opts) {
   asio::io_context io(1);
-  const std::size_t per_path = static_cast<std::size_t>(2 * opts.warmup + opts.new_count +
-                                                        (opts.reuse_count > 0 ? opts.reuse_count : -opts.warmup));
+  const auto phase = [&](int count) { return count > 0 ? count + opts.warmup : 0; };
+  const auto per_path = static_cast<std::size_t>(phase(opts.new_count) + phase(opts.reuse_count));
   state st{opts, io, {}, {}, 0, stats::prng(opts.seed), progress_bar(opts.progress, per_path * opts.paths.size())};
   st.plans.reserve(opts.paths.size());
   for (const auto& p : opts.paths) st.plans.push_back(make_plan(io, p, opts.target, opts.vless_defaults));
