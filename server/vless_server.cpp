@@ -47,7 +47,7 @@ struct session {
   policy_stream upstream;
   std::shared_ptr<route_info> info = std::make_shared<route_info>();
   steady_clock::time_point accepted = steady_clock::now();
-  steady_clock::time_point deadline;
+  watchdog_deadline deadline;
   std::string_view phase = "tls";
   std::string reject_reason;
   std::string reject_detail;

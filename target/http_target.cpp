@@ -34,7 +34,7 @@ struct connection {
   tcp::endpoint peer_ep;
   std::vector<char> buf;  // received, unparsed bytes: [0, used)
   std::size_t used = 0;
-  steady_clock::time_point deadline;
+  watchdog_deadline deadline;
   bool busy = false;  // between a complete request head and the end of its response
 
   limits_config limits() const { return rt.cfg->limits; }
