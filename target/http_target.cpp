@@ -106,7 +106,6 @@ struct connection {
       const http::request& req = parsed.value;
       consume(parsed.consumed);
       response_plan plan = plan_response(req);
-      const bool keep_alive = req.keep_alive && !rt.stopping;
 
       std::uint64_t body_in = 0;
       if (plan.sink) {
@@ -142,6 +141,8 @@ struct connection {
         if (ec) co_return;
       }
 
+      // Decided now, not when the head arrived: a drain that began during /delay must say close.
+      const bool keep_alive = req.keep_alive && !rt.stopping;
       const std::string timing = route ? server_timing(route->phases) : std::string();
       const std::uint64_t length = plan.content_length();
       const std::string head = format_head(plan, length, route_value, timing, keep_alive);
