@@ -109,7 +109,14 @@ awaitable<sample> reuse_sample(state& st, std::size_t p, int round, std::shared_
     // Outside the clock: a reused sample measures one GET on an open tunnel, nothing else.
     t = std::make_shared<tunnel>(st.io.get_executor(), plan, st.opts.timeout);
     t->arm();
-    const auto err = co_await t->open();
+    auto err = co_await t->open();
+    if (err.empty()) {
+      // "Reused" means another request on a tunnel that already carried one: the first request
+      // still pays for a VLESS header sent with it, or a proxy that dials upstream lazily.
+      const auto first = co_await t->exchange(
+          format_get(st.opts.target, st.opts.run_id, ++st.seq, s.path));
+      if (!first.error.empty()) err = "first request: " + first.error;
+    }
     t->disarm();
     if (!err.empty()) {
       t.reset();
