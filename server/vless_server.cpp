@@ -3,6 +3,7 @@
 #include <array>
 #include <cstring>
 
+#include "destination_policy.hpp"
 #include "logging.hpp"
 #include "policy_stream.hpp"
 #include "tcp_info.hpp"
@@ -62,7 +63,11 @@ struct session {
   std::optional<route_registration> reg;
   std::optional<tcp_info_snapshot> tcpi;
   std::vector<char> buf;  // header bytes and the client -> upstream relay buffer
+  // The listener's policies and their config generation when the client was accepted: the log
+  // line reports these together (a reload during the session changes the listener's copy).
   tcp_policy policy_at_accept;
+  tcp_policy upstream_policy_at_accept;
+  std::uint64_t generation_at_accept = 0;
 
   session(runtime& r, std::shared_ptr<listener_runtime> l, std::shared_ptr<asio::ssl::context> ctx,
           tcp::socket s)
@@ -195,6 +200,14 @@ struct session {
       asio::ip::address_v6::bytes_type b;
       std::copy_n(header.ip.begin(), 16, b.begin());
       candidates.emplace_back(asio::ip::address_v6(b), header.port);
+    }
+    // Checked before any connect, and every resolved address must pass: a name that resolves to
+    // one allowed and one forbidden address would otherwise reach the forbidden one on a retry.
+    for (const auto& ep : candidates) {
+      if (!destination_allowed(*rt.cfg, ep)) {
+        reject("dest_not_allowed", format_endpoint(ep));
+        co_return false;
+      }
     }
     std::error_code last = asio::error::host_not_found;
     for (const auto& ep : candidates) {
@@ -363,9 +376,9 @@ struct session {
     line.begin_object("policy")
         .add("nodelay", policy_at_accept.nodelay)
         .add("quickack", to_string(policy_at_accept.quickack))
-        .add("upstream_nodelay", listener->upstream_tcp.nodelay)
-        .add("upstream_quickack", to_string(listener->upstream_tcp.quickack))
-        .add("generation", listener->generation)
+        .add("upstream_nodelay", upstream_policy_at_accept.nodelay)
+        .add("upstream_quickack", to_string(upstream_policy_at_accept.quickack))
+        .add("generation", generation_at_accept)
         .end_object();
     line.begin_object("phases_us")
         .add("tls_done", p.tls_done)
@@ -413,6 +426,8 @@ awaitable<void> serve_session(runtime& rt, std::shared_ptr<listener_runtime> lis
   s.info->session_id = rt.next_session_id++;
   s.info->listener = s.listener->name;
   s.policy_at_accept = s.listener->tcp;
+  s.upstream_policy_at_accept = s.listener->upstream_tcp;
+  s.generation_at_accept = s.listener->generation;
   std::error_code ec;
   s.info->client = format_endpoint(s.client_socket().remote_endpoint(ec));
   if (auto err = apply_on_open(s.client_socket().native_handle(), s.listener->tcp))
