@@ -33,6 +33,9 @@ V2RAY = shutil.which("v2ray") or "/usr/bin/v2ray"
 CURL = shutil.which("curl") or "/usr/bin/curl"
 
 LOOPBACK = "127.0.0.1"
+# Set by the sanitizer build's ctest entries: the daemon is several times slower there, so
+# timing-sensitive checks skip themselves.
+SANITIZED = bool(os.environ.get("VLESSBENCH_SANITIZED"))
 
 # --------------------------------------------------------------------------------------------
 # Process bookkeeping: nothing outlives the test.

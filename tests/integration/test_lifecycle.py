@@ -146,13 +146,31 @@ def reload_changes_policy():
         s1 = session_line(d, d.mark())
         check(s1["policy"]["quickack"] == "kernel" and s1["policy"]["nodelay"] is True, s1)
         check(s1["policy"]["generation"] == 1, s1)
+        # A session open across the reload.
+        spanning = TlsClient(d.port("v")).handshake()
+        spanning.send(vless_header(d.uuid, d.port("t1")) + http_request("GET", "/"))
+        read_vless_response_header(spanning.stream)
+        r = spanning.stream.read_response()
+        sid = int(r.headers["x-vlessbench-route"].split()[1].split("=")[1])
+
         new = copy.deepcopy(d.cfg)
         new["vless"][0]["tcp"] = policy(False, "on")
+        new["vless"][0]["upstream_tcp"] = policy(False, "off")
         ev = d.reload(new)
         check(ev["ok"] is True and ev["generation"] == 2, ev)
         s2 = session_line(d, d.mark())
         check(s2["policy"]["quickack"] == "on" and s2["policy"]["nodelay"] is False, s2)
+        check(s2["policy"]["upstream_quickack"] == "off" and s2["policy"]["upstream_nodelay"] is False, s2)
         check(s2["policy"]["generation"] == 2, s2)
+
+        # The spanning session still works; its line shows the policy it was accepted with, and
+        # that policy's generation (not a mix of the old policy and the new generation).
+        spanning.send(http_request("GET", "/", headers={"Connection": "close"}))
+        check(spanning.stream.read_response().status == 200)
+        spanning.close()
+        s0 = d.wait_event("vless.session", session=sid)
+        p = s0["policy"]
+        check((p["quickack"], p["upstream_quickack"], p["generation"]) == ("kernel", "kernel", 1), s0)
         check("reload ok" in d.stderr() and "generation 2" in d.stderr(), d.stderr())
 
 

@@ -270,6 +270,36 @@ def half_close_gets_whole_response():
 
 
 @suite.test
+def too_many_sessions():
+    uid = new_uuid()
+    with Daemon({"users": [{"name": "u", "uuid": uid}],
+                 "vless": [{"name": "small", "listen": f"127.0.0.1:{free_port()}"}],
+                 "target": [{"name": "t", "listen": f"127.0.0.1:{free_port()}"}]},
+                limits={"max_sessions": 2}) as d:
+        held = [TlsClient(d.port("small")).handshake() for _ in range(2)]
+        try:
+            with tcp_connect(d.port("small")) as s:
+                s.settimeout(5)
+                check(s.recv(10) == b"", "third session not closed")
+            e = d.wait_event("vless.reject", reason="too_many_sessions")
+            check(e["phase"] == "accept" and e["listener"] == "small", e)
+        finally:
+            for c in held:
+                c.close()
+        # Slots free again once the held sessions end.
+        deadline = time.monotonic() + 5
+        while True:
+            try:
+                resp, _ = vless_get(d.port("small"), uid, d.port("t"))
+                break
+            except (ConnectionError, EOFError, OSError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        check(resp.status == 200, resp)
+
+
+@suite.test
 def still_serving_at_end():
     check(D.running(), "daemon died")
     valid_session()
