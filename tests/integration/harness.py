@@ -179,9 +179,9 @@ def policy(nodelay: bool = True, quickack: str = "kernel") -> dict:
 
 
 def toml_text(cfg: dict) -> str:
-    """cfg: {"log": {...}, "tls": {...}, "limits": {...}, "users": [...], "vless": [...], "target": [...]}."""
+    """cfg: {"log", "tls", "limits", "destinations": {...}, "users", "vless", "target": [...]}."""
     out = []
-    for table in ("log", "tls", "limits"):
+    for table in ("log", "tls", "limits", "destinations"):
         if table in cfg:
             out.append(f"[{table}]")
             out += [f"{k} = {_toml_value(v)}" for k, v in cfg[table].items()]
@@ -493,11 +493,13 @@ class TlsClient:
     """A TLS client over a plain socket with memory BIOs: one TCP send per flush."""
 
     def __init__(self, port: int, host: str = LOOPBACK, nodelay: bool = True, tls13: bool = True,
-                 sni: str | None = "localhost", timeout: float = 5.0, sock: socket.socket | None = None):
+                 sni: str | None = "localhost", timeout: float = 5.0, sock: socket.socket | None = None,
+                 context: ssl.SSLContext | None = None):
         self.sock = sock or tcp_connect(port, host, nodelay=nodelay, timeout=timeout)
         self.incoming = ssl.MemoryBIO()
         self.outgoing = ssl.MemoryBIO()
-        self.obj = client_tls_context(tls13).wrap_bio(self.incoming, self.outgoing, server_hostname=sni)
+        ctx = context or client_tls_context(tls13)
+        self.obj = ctx.wrap_bio(self.incoming, self.outgoing, server_hostname=sni)
         self.stream = Stream(self.recv, self.send)
         self.eof = False
 

@@ -8,7 +8,7 @@ import time
 
 from harness import (Daemon, Suite, TlsClient, check, free_port, http_request, new_uuid, plain_stream,
                      policy, port_open, read_vless_response_header, require_binary, run_daemon, tcp_connect,
-                     tempdir, toml_text, vless_get, vless_header, make_cert)
+                     tempdir, toml_text, vless_get, vless_header, make_cert, read_events)
 
 suite = Suite("test_lifecycle")
 require_binary()
@@ -247,6 +247,43 @@ def reload_broken_keeps_old_config():
         check(port_open(d.port("t2")))
 
 
+@suite.test
+def reload_swaps_certificate_and_access_log():
+    cfg = base_cfg()
+    cert_a, key_a = make_cert(tempdir())
+    cert_b, key_b = make_cert(tempdir())
+    cfg["tls"] = {"cert": str(cert_a), "key": str(key_a)}
+
+    def peer_cert_pem() -> str:
+        with socket.create_connection(("127.0.0.1", d.port("v")), timeout=5) as raw:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            with ctx.wrap_socket(raw, server_hostname="localhost") as t:
+                return ssl.DER_cert_to_PEM_cert(t.getpeercert(binary_form=True))
+
+    def same(pem: str, path) -> bool:
+        return ssl.PEM_cert_to_DER_cert(pem) == ssl.PEM_cert_to_DER_cert(path.read_text())
+
+    with Daemon(cfg) as d:
+        check(same(peer_cert_pem(), cert_a), "not serving cert A")
+        new = copy.deepcopy(d.cfg)
+        new["tls"] = {"cert": str(cert_b), "key": str(key_b)}
+        second_log = d.dir / "second.jsonl"
+        new["log"]["access"] = str(second_log)
+        d.write_config(new)
+        d.signal(signal.SIGHUP)
+        deadline = time.monotonic() + 5
+        while not second_log.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        ev = [e for e in read_events(second_log) if e["event"] == "config.reload"]
+        check(ev and ev[0]["ok"] is True and ev[0]["generation"] == 2, ev)
+        check(same(peer_cert_pem(), cert_b), "still serving cert A after the reload")
+        d.access = second_log  # events from now on
+        s = session_line(d, 0)
+        check(s["policy"]["generation"] == 2, s)
+
+
 # ---------------------------------------------------------------------------------------------
 # SIGTERM
 
@@ -266,6 +303,11 @@ def sigterm_drains_in_flight_requests():
         results["vless"] = vless_get(d.port("v"), d.uuid, d.port("t1"), "/delay/1000", timeout=10)[0]
 
     idle = tcp_connect(d.port("t2"))  # an idle keep-alive connection must not hold the drain up
+    # Nor an idle VLESS tunnel whose target connection is idle (the target closes it, the relay ends).
+    tunnel = TlsClient(d.port("v")).handshake()
+    tunnel.send(vless_header(d.uuid, d.port("t1")) + http_request("GET", "/"))
+    read_vless_response_header(tunnel.stream)
+    check(tunnel.stream.read_response().status == 200)
     threads = [threading.Thread(target=direct), threading.Thread(target=via_vless)]
     for t in threads:
         t.start()
@@ -287,6 +329,8 @@ def sigterm_drains_in_flight_requests():
     idle.settimeout(1)
     check(idle.recv(10) == b"", "idle connection not closed")
     idle.close()
+    check(tunnel.stream.at_eof(), "idle tunnel not closed")
+    tunnel.close()
     check(not port_open(d.port("v")), "still accepting after exit")
     check(d.events("vless.session"), "no vless.session line for the drained session")
 
@@ -306,17 +350,27 @@ def sigterm_deadline_cuts_long_requests():
         except Exception as e:  # noqa: BLE001 - the connection is expected to be cut
             out["error"] = e
 
-    t = threading.Thread(target=slow)
-    t.start()
-    time.sleep(0.2)
+    def slow_vless():
+        try:
+            out["vless"] = vless_get(d.port("v"), d.uuid, d.port("t1"), "/delay/5000", timeout=10)
+        except Exception as e:  # noqa: BLE001 - cut as well
+            out["vless_error"] = e
+
+    threads = [threading.Thread(target=slow), threading.Thread(target=slow_vless)]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)
     t0 = time.monotonic()
     d.signal(signal.SIGINT)
     rc = d.proc.wait(timeout=10)
     elapsed = time.monotonic() - t0
-    t.join(timeout=10)
+    for t in threads:
+        t.join(timeout=10)
     check(rc == 0, rc)
     check(elapsed < 2.5, f"exit {elapsed:.2f}s after SIGINT with a 0.5 s drain deadline")
-    check("error" in out, out)
+    check("error" in out and "vless_error" in out, out)
+    s = d.wait_event("vless.session")
+    check(s["close_reason"] == "drain", s)
     check("drain deadline passed" in d.stderr(), d.stderr())
 
 

@@ -2,9 +2,10 @@
 Also a valid session's log line and headers, domain and IPv6 destinations, and TLS half-close."""
 import os
 import socket
+import ssl
 import time
 
-from harness import (ATYP_DOMAIN, Daemon, Suite, TlsClient, addons_flow, check, free_port, http_request,
+from harness import (ATYP_DOMAIN, Daemon, Suite, TlsClient, addons_flow, check, client_tls_context, free_port, http_request,
                      new_uuid, policy, read_vless_response_header, require_binary, tcp_connect, vless_get,
                      vless_header)
 
@@ -15,7 +16,8 @@ UUID = new_uuid()
 V6_PORT = free_port("::1")
 D = Daemon({
     "users": [{"name": "alice", "uuid": UUID}, {"name": "bob", "uuid": new_uuid()}],
-    "vless": [{"name": "edge", "listen": f"127.0.0.1:{free_port()}", "tcp": policy(True, "on")}],
+    "vless": [{"name": "edge", "listen": f"127.0.0.1:{free_port()}", "tcp": policy(True, "on")},
+              {"name": "edge6", "listen": f"[::1]:{free_port('::1')}"}],
     "target": [{"name": "http", "listen": f"127.0.0.1:{free_port()}"},
                {"name": "http6", "listen": f"[::1]:{V6_PORT}"}],
 }, limits={"handshake_timeout_ms": 2500, "header_timeout_ms": 600, "connect_timeout_ms": 2000})
@@ -113,6 +115,28 @@ def ipv6_destination():
     check(r["route"] == "vless" and r["vless_user"] == "alice", r)
     s = D.wait_event("vless.session", since=mark)
     check(s["dest"] == f"[::1]:{V6_PORT}", s)
+
+
+@suite.test
+def ipv6_listener_and_tls12():
+    mark = D.mark()
+    with TlsClient(D.port("edge6"), host="::1") as c:
+        c.handshake()
+        c.send(hdr() + GET)
+        read_vless_response_header(c.stream)
+        check(c.stream.read_response().status == 200)
+    s = D.wait_event("vless.session", since=mark, listener="edge6")
+    check(s["client"].startswith("[::1]:") and s["user"] == "alice", s)
+    mark = D.mark()
+    ctx = client_tls_context(tls13=False)
+    ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+    with TlsClient(VP, context=ctx) as c:
+        c.handshake()
+        c.send(hdr() + GET)
+        read_vless_response_header(c.stream)
+        check(c.stream.read_response().status == 200)
+    s = D.wait_event("vless.session", since=mark, listener="edge")
+    check(s["tls_version"] == "TLSv1.2" and s["cipher"].startswith("TLS_ECDHE_"), s)
 
 
 @suite.test
