@@ -468,6 +468,35 @@ void read_limits(const table_reader& root, limits_config& out, error_list& error
   if (auto v = bounded("max_sessions", 1'000'000)) out.max_sessions = static_cast<std::uint32_t>(*v);
 }
 
+void read_destinations(const table_reader& root, destinations_config& out, error_list& errors) {
+  if (!root.find("destinations")) return;
+  const toml::table* t = root.table("destinations");
+  if (!t) return;
+  table_reader r(*t, "destinations", errors);
+  r.reject_unknown({"allow"});
+  if (!r.find("allow")) return;
+  const toml::node* n = r.find("allow");
+  if (!n->is_array()) {
+    r.error("allow", std::string("expected an array of strings, got ") + std::string(type_name(n->type())));
+    return;
+  }
+  const toml::array& arr = *n->as_array();
+  for (std::size_t i = 0; i < arr.size(); ++i) {
+    const toml::node& item = *arr.get(i);
+    const std::string key = index_path(r.key_path("allow"), i);
+    if (!item.is_string()) {
+      errors.add(line_of(item.source()), key,
+                 std::string("expected a string, got ") + std::string(type_name(item.type())));
+      continue;
+    }
+    const std::string& text = item.as_string()->get();
+    ip_network net;
+    std::string reason;
+    if (parse_ip_network(text, net, reason)) out.allow.push_back(net);
+    else errors.add(line_of(item.source()), key, quote(text) + ": " + reason);
+  }
+}
+
 // Returns how many [[users]] entries the file declares, valid or not: an entry with a typo must
 // not make the daemon invent a random user or claim that no user was configured.
 std::size_t read_users(const table_reader& root, std::vector<user_config>& out, error_list& errors) {
@@ -581,11 +610,12 @@ config validate(const toml::table& root_table, std::string_view source_name) {
   config cfg;
   cfg.source = std::string(source_name);
   table_reader root(root_table, "", errors);
-  root.reject_unknown({"log", "tls", "users", "vless", "target", "limits"});
+  root.reject_unknown({"log", "tls", "users", "vless", "target", "limits", "destinations"});
 
   read_log(root, cfg.log, errors);
   read_tls(root, cfg.tls, errors);
   read_limits(root, cfg.limits, errors);
+  read_destinations(root, cfg.destinations, errors);
   std::size_t declared_users = read_users(root, cfg.users, errors);
 
   listener_registry registry;
@@ -842,6 +872,66 @@ bool parse_endpoint(std::string_view text, asio::ip::tcp::endpoint& out, std::st
 std::string format_endpoint(const asio::ip::tcp::endpoint& ep) {
   if (ep.address().is_v6()) return "[" + ep.address().to_string() + "]:" + std::to_string(ep.port());
   return ep.address().to_string() + ":" + std::to_string(ep.port());
+}
+
+namespace {
+
+// a with every bit past the first prefix bits cleared; IPv6 scope ids are dropped.
+asio::ip::address network_part(const asio::ip::address& a, unsigned prefix) {
+  if (a.is_v4()) {
+    const std::uint32_t mask = prefix == 0 ? 0 : ~std::uint32_t{0} << (32 - std::min(prefix, 32u));
+    return asio::ip::address_v4(a.to_v4().to_uint() & mask);
+  }
+  auto bytes = a.to_v6().to_bytes();
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    const std::size_t first_bit = i * 8;
+    const unsigned bits = prefix > first_bit ? static_cast<unsigned>(std::min<std::size_t>(8, prefix - first_bit)) : 0;
+    bytes[i] = static_cast<std::uint8_t>(bytes[i] & (bits == 0 ? 0 : 0xff << (8 - bits)));
+  }
+  return asio::ip::address_v6(bytes);
+}
+
+}  // namespace
+
+bool ip_network::contains(const asio::ip::address& a) const {
+  return a.is_v4() == address.is_v4() && network_part(a, prefix) == address;
+}
+
+bool parse_ip_network(std::string_view text, ip_network& out, std::string& reason) {
+  const auto slash = text.find('/');
+  const std::string host(text.substr(0, slash));
+  asio::error_code ec;
+  const asio::ip::address address = asio::ip::make_address(host, ec);
+  if (ec || host.empty() || host.find('%') != std::string::npos) {
+    reason = "not an IP address or CIDR network (e.g. \"10.0.0.0/8\", \"fd00::/8\", \"0.0.0.0/0\")";
+    return false;
+  }
+  const unsigned max_prefix = address.is_v4() ? 32 : 128;
+  unsigned prefix = max_prefix;
+  if (slash != std::string_view::npos) {
+    const auto digits = text.substr(slash + 1);
+    if (!all_digits(digits) || digits.size() > 3) {
+      reason = "prefix length must be a number";
+      return false;
+    }
+    prefix = static_cast<unsigned>(std::stoul(std::string(digits)));
+    if (prefix > max_prefix) {
+      reason = "prefix length out of range (0.." + std::to_string(max_prefix) + ")";
+      return false;
+    }
+  }
+  // The network address itself: a set host bit usually means a typo in the address or prefix.
+  const ip_network masked{network_part(address, prefix), prefix};
+  if (masked.address != address) {
+    reason = "host bits set past the prefix (did you mean " + quote(format_ip_network(masked)) + "?)";
+    return false;
+  }
+  out = masked;
+  return true;
+}
+
+std::string format_ip_network(const ip_network& n) {
+  return n.address.to_string() + "/" + std::to_string(n.prefix);
 }
 
 namespace {

@@ -74,6 +74,22 @@ struct limits_config {
   std::uint32_t max_sessions = 20'000;
 };
 
+// An IP network in CIDR form ("10.0.0.0/8", "fd00::/8"); a bare address is a single host.
+struct ip_network {
+  asio::ip::address address;  // host bits are zero
+  unsigned prefix = 0;        // 0..32 (IPv4) or 0..128 (IPv6)
+  // Same family only: an IPv4 network never matches an IPv6 address (map ::ffff:a.b.c.d first).
+  bool contains(const asio::ip::address& a) const;
+  bool operator==(const ip_network&) const = default;
+};
+
+// Where VLESS sessions may connect. The daemon's own [[target]] listeners and loopback addresses
+// are always allowed; anything else needs a network in allow (so the daemon is no open relay).
+struct destinations_config {
+  std::vector<ip_network> allow;
+  bool operator==(const destinations_config&) const = default;
+};
+
 struct config {
   log_config log;
   tls_config tls;
@@ -81,6 +97,7 @@ struct config {
   std::vector<vless_listener_config> vless;
   std::vector<target_listener_config> target;
   limits_config limits;
+  destinations_config destinations;
   std::string source = "<embedded default>";  // file the config came from
 };
 
@@ -104,5 +121,9 @@ config default_config();
 // "127.0.0.1:8080", "[::1]:8443" -> endpoint; returns false with a reason on error.
 bool parse_endpoint(std::string_view text, asio::ip::tcp::endpoint& out, std::string& reason);
 std::string format_endpoint(const asio::ip::tcp::endpoint& ep);
+// "10.0.0.0/8", "::/0", "192.0.2.7" (a /32) -> network; false with a reason on error (including
+// host bits set past the prefix, which usually means a typo).
+bool parse_ip_network(std::string_view text, ip_network& out, std::string& reason);
+std::string format_ip_network(const ip_network& n);
 
 }  // namespace vlessbench

@@ -1,0 +1,27 @@
+#pragma once
+// Where a VLESS session may connect (config [destinations]): the daemon's own [[target]]
+// listeners and loopback addresses always, anything else only inside a configured network. A VM
+// reachable by others must not become an open relay.
+#include <functional>
+#include <vector>
+
+#include <asio/ip/tcp.hpp>
+
+#include "config.hpp"
+
+namespace vlessbench {
+
+using address_list = std::vector<asio::ip::address>;
+
+// The machine's interface addresses (getifaddrs); empty if they cannot be read.
+address_list machine_addresses();
+
+// ::ffff:a.b.c.d -> a.b.c.d; other addresses unchanged (without an IPv6 scope id).
+asio::ip::address unmapped(const asio::ip::address& a);
+
+// machine is asked only when dest's port is that of a [[target]] on a wildcard address: such a
+// target is "our own" on every address of the machine.
+bool destination_allowed(const config& cfg, const asio::ip::tcp::endpoint& dest,
+                         const std::function<address_list()>& machine = machine_addresses);
+
+}  // namespace vlessbench
