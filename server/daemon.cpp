@@ -106,7 +106,8 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
       line.add("listener", state->name)
           .add("client", format_endpoint(socket.remote_endpoint(ignored)))
           .add("reason", "too_many_sessions")
-          .add("phase", "accept");
+          .add("phase", "accept")
+          .add("bytes_seen", std::uint64_t{0});  // same fields as every other vless.reject
       rt_.log.write(line.finish());
       socket.close(ignored);
       continue;
