@@ -74,6 +74,15 @@ def curl_bytes_and_sink():
 
 
 @suite.test
+def curl_delay():
+    r = curl(["-s", "-o", "/dev/null", "-w", "%{http_code} %{time_total}", BASE + "/delay/100"])
+    code, secs = r.stdout.decode().split()
+    check(code == "200" and 0.095 <= float(secs) < 1.5, r.stdout)
+    e = log_for("/delay/100")
+    check(e["duration_us"] >= 95_000, e)
+
+
+@suite.test
 def curl_404_405_400():
     for path, status in (("/nope", 404), ("/bytes/x", 400), ("/delay/999999", 400)):
         r = curl(["-s", "-o", "/dev/null", "-w", "%{http_code}", BASE + path])
@@ -162,6 +171,68 @@ def raw_oversized_head_is_431():
         check(r.status == 431, r)
         check(st.at_eof(), "not closed after 431")
     D.wait_event("http.request", status=431)
+
+
+def expect_status_and_close(raw: bytes, status: int, error_part: str):
+    mark = D.mark()
+    with tcp_connect(PORT) as s:
+        st = plain_stream(s)
+        st.send(raw)
+        r = st.read_response()
+        check(r.status == status, (raw[:120], r))
+        check(r.headers.get("connection") == "close", r)
+        check(st.at_eof(), f"not closed after {status} for {raw[:120]!r}")
+    e = D.wait_event("http.request", since=mark, status=status)
+    check(error_part in e.get("error", ""), (raw[:120], e))
+
+
+@suite.test
+def smuggling_shapes_are_400_and_close():
+    # Each shape is one where two HTTP implementations could disagree on where the request ends;
+    # the target refuses them all, so nothing behind them is ever read as a second request.
+    tail = b"GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n"
+    shapes = [
+        # CL + TE in both orders and with a disguised coding
+        (b"POST /sink HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n0\r\n\r\n",
+         "transfer-encoding"),
+        (b"POST /sink HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: identity, chunked\r\n\r\n",
+         "transfer-encoding"),
+        # TE alone: no chunked decoder, so no guessing where the body ends
+        (b"POST /sink HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "transfer-encoding"),
+        (b"GET / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", "transfer-encoding"),
+        # duplicate CL, equal values too (RFC 9112 allows merging them; we refuse the ambiguity)
+        (b"POST /sink HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nContent-Length: 4\r\n\r\nabcd", "content-length"),
+        (b"POST /sink HTTP/1.1\r\nHost: x\r\nContent-Length: 4, 4\r\n\r\nabcd", "content-length"),
+        (b"POST /sink HTTP/1.1\r\nHost: x\r\nContent-Length: +4\r\n\r\nabcd", "content-length"),
+        (b"POST /sink HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n", "content-length"),
+        # obs-fold: a continuation line that some peers unfold into the previous field
+        (b"GET / HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n Transfer-Encoding: chunked\r\n\r\n", "bad header"),
+        (b"GET / HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n\tmore\r\n\r\n", "bad header"),
+        # bare LF as a line end, in the request line and in a field
+        (b"GET / HTTP/1.1\nHost: x\r\n\r\n", "bad request line"),
+        (b"GET / HTTP/1.1\r\nHost: x\nContent-Length: 5\r\n\r\n", "bad header"),
+        (b"GET / HTTP/1.1\r\nHost: x\r\n\n", "bad header"),
+        # whitespace between field name and colon; NUL in a value
+        (b"POST /sink HTTP/1.1\r\nHost: x\r\nContent-Length : 4\r\n\r\nabcd", "bad header"),
+        (b"GET / HTTP/1.1\r\nHost: x\r\nX-A: a\x00b\r\n\r\n", "bad header"),
+    ]
+    for raw, why in shapes:
+        expect_status_and_close(raw + tail, 400, why)
+    check(not D.events("http.request", path="/smuggled"), "a request behind a refused one was served")
+
+
+@suite.test
+def header_limits_are_431():
+    # One field over the 16 KiB head limit, and more than 100 fields (each small).
+    expect_status_and_close(b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"z" * 17000 + b"\r\n\r\n", 431,
+                            "header too large")
+    many = b"".join(b"X-H%d: v\r\n" % i for i in range(101))
+    expect_status_and_close(b"GET / HTTP/1.1\r\nHost: x\r\n" + many + b"\r\n", 431, "too many headers")
+    # Exactly at the limits is fine.
+    with tcp_connect(PORT) as s:
+        st = plain_stream(s)
+        st.send(b"GET / HTTP/1.1\r\n" + b"".join(b"X-H%d: v\r\n" % i for i in range(100)) + b"\r\n")
+        check(st.read_response().status == 200)
 
 
 @suite.test

@@ -306,7 +306,8 @@ def too_many_sessions():
                 s.settimeout(5)
                 check(s.recv(10) == b"", "third session not closed")
             e = d.wait_event("vless.reject", reason="too_many_sessions")
-            check(e["phase"] == "accept" and e["listener"] == "small", e)
+            check(e["phase"] == "accept" and e["listener"] == "small" and e["bytes_seen"] == 0, e)
+            check(e["client"].startswith("127.0.0.1:"), e)
         finally:
             for c in held:
                 c.close()
