@@ -269,8 +269,10 @@ void daemon::reload() {
     }
   }
 
+  // A file is reopened even when its path is unchanged, so that rotating it (mv, then SIGHUP)
+  // starts a new file instead of writing on into the renamed one.
   std::string access_target = next->log.access;
-  if (access_target != rt_.log.target()) {
+  if (access_target != rt_.log.target() || access_target != "stdout") {
     try {
       rt_.log.open(access_target);
     } catch (const std::exception& e) {
