@@ -284,6 +284,24 @@ def reload_swaps_certificate_and_access_log():
         check(s["policy"]["generation"] == 2, s)
 
 
+@suite.test
+def reload_reopens_rotated_access_log():
+    with Daemon(base_cfg()) as d:
+        session_line(d, 0)
+        rotated = d.access.with_suffix(".1")
+        d.access.rename(rotated)
+        d.signal(signal.SIGHUP)
+        deadline = time.monotonic() + 5
+        while not d.access.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        ev = d.wait_event("config.reload")
+        check(ev["ok"] is True and ev["generation"] == 2, ev)
+        s = session_line(d, 0)
+        check(s["policy"]["generation"] == 2, s)
+        old = read_events(rotated)
+        check(old and all(e["event"] != "config.reload" for e in old), "rotated file still written")
+
+
 # ---------------------------------------------------------------------------------------------
 # SIGTERM
 
