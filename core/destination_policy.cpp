@@ -49,9 +49,12 @@ bool destination_allowed(const config& cfg, const asio::ip::tcp::endpoint& dest,
   for (const auto& t : cfg.target) {
     if (t.listen.port() != dest.port()) continue;
     const auto listen = unmapped(t.listen.address());
-    if (listen == addr) return true;
-    // A v6 wildcard listener is v6-only (the daemon sets IPV6_V6ONLY), so families must match.
-    if (listen.is_unspecified() && listen.is_v4() == addr.is_v4()) wildcard_target = true;
+    if (!listen.is_unspecified()) {
+      if (listen == addr) return true;
+    } else if (listen.is_v4() == addr.is_v4()) {
+      // A v6 wildcard listener is v6-only (the daemon sets IPV6_V6ONLY), so families must match.
+      wildcard_target = true;
+    }
   }
   if (!wildcard_target || addr.is_unspecified()) return false;
   const auto local = machine();

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "config.hpp"
+#include "destination_policy.hpp"
 
 using namespace vlessbench;
 using namespace std::chrono_literals;
@@ -444,6 +445,139 @@ TEST_CASE("limits are bounded positive integers", "[config]") {
             .limits.idle_timeout == 1ms);
 }
 
+TEST_CASE("destinations.allow: CIDR networks or single addresses", "[config]") {
+  SECTION("absent: nothing beyond targets and loopback") {
+    CHECK(parse_config(loopback_target, "x.toml").destinations.allow.empty());
+  }
+  SECTION("networks and hosts, both families") {
+    auto c = parse_config(std::string("[destinations]\nallow = [\"10.0.0.0/8\", \"192.0.2.7\", \"fd00::/8\", "
+                                      "\"0.0.0.0/0\", \"::/0\", \"2001:db8::1\"]\n") + loopback_target,
+                          "x.toml");
+    const auto& a = c.destinations.allow;
+    REQUIRE(a.size() == 6);
+    CHECK(format_ip_network(a[0]) == "10.0.0.0/8");
+    CHECK(format_ip_network(a[1]) == "192.0.2.7/32");
+    CHECK(format_ip_network(a[2]) == "fd00::/8");
+    CHECK(format_ip_network(a[3]) == "0.0.0.0/0");
+    CHECK(format_ip_network(a[4]) == "::/0");
+    CHECK(format_ip_network(a[5]) == "2001:db8::1/128");
+  }
+  SECTION("errors name the element and its line") {
+    auto err = [](const char* list) {
+      return error_of(std::string("[destinations]\nallow = [\n  ") + list + "\n]\n" + loopback_target);
+    };
+    CHECK(err("\"10.0.0.0/33\"") == "x.toml:3: destinations.allow[0]: \"10.0.0.0/33\": prefix length out of range (0..32)");
+    CHECK(err("\"::/129\"") == "x.toml:3: destinations.allow[0]: \"::/129\": prefix length out of range (0..128)");
+    CHECK(err("\"10.0.0.1/8\"") ==
+          "x.toml:3: destinations.allow[0]: \"10.0.0.1/8\": host bits set past the prefix (did you mean "
+          "\"10.0.0.0/8\"?)");
+    CHECK(err("\"10.0.0.0/8\",\n  \"example.com/8\"") ==
+          "x.toml:4: destinations.allow[1]: \"example.com/8\": not an IP address or CIDR network (e.g. "
+          "\"10.0.0.0/8\", \"fd00::/8\", \"0.0.0.0/0\")");
+    CHECK(err("\"10.0.0.0/x\"") == "x.toml:3: destinations.allow[0]: \"10.0.0.0/x\": prefix length must be a number");
+    CHECK(err("\"10.0.0.0/\"") == "x.toml:3: destinations.allow[0]: \"10.0.0.0/\": prefix length must be a number");
+    CHECK(err("\"fe80::1%eth0/128\"").find("not an IP address") != std::string::npos);
+    CHECK(err("8") == "x.toml:3: destinations.allow[0]: expected a string, got an integer");
+    CHECK(error_of(std::string("[destinations]\nallow = \"0.0.0.0/0\"\n") + loopback_target) ==
+          "x.toml:2: destinations.allow: expected an array of strings, got a string");
+    CHECK(error_of(std::string("[destinations]\nallow_any = true\n") + loopback_target) ==
+          "x.toml:2: destinations.allow_any: unknown key");
+    CHECK(error_of(std::string("destinations = 1\n") + loopback_target) ==
+          "x.toml:1: destinations: expected a table, got an integer");
+  }
+}
+
+TEST_CASE("ip_network::contains", "[config]") {
+  auto net = [](const char* text) {
+    ip_network n;
+    std::string reason;
+    REQUIRE(parse_ip_network(text, n, reason));
+    return n;
+  };
+  auto a = [](const char* text) { return asio::ip::make_address(text); };
+  CHECK(net("10.0.0.0/8").contains(a("10.255.1.2")));
+  CHECK_FALSE(net("10.0.0.0/8").contains(a("11.0.0.1")));
+  CHECK(net("0.0.0.0/0").contains(a("203.0.113.9")));
+  CHECK_FALSE(net("0.0.0.0/0").contains(a("2001:db8::1")));  // families never mix
+  CHECK(net("::/0").contains(a("2001:db8::1")));
+  CHECK_FALSE(net("::/0").contains(a("192.0.2.1")));
+  CHECK(net("2001:db8::/33").contains(a("2001:db8:7fff::1")));
+  CHECK_FALSE(net("2001:db8::/33").contains(a("2001:db8:8000::1")));
+  CHECK(net("192.0.2.7").contains(a("192.0.2.7")));
+  CHECK_FALSE(net("192.0.2.7").contains(a("192.0.2.8")));
+}
+
+TEST_CASE("destination policy: own targets and loopback by default, more only when allowed", "[config]") {
+  const char* targets = R"([[users]]
+name = "u"
+uuid = "0bc2f2bd-f35f-4c1e-8b9b-befe527996d0"
+[[target]]
+name = "lo"
+listen = "127.0.0.1:8080"
+[[target]]
+name = "lan"
+listen = "192.0.2.10:8081"
+[[target]]
+name = "any4"
+listen = "0.0.0.0:8082"
+[[target]]
+name = "any6"
+listen = "[::]:8083"
+)";
+  const config c = parse_config(targets, "x.toml");
+  auto tcp_ep = [](const char* addr, unsigned short port) { return ep(addr, port); };
+  int machine_calls = 0;
+  auto machine = [&] {
+    ++machine_calls;
+    return address_list{asio::ip::make_address("192.0.2.10"), asio::ip::make_address("198.51.100.4"),
+                        asio::ip::make_address("2001:db8::4")};
+  };
+  auto allowed = [&](const config& cfg, const char* addr, unsigned short port) {
+    return destination_allowed(cfg, tcp_ep(addr, port), machine);
+  };
+  SECTION("loopback on any port, both families, v4-mapped too") {
+    CHECK(allowed(c, "127.0.0.1", 9));
+    CHECK(allowed(c, "127.4.5.6", 443));
+    CHECK(allowed(c, "::1", 22));
+    CHECK(allowed(c, "::ffff:127.0.0.1", 22));
+    CHECK(machine_calls == 0);
+  }
+  SECTION("a target on a specific address: that endpoint only") {
+    CHECK(allowed(c, "192.0.2.10", 8081));
+    CHECK(allowed(c, "::ffff:192.0.2.10", 8081));
+    CHECK_FALSE(allowed(c, "192.0.2.10", 22));
+    CHECK_FALSE(allowed(c, "192.0.2.11", 8081));
+  }
+  SECTION("a target on a wildcard address: every address of the machine, same family") {
+    CHECK(allowed(c, "198.51.100.4", 8082));
+    CHECK(allowed(c, "192.0.2.10", 8082));
+    CHECK_FALSE(allowed(c, "198.51.100.5", 8082));  // not ours
+    CHECK_FALSE(allowed(c, "2001:db8::4", 8082));   // 0.0.0.0 does not take IPv6
+    CHECK(allowed(c, "2001:db8::4", 8083));
+    CHECK_FALSE(allowed(c, "198.51.100.4", 8083));  // [::] is v6-only
+    CHECK_FALSE(allowed(c, "0.0.0.0", 8082));
+    CHECK_FALSE(allowed(c, "198.51.100.4", 8084));  // no target there
+  }
+  SECTION("the rest of the world is refused unless allowed") {
+    CHECK_FALSE(allowed(c, "203.0.113.9", 80));
+    CHECK_FALSE(allowed(c, "2001:db8:1::9", 443));
+    CHECK_FALSE(allowed(c, "::ffff:203.0.113.9", 80));
+    CHECK_FALSE(allowed(c, "169.254.169.254", 80));  // a cloud metadata service, say
+    config wide = parse_config(std::string(targets) + "[destinations]\nallow = [\"203.0.113.0/24\"]\n", "x.toml");
+    CHECK(allowed(wide, "203.0.113.9", 80));
+    CHECK(allowed(wide, "::ffff:203.0.113.9", 80));
+    CHECK_FALSE(allowed(wide, "203.0.114.9", 80));
+    config any = parse_config(std::string(targets) + "[destinations]\nallow = [\"0.0.0.0/0\", \"::/0\"]\n", "x.toml");
+    CHECK(allowed(any, "203.0.113.9", 80));
+    CHECK(allowed(any, "2001:db8:1::9", 443));
+  }
+  SECTION("the embedded default reaches only loopback") {
+    const config d = default_config();
+    CHECK(destination_allowed(d, tcp_ep("127.0.0.1", 8080)));
+    CHECK_FALSE(destination_allowed(d, tcp_ep("203.0.113.9", 8080)));
+  }
+}
+
 TEST_CASE("all errors are reported together, top to bottom", "[config]") {
   const char* text = R"([log]
 levle = "debug"
@@ -578,6 +712,7 @@ TEST_CASE("the shipped config files are valid", "[config]") {
   CHECK(example.limits.idle_timeout == defaults.limits.idle_timeout);
   CHECK(example.limits.drain_timeout == defaults.limits.drain_timeout);
   CHECK(example.limits.max_sessions == defaults.limits.max_sessions);
+  CHECK(example.destinations == defaults.destinations);
   const config embedded = default_config();
   CHECK(example.vless == embedded.vless);
   CHECK(example.target == embedded.target);
@@ -594,4 +729,5 @@ TEST_CASE("the shipped config files are valid", "[config]") {
   CHECK(vm.target[0].listen == ep("0.0.0.0", 8080));
   REQUIRE(vm.users.size() == 1);
   CHECK(vm.users[0].uuid_text == "00000000-0000-4000-8000-000000000000");
+  CHECK(vm.destinations.allow.empty());  // a VM install is no open relay
 }
