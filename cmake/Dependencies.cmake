@@ -8,6 +8,30 @@ function(vlessbench_require what found package)
   endif()
 endfunction()
 
+find_path(ASIO_INCLUDE asio.hpp)
+vlessbench_require("Standalone Asio" ASIO_INCLUDE libasio-dev)
+add_library(asio::asio INTERFACE IMPORTED)
+set_target_properties(asio::asio PROPERTIES INTERFACE_COMPILE_DEFINITIONS "ASIO_NO_DEPRECATED;ASIO_STANDALONE")
+# Asio 1.22 looks for clang's pre-standard <experimental/coroutine>; with libstdc++'s <coroutine>
+# (clang 14 supports it) we tell it so.
+target_compile_definitions(asio::asio INTERFACE
+  $<$<CXX_COMPILER_ID:Clang>:ASIO_HAS_CO_AWAIT=1>
+  $<$<CXX_COMPILER_ID:Clang>:ASIO_HAS_STD_COROUTINE=1>)
+find_package(Threads REQUIRED)
+target_link_libraries(asio::asio INTERFACE Threads::Threads)
+find_package(CLI11 QUIET)
+vlessbench_require("CLI11" CLI11_FOUND libcli11-dev)
+find_package(nlohmann_json QUIET)
+vlessbench_require("nlohmann-json" nlohmann_json_FOUND nlohmann-json3-dev)
+
+if(VLESSBENCH_RUNNER_OPENSSL OR VLESSBENCH_RUNNER_ONLY)
+  find_package(OpenSSL 3 QUIET)
+  vlessbench_require("OpenSSL 3" OPENSSL_FOUND "libssl-dev (Homebrew: openssl@3, with -DOPENSSL_ROOT_DIR=...)")
+endif()
+if(VLESSBENCH_RUNNER_ONLY)
+  return()
+endif()
+
 # BoringSSL from android-libboringssl-dev: its headers must win over any system OpenSSL ones.
 set(VLESSBENCH_BORINGSSL_INCLUDE /usr/include/android CACHE PATH "BoringSSL headers")
 set(VLESSBENCH_BORINGSSL_LIBDIR /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/android CACHE PATH "BoringSSL libraries")
@@ -27,27 +51,10 @@ set_target_properties(boringssl::ssl PROPERTIES IMPORTED_LOCATION ${BORINGSSL_SS
 set(CMAKE_BUILD_RPATH ${VLESSBENCH_BORINGSSL_LIBDIR})
 set(CMAKE_INSTALL_RPATH ${VLESSBENCH_BORINGSSL_LIBDIR})
 
-find_path(ASIO_INCLUDE asio.hpp)
-vlessbench_require("Standalone Asio" ASIO_INCLUDE libasio-dev)
-add_library(asio::asio INTERFACE IMPORTED)
-set_target_properties(asio::asio PROPERTIES INTERFACE_COMPILE_DEFINITIONS "ASIO_NO_DEPRECATED;ASIO_STANDALONE")
-# Asio 1.22 looks for clang's pre-standard <experimental/coroutine>; with libstdc++'s <coroutine>
-# (clang 14 supports it) we tell it so.
-target_compile_definitions(asio::asio INTERFACE
-  $<$<CXX_COMPILER_ID:Clang>:ASIO_HAS_CO_AWAIT=1>
-  $<$<CXX_COMPILER_ID:Clang>:ASIO_HAS_STD_COROUTINE=1>)
-find_package(Threads REQUIRED)
-target_link_libraries(asio::asio INTERFACE Threads::Threads)
-
 find_package(spdlog QUIET)
 vlessbench_require("spdlog" spdlog_FOUND libspdlog-dev)
 find_package(tomlplusplus QUIET)
 vlessbench_require("toml++" tomlplusplus_FOUND libtomlplusplus-dev)
-find_package(CLI11 QUIET)
-vlessbench_require("CLI11" CLI11_FOUND libcli11-dev)
-find_package(nlohmann_json QUIET)
-vlessbench_require("nlohmann-json" nlohmann_json_FOUND nlohmann-json3-dev)
-
 find_package(PkgConfig QUIET)
 if(PkgConfig_FOUND)
   pkg_check_modules(SYSTEMD QUIET IMPORTED_TARGET libsystemd)

@@ -1,8 +1,9 @@
 #pragma once
 // The one place that knows which Asio we build against (Debian 12: 1.22). Newer Asio moved
 // these names out of experimental::; moving is a change to this file only.
-#include <openssl/base.h>
-#ifndef OPENSSL_IS_BORINGSSL
+#include <openssl/crypto.h>
+// The daemon is built against BoringSSL only; the runner's client half may also use OpenSSL 3.
+#if !defined(OPENSSL_IS_BORINGSSL) && !defined(VLESSBENCH_CLIENT_OPENSSL)
 #error "vlessbench is built against BoringSSL: put /usr/include/android before the OpenSSL headers"
 #endif
 #include <asio.hpp>

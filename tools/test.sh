@@ -10,7 +10,7 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER=clang++-14 -DVLESSBENCH_SANITIZE=address -DVLESSBENCH_FUZZ=ON >/dev/null
 cmake --build build-asan -j "$jobs"
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DVLESSBENCH_RUNNER_OPENSSL=ON \
   -DVLESSBENCH_SANITIZER_BUILD="$PWD/build-asan" >/dev/null
 cmake --build build -j "$jobs"
 
