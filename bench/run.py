@@ -1,0 +1,467 @@
+#!/usr/bin/env python3
+"""One-command benchmark: vlessbenchd's VLESS+TLS server against v2ray 4.34's (issue 7).
+
+Starts, on loopback ports >= 20000:
+  - an HTTP target (a target-only vlessbenchd) that both servers relay to, and the direct floor uses;
+  - our VLESS+TLS server (a VLESS-only vlessbenchd) and v2ray's (vless inbound, freedom outbound),
+    same ECDSA P-256 certificate, TLS 1.3 only, TCP_NODELAY on (v2ray/Go sets it by default);
+  - two v2ray clients (http inbound -> vless outbound), one per server.
+Then measures, ours and v2ray's alternately:
+  1. new-connection / reused added latency (paired median vs direct; `vlessbench run`, all paths
+     interleaved at random in one run), with the runner's built-in VLESS client and with v2ray's
+     client (HTTP CONNECT inbound);
+  2. handshakes/s: closed loop, W workers for T s (TCP + TLS 1.3 + VLESS + GET /generate_204);
+  3. bulk: 1 GiB download (/bytes/N) and 1 GiB upload (POST /sink) through one session, and the
+     same 1 GiB split over 16 parallel sessions;
+  4. RSS per idle session: VmRSS before and with 1,000 idle sessions open;
+  5. CPU-seconds per GiB relayed (utime+stime of the server process over the bulk runs).
+Prints one table and writes JSON (--out). Python 3 stdlib only; every process it starts is killed
+at exit, on Ctrl-C and on errors; every wait is bounded.
+
+Usage: bench/run.py [--bin BUILD/bin] [--out bench-result.json] [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import atexit
+import ctypes
+import json
+import os
+import platform
+import random
+import resource
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid as uuidlib
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+HOST = "127.0.0.1"
+GIB = 1 << 30
+
+# ---------------------------------------------------------------------------------------------
+# Processes: everything we start is registered and killed at exit.
+
+_procs: list[subprocess.Popen] = []
+_tmp: list[Path] = []
+
+
+def _pdeathsig() -> None:
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - best effort; atexit still cleans up
+        pass
+
+
+def spawn(argv, **kw) -> subprocess.Popen:
+    p = subprocess.Popen([str(a) for a in argv], preexec_fn=_pdeathsig, **kw)
+    _procs.append(p)
+    return p
+
+
+def stop(p: subprocess.Popen) -> None:
+    if p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=5)
+
+
+def cleanup() -> None:
+    for p in reversed(_procs):
+        try:
+            stop(p)
+        except Exception:  # noqa: BLE001
+            pass
+    if not os.environ.get("VLESSBENCH_KEEP_TMP"):
+        for d in _tmp:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _on_signal(signum, _frame):
+    cleanup()
+    os._exit(128 + signum)
+
+
+atexit.register(cleanup)
+signal.signal(signal.SIGTERM, _on_signal)
+signal.signal(signal.SIGINT, _on_signal)
+
+# ---------------------------------------------------------------------------------------------
+# Ports, waiting, /proc
+
+_used_ports: set[int] = set()
+
+
+def free_port() -> int:
+    for _ in range(200):
+        port = random.randint(20000, 60999)
+        if port in _used_ports:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind((HOST, port))
+            except OSError:
+                continue
+        _used_ports.add(port)
+        return port
+    raise RuntimeError("no free port >= 20000")
+
+
+def wait_port(port: int, proc: subprocess.Popen, what: str, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode}")
+        with socket.socket() as s:
+            s.settimeout(0.5)
+            if s.connect_ex((HOST, port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"{what}: port {port} not accepting after {timeout}s")
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for {pid}")
+
+
+def cpu_seconds(pid: int) -> float:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    fields = stat[stat.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def run_load(load: Path, mode: str, args: list, timeout: float) -> dict:
+    r = subprocess.run([str(load), mode, *map(str, args)], capture_output=True, text=True,
+                       timeout=timeout, preexec_fn=_pdeathsig)
+    if r.returncode != 0 or not r.stdout.strip():
+        raise RuntimeError(f"vlessbench_load {mode} {args}: exit {r.returncode}: {r.stderr.strip()} {r.stdout}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+# ---------------------------------------------------------------------------------------------
+# The setup
+
+
+class Setup:
+    def __init__(self, bindir: Path, work: Path):
+        self.bindir = bindir
+        self.work = work
+        self.uuid = str(uuidlib.uuid4())
+        self.cert, self.key = work / "cert.pem", work / "key.pem"
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                        "-nodes", "-keyout", str(self.key), "-out", str(self.cert), "-days", "2",
+                        "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
+                       check=True, capture_output=True, timeout=30)
+        self.target_port, self.ours_port, self.v2_port = free_port(), free_port(), free_port()
+        self.ours_http, self.v2_http = free_port(), free_port()
+        policy = '{ nodelay = true, quickack = "kernel" }'
+        # The target runs in its own vlessbenchd, so that the servers under test only relay: the
+        # CPU and RSS read from /proc are the relay's alone, for ours and for v2ray alike.
+        (work / "target.toml").write_text(
+            f'[log]\nlevel = "warn"\naccess = "{work}/target-access.jsonl"\n'
+            f'[limits]\nmax_sessions = 100000\n'
+            f'[[target]]\nname = "http"\nlisten = "{HOST}:{self.target_port}"\ntcp = {policy}\n')
+        (work / "ours.toml").write_text(
+            f'[log]\nlevel = "warn"\naccess = "{work}/ours-access.jsonl"\n'
+            f'[tls]\ncert = "{self.cert}"\nkey = "{self.key}"\nmin_version = "1.3"\n'
+            f'[limits]\nmax_sessions = 100000\n'
+            f'[[users]]\nname = "bench"\nuuid = "{self.uuid}"\n'
+            f'[[vless]]\nname = "vless"\nlisten = "{HOST}:{self.ours_port}"\ntcp = {policy}\n'
+            f'upstream_tcp = {policy}\n')
+        tls_server = {"minVersion": "1.3",
+                      "certificates": [{"certificateFile": str(self.cert), "keyFile": str(self.key)}]}
+        v2_server = {
+            "log": {"loglevel": "warning"},
+            "inbounds": [{"listen": HOST, "port": self.v2_port, "protocol": "vless",
+                          "settings": {"clients": [{"id": self.uuid}], "decryption": "none"},
+                          "streamSettings": {"network": "tcp", "security": "tls", "tlsSettings": tls_server}}],
+            "outbounds": [{"protocol": "freedom", "settings": {}}],
+        }
+        (work / "v2ray-server.json").write_text(json.dumps(v2_server, indent=1))
+        for name, http_port, server_port in (("ours", self.ours_http, self.ours_port),
+                                             ("v2ray", self.v2_http, self.v2_port)):
+            cfg = {
+                "log": {"loglevel": "warning"},
+                "inbounds": [{"listen": HOST, "port": http_port, "protocol": "http", "settings": {}}],
+                "outbounds": [{"protocol": "vless",
+                               "settings": {"vnext": [{"address": HOST, "port": server_port,
+                                                       "users": [{"id": self.uuid, "encryption": "none"}]}]},
+                               "streamSettings": {"network": "tcp", "security": "tls",
+                                                  "tlsSettings": {"serverName": "localhost", "allowInsecure": True}}}],
+            }
+            (work / f"v2ray-client-{name}.json").write_text(json.dumps(cfg, indent=1))
+
+        v2ray = shutil.which("v2ray") or "/usr/bin/v2ray"
+        daemon = bindir / "vlessbenchd"
+        self.target = spawn([daemon, "--config", work / "target.toml"], stdout=subprocess.DEVNULL,
+                            stderr=open(work / "target.log", "wb"))
+        self.ours = spawn([daemon, "--config", work / "ours.toml"], stdout=subprocess.DEVNULL,
+                          stderr=open(work / "ours.log", "wb"))
+        self.v2 = spawn([v2ray, "-config", work / "v2ray-server.json"], stdout=open(work / "v2ray-server.log", "wb"),
+                        stderr=subprocess.STDOUT)
+        self.clients = [spawn([v2ray, "-config", work / f"v2ray-client-{n}.json"],
+                              stdout=open(work / f"v2ray-client-{n}.log", "wb"), stderr=subprocess.STDOUT)
+                        for n in ("ours", "v2ray")]
+        wait_port(self.target_port, self.target, "target vlessbenchd")
+        wait_port(self.ours_port, self.ours, "our vlessbenchd")
+        wait_port(self.v2_port, self.v2, "v2ray server")
+        wait_port(self.ours_http, self.clients[0], "v2ray client (ours)")
+        wait_port(self.v2_http, self.clients[1], "v2ray client (v2ray)")
+
+    def server(self, which: str) -> tuple[int, subprocess.Popen]:
+        return (self.ours_port, self.ours) if which == "ours" else (self.v2_port, self.v2)
+
+    def link(self, which: str) -> str:
+        port = self.server(which)[0]
+        return (f"vless://{self.uuid}@{HOST}:{port}?encryption=none&security=tls&sni=localhost"
+                f"&allowInsecure=1&type=tcp#{which}")
+
+    def load_args(self, which: str) -> list:
+        """vlessbench_load arguments for a server, or the direct floor (which == 'direct')."""
+        args = ["--target", f"{HOST}:{self.target_port}"]
+        if which != "direct":
+            args += ["--server", f"{HOST}:{self.server(which)[0]}", "--uuid", self.uuid]
+        return args
+
+    def check_alive(self) -> None:
+        for p in [self.target, self.ours, self.v2, *self.clients]:
+            if p.poll() is not None:
+                raise RuntimeError(f"{p.args[0]} exited with {p.returncode}; logs in {self.work}")
+
+# ---------------------------------------------------------------------------------------------
+# Measurements
+
+
+def measure_idle(s: Setup, load: Path, sessions: int) -> dict:
+    out = {}
+    for which in ("ours", "v2ray"):
+        pid = s.server(which)[1].pid
+        time.sleep(0.5)
+        before = rss_kib(pid)
+        p = subprocess.Popen([str(a) for a in (load, "idle", *s.load_args(which), "--workers", sessions, "--seconds", 60)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, preexec_fn=_pdeathsig)
+        _procs.append(p)
+        try:
+            line = p.stdout.readline()  # bounded: the tool gives up after --seconds
+            ready = json.loads(line) if line.strip() else {"ready": 0, "error": "no output"}
+            time.sleep(1.0)  # let the server settle (Go's background allocations, lazy frees)
+            with_sessions = rss_kib(pid)
+        finally:
+            p.stdin.close()
+            p.wait(timeout=30)
+        n = ready.get("ready", 0)
+        if n < sessions:
+            raise RuntimeError(f"idle sessions on {which}: only {n}/{sessions} opened: {ready.get('error')}")
+        out[which] = {"rss_before_kib": before, "rss_with_sessions_kib": with_sessions, "sessions": n,
+                      "per_session_kib": (with_sessions - before) / n}
+        time.sleep(1.0)  # sessions close
+    return out
+
+
+def measure_latency(s: Setup, new: int, reuse: int, warmup: int) -> dict:
+    out_dir = s.work / "latency"
+    runner = s.bindir / "vlessbench"
+    argv = [runner, "run", "--target", f"http://{HOST}:{s.target_port}/",
+            "--path", "direct=direct",
+            "--path", f"ours-builtin={s.link('ours')}", "--path", f"v2ray-builtin={s.link('v2ray')}",
+            "--path", f"ours-v2client=http://{HOST}:{s.ours_http}",
+            "--path", f"v2ray-v2client=http://{HOST}:{s.v2_http}",
+            "--new", new, "--reuse", reuse, "--warmup", warmup, "--out", out_dir,
+            "--allow-mismatch"]  # the target is a separate process: it answers "direct" to both servers
+    r = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=240,
+                       preexec_fn=_pdeathsig)
+    if r.returncode != 0:
+        raise RuntimeError(f"vlessbench run failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+    summary = json.loads((out_dir / "summary.json").read_text())
+    res = {"table": r.stdout.split("\n\n")[0]}
+    for name, p in summary["paths"].items():
+        res[name] = {mode: {k: p[mode].get(k) for k in ("n", "failed", "median_ms", "p95_ms",
+                                                       "paired_delta_median_ms")}
+                     for mode in ("new", "reuse")}
+    return res
+
+
+def measure_handshakes(s: Setup, load: Path, rounds: int, seconds: float, workers: int) -> dict:
+    res = {w: [] for w in ("ours", "v2ray", "direct")}
+    for r in range(rounds):
+        order = ["ours", "v2ray", "direct"] if r % 2 == 0 else ["v2ray", "ours", "direct"]
+        for which in order:
+            s.check_alive()
+            j = run_load(load, "handshakes", [*s.load_args(which), "--workers", workers, "--threads", 1,
+                                              "--seconds", seconds], timeout=seconds + 30)
+            if j["failed"]:
+                print(f"  warning: {which}: {j['failed']} failed handshakes ({j['error']})", file=sys.stderr)
+            res[which].append(j)
+            time.sleep(0.5)
+    return {w: {"per_second": statistics.median(x["per_second"] for x in v),
+                "rounds": [round(x["per_second"], 1) for x in v],
+                "latency_median_us": statistics.median(x["latency_median_us"] for x in v)}
+            for w, v in res.items()}
+
+
+def measure_bulk(s: Setup, load: Path, total: int) -> dict:
+    cases = [("down", 1), ("up", 1), ("down", 16), ("up", 16)]
+    res: dict = {}
+    cpu = {"ours": [0.0, 0], "v2ray": [0.0, 0]}  # cpu seconds, bytes
+    for mode, sessions in cases:
+        key = f"{mode}x{sessions}"
+        res[key] = {}
+        for which in ("ours", "v2ray", "direct") if sessions == 1 else ("v2ray", "ours", "direct"):
+            s.check_alive()
+            pid = s.server(which)[1].pid if which != "direct" else None
+            c0 = cpu_seconds(pid) if pid else 0.0
+            t0 = cpu_seconds(s.target.pid)
+            ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+            j = run_load(load, mode, [*s.load_args(which), "--workers", sessions, "--threads", 1,
+                                      "--bytes", total // sessions, "--seconds", 60], timeout=90)
+            if j["failed"]:
+                raise RuntimeError(f"bulk {key} {which}: {j['failed']} failed: {j['error']}")
+            ru2 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            # The load generator's and the target's CPU share of the run: near 1.0 would mean the
+            # measurement tool, not the server, set the pace.
+            j["load_cpu_share"] = (ru2.ru_utime + ru2.ru_stime - ru.ru_utime - ru.ru_stime) / j["seconds"]
+            j["target_cpu_share"] = (cpu_seconds(s.target.pid) - t0) / j["seconds"]
+            if pid:
+                j["server_cpu_share"] = (cpu_seconds(pid) - c0) / j["seconds"]
+                cpu[which][0] += cpu_seconds(pid) - c0
+                cpu[which][1] += j["bytes"]
+            res[key][which] = {k: j[k] for k in ("mbytes_per_second", "seconds", "bytes", "load_cpu_share",
+                                                 "target_cpu_share", "server_cpu_share") if k in j}
+            time.sleep(0.5)
+    res["cpu"] = {w: {"cpu_seconds": c, "gib": b / GIB, "cpu_s_per_gib": c / (b / GIB)}
+                  for w, (c, b) in cpu.items()}
+    return res
+
+# ---------------------------------------------------------------------------------------------
+# Report
+
+
+def machine() -> dict:
+    model = ""
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+    v2 = subprocess.run([shutil.which("v2ray") or "/usr/bin/v2ray", "-version"], capture_output=True, text=True,
+                        timeout=10).stdout.splitlines()
+    return {"nproc": os.cpu_count(), "cpu": model, "kernel": platform.release(),
+            "loadavg_at_start": Path("/proc/loadavg").read_text().split()[:3],
+            "v2ray": v2[0] if v2 else "", "python": platform.python_version()}
+
+
+def table(results: dict) -> list[dict]:
+    lat, hs, bulk, idle = results["latency"], results["handshakes"], results["bulk"], results["idle"]
+    rows = []
+
+    def row(metric, unit, ours, v2, target_op, target, floor=None):
+        ratio = ours / v2 if v2 else float("nan")
+        met = ratio <= target if target_op == "<=" else ratio >= target
+        rows.append({"metric": metric, "unit": unit, "ours": ours, "v2ray": v2, "ratio": ratio,
+                     "target": f"{target_op} {target}", "met": met, "direct_floor": floor})
+
+    for client, suffix in (("built-in client", "builtin"), ("v2ray client", "v2client")):
+        for mode, label, tgt in (("new", "new-connection added latency", 0.75),
+                                 ("reuse", "reused added latency", 0.5)):
+            row(f"{label} ({client})", "ms", lat[f"ours-{suffix}"][mode]["paired_delta_median_ms"],
+                lat[f"v2ray-{suffix}"][mode]["paired_delta_median_ms"], "<=", tgt,
+                lat["direct"][mode]["median_ms"])
+    row("handshakes/s (TLS+VLESS+GET)", "1/s", hs["ours"]["per_second"], hs["v2ray"]["per_second"], ">=", 1.5,
+        hs["direct"]["per_second"])
+    for key, label, tgt in (("downx1", "download, 1 session", 2.0), ("upx1", "upload, 1 session", 2.0),
+                            ("downx16", "download, 16 sessions", None), ("upx16", "upload, 16 sessions", None)):
+        b = bulk[key]
+        row(label, "MB/s", b["ours"]["mbytes_per_second"], b["v2ray"]["mbytes_per_second"], ">=", tgt or 1.0,
+            b["direct"]["mbytes_per_second"])
+        if tgt is None:
+            rows[-1]["target"] = "(none)"
+            rows[-1]["met"] = None
+    row("RSS per idle session", "KiB", idle["ours"]["per_session_kib"], idle["v2ray"]["per_session_kib"], "<=", 0.5)
+    row("CPU-seconds per GiB relayed", "s/GiB", bulk["cpu"]["ours"]["cpu_s_per_gib"],
+        bulk["cpu"]["v2ray"]["cpu_s_per_gib"], "<=", 0.5)
+    return rows
+
+
+def fmt(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "NO"
+    if isinstance(v, float):
+        return f"{v:.3f}" if abs(v) < 10 else f"{v:.1f}"
+    return str(v)
+
+
+def print_table(rows: list[dict]) -> None:
+    head = ["metric", "unit", "ours", "v2ray", "ratio", "target", "met?", "direct floor"]
+    body = [[r["metric"], r["unit"], fmt(r["ours"]), fmt(r["v2ray"]), fmt(r["ratio"]), r["target"],
+             fmt(r["met"]), fmt(r["direct_floor"])] for r in rows]
+    widths = [max(len(x[i]) for x in [head, *body]) for i in range(len(head))]
+    for i, line in enumerate([head, *body]):
+        print("  ".join(c.ljust(widths[k]) if k < 2 else c.rjust(widths[k]) for k, c in enumerate(line)))
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bin", type=Path, default=Path(os.environ.get("VLESSBENCH_BIN") or REPO / "build" / "bin"),
+                    help="directory with vlessbenchd, vlessbench, vlessbench_load")
+    ap.add_argument("--out", type=Path, default=Path("bench-result.json"))
+    ap.add_argument("--quick", action="store_true", help="smaller counts (a smoke test, not for the docs)")
+    ap.add_argument("--only", default="idle,latency,handshakes,bulk", help="comma list of phases to run")
+    a = ap.parse_args()
+    load = a.bin / "vlessbench_load"
+    for b in (a.bin / "vlessbenchd", a.bin / "vlessbench", load):
+        if not b.exists():
+            print(f"missing {b}: build with ninja -C BUILD vlessbenchd vlessbench vlessbench_load", file=sys.stderr)
+            return 2
+    quick = a.quick
+    phases = set(a.only.split(","))
+    work = Path(tempfile.mkdtemp(prefix="vlessbench-bench-"))
+    _tmp.append(work)
+    t0 = time.monotonic()
+    results: dict = {"machine": machine(), "command": " ".join(sys.argv), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    s = Setup(a.bin, work)
+    # Warm-up: a few sessions through each path so that lazy initialisation is paid before measuring.
+    for which in ("ours", "v2ray"):
+        run_load(load, "handshakes", [*s.load_args(which), "--workers", 2, "--seconds", 0.5], timeout=30)
+
+    if "idle" in phases:
+        print("idle sessions (RSS)...", file=sys.stderr, flush=True)
+        results["idle"] = measure_idle(s, load, 200 if quick else 1000)
+    if "latency" in phases:
+        print("latency (vlessbench run)...", file=sys.stderr, flush=True)
+        results["latency"] = measure_latency(s, *((30, 60, 5) if quick else (150, 300, 10)))
+    if "handshakes" in phases:
+        print("handshakes/s...", file=sys.stderr, flush=True)
+        results["handshakes"] = measure_handshakes(s, load, 2 if quick else 3, 2 if quick else 5, 16)
+    if "bulk" in phases:
+        print("bulk transfers...", file=sys.stderr, flush=True)
+        results["bulk"] = measure_bulk(s, load, (GIB // 8) if quick else GIB)
+    s.check_alive()
+    results["seconds"] = round(time.monotonic() - t0, 1)
+    if phases >= {"idle", "latency", "handshakes", "bulk"}:
+        rows = table(results)
+        results["table"] = rows
+        print_table(rows)
+    if "latency" in results:
+        print("\nlatency run (vlessbench run):\n" + results["latency"]["table"])
+    a.out.write_text(json.dumps(results, indent=1))
+    print(f"\n{a.out} written; {results['seconds']} s; load average at start "
+          f"{' '.join(results['machine']['loadavg_at_start'])}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
