@@ -1,6 +1,11 @@
 #include "daemon.hpp"
 
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <csignal>
+#include <cstring>
 #include <iostream>
 
 #include <systemd/sd-daemon.h>
@@ -49,7 +54,9 @@ daemon::daemon(std::shared_ptr<const config> cfg, std::optional<std::filesystem:
   tls_ = std::make_shared<asio::ssl::context>(tls::make_server_context(rt_.cfg->tls));
 }
 
-daemon::~daemon() = default;
+daemon::~daemon() {
+  if (spare_fd_ >= 0) ::close(spare_fd_);
+}
 
 std::shared_ptr<daemon::listener> daemon::open_listener(const std::string& kind, const std::string& name,
                                                         const tcp::endpoint& ep, const tcp_policy& tcp,
@@ -89,8 +96,21 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
     if (state->closed || rt_.stopping) co_return;
     if (ec) {
       if (ec == asio::error::operation_aborted) co_return;
-      // Out of descriptors (or similar): say so and back off instead of spinning on accept.
-      spdlog::warn("{} {}: accept: {}", state->kind, state->name, ec.message());
+      const bool out_of_fds = ec == asio::error::no_descriptors || ec.value() == ENFILE;
+      if (out_of_fds && shed_connection(*l)) continue;  // the next pending one, if any
+      // Out of descriptors with nothing pending (or another error): back off instead of spinning
+      // on accept; the warning at most once a second.
+      const auto now = steady_clock::now();
+      if (!out_of_fds || now - last_shed_warning_ >= std::chrono::seconds(1)) {
+        spdlog::warn("{} {}: accept: {}{}", state->kind, state->name, ec.message(),
+                     shed_count_ ? fmt::format(" ({} connection(s) closed at once since the last warning)",
+                                               shed_count_)
+                                 : std::string());
+        if (out_of_fds) {
+          last_shed_warning_ = now;
+          shed_count_ = 0;
+        }
+      }
       backoff.expires_after(std::chrono::milliseconds(100));
       co_await backoff.async_wait(as_tuple_awaitable);
       continue;
@@ -115,6 +135,33 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
     asio::co_spawn(io_, vless_server::serve_session(rt_, state, tls_, std::move(socket)),
                    [](std::exception_ptr e) { log_exception(e, "vless session"); });
   }
+}
+
+bool daemon::shed_connection(listener& l) {
+  if (spare_fd_ < 0) return false;
+  ::close(spare_fd_);
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  const int fd = ::accept4(l.acceptor.native_handle(), reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC);
+  if (fd >= 0) ::close(fd);
+  spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;  // nothing pending
+  ++shed_count_;
+  if (l.state->kind == "vless") {
+    tcp::endpoint peer;
+    if (len <= peer.capacity()) {
+      std::memcpy(peer.data(), &addr, len);
+      peer.resize(len);
+    }
+    json_line line("vless.reject");
+    line.add("listener", l.state->name)
+        .add("client", format_endpoint(peer))
+        .add("reason", "fd_exhausted")
+        .add("phase", "accept")
+        .add("bytes_seen", std::uint64_t{0});
+    rt_.log.write(line.finish());
+  }
+  return true;
 }
 
 void daemon::print_links() const {
@@ -151,6 +198,7 @@ int daemon::run() {
     start_accepting(l);
   }
   print_links();
+  spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   asio::co_spawn(io_, signal_loop(), [](std::exception_ptr e) { log_exception(e, "signal loop"); });
   notify("READY=1");
   spdlog::info("vlessbenchd ready (config {}, generation {})", cfg.source, rt_.generation);

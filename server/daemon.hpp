@@ -1,5 +1,7 @@
 #pragma once
 // vlessbenchd's lifecycle: listeners, signals (SIGHUP reload, SIGTERM/SIGINT drain), reload diff.
+#include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -32,6 +34,7 @@ class daemon {
                                           const tcp_policy& upstream);
   void start_accepting(const std::shared_ptr<listener>& l);
   awaitable<void> accept_loop(std::shared_ptr<listener> l);
+  bool shed_connection(listener& l);
   awaitable<void> signal_loop();
   awaitable<void> drain();
   void reload();
@@ -43,6 +46,11 @@ class daemon {
   std::shared_ptr<asio::ssl::context> tls_;
   std::vector<std::shared_ptr<listener>> listeners_;
   asio::signal_set signals_;
+  // A descriptor held in reserve: out of descriptors, it is given up for a moment so a pending
+  // connection can be accepted and closed at once instead of waiting in the backlog.
+  int spare_fd_ = -1;
+  std::uint64_t shed_count_ = 0;  // connections shed that way since the last warning
+  std::chrono::steady_clock::time_point last_shed_warning_{};
 };
 
 }  // namespace vlessbench
