@@ -55,6 +55,7 @@ struct session {
   close_reason reason = close_reason::client_eof;
   bool timed_out = false;
   bool drained = false;
+  bool client_closed = false;  // the client ended its side first: the upstream's EOF follows from it
   std::uint64_t bytes_up = 0;    // client -> destination payload
   std::uint64_t bytes_down = 0;  // destination -> client payload
   std::uint64_t header_bytes_seen = 0;
@@ -250,6 +251,7 @@ struct session {
         std::error_code ignored;
         if (is_eof(ec)) {
           // Half-close: the destination sees EOF, and its answer still flows back.
+          client_closed = true;
           upstream.socket().shutdown(tcp::socket::shutdown_send, ignored);
         } else {
           if (reason == close_reason::client_eof) reason = close_reason::client_error;
@@ -279,7 +281,7 @@ struct session {
       auto [ec, n] = co_await upstream.async_read_some(asio::buffer(down.data() + header_room, relay_chunk),
                                                        as_tuple_awaitable);
       if (ec) {
-        if (reason == close_reason::client_eof)
+        if (reason == close_reason::client_eof && !client_closed)
           reason = is_eof(ec) ? close_reason::upstream_eof : close_reason::upstream_error;
         if (!header_sent) {
           // Nothing came back at all: the client still gets its response header.
