@@ -47,6 +47,7 @@ struct run_args {
   std::string vless_nodelay = "on";
   std::string vless_writes = "one";
   bool allow_mismatch = false;
+  int abort_after = 5;
 };
 
 std::string read_file(const std::filesystem::path& p) {
@@ -137,6 +138,7 @@ int do_run(const run_args& a, const std::string& command_line) {
   o.run_id = make_run_id(o.seed ^ static_cast<std::uint64_t>(
                                       std::chrono::system_clock::now().time_since_epoch().count()));
   o.progress = isatty(STDERR_FILENO) == 1;
+  o.abort_after_failed_rounds = a.abort_after;
 
   run_metadata meta;
   meta.run_id = o.run_id;
@@ -163,7 +165,7 @@ int do_run(const run_args& a, const std::string& command_line) {
             << " warm-ups, target " << a.target << "\n";
 
   const auto started = std::chrono::steady_clock::now();
-  const auto samples = measure(o);
+  const auto samples = measure(o, &meta.aborted);
   meta.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const auto results = analyze(o.paths, o.baseline, samples, o.vless_defaults, o.seed);
 
@@ -178,6 +180,11 @@ int do_run(const run_args& a, const std::string& command_line) {
   for (const auto& s : samples) {
     ok += s.ok ? 1 : 0;
     mismatches += s.route_mismatch ? 1 : 0;
+  }
+  if (!meta.aborted.empty()) {
+    // The files above hold what was measured before; they say "aborted" in summary.json.
+    std::cerr << "vlessbench: run aborted: " << meta.aborted << "\n";
+    return exit_failed;
   }
   if (ok == 0) {
     std::cerr << "vlessbench: every sample failed\n";
@@ -232,6 +239,11 @@ int run_cli(int argc, char** argv) {
   run->add_option("--seed", ra.seed, "PRNG seed for path order and bootstrap (default random, recorded)");
   run->add_option("--timeout", ra.timeout_s, "seconds allowed for each socket operation")
       ->check(CLI::Range(0.001, 3600.0))
+      ->capture_default_str();
+  run->add_option("--abort-after", ra.abort_after,
+                  "stop (exit 1, partial results written) when every path failed in N consecutive "
+                  "rounds; 0 = never")
+      ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
   run->add_option("--pause-ms", ra.pause_ms, "pause between samples")->check(CLI::Range(0, 60000))->capture_default_str();
   run->add_option("--vless-nodelay", ra.vless_nodelay, "built-in VLESS client: TCP_NODELAY (off = Linux default Nagle)")

@@ -67,7 +67,19 @@ struct state {
   std::uint64_t seq = 0;
   stats::prng rng;
   progress_bar bar;
+  int failed_rounds = 0;  // consecutive rounds in which every sample failed
+  std::string aborted;
 };
+
+// Counts a round; true when the run should stop (see measure_options::abort_after_failed_rounds).
+bool give_up(state& st, bool any_ok, const std::string& last_error) {
+  st.failed_rounds = any_ok ? 0 : st.failed_rounds + 1;
+  const int limit = st.opts.abort_after_failed_rounds;
+  if (limit <= 0 || st.failed_rounds < limit) return false;
+  st.aborted = "every path failed in " + std::to_string(limit) + " consecutive rounds (last error: " +
+               last_error + ")";
+  return true;
+}
 
 awaitable<void> pause(state& st) {
   if (st.opts.pause.count() <= 0) co_return;
@@ -144,23 +156,33 @@ awaitable<void> run_all(state& st) {
 
   for (int round = o.new_count > 0 ? -o.warmup : 0; round < o.new_count; ++round) {
     shuffle_order(order, st.rng);
+    bool any_ok = false;
+    std::string last_error;
     for (const auto p : order) {
       auto s = co_await new_connection_sample(st, p, round);
+      any_ok = any_ok || s.ok;
+      if (!s.ok) last_error = s.error;
       if (round >= 0) st.samples.push_back(std::move(s));
       st.bar.step(round < 0 ? "new (warm-up)" : "new " + st.plans[p].spec->name);
       co_await pause(st);
     }
+    if (give_up(st, any_ok, last_error)) co_return;
   }
   if (o.reuse_count <= 0) co_return;
   std::vector<std::shared_ptr<tunnel>> tunnels(n);
   for (int round = -o.warmup; round < o.reuse_count; ++round) {
     shuffle_order(order, st.rng);
+    bool any_ok = false;
+    std::string last_error;
     for (const auto p : order) {
       auto s = co_await reuse_sample(st, p, round, tunnels[p]);
+      any_ok = any_ok || s.ok;
+      if (!s.ok) last_error = s.error;
       if (round >= 0) st.samples.push_back(std::move(s));
       st.bar.step(round < 0 ? "reuse (warm-up)" : "reuse " + st.plans[p].spec->name);
       co_await pause(st);
     }
+    if (give_up(st, any_ok, last_error)) break;
   }
   for (auto& t : tunnels)
     if (t) t->close();
@@ -183,11 +205,11 @@ void shuffle_order(std::vector<std::size_t>& order, stats::prng& rng) {
   for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
 }
 
-std::vector<sample> measure(const measure_options& opts) {
+std::vector<sample> measure(const measure_options& opts, std::string* aborted) {
   asio::io_context io(1);
   const auto phase = [&](int count) { return count > 0 ? count + opts.warmup : 0; };
   const auto per_path = static_cast<std::size_t>(phase(opts.new_count) + phase(opts.reuse_count));
-  state st{opts, io, {}, {}, 0, stats::prng(opts.seed), progress_bar(opts.progress, per_path * opts.paths.size())};
+  state st{opts, io, {}, {}, 0, stats::prng(opts.seed), progress_bar(opts.progress, per_path * opts.paths.size()), 0, {}};
   st.plans.reserve(opts.paths.size());
   for (const auto& p : opts.paths) st.plans.push_back(make_plan(io, p, opts.target, opts.vless_defaults));
   st.samples.reserve(opts.paths.size() * static_cast<std::size_t>(opts.new_count + opts.reuse_count));
@@ -197,6 +219,7 @@ std::vector<sample> measure(const measure_options& opts) {
   io.run();
   st.bar.finish();
   if (failure) std::rethrow_exception(failure);
+  if (aborted) *aborted = st.aborted;
   return std::move(st.samples);
 }
 

@@ -25,6 +25,9 @@ struct measure_options {
   std::uint64_t seed = 0;
   std::string run_id;
   bool progress = false;  // progress bar on stderr
+  // Stop early when every sample of this many consecutive rounds (warm-ups included) failed: the
+  // server or the proxy is gone, and the rest of the run would only add failures. 0 = never.
+  int abort_after_failed_rounds = 5;
 };
 
 // The GET every path sends; formatted before a sample's clock starts.
@@ -34,6 +37,7 @@ std::string format_get(const target_url& target, std::string_view run_id, std::u
 // Fisher-Yates with the runner's PRNG: the same seed replays the same interleaving.
 void shuffle_order(std::vector<std::size_t>& order, stats::prng& rng);
 
-std::vector<sample> measure(const measure_options& opts);
+// aborted (if given) receives why the run stopped early, or stays empty.
+std::vector<sample> measure(const measure_options& opts, std::string* aborted = nullptr);
 
 }  // namespace vlessbench::runner

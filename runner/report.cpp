@@ -324,6 +324,7 @@ std::string summary_json(const run_metadata& meta, const std::vector<path_result
   run["vless_defaults"] = {{"nodelay", meta.vless_defaults.nodelay},
                            {"writes", std::string(to_string(meta.vless_defaults.writes))}};
   run["duration_s"] = round6(meta.duration_s);
+  run["aborted"] = meta.aborted.empty() ? json(nullptr) : json(meta.aborted);
   root["run"] = run;
   std::size_t mismatches = 0;
   json paths = json::object();

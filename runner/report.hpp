@@ -70,6 +70,7 @@ struct run_metadata {
   int timeout_ms = 0, pause_ms = 0;
   vless_client_options vless_defaults;
   double duration_s = 0;
+  std::string aborted;  // why the run stopped early; empty when it ran to the end
 };
 
 std::vector<path_result> analyze(const std::vector<path_spec>& paths, std::size_t baseline,
