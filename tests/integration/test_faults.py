@@ -1,0 +1,259 @@
+"""Faults under load: descriptor exhaustion, SIGHUP storms, SIGTERM mid-load, a destination killed
+mid-transfer, the daemon dying under the runner.
+
+Uses tests/load/vless_load for the load. Figures are printed as `FIGURE name = value` lines;
+docs/reliability.md quotes them.
+"""
+import csv
+import json
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "load"))
+import loadkit  # noqa: E402
+from harness import (BIN, LOOPBACK, SANITIZED, Daemon, Suite, TlsClient, check, http_request,  # noqa: E402
+                     read_vless_response_header, require_binary, spawn, tempdir, vless_get, vless_header)
+
+suite = Suite("test_faults")
+require_binary()
+loadkit.raise_nofile()
+SLOW = 3 if SANITIZED else 1  # the sanitizer build is several times slower
+LOAD_SECONDS = loadkit.env_int("VLESSBENCH_LOAD_SECONDS", 8)  # SIGHUP storm length (soak.sh: longer)
+
+
+def vless_ok(d: Daemon, listener: str = "kernel", timeout: float = 3.0) -> bool:
+    try:
+        resp, _ = vless_get(d.port(listener), d.uuid, d.target_port, "/generate_204", timeout=timeout)
+        return resp.status == 204
+    except (OSError, EOFError, AssertionError):
+        return False
+
+
+def retry_until(pred, timeout: float, pause: float = 0.2) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(pause)
+    return False
+
+
+@suite.test
+def descriptor_exhaustion_rejects_and_recovers():
+    d = Daemon()
+    try:
+        pid = d.proc.pid
+        # As if started under `ulimit -n 64`: the listeners and the log are already open.
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (64, 64))
+        check(vless_ok(d), "a session before exhaustion")
+        # 60 sessions need ~180 descriptors (client, upstream, the target's side): about a
+        # third of them fit.
+        load = loadkit.LoadRun(d, "kernel", d.target_port, "--idle", 60, "--opening", 60,
+                               "--timeout", 4 * SLOW, hold_stdin=True)
+        try:
+            time.sleep(1.0)
+            cpu0, t0 = loadkit.cpu_seconds(pid), time.monotonic()
+            time.sleep(3.0)
+            cpu_share = (loadkit.cpu_seconds(pid) - cpu0) / (time.monotonic() - t0)
+            fds = loadkit.open_fds(pid)
+            ready = load.wait_line("ready", timeout=30 * SLOW)
+            loadkit.figure("fd_exhaustion_sessions_open_failed", f"{ready['opened']} / {ready['open_failed']}")
+            loadkit.figure("fd_exhaustion_daemon_cpu_share", f"{cpu_share:.3f}")
+            loadkit.figure("fd_exhaustion_daemon_fds", fds)
+            check(d.running(), "daemon died on exhaustion")
+            check(ready["opened"] > 0 and ready["open_failed"] > 0, ready)
+            check(cpu_share < 0.10, f"daemon used {cpu_share:.0%} CPU while out of descriptors (busy loop?)")
+            # Excess connections are closed at once (a descriptor kept in reserve), not left to
+            # time out in the backlog.
+            timeouts = sum(n for k, n in ready["errors"].items() if "timeout" in k)
+            check(timeouts == 0, f"sessions timed out instead of being refused: {ready['errors']}")
+            done = load.finish(timeout=30)
+            check(done["dropped"] == 0, f"held sessions were dropped: {done}")
+        finally:
+            load.stop()
+        t1 = time.monotonic()
+        check(retry_until(lambda: vless_ok(d, timeout=1.0), timeout=10 * SLOW), "no recovery after release")
+        loadkit.figure("fd_exhaustion_recovery_s", f"{time.monotonic() - t1:.2f}")
+        check(loadkit.direct_get_seconds(d.target_port) < 2.0, "direct request after recovery")
+        stderr = d.stderr()
+        check("Too many open files" in stderr, f"exhaustion not logged:\n{stderr[-2000:]}")
+        shed = d.events("vless.reject", reason="fd_exhausted")
+        failed_connect = [e for e in d.events("vless.reject") if "open files" in e.get("detail", "")]
+        loadkit.figure("fd_exhaustion_log", f"{stderr.count('Too many open files')} stderr lines, "
+                                            f"{len(shed)} fd_exhausted + {len(failed_connect)} connect_failed rejects")
+        check(len(shed) + len(failed_connect) >= ready["open_failed"] // 2, "rejects not logged")
+        check(d.stop() == 0, "exit code after exhaustion")
+    finally:
+        d.stop()
+
+
+def reload_variants(d: Daemon):
+    """Two valid configs differing in the "kernel" listener's quickack policy."""
+    a = json.loads(json.dumps(d.cfg))
+    b = json.loads(json.dumps(d.cfg))
+    b["vless"][0]["tcp"]["quickack"] = "on"
+    return a, b
+
+
+@suite.test
+def sighup_every_100ms_loses_nothing():
+    d = Daemon(start=False)
+    d.cfg["log"]["level"] = "warn"
+    d.write_config(d.cfg)
+    d.start()
+    try:
+        since = loadkit.mark_after_probes(d)
+        variants = reload_variants(d)
+        load = loadkit.LoadRun(d, "kernel", d.target_port, "--idle", 300, "--active", 100,
+                               "--duration", LOAD_SECONDS, "--reconnect-every", 4, "--pause-ms", 5,
+                               "--timeout", 10 * SLOW, hold_stdin=True)
+        sent = 0
+        try:
+            ready = load.wait_line("ready", timeout=30 * SLOW)
+            check(ready["open_failed"] == 0, ready)
+            stop = time.monotonic() + LOAD_SECONDS
+            while time.monotonic() < stop and load.proc.poll() is None:
+                d.write_config(variants[sent % 2])
+                d.signal(signal.SIGHUP)
+                sent += 1
+                time.sleep(0.1)
+            done = load.finish(timeout=60 * SLOW)
+        finally:
+            load.stop()
+        reloads = loadkit.wait_count(d, "config.reload", sent, timeout=10)
+        gens = [e["generation"] for e in reloads]
+        loadkit.figure("sighup_reloads_sent_logged", f"{sent} / {len(reloads)}")
+        loadkit.figure("sighup_requests_ok_failed_dropped",
+                       f"{done['requests_ok']} / {done['requests_failed']} / {done['dropped']}")
+        check(sent >= 5 * LOAD_SECONDS, f"only {sent} SIGHUPs sent")
+        check(all(e["ok"] for e in reloads), [e for e in reloads if not e["ok"]][:3])
+        check(len(reloads) == sent, f"{sent} SIGHUPs, {len(reloads)} config.reload events")
+        check(all(b > a for a, b in zip(gens, gens[1:])) and gens[0] >= 2, gens[:10])
+        check(done["requests_failed"] == 0 and done["open_failed"] == 0 and done["dropped"] == 0, done)
+        check(done["requests_ok"] > 1000, done)
+        opened = done["opened"]
+        sessions = loadkit.wait_count(d, "vless.session", opened, timeout=20)
+        check(len(sessions) == opened, f"{len(sessions)} vless.session lines, {opened} sessions opened")
+        reasons = {e["close_reason"] for e in sessions}
+        check(reasons <= {"client_eof"}, reasons)
+        check(len(d.events("vless.reject", since=since)) == 0, d.events("vless.reject", since=since)[:3])
+    finally:
+        d.stop()
+
+
+@suite.test
+def sigterm_under_load_drains_within_the_deadline():
+    drain_ms = 3000
+    d = Daemon(limits={"drain_timeout_ms": drain_ms}, start=False)
+    d.cfg["log"]["level"] = "warn"
+    d.write_config(d.cfg)
+    d.start()
+    try:
+        load = loadkit.LoadRun(d, "kernel", d.target_port, "--idle", 200, "--active", 200,
+                               "--duration", 60, "--pause-ms", 2, "--stop-on-close",
+                               "--timeout", 10 * SLOW, hold_stdin=True)
+        try:
+            load.wait_line("ready", timeout=30 * SLOW)
+            time.sleep(2.0)
+            t0 = time.monotonic()
+            d.signal(signal.SIGTERM)
+            rc = d.proc.wait(timeout=drain_ms / 1000 + 10)
+            drain_s = time.monotonic() - t0
+            done = load.finish(timeout=30)
+        finally:
+            load.stop()
+        loadkit.figure("sigterm_drain_s", f"{drain_s:.2f} (deadline {drain_ms / 1000:.1f})")
+        loadkit.figure("sigterm_requests_ok_failed_closed",
+                       f"{done['requests_ok']} / {done['requests_failed']} / {done['closed_by_server']}")
+        check(rc == 0, f"exit code {rc}\n{d.stderr()[-2000:]}")
+        check(drain_s <= drain_ms / 1000 + 1.5, f"drain took {drain_s:.2f}s")
+        check(done["requests_failed"] == 0, done)
+        sessions = d.events("vless.session")
+        opened = done["opened"]
+        check(len(sessions) == opened, f"{len(sessions)} vless.session lines, {opened} sessions opened")
+        check(all(e.get("close_reason") for e in sessions), "a session without close_reason")
+        reasons = {}
+        for e in sessions:
+            reasons[e["close_reason"]] = reasons.get(e["close_reason"], 0) + 1
+        loadkit.figure("sigterm_close_reasons", json.dumps(reasons, sort_keys=True))
+    finally:
+        d.stop()
+
+
+@suite.test
+def destination_killed_mid_transfer_ends_the_session_with_a_reason():
+    dest = loadkit.target_only_daemon()
+    d = Daemon()
+    try:
+        since = d.mark()
+        with TlsClient(d.port("kernel"), timeout=10) as c:
+            c.handshake()
+            c.send(vless_header(d.uuid, dest.target_port) + http_request("GET", "/bytes/20000000000"))
+            read_vless_response_header(c.stream)
+            got = 0
+            while got < 4 << 20:
+                data = c.recv()
+                check(data, "EOF before the kill")
+                got += len(data)
+            dest.proc.kill()
+            dest.proc.wait(timeout=5)
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < 10:
+                data = c.recv()
+                if not data:
+                    break
+                got += len(data)
+            check(time.monotonic() - t0 < 10, "the session did not end after its destination died")
+        ev = d.wait_event("vless.session", timeout=5, since=since)
+        loadkit.figure("destination_killed_close_reason", f"{ev['close_reason']} after {ev['bytes_down']} bytes")
+        check(ev["close_reason"] in ("upstream_eof", "upstream_error"), ev)
+        check(d.running() and vless_ok(d), "the daemon serves on")
+    finally:
+        d.stop()
+        dest.stop()
+
+
+@suite.test
+def runner_survives_the_daemon_dying_mid_run():
+    d = Daemon()
+    out = tempdir("vlessbench-run-")
+    link = (f"vless://{d.uuid}@{LOOPBACK}:{d.port('kernel')}?encryption=none&security=tls&sni=localhost"
+            f"&allowInsecure=1&type=tcp#kernel")
+    argv = [BIN / "vlessbench", "run", "--target", f"http://{LOOPBACK}:{d.target_port}/", "--path",
+            f"vl={link}", "--new", 40, "--reuse", 2000, "--warmup", 2, "--pause-ms", 2, "--timeout", 1,
+            "--seed", 3, "--out", out]
+    proc = spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        # Kill the daemon once the run is in its reused phase.
+        check(retry_until(lambda: len(d.events("http.request")) > 150 or proc.poll() is not None, 30 * SLOW,
+                          0.05), "the run never got going")
+        d.proc.kill()
+        t0 = time.monotonic()
+        stdout, stderr = proc.communicate(timeout=60)
+        after_s = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        d.stop()
+    loadkit.figure("runner_after_daemon_death", f"exit {proc.returncode} {after_s:.1f}s after the kill")
+    check(proc.returncode not in (0, None) and proc.returncode > 0, f"rc {proc.returncode}\n{stderr}")
+    with open(out / "samples.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    ok = [r for r in rows if r["ok"] == "1"]
+    failed = [r for r in rows if r["ok"] == "0"]
+    check(ok and failed, f"{len(ok)} ok, {len(failed)} failed samples")
+    check(all(r["error"] for r in failed), [r for r in failed if not r["error"]][:3])
+    summary = json.loads((out / "summary.json").read_text())
+    check(summary["paths"]["vl"]["reuse"]["failed"] > 0, summary["paths"]["vl"]["reuse"])
+    check(summary["run"]["aborted"] and "consecutive rounds" in summary["run"]["aborted"], summary["run"])
+    check("run aborted" in stderr, stderr)
+    loadkit.figure("runner_samples_ok_failed", f"{len(ok)} / {len(failed)}; first error: {failed[0]['error']}")
+    check((out / "report.svg").exists(), "report.svg")
+
+
+suite.run()
