@@ -8,6 +8,7 @@
 #include "policy_stream.hpp"
 #include "tcp_info.hpp"
 #include "tls.hpp"
+#include "tls_stream.hpp"
 #include "vless_codec.hpp"
 #include "watchdog.hpp"
 
@@ -29,7 +30,12 @@ std::string_view to_string(close_reason r) {
 namespace {
 
 using std::chrono::microseconds;
-constexpr std::size_t relay_chunk = 16 * 1024;  // one full TLS record of plaintext
+// Relay buffers are pooled 64 KiB blocks, taken when a socket is readable and given back after
+// the write, so an idle session holds none. One upstream read of up to 64 KiB becomes one
+// SSL_write (four full 16 KiB records); up to 64 KiB of client records go upstream in one write.
+constexpr std::size_t relay_block = buffer_pool::block_size;
+constexpr std::size_t tls_record = 16 * 1024;   // largest TLS plaintext record
+constexpr std::size_t header_buffer = 2048;     // a valid VLESS request header is < 600 bytes
 constexpr std::size_t header_room = 2;          // VLESS response header, sent with the first bytes
 // A gap this long between TLS done and header complete is a Nagle/delayed-ACK stall (Linux's
 // delayed-ACK timer is 40 ms; anything near it on loopback is no accident).
@@ -44,7 +50,7 @@ struct session {
   runtime& rt;
   std::shared_ptr<listener_runtime> listener;
   std::shared_ptr<asio::ssl::context> tls_ctx;  // keeps the context alive across a reload
-  asio::ssl::stream<policy_stream> client;
+  tls_stream client;
   policy_stream upstream;
   std::shared_ptr<route_info> info = std::make_shared<route_info>();
   steady_clock::time_point accepted = steady_clock::now();
@@ -63,7 +69,7 @@ struct session {
   std::string dest;
   std::optional<route_registration> reg;
   std::optional<tcp_info_snapshot> tcpi;
-  std::vector<char> buf;  // header bytes and the client -> upstream relay buffer
+  std::vector<char> buf;  // header bytes and the payload after them; released once relayed
   // The listener's policies and their config generation when the client was accepted: the log
   // line reports these together (a reload during the session changes the listener's copy).
   tcp_policy policy_at_accept;
@@ -115,7 +121,7 @@ struct session {
   awaitable<std::size_t> read_header() {
     phase = "header";
     deadline = steady_clock::now() + rt.cfg->limits.header_timeout;
-    buf.resize(relay_chunk);
+    buf.resize(header_buffer);
     std::size_t used = 0;
     for (;;) {
       auto [ec, n] = co_await client.async_read_some(asio::buffer(buf.data() + used, buf.size() - used),
@@ -245,8 +251,21 @@ struct session {
       if (ec) co_return;
       bytes_up += n;
     }
+    std::vector<char>().swap(buf);
     for (;;) {
-      auto [ec, n] = co_await client.async_read_some(asio::buffer(buf), as_tuple_awaitable);
+      // Wait without a buffer; then read every record already here into one block.
+      auto [ec] = co_await client.async_wait_readable(as_tuple_awaitable);
+      std::size_t n = 0;
+      buffer_pool::block block;
+      if (!ec) {
+        block = buffer_pool::get();
+        std::tie(ec, n) = co_await client.async_read_some(asio::buffer(block.get(), relay_block), as_tuple_awaitable);
+        for (std::error_code later; !ec && relay_block - n >= tls_record;) {
+          const std::size_t k = client.read_now(block.get() + n, relay_block - n, later);
+          if (k == 0) break;  // nothing more without waiting; an error shows on the next read
+          n += k;
+        }
+      }
       if (ec) {
         std::error_code ignored;
         if (is_eof(ec)) {
@@ -260,7 +279,7 @@ struct session {
         co_return;
       }
       deadline = steady_clock::now() + rt.cfg->limits.idle_timeout;
-      auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(buf.data(), n), as_tuple_awaitable);
+      auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(block.get(), n), as_tuple_awaitable);
       if (wec) {
         reason = close_reason::upstream_error;
         std::error_code ignored;
@@ -272,20 +291,25 @@ struct session {
   }
 
   awaitable<void> upstream_to_client() {
-    std::vector<char> down(header_room + relay_chunk);
-    // The VLESS response header leaves in the same TLS record as the first upstream bytes.
-    down[0] = vless::response_header[0];
-    down[1] = vless::response_header[1];
     bool header_sent = false;
     for (;;) {
-      auto [ec, n] = co_await upstream.async_read_some(asio::buffer(down.data() + header_room, relay_chunk),
-                                                       as_tuple_awaitable);
+      // Wait without a buffer (an idle session holds none), then read into a pooled block.
+      auto [ec] = co_await upstream.socket().async_wait(tcp::socket::wait_read, as_tuple_awaitable);
+      auto block = buffer_pool::get();
+      char* const down = block.get();
+      // The VLESS response header leaves in the same TLS record as the first upstream bytes.
+      down[0] = vless::response_header[0];
+      down[1] = vless::response_header[1];
+      std::size_t n = 0;
+      if (!ec)
+        std::tie(ec, n) = co_await upstream.async_read_some(asio::buffer(down + header_room, relay_block - header_room),
+                                                            as_tuple_awaitable);
       if (ec) {
         if (reason == close_reason::client_eof && !client_closed)
           reason = is_eof(ec) ? close_reason::upstream_eof : close_reason::upstream_error;
         if (!header_sent) {
           // Nothing came back at all: the client still gets its response header.
-          auto [wec, wn] = co_await asio::async_write(client, asio::buffer(down.data(), header_room),
+          auto [wec, wn] = co_await asio::async_write(client, asio::buffer(down, header_room),
                                                       as_tuple_awaitable);
           (void)wec;
           (void)wn;
@@ -294,7 +318,7 @@ struct session {
       }
       deadline = steady_clock::now() + rt.cfg->limits.idle_timeout;
       if (info->phases.first_upstream_byte < 0) info->phases.first_upstream_byte = now_us();
-      const char* start = header_sent ? down.data() + header_room : down.data();
+      const char* start = header_sent ? down + header_room : down;
       const std::size_t len = header_sent ? n : n + header_room;
       if (!header_sent) info->phases.first_client_byte = now_us();
       auto [wec, wn] = co_await asio::async_write(client, asio::buffer(start, len), as_tuple_awaitable);

@@ -1,0 +1,277 @@
+#pragma once
+// The VLESS listeners' TLS stream: BoringSSL driven directly over the client socket, in place of
+// asio::ssl::stream. asio::ssl keeps two 17 KiB buffers per stream plus a BIO pair (another two),
+// touched at construction and held for the stream's life: ~70 KiB per session even when idle,
+// and one extra copy of every record each way. Here BoringSSL reads and writes the socket through
+// a small BIO: its own buffers are released whenever empty (BoringSSL's default), and the read
+// side's coalescing buffer (one recv for several records; BoringSSL alone would make two recv
+// calls per record, header then body) comes from a pool and goes back as soon as it is drained.
+// An idle session holds no buffer at all. The listener's tcp_policy still runs after every read
+// of the socket (apply_after_read in the BIO), handshake reads included.
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <type_traits>
+#include <vector>
+
+#include <sys/socket.h>
+
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include "policy_stream.hpp"
+
+namespace vlessbench {
+
+// Fixed-size blocks for transient I/O buffers, kept per thread (one io_context per thread), so a
+// busy relay does not allocate per read and an idle one holds nothing.
+class buffer_pool {
+ public:
+  static constexpr std::size_t block_size = 64 * 1024;
+  struct deleter {
+    void operator()(char* p) const { local().put(p); }
+  };
+  using block = std::unique_ptr<char[], deleter>;
+
+  static block get() { return block(local().take()); }
+
+ private:
+  static constexpr std::size_t max_free = 64;  // blocks kept for reuse (4 MiB)
+  static buffer_pool& local() {
+    thread_local buffer_pool pool;
+    return pool;
+  }
+  char* take() {
+    if (free_.empty()) return new char[block_size];
+    char* p = free_.back();
+    free_.pop_back();
+    return p;
+  }
+  void put(char* p) {
+    if (free_.size() < max_free) {
+      free_.push_back(p);
+    } else {
+      delete[] p;
+    }
+  }
+  ~buffer_pool() {
+    for (char* p : free_) delete[] p;
+  }
+  std::vector<char*> free_;
+};
+
+class tls_stream {
+ public:
+  using executor_type = tcp::socket::executor_type;
+  using next_layer_type = policy_stream;
+
+  tls_stream(policy_stream next, asio::ssl::context& ctx) : next_(std::move(next)) {
+    ssl_ = SSL_new(ctx.native_handle());
+    BIO* bio = BIO_new(method());
+    if (!ssl_ || !bio) throw std::runtime_error("tls_stream: out of memory");
+    BIO_set_data(bio, this);
+    BIO_set_init(bio, 1);
+    SSL_set_bio(ssl_, bio, bio);
+    SSL_set_accept_state(ssl_);
+    std::error_code ignored;
+    next_.socket().native_non_blocking(true, ignored);
+  }
+  tls_stream(const tls_stream&) = delete;  // the BIO points at this object
+  tls_stream& operator=(const tls_stream&) = delete;
+  ~tls_stream() { SSL_free(ssl_); }
+
+  executor_type get_executor() { return next_.get_executor(); }
+  policy_stream& next_layer() { return next_; }
+  SSL* native_handle() { return ssl_; }
+
+  template <class Token>
+  auto async_handshake(asio::ssl::stream_base::handshake_type, Token&& token) {
+    return run<false>([](SSL* s) { return SSL_do_handshake(s); }, std::forward<Token>(token));
+  }
+
+  template <class MutableBufferSequence, class Token>
+  auto async_read_some(const MutableBufferSequence& buffers, Token&& token) {
+    const asio::mutable_buffer b = first_buffer(buffers);
+    return run<true>([b](SSL* s) { return SSL_read(s, b.data(), clamp(b.size())); }, std::forward<Token>(token));
+  }
+
+  template <class ConstBufferSequence, class Token>
+  auto async_write_some(const ConstBufferSequence& buffers, Token&& token) {
+    const asio::const_buffer b = first_buffer(buffers);
+    // No partial writes: a retry after WANT_WRITE repeats the same call, as BoringSSL requires.
+    return run<true>([b](SSL* s) { return SSL_write(s, b.data(), clamp(b.size())); }, std::forward<Token>(token));
+  }
+
+  // Sends close_notify and waits for the peer's (as asio::ssl::stream does); bounded by the caller.
+  template <class Token>
+  auto async_shutdown(Token&& token) {
+    return run<false>(
+        [](SSL* s) {
+          int r = SSL_shutdown(s);
+          if (r == 0) r = SSL_shutdown(s);
+          return r == 0 ? 1 : r;
+        },
+        std::forward<Token>(token));
+  }
+
+  // Completes when a read would make progress without holding a buffer while waiting: decrypted
+  // or received bytes are buffered already, or the socket is readable.
+  template <class Token>
+  auto async_wait_readable(Token&& token) {
+    return asio::async_compose<Token, void(std::error_code)>(
+        [this, started = false](auto& self, std::error_code ec = {}) mutable {
+          if (!started && buffered()) {
+            started = true;
+            asio::post(next_.get_executor(), [s = std::move(self)]() mutable { s.complete(std::error_code{}); });
+            return;
+          }
+          if (!started) {
+            started = true;
+            next_.socket().async_wait(tcp::socket::wait_read, std::move(self));
+            return;
+          }
+          self.complete(ec);
+        },
+        token, next_.socket());
+  }
+
+  // One SSL_read without waiting: bytes read, or 0 when it would block (ec clear) or failed (ec).
+  std::size_t read_now(char* data, std::size_t size, std::error_code& ec) {
+    ec.clear();
+    ERR_clear_error();
+    sys_error_ = 0;
+    const int r = SSL_read(ssl_, data, clamp(size));
+    if (r > 0) return static_cast<std::size_t>(r);
+    const int err = SSL_get_error(ssl_, r);
+    if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE) ec = map_error(err);
+    return 0;
+  }
+
+ private:
+  static int clamp(std::size_t n) { return static_cast<int>(std::min<std::size_t>(n, 1 << 30)); }
+
+  template <class Buffers>
+  static auto first_buffer(const Buffers& buffers) {
+    for (auto it = asio::buffer_sequence_begin(buffers); it != asio::buffer_sequence_end(buffers); ++it)
+      if (it->size() > 0) return *it;
+    return *asio::buffer_sequence_begin(buffers);
+  }
+
+  bool buffered() const { return in_used_ > in_pos_ || SSL_pending(ssl_) > 0; }
+
+  std::error_code map_error(int ssl_error) {
+    if (ssl_error == SSL_ERROR_ZERO_RETURN) return asio::error::eof;
+    if (ssl_error == SSL_ERROR_SSL) {
+      const unsigned long e = ERR_get_error();
+      return {static_cast<int>(e), asio::error::get_ssl_category()};
+    }
+    if (sys_error_ != 0) return {sys_error_, asio::error::get_system_category()};
+    if (eof_) return asio::ssl::error::stream_truncated;  // TCP EOF without close_notify
+    return asio::ssl::error::unspecified_system_error;
+  }
+
+  // Calls op until it succeeds or fails for good, waiting for the socket in between.
+  template <bool WithSize, class Op, class Token>
+  auto run(Op op, Token&& token) {
+    using signature = std::conditional_t<WithSize, void(std::error_code, std::size_t), void(std::error_code)>;
+    return asio::async_compose<Token, signature>(
+        [this, op](auto& self, std::error_code wait_ec = {}) mutable {
+          auto done = [&self](std::error_code ec, std::size_t n) {
+            if constexpr (WithSize) {
+              self.complete(ec, n);
+            } else {
+              (void)n;
+              self.complete(ec);
+            }
+          };
+          if (wait_ec) return done(wait_ec, 0);
+          ERR_clear_error();
+          sys_error_ = 0;
+          const int r = op(ssl_);
+          if (r > 0) return done({}, static_cast<std::size_t>(r));
+          const int err = SSL_get_error(ssl_, r);
+          if (err == SSL_ERROR_WANT_READ)
+            return next_.socket().async_wait(tcp::socket::wait_read, std::move(self));
+          if (err == SSL_ERROR_WANT_WRITE)
+            return next_.socket().async_wait(tcp::socket::wait_write, std::move(self));
+          done(map_error(err), 0);
+        },
+        token, next_.socket());
+  }
+
+  // BIO callbacks: reads go through a pooled coalescing buffer, writes straight to the socket.
+  int bio_read(char* out, int len) {
+    if (in_pos_ == in_used_) {
+      if (!in_) in_ = buffer_pool::get();
+      const int fd = next_.socket().native_handle();
+      ssize_t n;
+      do n = ::recv(fd, in_.get(), buffer_pool::block_size, 0);
+      while (n < 0 && errno == EINTR);
+      if (n <= 0) {
+        in_.reset();  // nothing buffered: give the block back while we wait
+        in_pos_ = in_used_ = 0;
+        if (n == 0) {
+          eof_ = true;
+          return 0;
+        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK) return -2;
+        sys_error_ = errno;
+        return -1;
+      }
+      apply_after_read(fd, next_.policy());
+      in_pos_ = 0;
+      in_used_ = static_cast<std::size_t>(n);
+    }
+    const std::size_t k = std::min(static_cast<std::size_t>(len), in_used_ - in_pos_);
+    std::memcpy(out, in_.get() + in_pos_, k);
+    in_pos_ += k;
+    if (in_pos_ == in_used_) {
+      in_.reset();
+      in_pos_ = in_used_ = 0;
+    }
+    return static_cast<int>(k);
+  }
+
+  int bio_write(const char* data, int len) {
+    ssize_t n;
+    do n = ::send(next_.socket().native_handle(), data, static_cast<std::size_t>(len), MSG_NOSIGNAL);
+    while (n < 0 && errno == EINTR);
+    if (n >= 0) return static_cast<int>(n);
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return -2;
+    sys_error_ = errno;
+    return -1;
+  }
+
+  static const BIO_METHOD* method() {
+    static BIO_METHOD* m = [] {
+      BIO_METHOD* meth = BIO_meth_new(BIO_get_new_index(), "vlessbench tls socket");
+      BIO_meth_set_read(meth, [](BIO* b, char* out, int len) {
+        BIO_clear_retry_flags(b);
+        const int r = static_cast<tls_stream*>(BIO_get_data(b))->bio_read(out, len);
+        if (r == -2) BIO_set_retry_read(b);
+        return r == -2 ? -1 : r;
+      });
+      BIO_meth_set_write(meth, [](BIO* b, const char* data, int len) {
+        BIO_clear_retry_flags(b);
+        const int r = static_cast<tls_stream*>(BIO_get_data(b))->bio_write(data, len);
+        if (r == -2) BIO_set_retry_write(b);
+        return r == -2 ? -1 : r;
+      });
+      BIO_meth_set_ctrl(meth, [](BIO*, int cmd, long, void*) -> long { return cmd == BIO_CTRL_FLUSH ? 1 : 0; });
+      return meth;
+    }();
+    return m;
+  }
+
+  policy_stream next_;
+  SSL* ssl_ = nullptr;
+  buffer_pool::block in_;
+  std::size_t in_pos_ = 0;
+  std::size_t in_used_ = 0;
+  bool eof_ = false;
+  int sys_error_ = 0;
+};
+
+}  // namespace vlessbench
