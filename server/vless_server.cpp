@@ -42,6 +42,23 @@ constexpr std::size_t header_room = 2;          // VLESS response header, sent w
 constexpr std::int64_t stall_threshold_us = 30'000;
 constexpr auto shutdown_grace = std::chrono::milliseconds(1000);
 
+// The wire allows 255 bytes of anything printable; the resolver should only see names it can ask
+// for, so an oversized name or label never costs a lookup.
+bool valid_dns_name(std::string_view name) {
+  if (!name.empty() && name.back() == '.') name.remove_suffix(1);  // absolute form
+  if (name.empty() || name.size() > 253) return false;
+  std::size_t label = 0;
+  for (const char c : name) {
+    if (c == '.') {
+      if (label == 0) return false;
+      label = 0;
+    } else if (++label > 63) {
+      return false;
+    }
+  }
+  return label > 0;
+}
+
 bool is_eof(const std::error_code& ec) {
   return ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
 }
@@ -70,6 +87,7 @@ struct session {
   std::optional<route_registration> reg;
   std::optional<tcp_info_snapshot> tcpi;
   std::vector<char> buf;  // header bytes and the payload after them; released once relayed
+  tcp::resolver* resolving = nullptr;  // the lookup in progress, cancelled with the sockets
   // The listener's policies and their config generation when the client was accepted: the log
   // line reports these together (a reload during the session changes the listener's copy).
   tcp_policy policy_at_accept;
@@ -93,6 +111,9 @@ struct session {
     std::error_code ignored;
     client_socket().close(ignored);
     upstream.socket().close(ignored);
+    // A lookup is no socket: without this a slow DNS server would hold the session (and the
+    // watchdog's || with it) past the connect deadline until getaddrinfo gives up.
+    if (resolving != nullptr) resolving->cancel();
   }
 
   void on_timeout() {
@@ -127,7 +148,9 @@ struct session {
       auto [ec, n] = co_await client.async_read_some(asio::buffer(buf.data() + used, buf.size() - used),
                                                      as_tuple_awaitable);
       if (ec) {
-        reject(timed_out ? "header_timeout" : (used ? "truncated_header" : "no_header"),
+        // A TLS-level failure (a renegotiation attempt, a bad record) is not a short header.
+        const bool tls_failed = !timed_out && !is_eof(ec) && ec.category() == asio::error::get_ssl_category();
+        reject(timed_out ? "header_timeout" : tls_failed ? "tls_error" : (used ? "truncated_header" : "no_header"),
                is_eof(ec) ? "" : ec.message());
         co_return 0;
       }
@@ -179,6 +202,10 @@ struct session {
       reject("bad_port");
       return false;
     }
+    if (header.atyp == vless::address_type::domain && !valid_dns_name(header.domain)) {
+      reject("bad_domain", "not a DNS name (at most 253 bytes, labels of 1..63)");
+      return false;
+    }
     return true;
   }
 
@@ -190,8 +217,10 @@ struct session {
     if (header.atyp == vless::address_type::domain) {
       phase = "resolve";
       tcp::resolver resolver(client.get_executor());
+      resolving = &resolver;
       auto [ec, results] = co_await resolver.async_resolve(header.domain, std::to_string(header.port),
                                                             as_tuple_awaitable);
+      resolving = nullptr;
       if (ec) {
         reject(timed_out ? "resolve_timeout" : "resolve_failed", ec.message());
         co_return false;

@@ -98,7 +98,8 @@ struct connection {
       if (route)
         route_value = "vless session=" + std::to_string(route->session_id) + " user=" + route->user;
       if (parsed.invalid()) {
-        const bool too_large = parsed.reason == "header too large";
+        // RFC 6585 §5: 431 covers one field too large and the fields together being too many.
+        const bool too_large = parsed.reason == "header too large" || parsed.reason == "too many headers";
         co_return co_await reject(too_large ? 431 : 400, parsed.reason, route_value);
       }
       busy = true;
