@@ -10,7 +10,7 @@
 #include <memory>
 #include <utility>
 
-#include <openssl/rand.h>
+#include "vless_codec.hpp"
 #include <toml++/toml.h>
 
 namespace vlessbench {
@@ -252,52 +252,11 @@ class table_reader {
   error_list& errors_;
 };
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// 8-4-4-4-12 hex digits, either case; nothing else (no braces, no "urn:uuid:").
-std::optional<uuid_bytes> parse_uuid(std::string_view text) {
-  if (text.size() != 36) return std::nullopt;
-  uuid_bytes out{};
-  std::size_t byte = 0;
-  for (std::size_t i = 0; i < text.size();) {
-    if (i == 8 || i == 13 || i == 18 || i == 23) {
-      if (text[i] != '-') return std::nullopt;
-      ++i;
-      continue;
-    }
-    int hi = hex_value(text[i]);
-    int lo = hex_value(text[i + 1]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out[byte++] = static_cast<std::uint8_t>(hi << 4 | lo);
-    i += 2;
-  }
-  return out;
-}
-
-std::string format_uuid(const uuid_bytes& u) {
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(36);
-  for (std::size_t i = 0; i < u.size(); ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
-    out += hex[u[i] >> 4];
-    out += hex[u[i] & 0xf];
-  }
-  return out;
-}
-
 user_config random_user(std::string name) {
   user_config u;
   u.name = std::move(name);
-  RAND_bytes(u.uuid.data(), u.uuid.size());
-  u.uuid[6] = static_cast<std::uint8_t>((u.uuid[6] & 0x0f) | 0x40);  // version 4
-  u.uuid[8] = static_cast<std::uint8_t>((u.uuid[8] & 0x3f) | 0x80);  // RFC 4122 variant
-  u.uuid_text = format_uuid(u.uuid);
+  u.uuid = vless::random_uuid();
+  u.uuid_text = vless::format_uuid(u.uuid);
   return u;
 }
 
@@ -543,7 +502,7 @@ std::size_t read_users(const table_reader& root, std::vector<user_config>& out, 
       ok = false;
     }
     if (auto text = r.required_string("uuid")) {
-      if (auto bytes = parse_uuid(*text)) {
+      if (auto bytes = vless::parse_uuid(*text)) {
         auto dup = std::find_if(uuids.begin(), uuids.end(), [&](auto& p) { return p.first == *bytes; });
         if (dup != uuids.end()) {
           r.error("uuid", quote(*text) + ": duplicate UUID (first used by " + dup->second.key +
@@ -553,7 +512,7 @@ std::size_t read_users(const table_reader& root, std::vector<user_config>& out, 
           uuids.emplace_back(*bytes, seen_user{r.key_path("uuid"), r.line("uuid")});
         }
         u.uuid = *bytes;
-        u.uuid_text = format_uuid(*bytes);
+        u.uuid_text = vless::format_uuid(*bytes);
       } else {
         r.error("uuid", quote(*text) + ": not a UUID (expected 8-4-4-4-12 hex digits)");
         ok = false;
