@@ -292,27 +292,28 @@ void daemon::reload() {
   for (const auto& t : next->target) want.push_back({"target", t.name, t.listen, t.tcp, t.tcp});
 
   std::vector<std::shared_ptr<listener>> opened;
-  std::vector<const wanted*> kept_wants;
+  auto abandon_opened = [&] {
+    for (auto& o : opened) {
+      std::error_code ignored;
+      o->acceptor.close(ignored);
+    }
+  };
+  std::vector<std::pair<std::size_t, const wanted*>> kept;  // index into listeners_, new settings
   std::vector<bool> reused(listeners_.size(), false);
   for (const auto& w : want) {
-    bool found = false;
-    for (std::size_t i = 0; i < listeners_.size(); ++i) {
-      auto& l = listeners_[i];
-      if (!reused[i] && l->state->kind == w.kind && l->state->endpoint == w.ep) {
-        reused[i] = true;
-        found = true;
-        kept_wants.push_back(&w);
-        break;
-      }
+    std::size_t i = 0;
+    while (i < listeners_.size() &&
+           (reused[i] || listeners_[i]->state->kind != w.kind || listeners_[i]->state->endpoint != w.ep))
+      ++i;
+    if (i < listeners_.size()) {
+      reused[i] = true;
+      kept.emplace_back(i, &w);
+      continue;
     }
-    if (found) continue;
     try {
       opened.push_back(open_listener(w.kind, w.name, w.ep, w.policy, w.upstream));
     } catch (const std::exception& e) {
-      for (auto& o : opened) {
-        std::error_code ignored;
-        o->acceptor.close(ignored);
-      }
+      abandon_opened();
       return fail(e.what());
     }
   }
@@ -324,10 +325,7 @@ void daemon::reload() {
     try {
       rt_.log.open(access_target);
     } catch (const std::exception& e) {
-      for (auto& o : opened) {
-        std::error_code ignored;
-        o->acceptor.close(ignored);
-      }
+      abandon_opened();
       return fail(e.what());
     }
   }
@@ -336,22 +334,17 @@ void daemon::reload() {
   const auto generation = rt_.generation + 1;
   std::vector<std::string> changes;
   std::vector<std::shared_ptr<listener>> next_listeners;
-  for (const auto* w : kept_wants) {
-    for (std::size_t i = 0; i < listeners_.size(); ++i) {
-      auto& l = listeners_[i];
-      if (!l || !reused[i] || l->state->kind != w->kind || l->state->endpoint != w->ep) continue;
-      auto& st = *l->state;
-      if (st.tcp != w->policy || st.upstream_tcp != w->upstream || st.name != w->name)
-        changes.push_back(fmt::format("{} \"{}\" on {}: {} -> {}{}", st.kind, w->name,
-                                      format_endpoint(st.endpoint), policy_text(st.tcp), policy_text(w->policy),
-                                      st.kind == "vless" ? " (upstream " + policy_text(w->upstream) + ")" : ""));
-      st.name = w->name;
-      st.tcp = w->policy;
-      st.upstream_tcp = w->upstream;
-      st.generation = generation;
-      next_listeners.push_back(std::move(l));
-      break;
-    }
+  for (const auto& [i, w] : kept) {
+    auto& st = *listeners_[i]->state;
+    if (st.tcp != w->policy || st.upstream_tcp != w->upstream || st.name != w->name)
+      changes.push_back(fmt::format("{} \"{}\" on {}: {} -> {}{}", st.kind, w->name,
+                                    format_endpoint(st.endpoint), policy_text(st.tcp), policy_text(w->policy),
+                                    st.kind == "vless" ? " (upstream " + policy_text(w->upstream) + ")" : ""));
+    st.name = w->name;
+    st.tcp = w->policy;
+    st.upstream_tcp = w->upstream;
+    st.generation = generation;
+    next_listeners.push_back(std::move(listeners_[i]));
   }
   for (auto& l : listeners_) {
     if (!l) continue;  // kept
