@@ -231,7 +231,7 @@ parse_result<T> finish(const head_outcome& outcome, T&& value) {
   result.reason = outcome.reason;
   if (outcome.status == parse_status::complete) {
     result.consumed = outcome.consumed;
-    result.value = std::move(value);
+    result.value = std::forward<T>(value);
   }
   return result;
 }

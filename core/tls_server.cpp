@@ -169,11 +169,11 @@ bool ensure_certificate(const tls_config& cfg) {
   namespace fs = std::filesystem;
   if (fs::exists(cfg.cert) && fs::exists(cfg.key)) return false;
   std::vector<std::string> names = cfg.names;
-  names.push_back("localhost");
+  names.emplace_back("localhost");
   char hostname[256] = {};
   if (::gethostname(hostname, sizeof hostname - 1) == 0 && hostname[0] &&
       std::find(names.begin(), names.end(), hostname) == names.end())
-    names.push_back(hostname);
+    names.emplace_back(hostname);
   auto ips = machine_addresses();
   if (ips.empty()) ips = {"127.0.0.1", "::1"};
   const auto pem = make_self_signed(names, ips);

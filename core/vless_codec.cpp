@@ -146,7 +146,7 @@ parse_result<request_header> parse_request(std::string_view buffer) {
   parse_result<request_header> r;  // need_more until proven otherwise
   std::size_t pos = 0;
 
-  if (buffer.size() < 1) return r;
+  if (buffer.empty()) return r;
   if (byte_at(buffer, 0) != version) return invalid_request("bad_version");
   pos = 1;
 
@@ -253,7 +253,7 @@ std::string encode_request(const request_header& h) {
 
 parse_result<std::size_t> parse_response(std::string_view buffer) {
   parse_result<std::size_t> r;
-  if (buffer.size() < 1) return r;
+  if (buffer.empty()) return r;
   if (byte_at(buffer, 0) != version) {
     r.status = parse_status::invalid;
     r.reason = "bad_version";

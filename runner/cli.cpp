@@ -200,6 +200,7 @@ int do_run(const run_args& a, const std::string& command_line) {
 
 int do_compare(const std::vector<std::string>& dirs) {
   std::vector<std::pair<std::string, std::string>> runs;
+  runs.reserve(dirs.size());
   for (const auto& d : dirs) runs.emplace_back(d, read_file(std::filesystem::path(d) / "summary.json"));
   std::cout << format_comparison(runs);
   return exit_ok;

@@ -208,7 +208,8 @@ void shuffle_order(std::vector<std::size_t>& order, stats::prng& rng) {
 std::vector<sample> measure(const measure_options& opts, std::string* aborted) {
   asio::io_context io(1);
   const auto phase = [&](int count) { return count > 0 ? count + opts.warmup : 0; };
-  const auto per_path = static_cast<std::size_t>(phase(opts.new_count) + phase(opts.reuse_count));
+  const auto per_path =
+      static_cast<std::size_t>(phase(opts.new_count)) + static_cast<std::size_t>(phase(opts.reuse_count));
   state st{opts, io, {}, {}, 0, stats::prng(opts.seed), progress_bar(opts.progress, per_path * opts.paths.size()), 0, {}};
   st.plans.reserve(opts.paths.size());
   for (const auto& p : opts.paths) st.plans.push_back(make_plan(io, p, opts.target, opts.vless_defaults));

@@ -154,7 +154,7 @@ std::optional<target_url> parse_target_url(std::string_view text, std::string& r
     reason = "credentials in the target URL are not supported";
     return std::nullopt;
   }
-  const bool has_port = authority.size() > 0 &&
+  const bool has_port = !authority.empty() &&
                         (authority.front() == '[' ? authority.find("]:") != std::string_view::npos
                                                   : authority.find(':') != std::string_view::npos);
   if (has_port) {

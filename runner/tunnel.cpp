@@ -85,7 +85,9 @@ tunnel::tunnel(asio::any_io_executor ex, const path_plan& plan, std::chrono::mil
   in_.reserve(16 * 1024);
 }
 
-tunnel::~tunnel() { close(); }
+// Not close(): steady_timer::cancel() may throw, and the members' own destructors close the socket
+// and cancel the timer without throwing (no operation is pending: each holds a shared_ptr to us).
+tunnel::~tunnel() = default;
 
 void tunnel::arm() {
   deadline_ = clock::now() + timeout_;

@@ -27,9 +27,7 @@ int check(const std::string& file) {
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   CLI::App app{"vlessbenchd: VLESS+TLS endpoint and HTTP target for proxy-client latency tests"};
   std::string config_file;
   bool check_only = false;
@@ -83,6 +81,18 @@ int main(int argc, char** argv) {
   } catch (const vlessbench::config_error& e) {
     for (const auto& err : e.errors()) std::cerr << "vlessbenchd: " << err << "\n";
     return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "vlessbenchd: error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace
+
+// Anything run() does not handle itself (CLI11 set-up, out of memory) is reported, not std::terminate.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
   } catch (const std::exception& e) {
     std::cerr << "vlessbenchd: error: " << e.what() << "\n";
     return 1;

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages vlessbench builds and tests with, if any is missing.
-# Usage: tools/deps.sh [--test]   (--test adds what only the test suite needs: clang's fuzzer runtime)
+# Usage: tools/deps.sh [--test]   (--test adds what only the test suite needs: clang, its fuzzer runtime, clang-tidy)
 set -euo pipefail
 pkgs=(cmake ninja-build g++ pkg-config python3 curl
       libasio-dev android-libboringssl-dev libspdlog-dev libtomlplusplus-dev catch2
       libcli11-dev nlohmann-json3-dev libsystemd-dev libqrencode-dev libssl-dev v2ray)
 if [[ "${1:-}" == "--test" ]]; then
-  pkgs+=(clang-14 libclang-rt-14-dev)
+  pkgs+=(clang-14 libclang-rt-14-dev clang-tidy-14)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
