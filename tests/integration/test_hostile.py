@@ -538,7 +538,8 @@ def never_reading_clients_keep_memory_bounded():
         print(f"  RSS {rss0} kB idle, {max(rss)} kB with {n_stalled} stalled 4 GiB downloads "
               f"(+{grow_kb / n_stalled:.0f} kB each); other sessions: median {median_ms(base):.2f} ms before, "
               f"{median_ms(during):.2f} ms during")
-        check(grow_kb < 32 * 1024, f"RSS grew {grow_kb} kB")
+        # ASan's quarantine keeps freed memory resident: only the uninstrumented daemon's RSS means much.
+        check(SANITIZED or grow_kb < 32 * 1024, f"RSS grew {grow_kb} kB")
         check(median_ms(during) < max(5 * median_ms(base), median_ms(base) + 20), (median_ms(base), median_ms(during)))
         # Stalled sessions are cut once idle_timeout passes without progress.
         t0 = time.monotonic()
@@ -554,6 +555,10 @@ def never_reading_clients_keep_memory_bounded():
     finally:
         for c in stalled:
             c.close()
+        # Their log lines land before the next test's mark, whatever happened above.
+        deadline = time.monotonic() + IDLE_MS / 1000 + 2 + SLACK
+        while len(closing_events(mark)) < n_stalled and time.monotonic() < deadline:
+            time.sleep(0.05)
     healthy()
 
 
@@ -573,7 +578,8 @@ def smuggling_through_vless_is_400_and_close():
         check(r.status == 400 and r.headers.get("connection") == "close", r)
         check(c.stream.at_eof(), "session still open after a 400")
     check(not D.events("http.request", since=mark, path="/smuggled"), "smuggled request was served")
-    e = D.wait_event("vless.session", since=mark)
+    sid = int(r.headers["x-vlessbench-route"].split()[1].split("=")[1])
+    e = D.wait_event("vless.session", session=sid)
     check(e["close_reason"] in ("upstream_eof", "client_eof"), e)
 
 
