@@ -37,6 +37,26 @@ def session_line(d: Daemon, mark: int, path: str = "/") -> dict:
 # --check and start-up errors
 
 @suite.test
+def check_accepts_a_certificate_still_to_generate():
+    # The unit runs --check before every start: on the first one the generated certificate does
+    # not exist yet. --check must pass without writing it; the daemon then makes it.
+    d = tempdir()
+    cfg = base_cfg()
+    cfg["tls"] = {"cert": str(d / "cert.pem"), "key": str(d / "key.pem"), "generate": True}
+    path = d / "gen.toml"
+    path.write_text(toml_text(cfg))
+    r = run_daemon(["--check", "--config", path])
+    check(r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stdout, r.stderr))
+    check("generated at start" in r.stderr, r.stderr)
+    check(not (d / "cert.pem").exists() and not (d / "key.pem").exists(), "--check wrote files")
+    with Daemon(cfg) as daemon:
+        check((d / "cert.pem").exists() and (d / "key.pem").exists(), daemon.stderr())
+        check(oct((d / "key.pem").stat().st_mode & 0o777) == "0o600", "key file mode")
+    r = run_daemon(["--check", "--config", path])
+    check(r.returncode == 0 and r.stdout.strip() == "ok" and "generated" not in r.stderr, r.stderr)
+
+
+@suite.test
 def check_ok_and_errors():
     d = tempdir()
     good = d / "good.toml"

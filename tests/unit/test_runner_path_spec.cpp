@@ -144,7 +144,7 @@ TEST_CASE("the direct baseline is always present and names are unique", "[runner
   CHECK_FALSE(finalize_paths(squat, reason));
 }
 
-TEST_CASE("--nagle-paths turns named vless paths Nagle-prone", "[runner]") {
+TEST_CASE("nagle-paths option turns named vless paths Nagle-prone", "[runner]") {
   std::string reason;
   std::vector<path_spec> paths{
       *parse_path_arg(std::string("a=vless://") + uuid_text + "@h:1?security=tls", reason),
