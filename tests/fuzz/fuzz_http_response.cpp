@@ -1,54 +1,22 @@
-// libFuzzer target for http::parse_response. Besides memory safety (ASan), it checks the contract
-// the runner relies on: consumed stays inside the buffer, a complete head is never empty, the
-// head alone parses to the same result, and a shorter prefix never contradicts it.
+// libFuzzer target for http::parse_response: the head contract the runner relies on
+// (http_head_invariants.hpp), plus the response fields.
 #include <cstddef>
 #include <cstdint>
-#include <string_view>
 
-#include "http_parser.hpp"
-
-namespace {
+#include "http_head_invariants.hpp"
 
 using namespace vlessbench;
 
-bool same(const parse_result<http::response>& a, const parse_result<http::response>& b) {
-  if (a.status != b.status || a.consumed != b.consumed || a.reason != b.reason) return false;
-  const auto& x = a.value;
-  const auto& y = b.value;
-  if (x.status != y.status || x.reason != y.reason || x.version_minor != y.version_minor ||
-      x.content_length != y.content_length || x.chunked != y.chunked || x.keep_alive != y.keep_alive ||
-      x.headers.size() != y.headers.size())
-    return false;
-  for (std::size_t i = 0; i < x.headers.size(); ++i)
-    if (x.headers[i].name != y.headers[i].name || x.headers[i].value != y.headers[i].value) return false;
-  return true;
-}
-
-void check(bool ok) {
-  if (!ok) __builtin_trap();
-}
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const std::string_view input(reinterpret_cast<const char*>(data), size);
-  const auto whole = http::parse_response(input);
-
-  check(whole.consumed <= input.size());
-  check(whole.consumed <= http::max_head_bytes);
-  check(whole.invalid() == !whole.reason.empty());
-  if (whole.complete()) {
-    check(whole.consumed > 0);
-    check(input.substr(0, whole.consumed).ends_with("\r\n\r\n"));
-    check(same(http::parse_response(input.substr(0, whole.consumed)), whole));
-    // One byte less is never enough: the head ends exactly where consumed says.
-    check(http::parse_response(input.substr(0, whole.consumed - 1)).need_more());
-  } else {
-    check(whole.consumed == 0);
-  }
-
-  // A prefix either still waits or already reaches the same verdict.
-  const auto prefix = http::parse_response(input.substr(0, size / 2));
-  check(prefix.need_more() || same(prefix, whole));
+  fuzz::check_head_parser(
+      std::string_view(reinterpret_cast<const char*>(data), size),
+      [](std::string_view s) { return http::parse_response(s); },
+      [](const parse_result<http::response>& a, const parse_result<http::response>& b) {
+        const auto& x = a.value;
+        const auto& y = b.value;
+        return fuzz::same_common(a, b) && x.status == y.status && x.reason == y.reason &&
+               x.version_minor == y.version_minor && x.content_length == y.content_length &&
+               x.chunked == y.chunked && x.keep_alive == y.keep_alive;
+      });
   return 0;
 }
