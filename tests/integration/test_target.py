@@ -74,6 +74,16 @@ def curl_bytes_and_sink():
 
 
 @suite.test
+def expect_100_continue_is_answered():
+    # curl sends Expect: 100-continue for bodies over 1 KiB and waits 1 s for an answer.
+    path = D.dir / "payload-expect.bin"
+    path.write_bytes(b"y" * 2_000_000)
+    r = curl(["-s", "-w", " %{time_total}", "--data-binary", f"@{path}", BASE + "/sink"])
+    body, secs = r.stdout.decode().split()
+    check(body == "2000000" and float(secs) < 0.8, r.stdout)
+
+
+@suite.test
 def curl_delay():
     r = curl(["-s", "-o", "/dev/null", "-w", "%{http_code} %{time_total}", BASE + "/delay/100"])
     code, secs = r.stdout.decode().split()
