@@ -148,42 +148,44 @@ awaitable<sample> reuse_sample(state& st, std::size_t p, int round, std::shared_
   co_return s;
 }
 
+// One phase: rounds [first, count) of every path in a fresh random order; negative rounds are
+// warm-ups. Returns false when the run gave up (every path failing round after round).
+template <class TakeSample>
+awaitable<bool> run_rounds(state& st, std::vector<std::size_t>& order, int first, int count,
+                           const std::string& mode, TakeSample take_sample) {
+  for (int round = first; round < count; ++round) {
+    shuffle_order(order, st.rng);
+    bool any_ok = false;
+    std::string last_error;
+    for (const auto p : order) {
+      auto s = co_await take_sample(p, round);
+      any_ok = any_ok || s.ok;
+      if (!s.ok) last_error = s.error;
+      if (round >= 0) st.samples.push_back(std::move(s));
+      st.bar.step(round < 0 ? mode + " (warm-up)" : mode + " " + st.plans[p].spec->name);
+      co_await pause(st);
+    }
+    if (give_up(st, any_ok, last_error)) co_return false;
+  }
+  co_return true;
+}
+
 awaitable<void> run_all(state& st) {
   const auto& o = st.opts;
   const std::size_t n = st.plans.size();
   std::vector<std::size_t> order(n);
   for (std::size_t i = 0; i < n; ++i) order[i] = i;
 
-  for (int round = o.new_count > 0 ? -o.warmup : 0; round < o.new_count; ++round) {
-    shuffle_order(order, st.rng);
-    bool any_ok = false;
-    std::string last_error;
-    for (const auto p : order) {
-      auto s = co_await new_connection_sample(st, p, round);
-      any_ok = any_ok || s.ok;
-      if (!s.ok) last_error = s.error;
-      if (round >= 0) st.samples.push_back(std::move(s));
-      st.bar.step(round < 0 ? "new (warm-up)" : "new " + st.plans[p].spec->name);
-      co_await pause(st);
-    }
-    if (give_up(st, any_ok, last_error)) co_return;
-  }
-  if (o.reuse_count <= 0) co_return;
+  const bool go_on = co_await run_rounds(st, order, o.new_count > 0 ? -o.warmup : 0, o.new_count, "new",
+                                         [&st](std::size_t p, int round) {
+                                           return new_connection_sample(st, p, round);
+                                         });
+  if (!go_on || o.reuse_count <= 0) co_return;
   std::vector<std::shared_ptr<tunnel>> tunnels(n);
-  for (int round = -o.warmup; round < o.reuse_count; ++round) {
-    shuffle_order(order, st.rng);
-    bool any_ok = false;
-    std::string last_error;
-    for (const auto p : order) {
-      auto s = co_await reuse_sample(st, p, round, tunnels[p]);
-      any_ok = any_ok || s.ok;
-      if (!s.ok) last_error = s.error;
-      if (round >= 0) st.samples.push_back(std::move(s));
-      st.bar.step(round < 0 ? "reuse (warm-up)" : "reuse " + st.plans[p].spec->name);
-      co_await pause(st);
-    }
-    if (give_up(st, any_ok, last_error)) break;
-  }
+  (void)co_await run_rounds(st, order, -o.warmup, o.reuse_count, "reuse",
+                            [&st, &tunnels](std::size_t p, int round) {
+                              return reuse_sample(st, p, round, tunnels[p]);
+                            });
   for (auto& t : tunnels)
     if (t) t->close();
 }
