@@ -49,6 +49,21 @@ class connection_set {
   std::unordered_map<std::uint64_t, closer> entries_;
 };
 
+// Keeps a connection in a connection_set for its scope. A closer refers to the connection's
+// frame, so it must leave the set however that frame ends, an unexpected exception included.
+class connection_registration {
+ public:
+  connection_registration(connection_set& set, connection_set::closer c)
+      : set_(set), id_(set.add(std::move(c))) {}
+  ~connection_registration() { set_.remove(id_); }
+  connection_registration(const connection_registration&) = delete;
+  connection_registration& operator=(const connection_registration&) = delete;
+
+ private:
+  connection_set& set_;
+  std::uint64_t id_;
+};
+
 struct runtime {
   std::shared_ptr<const config> cfg;
   std::uint64_t generation = 1;

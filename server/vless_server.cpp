@@ -488,15 +488,19 @@ awaitable<void> serve_session(runtime& rt, std::shared_ptr<listener_runtime> lis
   if (auto err = apply_on_open(s.client_socket().native_handle(), s.listener->tcp))
     spdlog::warn("vless {}: setsockopt: {}", s.listener->name, err.message());
   ++rt.vless_sessions;
-  const auto id = rt.connections.add([&s](bool force) {
-    if (!force) return;  // a relay has no request boundary: it may run until the drain deadline
-    s.drained = true;
-    s.close_sockets();
-  });
-  s.deadline = s.accepted + rt.cfg->limits.handshake_timeout;
-  co_await (s.run() || watchdog(s.deadline, [&s] { s.on_timeout(); }));
-  rt.connections.remove(id);
-  --rt.vless_sessions;
+  struct count_guard {
+    std::size_t& n;
+    ~count_guard() { --n; }
+  } counted{rt.vless_sessions};
+  {
+    const connection_registration registered(rt.connections, [&s](bool force) {
+      if (!force) return;  // a relay has no request boundary: it may run until the drain deadline
+      s.drained = true;
+      s.close_sockets();
+    });
+    s.deadline = s.accepted + rt.cfg->limits.handshake_timeout;
+    co_await (s.run() || watchdog(s.deadline, [&s] { s.on_timeout(); }));
+  }
   s.finish();
 }
 

@@ -222,12 +222,11 @@ awaitable<void> serve_connection(runtime& rt, std::shared_ptr<listener_runtime> 
     spdlog::warn("target {}: setsockopt: {}", listener->name, err.message());
   connection c{rt, listener, policy_stream(std::move(socket), &listener->tcp), endpoint_text(peer_ep),
                peer_ep, {}, 0, {}, false};
-  const auto id = rt.connections.add([&c](bool force) {
+  const connection_registration registered(rt.connections, [&c](bool force) {
     if (force || !c.busy) c.close();
   });
   c.deadline = steady_clock::now() + rt.cfg->limits.idle_timeout;
   co_await (c.run() || watchdog(c.deadline, [&c] { c.close(); }));
-  rt.connections.remove(id);
   c.close();
 }
 
