@@ -87,13 +87,19 @@ awaitable<void> pause(state& st) {
   co_await t.async_wait(as_tuple_awaitable);
 }
 
-awaitable<sample> new_connection_sample(state& st, std::size_t p, int round) {
-  const auto& plan = st.plans[p];
+// A sample's identity: which round, path and mode, and the next request sequence number.
+sample start_sample(state& st, std::size_t p, int round, sample_mode mode) {
   sample s;
   s.round = round;
-  s.path = plan.spec->name;
-  s.mode = sample_mode::new_connection;
+  s.path = st.plans[p].spec->name;
+  s.mode = mode;
   s.seq = ++st.seq;
+  return s;
+}
+
+awaitable<sample> new_connection_sample(state& st, std::size_t p, int round) {
+  const auto& plan = st.plans[p];
+  sample s = start_sample(st, p, round, sample_mode::new_connection);
   const std::string request = format_get(st.opts.target, st.opts.run_id, s.seq, s.path);
   auto t = std::make_shared<tunnel>(st.io.get_executor(), plan, st.opts.timeout);
   t->arm();
@@ -112,11 +118,7 @@ awaitable<sample> new_connection_sample(state& st, std::size_t p, int round) {
 
 awaitable<sample> reuse_sample(state& st, std::size_t p, int round, std::shared_ptr<tunnel>& t) {
   const auto& plan = st.plans[p];
-  sample s;
-  s.round = round;
-  s.path = plan.spec->name;
-  s.mode = sample_mode::reuse;
-  s.seq = ++st.seq;
+  sample s = start_sample(st, p, round, sample_mode::reuse);
   if (!t || !t->reusable()) {
     // Outside the clock: a reused sample measures one GET on an open tunnel, nothing else.
     t = std::make_shared<tunnel>(st.io.get_executor(), plan, st.opts.timeout);
