@@ -124,6 +124,7 @@ void access_log::open(const std::string& target) {
     fd = ::open(target.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
     if (fd < 0) throw std::system_error(errno, std::system_category(), "access log " + target);
   }
+  const std::lock_guard lock(mutex_);
   if (fd_ > 2) ::close(fd_);
   fd_ = fd;
   target_ = target;
@@ -132,6 +133,7 @@ void access_log::open(const std::string& target) {
 void access_log::write(const std::string& line) {
   const char* p = line.data();
   std::size_t left = line.size();
+  const std::lock_guard lock(mutex_);  // a line another thread writes must not split this one
   while (left > 0) {
     ssize_t n = ::write(fd_, p, left);
     if (n < 0) {

@@ -2,6 +2,7 @@
 // The JSON-lines access log (DESIGN.md §3): one object per event, one write(2) per line so lines
 // from one process never interleave and nothing sits in a buffer when the process dies.
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -43,11 +44,13 @@ class access_log {
   access_log(const access_log&) = delete;
   access_log& operator=(const access_log&) = delete;
   // "stdout" or a file path (opened for append, created 0640). Throws std::system_error.
+  // Thread-safe, as is write(); target() is for the thread that opens.
   void open(const std::string& target);
   const std::string& target() const { return target_; }
   void write(const std::string& line);
 
  private:
+  std::mutex mutex_;
   int fd_ = 1;
   std::string target_ = "stdout";
 };

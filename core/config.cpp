@@ -405,7 +405,7 @@ void read_limits(const table_reader& root, limits_config& out, error_list& error
   if (!t) return;
   table_reader r(*t, "limits", errors);
   r.reject_unknown({"handshake_timeout_ms", "header_timeout_ms", "connect_timeout_ms",
-                    "idle_timeout_ms", "drain_timeout_ms", "max_sessions"});
+                    "idle_timeout_ms", "drain_timeout_ms", "max_sessions", "threads"});
   auto bounded = [&](std::string_view key, std::int64_t max) -> std::optional<std::int64_t> {
     auto v = r.integer(key);
     if (!v) return std::nullopt;
@@ -425,6 +425,7 @@ void read_limits(const table_reader& root, limits_config& out, error_list& error
   ms("idle_timeout_ms", out.idle_timeout);
   ms("drain_timeout_ms", out.drain_timeout);
   if (auto v = bounded("max_sessions", 1'000'000)) out.max_sessions = static_cast<std::uint32_t>(*v);
+  if (auto v = bounded("threads", limits_config::max_threads)) out.threads = static_cast<unsigned>(*v);
 }
 
 void read_destinations(const table_reader& root, destinations_config& out, error_list& errors) {

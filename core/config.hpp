@@ -72,6 +72,11 @@ struct limits_config {
   std::chrono::milliseconds idle_timeout{300'000};
   std::chrono::milliseconds drain_timeout{5'000};
   std::uint32_t max_sessions = 20'000;
+  // io_context threads VLESS sessions are spread over (round robin at accept). 1: everything on
+  // one thread, the lowest and steadiest latency; more: handshakes and sessions on every core.
+  // Read at start only (a reload that changes it is refused).
+  static constexpr unsigned max_threads = 64;
+  unsigned threads = 1;
 };
 
 // An IP network in CIDR form ("10.0.0.0/8", "fd00::/8"); a bare address is a single host.

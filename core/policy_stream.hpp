@@ -16,14 +16,14 @@ class policy_stream {
   using next_layer_type = tcp::socket;
 
   // policy points into a listener_runtime that outlives this stream (the session holds it).
-  policy_stream(tcp::socket socket, const tcp_policy* policy)
+  policy_stream(tcp::socket socket, const shared_tcp_policy* policy)
       : socket_(std::move(socket)), policy_(policy) {}
 
   executor_type get_executor() { return socket_.get_executor(); }
   lowest_layer_type& lowest_layer() { return socket_.lowest_layer(); }
   const lowest_layer_type& lowest_layer() const { return socket_.lowest_layer(); }
   tcp::socket& socket() { return socket_; }
-  const tcp_policy& policy() const { return *policy_; }
+  tcp_policy policy() const { return policy_->load(); }
 
   template <class MutableBufferSequence, class ReadToken>
   auto async_read_some(const MutableBufferSequence& buffers, ReadToken&& token) {
@@ -35,7 +35,7 @@ class policy_stream {
             socket_.async_read_some(buffers, std::move(self));
             return;
           }
-          if (!ec && socket_.is_open()) apply_after_read(socket_.native_handle(), *policy_);
+          if (!ec && socket_.is_open()) apply_after_read(socket_.native_handle(), policy());
           self.complete(ec, n);
         },
         token, socket_);
@@ -48,7 +48,7 @@ class policy_stream {
 
  private:
   tcp::socket socket_;
-  const tcp_policy* policy_;
+  const shared_tcp_policy* policy_;
 };
 
 }  // namespace vlessbench

@@ -34,14 +34,17 @@ std::size_t route_registry::endpoint_hash::operator()(const asio::ip::tcp::endpo
 
 void route_registry::add(const asio::ip::tcp::endpoint& upstream_local,
                          std::shared_ptr<const route_info> info) {
+  const std::lock_guard lock(mutex_);
   routes_[upstream_local] = std::move(info);
 }
 
 void route_registry::remove(const asio::ip::tcp::endpoint& upstream_local) {
+  const std::lock_guard lock(mutex_);
   routes_.erase(upstream_local);
 }
 
 std::shared_ptr<const route_info> route_registry::find(const asio::ip::tcp::endpoint& peer) const {
+  const std::lock_guard lock(mutex_);
   auto it = routes_.find(peer);
   return it == routes_.end() ? nullptr : it->second;
 }

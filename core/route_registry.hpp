@@ -2,9 +2,11 @@
 // Route proof (DESIGN.md §3): VLESS sessions register the local endpoint of every upstream
 // connection they dial; the target looks up the peer of each accepted connection here and so
 // tells a relayed request (which session, user, client) from one that arrived directly.
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 
@@ -12,20 +14,37 @@
 
 namespace vlessbench {
 
-// Microseconds since accept; -1 = not reached.
+// Microseconds since accept; -1 = not reached. The session's thread writes it while the target,
+// perhaps on another thread, reads it: a relaxed atomic (each value stands alone).
+class phase_us {
+ public:
+  phase_us() = default;
+  phase_us(const phase_us& o) : v_(o.get()) {}
+  phase_us& operator=(const phase_us& o) { return *this = o.get(); }
+  phase_us& operator=(std::int64_t v) {
+    v_.store(v, std::memory_order_relaxed);
+    return *this;
+  }
+  std::int64_t get() const { return v_.load(std::memory_order_relaxed); }
+  operator std::int64_t() const { return get(); }  // NOLINT(google-explicit-constructor): reads like a number
+
+ private:
+  std::atomic<std::int64_t> v_{-1};
+};
+
 struct session_phases {
-  std::int64_t tls_done = -1;
-  std::int64_t first_vless_byte = -1;
-  std::int64_t header_complete = -1;
-  std::int64_t resolved = -1;
-  std::int64_t upstream_connected = -1;
-  std::int64_t first_upstream_byte = -1;
-  std::int64_t first_client_byte = -1;  // first byte written back to the client
-  std::int64_t closed = -1;
+  phase_us tls_done;
+  phase_us first_vless_byte;
+  phase_us header_complete;
+  phase_us resolved;
+  phase_us upstream_connected;
+  phase_us first_upstream_byte;
+  phase_us first_client_byte;  // first byte written back to the client
+  phase_us closed;
 };
 
 // One VLESS session as the target sees it. The session owns it and updates the phases; the
-// registry and the target only read (one io_context thread).
+// registry and the target only read. Everything but the phases is set before registration.
 struct route_info {
   std::uint64_t session_id = 0;
   std::string user;
@@ -42,12 +61,16 @@ class route_registry {
   void add(const asio::ip::tcp::endpoint& upstream_local, std::shared_ptr<const route_info> info);
   void remove(const asio::ip::tcp::endpoint& upstream_local);
   std::shared_ptr<const route_info> find(const asio::ip::tcp::endpoint& peer) const;
-  std::size_t size() const { return routes_.size(); }
+  std::size_t size() const {
+    const std::lock_guard lock(mutex_);
+    return routes_.size();
+  }
 
  private:
   struct endpoint_hash {
     std::size_t operator()(const asio::ip::tcp::endpoint& ep) const noexcept;
   };
+  mutable std::mutex mutex_;  // sessions on worker threads register; the target looks up
   std::unordered_map<asio::ip::tcp::endpoint, std::shared_ptr<const route_info>, endpoint_hash> routes_;
 };
 

@@ -1,6 +1,7 @@
 #include "daemon.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -55,7 +56,43 @@ daemon::daemon(std::shared_ptr<const config> cfg, std::optional<std::filesystem:
 }
 
 daemon::~daemon() {
+  stop_workers();
   if (spare_fd_ >= 0) ::close(spare_fd_);
+}
+
+void daemon::start_workers(unsigned threads) {
+  for (unsigned i = 1; i < threads; ++i) {
+    auto w = std::make_unique<worker>();
+    w->thread = std::thread([&io = w->io, i] {
+      const auto name = fmt::format("vlessbenchd-{}", i);
+      pthread_setname_np(pthread_self(), name.c_str());
+      for (;;) {
+        try {
+          io.run();
+          return;
+        } catch (const std::exception& e) {
+          spdlog::error("worker thread {}: unexpected exception: {}", i, e.what());
+        }
+      }
+    });
+    workers_.push_back(std::move(w));
+  }
+}
+
+void daemon::stop_workers() {
+  for (auto& w : workers_) {
+    w->guard.reset();
+    w->io.stop();
+  }
+  for (auto& w : workers_)
+    if (w->thread.joinable()) w->thread.join();
+  workers_.clear();
+}
+
+asio::io_context& daemon::session_context() {
+  const auto n = workers_.size() + 1;
+  const auto i = next_context_++ % n;
+  return i == 0 ? io_ : workers_[i - 1]->io;
 }
 
 std::shared_ptr<daemon::listener> daemon::open_listener(const std::string& kind, const std::string& name,
@@ -91,8 +128,11 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
   auto state = l->state;
   auto& acceptor = l->acceptor;
   asio::steady_timer backoff(io_);
+  const bool vless = state->kind == "vless";
   for (;;) {
-    auto [ec, socket] = co_await acceptor.async_accept(as_tuple_awaitable);
+    // A VLESS session runs on the context its socket is accepted into; the target stays here.
+    auto& context = vless ? session_context() : io_;
+    auto [ec, socket] = co_await acceptor.async_accept(context, as_tuple_awaitable);
     if (state->closed || rt_.stopping) co_return;
     if (ec) {
       if (ec == asio::error::operation_aborted) co_return;
@@ -115,7 +155,7 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
       co_await backoff.async_wait(as_tuple_awaitable);
       continue;
     }
-    if (state->kind == "target") {
+    if (!vless) {
       asio::co_spawn(io_, target::serve_connection(rt_, state, std::move(socket)),
                      [](std::exception_ptr e) { log_exception(e, "target connection"); });
       continue;
@@ -132,7 +172,16 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
       socket.close(ignored);
       continue;
     }
-    asio::co_spawn(io_, vless_server::serve_session(rt_, state, tls_, std::move(socket)),
+    vless_server::session_start start{state,
+                                      tls_,
+                                      rt_.cfg,
+                                      state->name,
+                                      state->tcp.load(),
+                                      state->upstream_tcp.load(),
+                                      state->generation,
+                                      rt_.next_session_id++};
+    const auto executor = socket.get_executor();
+    asio::co_spawn(executor, vless_server::serve_session(rt_, std::move(start), std::move(socket)),
                    [](std::exception_ptr e) { log_exception(e, "vless session"); });
   }
 }
@@ -194,15 +243,18 @@ int daemon::run() {
   for (const auto& t : cfg.target) listeners_.push_back(open_listener("target", t.name, t.listen, t.tcp, t.tcp));
   for (auto& l : listeners_) {
     spdlog::info("{} listener \"{}\" on {} ({})", l->state->kind, l->state->name,
-                 format_endpoint(l->state->endpoint), policy_text(l->state->tcp));
+                 format_endpoint(l->state->endpoint), policy_text(l->state->tcp.load()));
     start_accepting(l);
   }
   print_links();
+  start_workers(cfg.limits.threads);
   spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   asio::co_spawn(io_, signal_loop(), [](std::exception_ptr e) { log_exception(e, "signal loop"); });
   notify("READY=1");
-  spdlog::info("vlessbenchd ready (config {}, generation {})", cfg.source, rt_.generation);
+  spdlog::info("vlessbenchd ready (config {}, generation {}, {} thread(s))", cfg.source, rt_.generation,
+               cfg.limits.threads);
   io_.run();
+  stop_workers();
   spdlog::info("vlessbenchd stopped");
   return 0;
 }
@@ -270,6 +322,10 @@ void daemon::reload() {
     return fail(e.what());
   }
 
+  if (next->limits.threads != rt_.cfg->limits.threads)
+    return fail(fmt::format("limits.threads {} -> {}: the thread count changes at a restart only",
+                            rt_.cfg->limits.threads, next->limits.threads));
+
   auto tls = tls_;
   if (!same_tls(next->tls, rt_.cfg->tls)) {
     try {
@@ -336,9 +392,9 @@ void daemon::reload() {
   std::vector<std::shared_ptr<listener>> next_listeners;
   for (const auto& [i, w] : kept) {
     auto& st = *listeners_[i]->state;
-    if (st.tcp != w->policy || st.upstream_tcp != w->upstream || st.name != w->name)
+    if (st.tcp.load() != w->policy || st.upstream_tcp.load() != w->upstream || st.name != w->name)
       changes.push_back(fmt::format("{} \"{}\" on {}: {} -> {}{}", st.kind, w->name,
-                                    format_endpoint(st.endpoint), policy_text(st.tcp), policy_text(w->policy),
+                                    format_endpoint(st.endpoint), policy_text(st.tcp.load()), policy_text(w->policy),
                                     st.kind == "vless" ? " (upstream " + policy_text(w->upstream) + ")" : ""));
     st.name = w->name;
     st.tcp = w->policy;
@@ -357,7 +413,7 @@ void daemon::reload() {
   for (auto& o : opened) {
     o->state->generation = generation;
     changes.push_back(fmt::format("opened {} \"{}\" on {} ({})", o->state->kind, o->state->name,
-                                  format_endpoint(o->state->endpoint), policy_text(o->state->tcp)));
+                                  format_endpoint(o->state->endpoint), policy_text(o->state->tcp.load())));
     start_accepting(o);
     next_listeners.push_back(std::move(o));
   }

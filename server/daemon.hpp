@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "asio_compat.hpp"
@@ -39,8 +40,20 @@ class daemon {
   awaitable<void> drain();
   void reload();
   void print_links() const;
+  // [limits] threads > 1: the extra io_context threads VLESS sessions are spread over.
+  void start_workers(unsigned threads);
+  void stop_workers();
+  asio::io_context& session_context();  // round robin over io_ and the workers
 
-  asio::io_context io_{1};
+  struct worker {
+    asio::io_context io{1};
+    asio::executor_work_guard<asio::io_context::executor_type> guard{io.get_executor()};
+    std::thread thread;
+  };
+
+  asio::io_context io_{1};  // listeners, signals, reload, drain, the target, and sessions too
+  std::vector<std::unique_ptr<worker>> workers_;
+  std::size_t next_context_ = 0;
   runtime rt_;
   std::optional<std::filesystem::path> config_file_;
   std::shared_ptr<asio::ssl::context> tls_;

@@ -67,6 +67,8 @@ struct session {
   runtime& rt;
   std::shared_ptr<listener_runtime> listener;
   std::shared_ptr<asio::ssl::context> tls_ctx;  // keeps the context alive across a reload
+  std::shared_ptr<const config> cfg;            // as it was at accept
+  std::string listener_name;                    // as it was at accept
   tls_stream client;
   policy_stream upstream;
   std::shared_ptr<route_info> info = std::make_shared<route_info>();
@@ -94,11 +96,12 @@ struct session {
   tcp_policy upstream_policy_at_accept;
   std::uint64_t generation_at_accept = 0;
 
-  session(runtime& r, std::shared_ptr<listener_runtime> l, std::shared_ptr<asio::ssl::context> ctx,
-          tcp::socket s)
+  session(runtime& r, session_start start, tcp::socket s)
       : rt(r),
-        listener(std::move(l)),
-        tls_ctx(std::move(ctx)),
+        listener(std::move(start.listener)),
+        tls_ctx(std::move(start.tls)),
+        cfg(std::move(start.cfg)),
+        listener_name(std::move(start.listener_name)),
         client(policy_stream(std::move(s), &listener->tcp), *tls_ctx),
         upstream(tcp::socket(client.get_executor()), &listener->upstream_tcp) {}
 
@@ -128,7 +131,7 @@ struct session {
   }
 
   awaitable<bool> handshake() {
-    deadline = accepted + rt.cfg->limits.handshake_timeout;
+    deadline = accepted + cfg->limits.handshake_timeout;
     auto [ec] = co_await client.async_handshake(asio::ssl::stream_base::server, as_tuple_awaitable);
     if (ec) {
       reject(timed_out ? "handshake_timeout" : "tls_handshake_failed", ec.message());
@@ -141,7 +144,7 @@ struct session {
   // Reads until the VLESS header is complete; leaves the payload that followed it in buf.
   awaitable<std::size_t> read_header() {
     phase = "header";
-    deadline = steady_clock::now() + rt.cfg->limits.header_timeout;
+    deadline = steady_clock::now() + cfg->limits.header_timeout;
     buf.resize(header_buffer);
     std::size_t used = 0;
     for (;;) {
@@ -179,7 +182,7 @@ struct session {
   // Constant time over the whole user list: the position of a match must not show in timing.
   bool authorize() {
     const user_config* found = nullptr;
-    for (const auto& u : rt.cfg->users) {
+    for (const auto& u : cfg->users) {
       const bool eq = vless::uuid_equal(u.uuid, header.uuid);
       found = eq ? &u : found;
     }
@@ -211,7 +214,7 @@ struct session {
 
   awaitable<bool> connect_upstream() {
     phase = "connect";
-    deadline = steady_clock::now() + rt.cfg->limits.connect_timeout;
+    deadline = steady_clock::now() + cfg->limits.connect_timeout;
     dest = header.address_text() + ":" + std::to_string(header.port);
     std::vector<tcp::endpoint> candidates;
     if (header.atyp == vless::address_type::domain) {
@@ -240,7 +243,7 @@ struct session {
     // Checked before any connect, and every resolved address must pass: a name that resolves to
     // one allowed and one forbidden address would otherwise reach the forbidden one on a retry.
     for (const auto& ep : candidates) {
-      if (!destination_allowed(*rt.cfg, ep)) {
+      if (!destination_allowed(*cfg, ep)) {
         reject("dest_not_allowed", format_endpoint(ep));
         co_return false;
       }
@@ -255,12 +258,12 @@ struct session {
         last = ec;
         continue;
       }
-      (void)apply_on_open(sock.native_handle(), listener->upstream_tcp);
+      (void)apply_on_open(sock.native_handle(), listener->upstream_tcp.load());
       auto [cec] = co_await sock.async_connect(ep, as_tuple_awaitable);
       if (!cec) {
         info->phases.upstream_connected = now_us();
         // Re-apply: quickack set before connect does not survive the handshake.
-        (void)apply_on_open(sock.native_handle(), listener->upstream_tcp);
+        (void)apply_on_open(sock.native_handle(), listener->upstream_tcp.load());
         std::error_code lec;
         auto local = sock.local_endpoint(lec);
         if (!lec) reg.emplace(rt.routes, local, info);
@@ -307,7 +310,7 @@ struct session {
         }
         co_return;
       }
-      deadline = steady_clock::now() + rt.cfg->limits.idle_timeout;
+      deadline = steady_clock::now() + cfg->limits.idle_timeout;
       auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(block.get(), n), as_tuple_awaitable);
       if (wec) {
         reason = close_reason::upstream_error;
@@ -345,7 +348,7 @@ struct session {
         }
         break;
       }
-      deadline = steady_clock::now() + rt.cfg->limits.idle_timeout;
+      deadline = steady_clock::now() + cfg->limits.idle_timeout;
       if (info->phases.first_upstream_byte < 0) info->phases.first_upstream_byte = now_us();
       const char* start = header_sent ? down + header_room : down;
       const std::size_t len = header_sent ? n : n + header_room;
@@ -370,7 +373,7 @@ struct session {
     const std::size_t pending = got - 1;
     if (!co_await connect_upstream()) co_return;
     phase = "relay";
-    deadline = steady_clock::now() + rt.cfg->limits.idle_timeout;
+    deadline = steady_clock::now() + cfg->limits.idle_timeout;
     co_await (client_to_upstream(pending) && upstream_to_client());
     phase = "close";
     if (!timed_out && client_socket().is_open()) {
@@ -400,7 +403,7 @@ struct session {
   void log_reject() {
     json_line line("vless.reject");
     line.add("session", info->session_id)
-        .add("listener", listener->name)
+        .add("listener", listener_name)
         .add("client", info->client)
         .add("reason", reject_reason)
         .add("phase", phase)
@@ -410,7 +413,7 @@ struct session {
     if (!dest.empty()) line.add("dest", dest);
     line.add("duration_us", info->phases.closed);
     rt.log.write(line.finish());
-    spdlog::debug("vless {} session {} from {} rejected: {} ({})", listener->name, info->session_id,
+    spdlog::debug("vless {} session {} from {} rejected: {} ({})", listener_name, info->session_id,
                   info->client, reject_reason, reject_detail);
   }
 
@@ -419,7 +422,7 @@ struct session {
     SSL* ssl = client.native_handle();
     json_line line("vless.session");
     line.add("session", info->session_id)
-        .add("listener", listener->name)
+        .add("listener", listener_name)
         .add("user", info->user)
         .add("client", info->client)
         .add("dest", dest)
@@ -466,7 +469,7 @@ struct session {
     if (stall) {
       spdlog::warn("vless {} session {} from {}: {:.1f} ms between TLS done and VLESS header: suspected "
                    "Nagle/delayed-ACK stall (quickack={})",
-                   listener->name, info->session_id, info->client,
+                   listener_name, info->session_id, info->client,
                    static_cast<double>(p.header_complete - p.tls_done) / 1000.0,
                    to_string(policy_at_accept.quickack));
     }
@@ -475,30 +478,33 @@ struct session {
 
 }  // namespace
 
-awaitable<void> serve_session(runtime& rt, std::shared_ptr<listener_runtime> listener,
-                              std::shared_ptr<asio::ssl::context> tls, tcp::socket socket) {
-  session s(rt, std::move(listener), std::move(tls), std::move(socket));
-  s.info->session_id = rt.next_session_id++;
-  s.info->listener = s.listener->name;
-  s.policy_at_accept = s.listener->tcp;
-  s.upstream_policy_at_accept = s.listener->upstream_tcp;
-  s.generation_at_accept = s.listener->generation;
+awaitable<void> serve_session(runtime& rt, session_start start, tcp::socket socket) {
+  const auto id = start.session_id;
+  const auto generation = start.generation;
+  const auto policy = start.policy;
+  const auto upstream_policy = start.upstream_policy;
+  session s(rt, std::move(start), std::move(socket));
+  s.info->session_id = id;
+  s.info->listener = s.listener_name;
+  s.policy_at_accept = policy;
+  s.upstream_policy_at_accept = upstream_policy;
+  s.generation_at_accept = generation;
   std::error_code ec;
   s.info->client = format_endpoint(s.client_socket().remote_endpoint(ec));
-  if (auto err = apply_on_open(s.client_socket().native_handle(), s.listener->tcp))
-    spdlog::warn("vless {}: setsockopt: {}", s.listener->name, err.message());
+  if (auto err = apply_on_open(s.client_socket().native_handle(), s.policy_at_accept))
+    spdlog::warn("vless {}: setsockopt: {}", s.listener_name, err.message());
   ++rt.vless_sessions;
   struct count_guard {
-    std::size_t& n;
+    std::atomic<std::size_t>& n;
     ~count_guard() { --n; }
   } counted{rt.vless_sessions};
   {
-    const connection_registration registered(rt.connections, [&s](bool force) {
+    const connection_registration registered(rt.connections, s.client.get_executor(), [&s](bool force) {
       if (!force) return;  // a relay has no request boundary: it may run until the drain deadline
       s.drained = true;
       s.close_sockets();
     });
-    s.deadline = s.accepted + rt.cfg->limits.handshake_timeout;
+    s.deadline = s.accepted + s.cfg->limits.handshake_timeout;
     co_await (s.run() || watchdog(s.deadline, [&s] { s.on_timeout(); }));
   }
   s.finish();

@@ -1,6 +1,8 @@
 #pragma once
 // VLESS+TLS sessions: one coroutine per accepted connection owns both of its sockets.
+#include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "asio_compat.hpp"
@@ -20,9 +22,22 @@ enum class close_reason {
 };
 std::string_view to_string(close_reason r);
 
-// Serves one accepted connection: TLS handshake, VLESS header, upstream connect, relay, one log
-// line at close. Never throws for I/O outcomes.
-awaitable<void> serve_session(runtime& rt, std::shared_ptr<listener_runtime> listener,
-                              std::shared_ptr<asio::ssl::context> tls, tcp::socket socket);
+// What a session takes from the main thread when it is accepted: it may run on another thread,
+// so it reads neither rt.cfg nor the listener's name again (a reload changes those). The
+// listener's policies are atomic and still read at every read.
+struct session_start {
+  std::shared_ptr<listener_runtime> listener;
+  std::shared_ptr<asio::ssl::context> tls;  // keeps the context alive across a reload
+  std::shared_ptr<const config> cfg;
+  std::string listener_name;
+  tcp_policy policy;           // the listener's, with the generation they belong to
+  tcp_policy upstream_policy;
+  std::uint64_t generation = 0;
+  std::uint64_t session_id = 0;
+};
+
+// Serves one accepted connection on the socket's executor: TLS handshake, VLESS header, upstream
+// connect, relay, one log line at close. Never throws for I/O outcomes.
+awaitable<void> serve_session(runtime& rt, session_start start, tcp::socket socket);
 
 }  // namespace vlessbench::vless_server

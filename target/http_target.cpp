@@ -218,11 +218,11 @@ awaitable<void> serve_connection(runtime& rt, std::shared_ptr<listener_runtime> 
   std::error_code ec;
   auto peer_ep = socket.remote_endpoint(ec);
   if (ec) co_return;
-  if (auto err = apply_on_open(socket.native_handle(), listener->tcp))
+  if (auto err = apply_on_open(socket.native_handle(), listener->tcp.load()))
     spdlog::warn("target {}: setsockopt: {}", listener->name, err.message());
   connection c{rt, listener, policy_stream(std::move(socket), &listener->tcp), endpoint_text(peer_ep),
                peer_ep, {}, 0, {}, false};
-  const connection_registration registered(rt.connections, [&c](bool force) {
+  const connection_registration registered(rt.connections, c.stream.get_executor(), [&c](bool force) {
     if (force || !c.busy) c.close();
   });
   c.deadline = steady_clock::now() + rt.cfg->limits.idle_timeout;

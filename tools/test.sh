@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, builds the Release tree (build/) and the
-# sanitizer tree (build-asan/: clang 14, ASan+UBSan, libFuzzer), then runs every test with ctest.
+# sanitizer trees (build-asan/: clang 14, ASan+UBSan, libFuzzer; build-tsan/: clang 14, TSan),
+# then runs every test with one ctest. The sanitizer trees build only what their tests run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/deps.sh --test
@@ -8,10 +9,15 @@ jobs=$(nproc)
 
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_CXX_COMPILER=clang++-14 -DVLESSBENCH_SANITIZE=address -DVLESSBENCH_FUZZ=ON >/dev/null
-cmake --build build-asan -j "$jobs"
+cmake --build build-asan -j "$jobs" --target unit_tests vlessbenchd \
+  fuzz_http_request fuzz_http_response fuzz_vless_header fuzz_share_link fuzz_config
+
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_COMPILER=clang++-14 -DVLESSBENCH_SANITIZE=thread >/dev/null
+cmake --build build-tsan -j "$jobs" --target unit_tests vlessbenchd vless_load vlessbench
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DVLESSBENCH_RUNNER_OPENSSL=ON \
-  -DVLESSBENCH_SANITIZER_BUILD="$PWD/build-asan" >/dev/null
+  -DVLESSBENCH_SANITIZER_BUILD="$PWD/build-asan" -DVLESSBENCH_TSAN_BUILD="$PWD/build-tsan" >/dev/null
 cmake --build build -j "$jobs"
 
 ctest --test-dir build --output-on-failure -j "$jobs" "$@"

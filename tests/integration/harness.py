@@ -36,6 +36,9 @@ LOOPBACK = "127.0.0.1"
 # Set by the sanitizer build's ctest entries: the daemon is several times slower there, so
 # timing-sensitive checks skip themselves.
 SANITIZED = bool(os.environ.get("VLESSBENCH_SANITIZED"))
+# Set by the TSan tree's ctest entries: every daemon a test starts from a dict config runs
+# [limits] threads = N, so VLESS sessions run on N io_context threads.
+THREADS = int(os.environ.get("VLESSBENCH_TEST_THREADS") or 0)
 
 # --------------------------------------------------------------------------------------------
 # Process bookkeeping: nothing outlives the test.
@@ -257,6 +260,8 @@ class Daemon:
         cfg["log"].setdefault("level", "info")
         if limits:
             cfg.setdefault("limits", {}).update(limits)
+        if THREADS:
+            cfg.setdefault("limits", {}).setdefault("threads", THREADS)
         self.cfg = cfg
         self.write_config(cfg)
         if start:
@@ -316,7 +321,11 @@ class Daemon:
     def stop(self, timeout: float = 10.0) -> int | None:
         if self.proc is None:
             return None
-        return stop_process(self.proc, signal.SIGTERM, timeout)
+        rc = stop_process(self.proc, signal.SIGTERM, timeout)
+        report = sanitizer_report(self.stderr())
+        if report:
+            raise AssertionError(f"sanitizer report in vlessbenchd's stderr ({self.stderr_path}):\n{report}")
+        return rc
 
     def __enter__(self):
         return self
@@ -741,6 +750,16 @@ class Suite:
         print(f"{self.name}: {len(failed)} failed; {time.monotonic() - t_all:.1f}s", flush=True)
         _cleanup()
         sys.exit(1 if failed else 0)
+
+
+SANITIZER_MARKERS = ("WARNING: ThreadSanitizer", "ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
+                     "runtime error:")
+
+
+def sanitizer_report(text: str) -> str | None:
+    """The first sanitizer report in a process's stderr (ASan, LSan, UBSan, TSan), if any."""
+    hits = [i for i in (text.find(m) for m in SANITIZER_MARKERS) if i >= 0]
+    return text[min(hits):min(hits) + 6000] if hits else None
 
 
 def median_ms(samples) -> float:

@@ -72,6 +72,7 @@ connect_timeout_ms = 3000
 idle_timeout_ms = 4000
 drain_timeout_ms = 3600000
 max_sessions = 1000000
+threads = 2
 
 [[users]]
 name = "mac"
@@ -112,6 +113,7 @@ tcp = { nodelay = false, quickack = "kernel" }
   CHECK(c.limits.idle_timeout == 4000ms);
   CHECK(c.limits.drain_timeout == 3'600'000ms);
   CHECK(c.limits.max_sessions == 1'000'000u);
+  CHECK(c.limits.threads == 2u);
 
   REQUIRE(c.users.size() == 2);
   CHECK(c.users[0].name == "mac");
@@ -152,6 +154,7 @@ TEST_CASE("absent keys take the defaults from config.hpp", "[config]") {
   CHECK(c.limits.idle_timeout == reference.limits.idle_timeout);
   CHECK(c.limits.drain_timeout == reference.limits.drain_timeout);
   CHECK(c.limits.max_sessions == reference.limits.max_sessions);
+  CHECK(c.limits.threads == 1u);
   REQUIRE(c.vless.size() == 1);
   CHECK(c.vless[0].tcp == tcp_policy{true, quickack_mode::kernel});
   CHECK(c.vless[0].upstream_tcp == tcp_policy{true, quickack_mode::kernel});
@@ -441,6 +444,8 @@ TEST_CASE("limits are bounded positive integers", "[config]") {
         "x.toml:2: limits.drain_timeout_ms: expected an integer, got a floating-point number");
   CHECK(limit_error("max_sessions = 0") == "x.toml:2: limits.max_sessions: 0: must be between 1 and 1000000");
   CHECK(limit_error("max_sessions = 1000001") == "x.toml:2: limits.max_sessions: 1000001: must be between 1 and 1000000");
+  CHECK(limit_error("threads = 0") == "x.toml:2: limits.threads: 0: must be between 1 and 64");
+  CHECK(limit_error("threads = 65") == "x.toml:2: limits.threads: 65: must be between 1 and 64");
   CHECK(parse_config(std::string("[limits]\nidle_timeout_ms = 1\nmax_sessions = 1\n") + loopback_target, "x.toml")
             .limits.idle_timeout == 1ms);
 }
@@ -712,6 +717,7 @@ TEST_CASE("the shipped config files are valid", "[config]") {
   CHECK(example.limits.idle_timeout == defaults.limits.idle_timeout);
   CHECK(example.limits.drain_timeout == defaults.limits.drain_timeout);
   CHECK(example.limits.max_sessions == defaults.limits.max_sessions);
+  CHECK(example.limits.threads == defaults.limits.threads);
   CHECK(example.destinations == defaults.destinations);
   const config embedded = default_config();
   CHECK(example.vless == embedded.vless);
