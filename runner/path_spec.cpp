@@ -75,6 +75,7 @@ std::string_view to_string(path_kind k) {
     case path_kind::http_connect: return "http-connect";
     case path_kind::socks5: return "socks5";
     case path_kind::vless: return "vless";
+    case path_kind::forward: return "forward";
   }
   return "?";
 }
@@ -195,10 +196,12 @@ std::optional<path_spec> parse_path_arg(std::string_view arg, std::string& reaso
   };
   if (spec == "direct") {
     p.kind = path_kind::direct;
-  } else if (starts_with_icase(spec, "http://") || starts_with_icase(spec, "socks5://")) {
+  } else if (starts_with_icase(spec, "http://") || starts_with_icase(spec, "socks5://") ||
+             starts_with_icase(spec, "tcp://")) {
     const bool http = starts_with_icase(spec, "http://");
-    p.kind = http ? path_kind::http_connect : path_kind::socks5;
-    const std::string_view hp = strip_slash(spec.substr(http ? 7 : 9));
+    const bool forward = starts_with_icase(spec, "tcp://");
+    p.kind = http ? path_kind::http_connect : forward ? path_kind::forward : path_kind::socks5;
+    const std::string_view hp = strip_slash(spec.substr(http ? 7 : forward ? 6 : 9));
     if (hp.find('@') != std::string_view::npos) {
       reason = "path '" + p.name + "': proxy authentication is not supported";
       return std::nullopt;
@@ -237,7 +240,7 @@ std::optional<path_spec> parse_path_arg(std::string_view arg, std::string& reaso
     p.port = parsed->port;
     p.link = std::move(parsed);
   } else {
-    reason = "path '" + p.name + "': SPEC must be direct, http://H:P, socks5://H:P or vless://...";
+    reason = "path '" + p.name + "': SPEC must be direct, http://H:P, socks5://H:P, tcp://H:P or vless://...";
     return std::nullopt;
   }
   return p;

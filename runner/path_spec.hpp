@@ -11,7 +11,9 @@
 
 namespace vlessbench::runner {
 
-enum class path_kind { direct, http_connect, socks5, vless };
+// forward: a plain TCP port forward in front of the target (v2ray dokodemo-door, a Clash tunnel,
+// socat): the runner connects there and speaks HTTP as if direct.
+enum class path_kind { direct, http_connect, socks5, vless, forward };
 std::string_view to_string(path_kind k);
 
 // How the built-in VLESS client writes: header and GET in one write (default), or the header as

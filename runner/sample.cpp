@@ -98,7 +98,8 @@ server_timing parse_server_timing(std::string_view value) {
 }
 
 bool is_route_mismatch(path_kind kind, route_kind route) {
-  if (route == route_kind::unknown) return false;
+  // A port forward may lead through VLESS (a client's dokodemo-door) or not (socat): not checked.
+  if (route == route_kind::unknown || kind == path_kind::forward) return false;
   return kind == path_kind::direct ? route == route_kind::vless : route == route_kind::direct;
 }
 

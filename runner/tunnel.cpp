@@ -60,6 +60,7 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
   }
   switch (spec.kind) {
     case path_kind::direct: break;
+    case path_kind::forward: break;  // the forwarder dials the target; HTTP goes as if direct
     case path_kind::http_connect:
       plan.proxy_request = format_connect_request(plan.target_authority);
       break;

@@ -120,6 +120,36 @@ def proxy_that_bypasses_the_daemon_is_a_route_mismatch():
 
 
 @suite.test
+def port_forward_paths_report_their_route():
+    # v2ray's dokodemo-door (a client's "tunnel" entry): one forwards through VLESS to the
+    # daemon, one straight to the target (freedom). Both are tcp:// paths; neither is a mismatch.
+    via, bypass = free_port(), free_port()
+    cfg = v2ray_client_config(free_port(), D.port("kernel"), D.uuid)
+    door = {"address": LOOPBACK, "port": D.target_port, "network": "tcp"}
+    cfg["inbounds"] = [
+        {"tag": "via", "listen": LOOPBACK, "port": via, "protocol": "dokodemo-door", "settings": door},
+        {"tag": "bypass", "listen": LOOPBACK, "port": bypass, "protocol": "dokodemo-door", "settings": door},
+    ]
+    cfg["outbounds"][0]["tag"] = "vless"
+    cfg["outbounds"].append({"tag": "freedom", "protocol": "freedom", "settings": {}})
+    cfg["routing"] = {"rules": [{"type": "field", "inboundTag": ["via"], "outboundTag": "vless"},
+                                {"type": "field", "inboundTag": ["bypass"], "outboundTag": "freedom"}]}
+    with V2ray(cfg, via):
+        r, out = run_paths([f"fwd-vless=tcp://{LOOPBACK}:{via}", f"fwd-direct=tcp://{LOOPBACK}:{bypass}"],
+                           new=4, reuse=6, warmup=1)
+    check(r.returncode == 0, f"rc {r.returncode}\n{r.stdout}\n{r.stderr}")
+    samples = rows(out)
+    check(len(samples) == 3 * 10 and all(s["ok"] == "1" for s in samples),
+          [s for s in samples if s["ok"] != "1"][:3])
+    routes = {(s["path"], s["route"]) for s in samples}
+    check(routes == {("direct", "direct"), ("fwd-vless", "vless"), ("fwd-direct", "direct")}, routes)
+    summary = json.loads((out / "summary.json").read_text())
+    check(summary["route_mismatches"] == 0, summary["route_mismatches"])
+    v = runner("verify", out, "--log", D.access)
+    check(v.returncode == 0, f"verify rc {v.returncode}\n{v.stdout}\n{v.stderr}")
+
+
+@suite.test
 def failures_are_samples_with_reasons():
     refused = free_port()  # nothing listens there
     with socket.socket() as hole:  # accepts into the backlog, never answers

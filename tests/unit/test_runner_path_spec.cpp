@@ -39,6 +39,13 @@ TEST_CASE("path SPEC: direct, CONNECT and SOCKS5 entries", "[runner]") {
   REQUIRE(n);
   CHECK(n->kind == path_kind::http_connect);
   CHECK(n->host == "localhost");
+
+  auto f = parse_path_arg("tunnel=tcp://127.0.0.1:7000/", reason);
+  REQUIRE(f);
+  CHECK(f->kind == path_kind::forward);
+  CHECK(f->host == "127.0.0.1");
+  CHECK(f->port == 7000);
+  CHECK(to_string(f->kind) == "forward");
 }
 
 TEST_CASE("path SPEC: malformed arguments are refused with a reason", "[runner]") {
@@ -53,6 +60,8 @@ TEST_CASE("path SPEC: malformed arguments are refused with a reason", "[runner]"
   CHECK_THAT(refusal("x=http://u:p@1.2.3.4:1"), Catch::Contains("authentication"));
   CHECK_THAT(refusal("x=socks5://h:1/path"), Catch::Contains("only scheme://HOST:PORT"));
   CHECK_THAT(refusal("x=socks5://[::1:1080"), Catch::Contains("[IPv6]:PORT"));
+  CHECK_THAT(refusal("x=tcp://h:1/path"), Catch::Contains("only scheme://HOST:PORT"));
+  CHECK_THAT(refusal("x=tcp://1.2.3.4"), Catch::Contains("HOST:PORT"));
 }
 
 TEST_CASE("path SPEC: vless link with the runner's client parameters", "[runner]") {
