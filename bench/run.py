@@ -5,7 +5,8 @@ Starts, on loopback ports >= 20000:
   - an HTTP target (a target-only vlessbenchd) that both servers relay to, and the direct floor uses;
   - our VLESS+TLS server (a VLESS-only vlessbenchd) and v2ray's (vless inbound, freedom outbound),
     same ECDSA P-256 certificate, TLS 1.3 only, TCP_NODELAY on (v2ray/Go sets it by default);
-  - two v2ray clients (http inbound -> vless outbound), one per server.
+  - two v2ray clients (http inbound -> vless outbound), one per server;
+  - socat, a plain TCP forwarder in front of the target: the floor of what any relay adds.
 Then measures, ours and v2ray's alternately:
   1. new-connection / reused added latency (paired median vs direct; `vlessbench run`, all paths
      interleaved at random in one run), with the runner's built-in VLESS client and with v2ray's
@@ -44,6 +45,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
 GIB = 1 << 30
+CORES = os.cpu_count() or 1
 
 # ---------------------------------------------------------------------------------------------
 # Processes: everything we start is registered and killed at exit.
@@ -149,12 +151,31 @@ def run_load(load: Path, mode: str, args: list, timeout: float) -> dict:
         raise RuntimeError(f"vlessbench_load {mode} {args}: exit {r.returncode}: {r.stderr.strip()} {r.stdout}")
     return json.loads(r.stdout.strip().splitlines()[-1])
 
+
+def measure_crypto(load: Path) -> dict:
+    """The handshake's public-key operations, microseconds each: in the BoringSSL we link
+    (vlessbench_load crypto) and, for reference, in OpenSSL 3 (`openssl speed`) on this machine."""
+    out = {"boringssl": run_load(load, "crypto", ["--max", 2000], timeout=60)}
+    r = subprocess.run(["openssl", "speed", "-seconds", "1", "ecdsap256", "ecdhx25519"],
+                       capture_output=True, text=True, timeout=60)
+    ref = {}
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if "(nistp256)" in line and len(f) >= 7:
+            ref["ecdsa_p256_sign_us"] = round(1e6 / float(f[-2]), 1)
+            ref["ecdsa_p256_verify_us"] = round(1e6 / float(f[-1]), 1)
+        elif "(X25519)" in line:
+            ref["x25519_op_us"] = round(1e6 / float(f[-1]), 1)
+    out["openssl3"] = ref
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # The setup
 
 
 class Setup:
-    def __init__(self, bindir: Path, work: Path):
+    def __init__(self, bindir: Path, work: Path, threads: int):
         self.bindir = bindir
         self.work = work
         self.uuid = str(uuidlib.uuid4())
@@ -175,7 +196,7 @@ class Setup:
         (work / "ours.toml").write_text(
             f'[log]\nlevel = "warn"\naccess = "{work}/ours-access.jsonl"\n'
             f'[tls]\ncert = "{self.cert}"\nkey = "{self.key}"\nmin_version = "1.3"\n'
-            f'[limits]\nmax_sessions = 100000\n'
+            f'[limits]\nmax_sessions = 100000\nthreads = {threads}\n'
             f'[[users]]\nname = "bench"\nuuid = "{self.uuid}"\n'
             f'[[vless]]\nname = "vless"\nlisten = "{HOST}:{self.ours_port}"\ntcp = {policy}\n'
             f'upstream_tcp = {policy}\n')
@@ -218,6 +239,13 @@ class Setup:
         wait_port(self.v2_port, self.v2, "v2ray server")
         wait_port(self.ours_http, self.clients[0], "v2ray client (ours)")
         wait_port(self.v2_http, self.clients[1], "v2ray client (v2ray)")
+        # The relay floor: socat, a plain user-space TCP forwarder (no TLS, no protocol), in front of
+        # the target. What it adds is what any relay with its own upstream connection pays.
+        self.relay_port = free_port()
+        self.relay = spawn(["socat", f"TCP-LISTEN:{self.relay_port},bind={HOST},reuseaddr,fork,nodelay",
+                            f"TCP:{HOST}:{self.target_port},nodelay"],
+                           stdout=subprocess.DEVNULL, stderr=open(work / "socat.log", "wb"))
+        wait_port(self.relay_port, self.relay, "socat relay")
 
     def server(self, which: str) -> tuple[int, subprocess.Popen]:
         return (self.ours_port, self.ours) if which == "ours" else (self.v2_port, self.v2)
@@ -235,7 +263,7 @@ class Setup:
         return args
 
     def check_alive(self) -> None:
-        for p in [self.target, self.ours, self.v2, *self.clients]:
+        for p in [self.target, self.ours, self.v2, *self.clients, self.relay]:
             if p.poll() is not None:
                 raise RuntimeError(f"{p.args[0]} exited with {p.returncode}; logs in {self.work}")
 
@@ -272,11 +300,11 @@ def measure_idle(s: Setup, load: Path, sessions: int) -> dict:
 def measure_latency(s: Setup, new: int, reuse: int, warmup: int) -> dict:
     out_dir = s.work / "latency"
     runner = s.bindir / "vlessbench"
+    paths = ["direct=direct", f"ours-builtin={s.link('ours')}", f"v2ray-builtin={s.link('v2ray')}",
+             f"ours-v2client=http://{HOST}:{s.ours_http}", f"v2ray-v2client=http://{HOST}:{s.v2_http}",
+             f"relay-floor=tcp://{HOST}:{s.relay_port}"]
     argv = [runner, "run", "--target", f"http://{HOST}:{s.target_port}/",
-            "--path", "direct=direct",
-            "--path", f"ours-builtin={s.link('ours')}", "--path", f"v2ray-builtin={s.link('v2ray')}",
-            "--path", f"ours-v2client=http://{HOST}:{s.ours_http}",
-            "--path", f"v2ray-v2client=http://{HOST}:{s.v2_http}",
+            *[a for p in paths for a in ("--path", p)],
             "--new", new, "--reuse", reuse, "--warmup", warmup, "--out", out_dir,
             "--allow-mismatch"]  # the target is a separate process: it answers "direct" to both servers
     r = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=240,
@@ -298,7 +326,7 @@ def measure_handshakes(s: Setup, load: Path, rounds: int, seconds: float, worker
         order = ["ours", "v2ray", "direct"] if r % 2 == 0 else ["v2ray", "ours", "direct"]
         for which in order:
             s.check_alive()
-            j = run_load(load, "handshakes", [*s.load_args(which), "--workers", workers, "--threads", 1,
+            j = run_load(load, "handshakes", [*s.load_args(which), "--workers", workers, "--threads", CORES,
                                               "--seconds", seconds], timeout=seconds + 30)
             if j["failed"]:
                 print(f"  warning: {which}: {j['failed']} failed handshakes ({j['error']})", file=sys.stderr)
@@ -370,12 +398,19 @@ def table(results: dict) -> list[dict]:
         rows.append({"metric": metric, "unit": unit, "ours": ours, "v2ray": v2, "ratio": ratio,
                      "target": f"{target_op} {target}", "met": met, "direct_floor": floor})
 
-    for client, suffix in (("built-in client", "builtin"), ("v2ray client", "v2client")):
+    for data, client, suffix in ((lat, "built-in client", "builtin"), (lat, "v2ray client", "v2client")):
         for mode, label, tgt in (("new", "new-connection added latency", 0.75),
                                  ("reuse", "reused added latency", 0.5)):
-            row(f"{label} ({client})", "ms", lat[f"ours-{suffix}"][mode]["paired_delta_median_ms"],
-                lat[f"v2ray-{suffix}"][mode]["paired_delta_median_ms"], "<=", tgt,
-                lat["direct"][mode]["median_ms"])
+            row(f"{label} ({client})", "ms", data[f"ours-{suffix}"][mode]["paired_delta_median_ms"],
+                data[f"v2ray-{suffix}"][mode]["paired_delta_median_ms"], "<=", tgt,
+                data["direct"][mode]["median_ms"])
+    # Not a comparison: what a plain relay adds (socat forks per connection, so its new-connection
+    # figure includes a fork and is no floor; its reused figure is).
+    for mode, label in (("new", "new-connection added latency, plain relay (socat)"),
+                        ("reuse", "reused added latency, plain relay (socat): the floor")):
+        rows.append({"metric": label, "unit": "ms", "ours": lat["relay-floor"][mode]["paired_delta_median_ms"],
+                     "v2ray": None, "ratio": None, "target": "(floor)", "met": None,
+                     "direct_floor": lat["direct"][mode]["median_ms"]})
     row("handshakes/s (TLS+VLESS+GET)", "1/s", hs["ours"]["per_second"], hs["v2ray"]["per_second"], ">=", 1.5,
         hs["direct"]["per_second"])
     for key, label, tgt in (("downx1", "download, 1 session", 2.0), ("upx1", "upload, 1 session", 2.0),
@@ -420,6 +455,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path("bench-result.json"))
     ap.add_argument("--quick", action="store_true", help="smaller counts (a smoke test, not for the docs)")
     ap.add_argument("--only", default="idle,latency,handshakes,bulk", help="comma list of phases to run")
+    ap.add_argument("--threads", type=int, default=CORES,
+                    help="our server's [limits] threads (default: the core count, as v2ray/Go uses every core)")
     a = ap.parse_args()
     load = a.bin / "vlessbench_load"
     for b in (a.bin / "vlessbenchd", a.bin / "vlessbench", load):
@@ -432,11 +469,13 @@ def main() -> int:
     _tmp.append(work)
     t0 = time.monotonic()
     results: dict = {"machine": machine(), "command": " ".join(sys.argv), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    s = Setup(a.bin, work)
+    results["ours_threads"] = a.threads
+    s = Setup(a.bin, work, a.threads)
     # Warm-up: a few sessions through each path so that lazy initialisation is paid before measuring.
     for which in ("ours", "v2ray"):
         run_load(load, "handshakes", [*s.load_args(which), "--workers", 2, "--seconds", 0.5], timeout=30)
 
+    results["crypto"] = measure_crypto(load)
     if "idle" in phases:
         print("idle sessions (RSS)...", file=sys.stderr, flush=True)
         results["idle"] = measure_idle(s, load, 200 if quick else 1000)
@@ -457,6 +496,12 @@ def main() -> int:
         print_table(rows)
     if "latency" in results:
         print("\nlatency run (vlessbench run):\n" + results["latency"]["table"])
+    c = results["crypto"]
+    print("\nhandshake crypto, us per operation (BoringSSL linked / OpenSSL 3 `openssl speed`): "
+          f"ECDSA P-256 sign {c['boringssl']['ecdsa_p256_sign_us']} / {c['openssl3'].get('ecdsa_p256_sign_us')}, "
+          f"verify {c['boringssl']['ecdsa_p256_verify_us']} / {c['openssl3'].get('ecdsa_p256_verify_us')}, "
+          f"X25519 key pair {c['boringssl']['x25519_keypair_us']} and shared secret "
+          f"{c['boringssl']['x25519_shared_us']} / {c['openssl3'].get('x25519_op_us')}")
     a.out.write_text(json.dumps(results, indent=1))
     print(f"\n{a.out} written; {results['seconds']} s; load average at start "
           f"{' '.join(results['machine']['loadavg_at_start'])}")
