@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstring>
+#include <memory>
 
 #include "http_parser.hpp"
 #include "logging.hpp"
@@ -12,7 +13,10 @@
 namespace vlessbench::target {
 namespace {
 
-constexpr std::size_t read_chunk = 64 * 1024;
+constexpr std::size_t read_chunk = 64 * 1024;  // a /sink body read; a generated-body write
+// A connection's head buffer starts (and, once idle, shrinks back to) this size and grows only for
+// a larger head or a pipelined burst: an idle keep-alive connection holds 4 KiB, not 64.
+constexpr std::size_t head_chunk = 4 * 1024;
 constexpr std::size_t max_label = 128;  // cap on run/seq/path labels copied into the log
 
 const std::array<char, read_chunk>& pattern_block() {
@@ -46,7 +50,7 @@ struct connection {
 
   // Reads more bytes into buf; returns 0 on EOF/error.
   awaitable<std::size_t> read_more() {
-    if (buf.size() - used < 4096) buf.resize(std::max(buf.size() * 2, used + read_chunk));
+    if (buf.size() - used < head_chunk / 2) buf.resize(std::max(buf.size() * 2, used + head_chunk));
     auto [ec, n] = co_await stream.async_read_some(asio::buffer(buf.data() + used, buf.size() - used),
                                                    as_tuple_awaitable);
     if (ec) co_return 0;
@@ -77,7 +81,7 @@ struct connection {
   }
 
   awaitable<void> run() {
-    buf.resize(read_chunk);
+    buf.resize(head_chunk);
     for (;;) {
       // Wait for a whole head: idle timeout before the first byte, header timeout after it.
       deadline = steady_clock::now() + (used ? limits().header_timeout : limits().idle_timeout);
@@ -125,10 +129,13 @@ struct connection {
         consume(from_buf);
         left -= from_buf;
         body_in += from_buf;
+        // A buffer of its own, for this body only (64 KiB reads; uninitialised: never read back).
+        const std::size_t sink_size = static_cast<std::size_t>(std::min<std::uint64_t>(left, read_chunk));
+        const std::unique_ptr<char[]> sink(left > 0 ? new char[sink_size] : nullptr);
         while (left > 0) {
           deadline = steady_clock::now() + limits().idle_timeout;
           auto [ec, n] = co_await stream.async_read_some(
-              asio::buffer(buf.data(), std::min<std::uint64_t>(buf.size(), left)), as_tuple_awaitable);
+              asio::buffer(sink.get(), std::min<std::uint64_t>(sink_size, left)), as_tuple_awaitable);
           if (ec) co_return;
           left -= n;
           body_in += n;
@@ -182,6 +189,10 @@ struct connection {
       log_request(req, plan.status, route.get(), sent, body_in, started_at, ok);
       busy = false;
       if (!ok || !keep_alive) co_return;
+      if (used == 0 && buf.size() > head_chunk) {  // a burst grew it: idle at the small size again
+        buf.resize(head_chunk);
+        buf.shrink_to_fit();
+      }
     }
   }
 
