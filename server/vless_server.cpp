@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstring>
+#include <limits>
 
 #include "destination_policy.hpp"
 #include "logging.hpp"
@@ -41,6 +42,15 @@ constexpr std::size_t header_room = 2;          // VLESS response header, sent w
 // delayed-ACK timer is 40 ms; anything near it on loopback is no accident).
 constexpr std::int64_t stall_threshold_us = 30'000;
 constexpr auto shutdown_grace = std::chrono::milliseconds(1000);
+
+// asio::transfer_all caps every write_some at 64 KiB (asio's default_max_transfer_size), so one
+// 256 KiB block left as four send() calls, each completion a trip through the scheduler and its
+// epoll_wait. This condition hands the kernel the whole remainder at once.
+struct transfer_all_unchunked {
+  std::size_t operator()(const std::error_code& ec, std::size_t) const {
+    return ec ? 0 : std::numeric_limits<std::size_t>::max();
+  }
+};
 
 // The wire allows 255 bytes of anything printable; the resolver should only see names it can ask
 // for, so an oversized name or label never costs a lookup.
@@ -311,7 +321,8 @@ struct session {
         co_return;
       }
       deadline = steady_clock::now() + cfg->limits.idle_timeout;
-      auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(block.get(), n), as_tuple_awaitable);
+      auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(block.get(), n), transfer_all_unchunked{},
+                                                  as_tuple_awaitable);
       if (wec) {
         reason = close_reason::upstream_error;
         std::error_code ignored;
