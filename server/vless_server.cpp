@@ -91,6 +91,7 @@ struct session {
   bool timed_out = false;
   bool drained = false;
   bool client_closed = false;  // the client ended its side first: the upstream's EOF follows from it
+  bool upstream_done = false;  // upstream_to_client has ended and cancelled the client's reads
   std::uint64_t bytes_up = 0;    // client -> destination payload
   std::uint64_t bytes_down = 0;  // destination -> client payload
   std::uint64_t header_bytes_seen = 0;
@@ -294,18 +295,38 @@ struct session {
       bytes_up += n;
     }
     std::vector<char>().swap(buf);
+    bool block_filled = false;  // the last block was filled up before the client ran dry
     for (;;) {
-      // Wait without a buffer; then read every record already here into one block.
-      auto [ec] = co_await client.async_wait_readable(as_tuple_awaitable);
+      // Read every record already here into one block; fill() stops when a read would block.
+      std::error_code ec;
       std::size_t n = 0;
-      buffer_pool::block block;
-      if (!ec) {
-        block = buffer_pool::get();
-        std::tie(ec, n) = co_await client.async_read_some(asio::buffer(block.get(), relay_block), as_tuple_awaitable);
-        for (std::error_code later; !ec && relay_block - n >= tls_record;) {
-          const std::size_t k = client.read_now(block.get() + n, relay_block - n, later);
-          if (k == 0) break;  // nothing more without waiting; an error shows on the next read
-          n += k;
+      buffer_pool::block block = buffer_pool::get();
+      auto fill = [&](std::size_t from) {
+        for (std::error_code later; relay_block - from >= tls_record;) {
+          const std::size_t k = client.read_now(block.get() + from, relay_block - from, later);
+          if (k == 0) {
+            if (from == 0) ec = later;  // with bytes in hand, an error shows on the next read
+            block_filled = false;
+            return from;
+          }
+          from += k;
+        }
+        block_filled = true;
+        return from;
+      };
+      // After a full block the sender is likely ahead of us (bulk): try reading before waiting,
+      // which costs an epoll_wait and a scheduler pass. After a read that drained everything
+      // (interactive traffic), wait first: a speculative read would only be one more EAGAIN.
+      // Not once upstream_to_client has cancelled the client's reads: that path waits as before.
+      if (block_filled && !upstream_done) n = fill(0);
+      if (n == 0 && !ec) {
+        // Wait without a buffer (an idle session holds none); then read as above.
+        block.reset();
+        std::tie(ec) = co_await client.async_wait_readable(as_tuple_awaitable);
+        if (!ec) {
+          block = buffer_pool::get();
+          std::tie(ec, n) = co_await client.async_read_some(asio::buffer(block.get(), relay_block), as_tuple_awaitable);
+          if (!ec) n = fill(n);
         }
       }
       if (ec) {
@@ -373,6 +394,7 @@ struct session {
       bytes_down += n;
     }
     // The destination is done (or the client is gone): stop reading the client too.
+    upstream_done = true;
     std::error_code ignored;
     client_socket().cancel(ignored);
   }
