@@ -142,7 +142,7 @@ class tls_stream {
   // One SSL_read without waiting: bytes read, or 0 when it would block (ec clear) or failed (ec).
   std::size_t read_now(char* data, std::size_t size, std::error_code& ec) {
     ec.clear();
-    ERR_clear_error();
+    clear_errors();
     sys_error_ = 0;
     const int r = SSL_read(ssl_, data, clamp(size));
     if (r > 0) return static_cast<std::size_t>(r);
@@ -152,6 +152,12 @@ class tls_stream {
   }
 
  private:
+  // ERR_clear_error walks all 16 slots of the thread's queue (~600 instructions) even when it is
+  // empty, which it nearly always is; it ran before every SSL_read (~64 per MiB relayed).
+  static void clear_errors() {
+    if (ERR_peek_error() != 0) ERR_clear_error();
+  }
+
   static int clamp(std::size_t n) { return static_cast<int>(std::min<std::size_t>(n, 1 << 30)); }
 
   template <class Buffers>
@@ -189,7 +195,7 @@ class tls_stream {
             }
           };
           if (wait_ec) return done(wait_ec, 0);
-          ERR_clear_error();
+          clear_errors();
           sys_error_ = 0;
           const int r = op(ssl_);
           if (r > 0) return done({}, static_cast<std::size_t>(r));
