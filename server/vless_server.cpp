@@ -31,9 +31,9 @@ std::string_view to_string(close_reason r) {
 namespace {
 
 using std::chrono::microseconds;
-// Relay buffers are pooled 64 KiB blocks, taken when a socket is readable and given back after
-// the write, so an idle session holds none. One upstream read of up to 64 KiB becomes one
-// SSL_write (four full 16 KiB records); up to 64 KiB of client records go upstream in one write.
+// Relay buffers are pooled 256 KiB blocks, taken when a socket is readable and given back after
+// the write, so an idle session holds none. One upstream read of up to 256 KiB becomes one
+// SSL_write (sixteen full 16 KiB records); up to 256 KiB of client records go upstream in one write.
 constexpr std::size_t relay_block = buffer_pool::block_size;
 constexpr std::size_t tls_record = 16 * 1024;   // largest TLS plaintext record
 constexpr std::size_t header_buffer = 2048;     // a valid VLESS request header is < 600 bytes
@@ -44,8 +44,8 @@ constexpr std::int64_t stall_threshold_us = 30'000;
 constexpr auto shutdown_grace = std::chrono::milliseconds(1000);
 
 // asio::transfer_all caps every write_some at 64 KiB (asio's default_max_transfer_size), so one
-// 256 KiB block left as four send() calls, each completion a trip through the scheduler and its
-// epoll_wait. This condition hands the kernel the whole remainder at once.
+// 256 KiB block left as four send() calls (or four SSL_write calls), each completion a trip
+// through the scheduler and its epoll_wait. This condition hands over the whole remainder at once.
 struct transfer_all_unchunked {
   std::size_t operator()(const std::error_code& ec, std::size_t) const {
     return ec ? 0 : std::numeric_limits<std::size_t>::max();
@@ -385,7 +385,8 @@ struct session {
       const char* start = header_sent ? down + header_room : down;
       const std::size_t len = header_sent ? n : n + header_room;
       if (!header_sent) info->phases.first_client_byte = now_us();
-      auto [wec, wn] = co_await asio::async_write(client, asio::buffer(start, len), as_tuple_awaitable);
+      auto [wec, wn] =
+          co_await asio::async_write(client, asio::buffer(start, len), transfer_all_unchunked{}, as_tuple_awaitable);
       if (wec) {
         reason = close_reason::client_error;
         break;
