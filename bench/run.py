@@ -321,20 +321,31 @@ def measure_latency(s: Setup, new: int, reuse: int, warmup: int) -> dict:
 
 
 def measure_handshakes(s: Setup, load: Path, rounds: int, seconds: float, workers: int) -> dict:
+    """Closed-loop handshakes/s, and per handshake the CPU time of the server (all its threads)
+    and of the load generator (the client's half, which shares the same cores)."""
     res = {w: [] for w in ("ours", "v2ray", "direct")}
     for r in range(rounds):
         order = ["ours", "v2ray", "direct"] if r % 2 == 0 else ["v2ray", "ours", "direct"]
         for which in order:
             s.check_alive()
+            pid = s.server(which)[1].pid if which != "direct" else s.target.pid
+            c0 = cpu_seconds(pid)
+            ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             j = run_load(load, "handshakes", [*s.load_args(which), "--workers", workers, "--threads", CORES,
                                               "--seconds", seconds], timeout=seconds + 30)
+            ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            ok = max(j["ok"], 1)
+            j["server_cpu_us"] = (cpu_seconds(pid) - c0) * 1e6 / ok
+            j["client_cpu_us"] = (ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime) * 1e6 / ok
             if j["failed"]:
                 print(f"  warning: {which}: {j['failed']} failed handshakes ({j['error']})", file=sys.stderr)
             res[which].append(j)
             time.sleep(0.5)
     return {w: {"per_second": statistics.median(x["per_second"] for x in v),
                 "rounds": [round(x["per_second"], 1) for x in v],
-                "latency_median_us": statistics.median(x["latency_median_us"] for x in v)}
+                "latency_median_us": statistics.median(x["latency_median_us"] for x in v),
+                "server_cpu_us_per_handshake": statistics.median(x["server_cpu_us"] for x in v),
+                "client_cpu_us_per_handshake": statistics.median(x["client_cpu_us"] for x in v)}
             for w, v in res.items()}
 
 
@@ -413,6 +424,13 @@ def table(results: dict) -> list[dict]:
                      "direct_floor": lat["direct"][mode]["median_ms"]})
     row("handshakes/s (TLS+VLESS+GET)", "1/s", hs["ours"]["per_second"], hs["v2ray"]["per_second"], ">=", 1.5,
         hs["direct"]["per_second"])
+    # Not a target: what one handshake costs the server and (same for both) the load generator.
+    row("server CPU per handshake", "us", hs["ours"]["server_cpu_us_per_handshake"],
+        hs["v2ray"]["server_cpu_us_per_handshake"], "<=", 1.0)
+    rows[-1]["target"], rows[-1]["met"] = "(none)", None
+    rows.append({"metric": "load generator CPU per handshake (ours / v2ray runs)", "unit": "us",
+                 "ours": hs["ours"]["client_cpu_us_per_handshake"], "v2ray": hs["v2ray"]["client_cpu_us_per_handshake"],
+                 "ratio": None, "target": "(none)", "met": None, "direct_floor": None})
     for key, label, tgt in (("downx1", "download, 1 session", 2.0), ("upx1", "upload, 1 session", 2.0),
                             ("downx16", "download, 16 sessions", None), ("upx16", "upload, 16 sessions", None)):
         b = bulk[key]
