@@ -752,6 +752,14 @@ class Suite:
         sys.exit(1 if failed else 0)
 
 
+def rss_kib(pid: int) -> int:
+    """VmRSS of a process, KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
 SANITIZER_MARKERS = ("WARNING: ThreadSanitizer", "ERROR: AddressSanitizer", "ERROR: LeakSanitizer",
                      "runtime error:")
 

@@ -5,7 +5,7 @@ import socket
 import time
 
 from harness import (SANITIZED, Daemon, Suite, check, curl, curl_headers, http_request, plain_stream,
-                     require_binary, tcp_connect)
+                     require_binary, rss_kib, tcp_connect)
 
 suite = Suite("test_target")
 require_binary()
@@ -320,13 +320,6 @@ def silent_connection_header_timeout():
         check(st.at_eof(), "half a head kept open")
         dt = time.monotonic() - t0
         check(1.5 < dt < 5, f"closed after {dt:.2f}s")
-
-
-def rss_kib(pid: int) -> int:
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
 
 
 @suite.test

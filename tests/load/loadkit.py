@@ -48,11 +48,7 @@ def env_int(name: str, default: int) -> int:
 # --------------------------------------------------------------------------------------------
 # /proc figures
 
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
+rss_kib = harness.rss_kib
 
 
 def cpu_seconds(pid: int) -> float:
