@@ -473,8 +473,9 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path("bench-result.json"))
     ap.add_argument("--quick", action="store_true", help="smaller counts (a smoke test, not for the docs)")
     ap.add_argument("--only", default="idle,latency,handshakes,bulk", help="comma list of phases to run")
-    ap.add_argument("--threads", type=int, default=CORES,
-                    help="our server's [limits] threads (default: the core count, as v2ray/Go uses every core)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="our server's [limits] threads (default 1, the daemon's default: on two cores shared "
+                         "with the load generator it beat 2, see docs/performance.md)")
     a = ap.parse_args()
     load = a.bin / "vlessbench_load"
     for b in (a.bin / "vlessbenchd", a.bin / "vlessbench", load):
