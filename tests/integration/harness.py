@@ -314,6 +314,10 @@ class Daemon:
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def unexpected_exceptions(self) -> list[str]:
+        """stderr lines of exceptions that escaped a coroutine (logged, never expected)."""
+        return [line for line in self.stderr().splitlines() if "unexpected exception" in line]
+
     def signal(self, sig) -> None:
         assert self.proc is not None
         self.proc.send_signal(sig)

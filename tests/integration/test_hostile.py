@@ -645,7 +645,7 @@ def destination_policy_follows_reload():
 def still_serving_at_end():
     check(D.running(), "daemon died")
     healthy()
-    check(not [line for line in D.stderr().splitlines() if "unexpected exception" in line], D.stderr())
+    check(not D.unexpected_exceptions(), D.stderr())
 
 
 if __name__ == "__main__":

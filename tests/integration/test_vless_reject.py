@@ -328,7 +328,7 @@ def too_many_sessions():
 def still_serving_at_end():
     check(D.running(), "daemon died")
     valid_session()
-    check(not [line for line in D.stderr().splitlines() if "unexpected exception" in line], D.stderr())
+    check(not D.unexpected_exceptions(), D.stderr())
 
 
 if __name__ == "__main__":
