@@ -24,6 +24,7 @@ std::string_view to_string(close_reason r) {
     case close_reason::timeout: return "timeout";
     case close_reason::rejected: return "rejected";
     case close_reason::drain: return "drain";
+    case close_reason::user_removed: return "user_removed";
   }
   return "unknown";
 }
@@ -77,7 +78,7 @@ struct session {
   runtime& rt;
   std::shared_ptr<listener_runtime> listener;
   std::shared_ptr<asio::ssl::context> tls_ctx;  // keeps the context alive across a reload
-  std::shared_ptr<const config> cfg;            // as it was at accept
+  std::shared_ptr<const config> cfg;            // at accept; the current one from the admission steps on
   std::string listener_name;                    // as it was at accept
   tls_stream client;
   policy_stream upstream;
@@ -90,6 +91,8 @@ struct session {
   close_reason reason = close_reason::client_eof;
   bool timed_out = false;
   bool drained = false;
+  bool user_removed = false;  // ended by a reload that removed the user
+  std::optional<admission> admitted;
   bool client_closed = false;  // the client ended its side first: the upstream's EOF follows from it
   bool upstream_done = false;  // upstream_to_client has ended and cancelled the client's reads
   std::uint64_t bytes_up = 0;    // client -> destination payload
@@ -122,10 +125,18 @@ struct session {
   }
   tcp::socket& client_socket() { return client.next_layer().socket(); }
 
+  // The route entry goes first: once the socket is closed its identity is free for anyone else's
+  // connection, which must never find this session's entry.
+  void close_upstream() {
+    if (reg) reg->release();
+    std::error_code ignored;
+    upstream.socket().close(ignored);
+  }
+
   void close_sockets() {
     std::error_code ignored;
     client_socket().close(ignored);
-    upstream.socket().close(ignored);
+    close_upstream();
     // A lookup is no socket: without this a slow DNS server would hold the session (and the
     // watchdog's || with it) past the connect deadline until getaddrinfo gives up.
     if (resolving != nullptr) resolving->cancel();
@@ -191,8 +202,10 @@ struct session {
     }
   }
 
+  // Against the config current now, not the one at accept: a reload since then has the say.
   // Constant time over the whole user list: the position of a match must not show in timing.
   bool authorize() {
+    cfg = rt.live.current();
     const user_config* found = nullptr;
     for (const auto& u : cfg->users) {
       const bool eq = vless::uuid_equal(u.uuid, header.uuid);
@@ -221,6 +234,16 @@ struct session {
       reject("bad_domain", "not a DNS name (at most 253 bytes, labels of 1..63)");
       return false;
     }
+    // From here on a reload that removes the user ends the session.
+    auto id = rt.live.admit(found->uuid, client.get_executor(), [this] {
+      user_removed = true;
+      close_sockets();
+    });
+    if (!id) {
+      reject("unknown_user", "removed by a reload");
+      return false;
+    }
+    admitted.emplace(rt.live, *id);
     return true;
   }
 
@@ -254,6 +277,8 @@ struct session {
     }
     // Checked before any connect, and every resolved address must pass: a name that resolves to
     // one allowed and one forbidden address would otherwise reach the forbidden one on a retry.
+    // Against the config current at this step (a reload may have come during the lookup).
+    cfg = rt.live.current();
     for (const auto& ep : candidates) {
       if (!destination_allowed(*cfg, ep)) {
         reject("dest_not_allowed", format_endpoint(ep));
@@ -276,9 +301,23 @@ struct session {
         info->phases.upstream_connected = now_us();
         // Re-apply: quickack set before connect does not survive the handshake.
         (void)apply_on_open(sock.native_handle(), listener->upstream_tcp.load());
+        // Registered before a byte is sent on it: the target reads nothing from this connection
+        // that it could look up too early.
         std::error_code lec;
         auto local = sock.local_endpoint(lec);
-        if (!lec) reg.emplace(rt.routes, local, info);
+        if (lec) {
+          reject("connect_failed", "local endpoint: " + lec.message());
+          co_return false;
+        }
+        reg.emplace(rt.routes, flow_id::tcp(local, ep), info);
+        if (!reg->owned()) {
+          // The kernel gives no two live connections one identity: an entry left behind is a bug.
+          // Fail closed rather than relay a connection whose route the target would misname.
+          spdlog::error("vless {} session {}: route {} is registered already", listener_name, info->session_id,
+                        to_string(reg->id()));
+          reject("route_conflict", to_string(reg->id()));
+          co_return false;
+        }
         co_return true;
       }
       last = cec;
@@ -338,7 +377,7 @@ struct session {
           upstream.socket().shutdown(tcp::socket::shutdown_send, ignored);
         } else {
           if (reason == close_reason::client_eof) reason = close_reason::client_error;
-          upstream.socket().close(ignored);
+          close_upstream();
         }
         co_return;
       }
@@ -421,12 +460,13 @@ struct session {
   void finish() {
     info->phases.closed = now_us();
     if (client_socket().is_open()) tcpi = read_tcp_info(client_socket().native_handle());
-    reg.reset();
     close_sockets();
     if (timed_out && reason != close_reason::rejected) {
       reason = close_reason::timeout;
     } else if (drained && reason != close_reason::rejected) {
       reason = close_reason::drain;
+    } else if (user_removed && reason != close_reason::rejected) {
+      reason = close_reason::user_removed;
     }
     if (reason == close_reason::rejected) {
       log_reject();

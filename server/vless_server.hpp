@@ -21,6 +21,7 @@ enum class close_reason {
   timeout,         // a phase deadline passed (which one: the phase field)
   rejected,        // header refused (the reason field says why)
   drain,           // closed by a SIGTERM drain deadline
+  user_removed,    // a reload removed the session's user
 };
 std::string_view to_string(close_reason r);
 

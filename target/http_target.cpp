@@ -3,6 +3,7 @@
 #include <array>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "http_parser.hpp"
 #include "logging.hpp"
@@ -35,7 +36,10 @@ struct connection {
   std::shared_ptr<listener_runtime> listener;
   policy_stream stream;
   std::string peer;
-  tcp::endpoint peer_ep;
+  flow_id id;  // this connection's identity: its peer and our local endpoint
+  // Looked up at the first request head and kept: a connection is one flow for its whole life, so
+  // its route cannot change, and the session's entry may be gone before a late request is read.
+  std::optional<std::shared_ptr<const route_info>> route_found;
   std::vector<char> buf;  // received, unparsed bytes: [0, used)
   std::size_t used = 0;
   watchdog_deadline deadline;
@@ -97,7 +101,10 @@ struct connection {
           deadline = steady_clock::now() + limits().header_timeout;
         }
       }
-      const auto route = rt.routes.find(peer_ep);
+      // Every byte on this connection was written after the session registered it, so by now the
+      // entry is there if the connection is a relay.
+      if (!route_found) route_found = rt.routes.find(id);
+      const auto& route = *route_found;
       std::string route_value = "direct";
       if (route)
         route_value = "vless session=" + std::to_string(route->session_id) + " user=" + route->user;
@@ -229,10 +236,12 @@ awaitable<void> serve_connection(runtime& rt, std::shared_ptr<listener_runtime> 
   std::error_code ec;
   auto peer_ep = socket.remote_endpoint(ec);
   if (ec) co_return;
+  auto local_ep = socket.local_endpoint(ec);
+  if (ec) co_return;
   if (auto err = apply_on_open(socket.native_handle(), listener->tcp.load()))
     spdlog::warn("target {}: setsockopt: {}", listener->name, err.message());
   connection c{rt, listener, policy_stream(std::move(socket), &listener->tcp), endpoint_text(peer_ep),
-               peer_ep, {}, 0, {}, false};
+               flow_id::tcp(peer_ep, local_ep), {}, {}, 0, {}, false};
   const connection_registration registered(rt.connections, c.stream.get_executor(), [&c](bool force) {
     if (force || !c.busy) c.close();
   });
