@@ -1,25 +1,8 @@
 #include "route_registry.hpp"
 
-#include <cstdio>
 #include <functional>
 
 namespace vlessbench {
-
-std::string server_timing(const session_phases& p) {
-  std::string out;
-  auto add = [&](const char* name, std::int64_t from, std::int64_t to) {
-    if (from < 0 || to < 0) return;
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%s%s;dur=%.3f", out.empty() ? "" : ", ", name,
-                  static_cast<double>(to - from) / 1000.0);
-    out += buf;
-  };
-  add("tls", 0, p.tls_done);
-  add("vless", p.tls_done, p.header_complete);
-  add("resolve", p.header_complete, p.resolved);
-  add("upstream", p.resolved >= 0 ? p.resolved : p.header_complete, p.upstream_connected);
-  return out;
-}
 
 flow_id flow_id::tcp(const asio::ip::tcp::endpoint& from, const asio::ip::tcp::endpoint& to) {
   return flow_id{protocol::tcp, unmapped(from.address()), from.port(), unmapped(to.address()), to.port()};

@@ -7,6 +7,7 @@
 #include "destination_policy.hpp"
 #include "logging.hpp"
 #include "policy_stream.hpp"
+#include "route_header.hpp"
 #include "tcp_info.hpp"
 #include "tls.hpp"
 #include "tls_stream.hpp"
@@ -39,9 +40,6 @@ constexpr std::size_t relay_block = buffer_pool::block_size;
 constexpr std::size_t tls_record = 16 * 1024;   // largest TLS plaintext record
 constexpr std::size_t header_buffer = 2048;     // a valid VLESS request header is < 600 bytes
 constexpr std::size_t header_room = 2;          // VLESS response header, sent with the first bytes
-// A gap this long between TLS done and header complete is a Nagle/delayed-ACK stall (Linux's
-// delayed-ACK timer is 40 ms; anything near it on loopback is no accident).
-constexpr std::int64_t stall_threshold_us = 30'000;
 constexpr auto shutdown_grace = std::chrono::milliseconds(1000);
 
 // asio::transfer_all caps every write_some at 64 KiB (asio's default_max_transfer_size), so one

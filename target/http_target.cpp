@@ -9,6 +9,7 @@
 #include "logging.hpp"
 #include "policy_stream.hpp"
 #include "request_handler.hpp"
+#include "route_header.hpp"
 #include "watchdog.hpp"
 
 namespace vlessbench::target {
@@ -105,9 +106,7 @@ struct connection {
       // entry is there if the connection is a relay.
       if (!route_found) route_found = rt.routes.find(id);
       const auto& route = *route_found;
-      std::string route_value = "direct";
-      if (route)
-        route_value = "vless session=" + std::to_string(route->session_id) + " user=" + route->user;
+      const std::string route_value = format_route_header(route.get());
       if (parsed.invalid()) {
         // RFC 6585 §5: 431 covers one field too large and the fields together being too many.
         const bool too_large = parsed.reason == "header too large" || parsed.reason == "too many headers";
@@ -167,7 +166,7 @@ struct connection {
 
       // Decided now, not when the head arrived: a drain that began during /delay must say close.
       const bool keep_alive = req.keep_alive && !rt.stopping;
-      const std::string timing = route ? server_timing(route->phases) : std::string();
+      const std::string timing = route ? format_server_timing(route->phases) : std::string();
       const std::uint64_t length = plan.content_length();
       const std::string head = format_head(plan, length, route_value, timing, keep_alive);
       deadline = steady_clock::now() + limits().idle_timeout;
