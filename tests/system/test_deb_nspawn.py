@@ -426,7 +426,9 @@ def main() -> int:
             before = runner(net, work / "run-kernel", {"direct": "direct", "nagle": kernel}, ["nagle"])
             h.check(stall(before["nagle"]) == "stall", f"no stall before the reload: {before['nagle']['stall']}")
             m.sh(["sed", "-i", 's/quickack = "kernel"/quickack = "on"/', CONFIG])
-            m.sh(["systemctl", "reload", "vlessbenchd"])
+            r = m.sh(["systemctl", "reload", "vlessbenchd"], check=False)
+            h.check(r.returncode == 0, f"systemctl reload: rc={r.returncode} {r.stderr}\n" +
+                    "\n".join(m.journal().splitlines()[-8:]))
             deadline = time.monotonic() + 10
             while not any(e.get("ok") and e.get("generation") == 2 for e in m.access_events("config.reload")):
                 h.check(time.monotonic() < deadline, f"no config.reload generation 2: {m.access_events('config.reload')}")
