@@ -16,8 +16,9 @@ and v2ray run. Checked as a user would:
   - `systemctl restart` keeps the certificate (the mihomo fingerprint pin stays valid);
   - `systemctl stop` lets a request finish and cuts one at the drain deadline; the journal holds no
     error; without AF_NETLINK the daemon says so at start;
-  - purge stops the unit and removes config, state and logs; installing again into the running
-    system starts the unit with a new UUID.
+  - installing again (upgrade) restarts the daemon and keeps the config; remove stops the unit
+    and keeps config and certificate; purge removes config, state and logs; a first install into
+    the running system starts the unit with a new UUID.
 Exit 77 (ctest skip) only when the machine cannot do it: not root, or no systemd-nspawn /
 debootstrap after `tools/deps.sh --test`.
 Environment: VLESSBENCH_DEB (a .deb to test instead of building one), VLESSBENCH_ROOTFS_CACHE.
@@ -37,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "integration"))
@@ -156,16 +158,20 @@ class Net:
         tag = str(os.getpid())
         self.host, self.vm = f"vbsys{tag}-h", f"vbsys{tag}-c"
         self.created: list[str] = []
-        for ns in (self.host, self.vm):
-            run(["ip", "netns", "add", ns])
-            self.created.append(ns)
-        hv, cv = f"vbh{tag}"[:15], f"vbc{tag}"[:15]
-        run(["ip", "-n", self.host, "link", "add", hv, "type", "veth", "peer", "name", cv, "netns", self.vm])
-        run(["ip", "-n", self.host, "addr", "add", f"{HOST_IP}/24", "dev", hv])
-        run(["ip", "-n", self.vm, "addr", "add", f"{VM_IP}/24", "dev", cv])
-        for ns, dev in ((self.host, hv), (self.vm, cv)):
-            run(["ip", "-n", ns, "link", "set", dev, "up"])
-            run(["ip", "-n", ns, "link", "set", "lo", "up"])
+        try:
+            for ns in (self.host, self.vm):
+                run(["ip", "netns", "add", ns])
+                self.created.append(ns)
+            hv, cv = f"vbh{tag}"[:15], f"vbc{tag}"[:15]
+            run(["ip", "-n", self.host, "link", "add", hv, "type", "veth", "peer", "name", cv, "netns", self.vm])
+            run(["ip", "-n", self.host, "addr", "add", f"{HOST_IP}/24", "dev", hv])
+            run(["ip", "-n", self.vm, "addr", "add", f"{VM_IP}/24", "dev", cv])
+            for ns, dev in ((self.host, hv), (self.vm, cv)):
+                run(["ip", "-n", ns, "link", "set", dev, "up"])
+                run(["ip", "-n", ns, "link", "set", "lo", "up"])
+        except Exception:
+            self.close()  # the veth pair goes with its namespaces
+            raise
 
     def exec_host(self, argv, **kw) -> subprocess.CompletedProcess:
         return run(["ip", "netns", "exec", self.host, *argv], **kw)
@@ -310,8 +316,7 @@ def runner(net: Net, out: Path, paths: dict, nagle: list[str], new: int = 20) ->
 
 
 def stall(p: dict) -> str:
-    s = p["stall"]
-    return s.get("verdict", s) if isinstance(s, dict) else str(s)
+    return p["stall"]["verdict"]  # runner summary.json: no-data | none | intermittent | stall
 
 
 def main() -> int:
@@ -345,7 +350,6 @@ def main() -> int:
         except Exception:  # noqa: BLE001 - later steps may still run; the test fails
             failed.append(name)
             log(f"FAIL {name} ({time.monotonic() - t0:.1f}s)")
-            import traceback
             traceback.print_exc()
             sys.stdout.flush()
 
@@ -542,19 +546,34 @@ def main() -> int:
                 m.wait_active()
         step("without AF_NETLINK the daemon says so at start", no_netlink)
 
-        def purge_reinstall():
-            m.sh(["apt-get", "purge", "-y", "vlessbench"], timeout=120)
+        def upgrade_remove_purge():
+            # Installing again (dpkg's upgrade path) keeps the config and restarts the daemon.
+            pid = m.unit("MainPID")["MainPID"]
+            m.sh(["dpkg", "-i", f"/root/{deb.name}"], timeout=120)
+            u = m.wait_active(30)
+            h.check(u["MainPID"] != pid, "the upgrade did not restart the daemon")
+            h.check(UUID_RE.search(m.path(CONFIG).read_text()).group(1) == state["uuid"], "the upgrade changed the UUID")
+            # remove: stopped, config and state kept.
+            m.sh(["apt-get", "remove", "-y", "vlessbench"], timeout=120)
             u = m.unit("ActiveState", "LoadState")
-            h.check(u["ActiveState"] in ("inactive", "failed") and u["LoadState"] == "not-found", f"after purge: {u}")
+            # masked: what dh_installsystemd's postrm does on remove too, until purge
+            h.check(u["ActiveState"] in ("inactive", "failed") and u["LoadState"] in ("not-found", "masked"),
+                    f"after remove: {u}")
+            h.check(m.path(CONFIG).exists() and m.path("/var/lib/private/vlessbench/cert.pem").exists(),
+                    "remove deleted the config or the certificate")
+            # purge: config, state and logs gone.
+            m.sh(["apt-get", "purge", "-y", "vlessbench"], timeout=120)
+            h.check(m.unit("LoadState")["LoadState"] == "not-found", "the unit is still known after purge")
             for p in ("/etc/vlessbench", "/var/lib/private/vlessbench", "/var/log/private/vlessbench",
                       "/var/lib/vlessbench", "/var/log/vlessbench"):
                 h.check(not os.path.lexists(m.path(p)), f"{p} left after purge")
+            # A first install into the running system starts the unit, with a UUID of its own.
             m.sh(["dpkg", "-i", f"/root/{deb.name}"], timeout=120)
             m.wait_active(30)
             uuid = UUID_RE.search(m.path(CONFIG).read_text()).group(1)
             h.check(uuid not in (PLACEHOLDER, state["uuid"]), f"reinstall UUID {uuid}")
-        step("purge stops the unit and removes config, state, logs; install into a running system starts it",
-             purge_reinstall)
+        step("upgrade restarts and keeps the config; remove stops; purge removes config, state, logs; "
+             "install into a running system starts it", upgrade_remove_purge)
     finally:
         if machine:
             machine.close()
