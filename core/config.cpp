@@ -347,7 +347,7 @@ void read_log(const table_reader& root, log_config& out, error_list& errors) {
   const toml::table* t = root.table("log");
   if (!t) return;
   table_reader r(*t, "log", errors);
-  r.reject_unknown({"level", "access"});
+  r.reject_unknown({"level", "access", "queue_bytes"});
   if (auto level = r.string("level")) {
     static constexpr std::string_view levels[] = {"trace", "debug", "info", "warn", "error"};
     if (std::find(std::begin(levels), std::end(levels), *level) == std::end(levels))
@@ -357,6 +357,14 @@ void read_log(const table_reader& root, log_config& out, error_list& errors) {
   if (auto access = r.string("access")) {
     if (access->empty()) r.error("access", "must not be empty (\"stdout\" or a file path)");
     else out.access = *access;
+  }
+  if (auto bytes = r.integer("queue_bytes")) {
+    if (*bytes < static_cast<std::int64_t>(log_config::min_queue_bytes) ||
+        *bytes > static_cast<std::int64_t>(log_config::max_queue_bytes))
+      r.error("queue_bytes", std::to_string(*bytes) + ": must be between " +
+                                 std::to_string(log_config::min_queue_bytes) + " and " +
+                                 std::to_string(log_config::max_queue_bytes));
+    else out.queue_bytes = static_cast<std::size_t>(*bytes);
   }
 }
 

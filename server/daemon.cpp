@@ -49,6 +49,7 @@ void notify(const char* state) { sd_notify(0, state); }
 daemon::daemon(std::shared_ptr<const config> cfg, std::optional<std::filesystem::path> config_file)
     : config_file_(std::move(config_file)), signals_(io_, SIGHUP, SIGTERM, SIGINT) {
   rt_.cfg = std::move(cfg);
+  rt_.log.set_queue_bytes(rt_.cfg->log.queue_bytes);
   rt_.log.open(rt_.cfg->log.access);
   if (tls::ensure_certificate(rt_.cfg->tls))
     spdlog::info("generated a self-signed certificate: {} (key {})", rt_.cfg->tls.cert, rt_.cfg->tls.key);
@@ -258,6 +259,12 @@ int daemon::run() {
                cfg.limits.threads);
   io_.run();
   stop_workers();
+  // The sessions' last lines may still wait for a slow reader: they get a bounded time.
+  if (const auto lost = rt_.log.shutdown(rt_.cfg->limits.drain_timeout); lost > 0)
+    spdlog::warn("access log: {} line(s) not written at exit: the reader of {} did not keep up", lost,
+                 rt_.log.target());
+  if (const auto dropped = rt_.log.counters().dropped_lines; dropped > 0)
+    spdlog::warn("access log: {} line(s) dropped in all while its reader did not keep up", dropped);
   spdlog::info("vlessbenchd stopped");
   return 0;
 }
@@ -423,6 +430,10 @@ void daemon::reload() {
   listeners_ = std::move(next_listeners);
 
   tls_ = std::move(tls);
+  if (next->log.queue_bytes != rt_.cfg->log.queue_bytes) {
+    changes.push_back(fmt::format("log queue {} -> {} bytes", rt_.cfg->log.queue_bytes, next->log.queue_bytes));
+    rt_.log.set_queue_bytes(next->log.queue_bytes);
+  }
   if (next->log.level != rt_.cfg->log.level) {
     changes.push_back("log level " + rt_.cfg->log.level + " -> " + next->log.level);
     setup_logging(next->log.level);

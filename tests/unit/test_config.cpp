@@ -58,6 +58,7 @@ TEST_CASE("a config with every key is parsed into the struct", "[config]") {
 [log]
 level = "debug"
 access = "/var/log/vlessbench/access.jsonl"
+queue_bytes = 131072
 
 [tls]
 cert = "/etc/vlessbench/cert.pem"
@@ -103,6 +104,7 @@ tcp = { nodelay = false, quickack = "kernel" }
   CHECK(c.source == "full.toml");
   CHECK(c.log.level == "debug");
   CHECK(c.log.access == "/var/log/vlessbench/access.jsonl");
+  CHECK(c.log.queue_bytes == 131072);
   CHECK(c.tls.cert == "/etc/vlessbench/cert.pem");
   CHECK(c.tls.key == "/etc/vlessbench/key.pem");
   CHECK(c.tls.session_tickets);
@@ -267,6 +269,8 @@ TEST_CASE("enumerated values list what is accepted", "[config]") {
         "x.toml:2: log.level: \"verbose\": expected one of trace, debug, info, warn, error");
   CHECK(error_of(std::string("[log]\naccess = \"\"\n") + loopback_target) ==
         "x.toml:2: log.access: must not be empty (\"stdout\" or a file path)");
+  CHECK(error_of(std::string("[log]\nqueue_bytes = 1024\n") + loopback_target) ==
+        "x.toml:2: log.queue_bytes: 1024: must be between 65536 and 1073741824");
   CHECK(error_of(std::string("[tls]\nmin_version = \"1.1\"\n") + loopback_target) ==
         "x.toml:2: tls.min_version: \"1.1\": expected \"1.2\" or \"1.3\"");
 }
