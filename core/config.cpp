@@ -10,6 +10,10 @@
 #include <memory>
 #include <utility>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "vless_codec.hpp"
 #include <toml++/toml.h>
 
@@ -950,9 +954,21 @@ config load_config_file(const std::filesystem::path& file) {
   auto fail = [&](int err) {
     return config_error({file.string() + ": cannot read: " + std::strerror(err)});
   };
-  // stdio rather than ifstream: a directory opens fine and only fread reports EISDIR.
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(file.c_str(), "rb"), &std::fclose);
-  if (!f) throw fail(errno);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (that would block a reload, --check
+  // and the whole daemon); anything but a regular file is refused before it is read.
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) throw fail(errno);
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw config_error({file.string() + ": cannot read: not a regular file"});
+  }
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(::fdopen(fd, "rb"), &std::fclose);
+  if (!f) {
+    const int err = errno;
+    ::close(fd);
+    throw fail(err);
+  }
   std::string text;
   char buf[16384];
   std::size_t n;

@@ -44,10 +44,17 @@ std::string policy_text(const tcp_policy& p) {
 
 void notify(const char* state) { sd_notify(0, state); }
 
+std::string signal_name(int sig) {
+  if (const char* abbrev = ::sigabbrev_np(sig)) return std::string("SIG") + abbrev;
+  return "signal " + std::to_string(sig);
+}
+
 }  // namespace
 
 daemon::daemon(std::shared_ptr<const config> cfg, std::optional<std::filesystem::path> config_file)
     : config_file_(std::move(config_file)), signals_(io_, SIGHUP, SIGTERM, SIGINT) {
+  // Their default action would end the daemon without a word (docs/deploy.md, "Signals").
+  for (int sig : {SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM}) signals_.add(sig);
   rt_.cfg = std::move(cfg);
   rt_.log.set_queue_bytes(rt_.cfg->log.queue_bytes);
   rt_.log.open(rt_.cfg->log.access);
@@ -279,7 +286,16 @@ awaitable<void> daemon::signal_loop() {
       notify("READY=1");
       continue;
     }
-    spdlog::info("signal {}: draining", sig);
+    if (sig == SIGUSR1) {
+      reopen_access_log();
+      continue;
+    }
+    if (sig == SIGUSR2 || sig == SIGALRM) {
+      spdlog::info("signal {}: ignored", signal_name(sig));
+      continue;
+    }
+    // SIGTERM, SIGINT, SIGQUIT.
+    spdlog::info("signal {}: draining", signal_name(sig));
     co_await drain();
     co_return;
   }
@@ -310,6 +326,22 @@ awaitable<void> daemon::drain() {
     }
   }
   io_.stop();
+}
+
+// SIGUSR1, as logrotate expects: a new file at the configured path, the old one closed once the
+// lines queued for it are written.
+void daemon::reopen_access_log() {
+  const std::string target = rt_.log.target();
+  if (target == "stdout") {
+    spdlog::info("signal SIGUSR1: the access log is stdout: nothing to reopen");
+    return;
+  }
+  try {
+    rt_.log.open(target);
+    spdlog::info("signal SIGUSR1: reopened access log {}", target);
+  } catch (const std::exception& e) {
+    spdlog::error("signal SIGUSR1: {}: writing on to the file open before", e.what());
+  }
 }
 
 void daemon::reload() {

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.hpp"
@@ -681,7 +682,17 @@ TEST_CASE("load_config_file names the file in every message", "[config]") {
       load_config_file(dir);
       FAIL("accepted");
     } catch (const config_error& e) {
-      CHECK(std::string(e.what()) == dir.string() + ": cannot read: Is a directory");
+      CHECK(std::string(e.what()) == dir.string() + ": cannot read: not a regular file");
+    }
+  }
+  SECTION("a FIFO is refused at once, not waited on for a writer") {
+    const auto fifo = dir / "fifo.toml";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    try {
+      load_config_file(fifo);
+      FAIL("accepted");
+    } catch (const config_error& e) {
+      CHECK(std::string(e.what()) == fifo.string() + ": cannot read: not a regular file");
     }
   }
   SECTION("a valid file and an invalid one") {
