@@ -101,12 +101,10 @@ std::vector<std::string> lines_of(const std::string& text) {
   return out;
 }
 
-// {"event":"t","i":N,"pad":"....."}\n, exactly 100 bytes.
+// {"event":"t","i":N,"pad":"....."}\n, exactly 100 bytes. No Catch macros: writer threads call it.
 std::string test_line(int i) {
   std::string head = "{\"event\":\"t\",\"i\":" + std::to_string(i) + ",\"pad\":\"";
-  std::string line = head + std::string(100 - head.size() - 3, 'p') + "\"}\n";
-  REQUIRE(line.size() == 100);
-  return line;
+  return head + std::string(100 - head.size() - 3, 'p') + "\"}\n";
 }
 
 std::string field(const std::string& line, const std::string& key) {
@@ -120,6 +118,8 @@ std::string field(const std::string& line, const std::string& key) {
 }  // namespace
 
 TEST_CASE("access_log: a stalled reader: bounded queue, drops counted and reported in order", "[access_log]") {
+  REQUIRE(test_line(0).size() == 100);
+  REQUIRE(test_line(99999).size() == 100);
   stalled_fifo fifo;
   access_log log(10 * 100);
   log.open(fifo.path());
