@@ -724,6 +724,7 @@ TEST_CASE("the shipped config files are valid", "[config]") {
   const config defaults;
   CHECK(example.log.level == defaults.log.level);
   CHECK(example.log.access == defaults.log.access);
+  CHECK(example.log.queue_bytes == defaults.log.queue_bytes);
   CHECK(example.tls.session_tickets == defaults.tls.session_tickets);
   CHECK(example.tls.min_version == defaults.tls.min_version);
   CHECK(example.limits.handshake_timeout == defaults.limits.handshake_timeout);
