@@ -65,8 +65,9 @@ class access_log {
   // deadline (the reader is stalled).
   bool flush(std::chrono::milliseconds timeout);
   // At exit: flush() with this deadline, then stop the writer thread, giving up on a stalled
-  // reader. Returns the lines that were still queued and are lost. Later lines are written only if
-  // the reader takes them at once. The destructor calls it with a one-second deadline if needed.
+  // reader (a line it was part way through stays cut). Returns the lines still queued, now lost.
+  // Later lines are written only if the reader takes them at once, else dropped. The destructor
+  // calls it with a one-second deadline if it was not called.
   std::uint64_t shutdown(std::chrono::milliseconds timeout);
   void set_queue_bytes(std::size_t bytes);
 
