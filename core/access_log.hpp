@@ -1,10 +1,18 @@
 #pragma once
 // The JSON-lines access log (DESIGN.md §3): one object per event, one write(2) per line so lines
-// from one process never interleave and nothing sits in a buffer when the process dies.
+// never interleave. A line is written by the caller at once while the reader keeps up, so nothing
+// sits in a buffer then; when the reader stalls (a pipe nobody reads) lines wait in a queue bounded
+// in bytes that a writer thread drains, so logging never blocks serving, and lines that do not
+// fit are dropped, counted and reported (event log.dropped, docs/configuration.md).
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 
 namespace vlessbench {
 
@@ -39,20 +47,85 @@ std::string utc_timestamp();  // 2026-11-30T04:55:01.123456Z
 
 class access_log {
  public:
-  access_log() = default;
+  static constexpr std::size_t default_queue_bytes = 4u << 20;
+  explicit access_log(std::size_t queue_bytes = default_queue_bytes);
+  // Flushes with a short deadline (flush() first for a longer one), then stops the writer.
   ~access_log();
   access_log(const access_log&) = delete;
   access_log& operator=(const access_log&) = delete;
-  // "stdout" or a file path (opened for append, created 0640). Throws std::system_error.
-  // Thread-safe, as is write(); target() is for the thread that opens.
+  // "stdout" or a file path (opened for append, created 0640). Throws std::system_error; a FIFO
+  // without a reader is an error (ENXIO) rather than a daemon blocked in open(2). Lines written
+  // before the call go to the old target, later ones to the new. Thread-safe, as is write();
+  // target() is for the thread that opens.
   void open(const std::string& target);
   const std::string& target() const { return target_; }
+  // Never blocks on the reader: writes at once, queues, or drops (counted) when the queue is full.
   void write(const std::string& line);
+  // Waits until the queue is empty: every queued line and the drop report written. False at the
+  // deadline (the reader is stalled).
+  bool flush(std::chrono::milliseconds timeout);
+  // At exit: flush() with this deadline, then stop the writer thread, giving up on a stalled
+  // reader (a line it was part way through stays cut). Returns the lines still queued, now lost.
+  // Later lines are written only if the reader takes them at once, else dropped. The destructor
+  // calls it with a one-second deadline if it was not called.
+  std::uint64_t shutdown(std::chrono::milliseconds timeout);
+  void set_queue_bytes(std::size_t bytes);
+
+  struct stats {
+    std::uint64_t dropped_lines = 0;  // since start
+    std::uint64_t dropped_bytes = 0;
+    std::size_t queued_bytes = 0;     // waiting for the reader now
+  };
+  stats counters() const;
 
  private:
-  std::mutex mutex_;
-  int fd_ = 1;
+  // How a descriptor is written without blocking the caller (see open_target()).
+  enum class sink_kind {
+    file,         // a regular file: write(2) does not wait for a reader
+    nonblocking,  // a description of our own with O_NONBLOCK (pipe, FIFO, terminal)
+    socket,       // send(MSG_DONTWAIT): stdout as the journal's stream socket
+    blocking,     // none of those: only the writer thread writes, after poll(2)
+  };
+  struct sink {
+    int fd = 1;
+    sink_kind kind = sink_kind::blocking;
+  };
+  // A line (or the unwritten rest of one), or a switch to another descriptor.
+  struct item {
+    std::string line;
+    bool reopen = false;
+    sink next{};
+  };
+  static sink open_target(const std::string& target);
+  static void close_sink(const sink& s);
+  // One attempt that does not wait for the reader: bytes written (a regular file takes all of
+  // them), 0 when it would block, -1 on an error (the line is lost, as with a full disk).
+  static long try_write(const sink& s, const char* p, std::size_t n);
+  void push_locked(item it);
+  void enqueue_dropped_event_locked();
+  void writer_loop();
+  // The writer's write of one whole line, waiting for the reader in poll(2) steps so that
+  // shutdown() can give up on it; false when given up.
+  bool write_waiting(const sink& s, const std::string& line);
+
+  mutable std::mutex mutex_;
+  std::condition_variable wake_writer_;  // items queued, or stop
+  std::condition_variable idle_;         // the writer ran out of work
+  std::deque<item> queue_;
+  std::size_t queue_limit_;
+  std::size_t queued_bytes_ = 0;  // lines in queue_ and the batch the writer holds
+  bool writer_busy_ = false;      // the writer holds a batch: callers must queue behind it
+  sink sink_{};                   // where the head of the stream goes
+  std::uint64_t pending_dropped_lines_ = 0, pending_dropped_bytes_ = 0;  // not reported yet
+  std::uint64_t dropped_lines_ = 0, dropped_bytes_ = 0;
+  std::uint64_t warned_dropped_lines_ = 0;  // dropped_lines_ at the last warning
+  std::chrono::steady_clock::time_point last_warning_{};
+  std::uint64_t lost_at_exit_ = 0;
+  bool stop_ = false;
+  bool stopped_ = false;  // shutdown() done
+  std::atomic<bool> abandon_{false};  // past the exit deadline: give up on a stalled reader
   std::string target_ = "stdout";
+  std::thread writer_;
 };
 
 }  // namespace vlessbench

@@ -10,6 +10,10 @@
 #include <memory>
 #include <utility>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "vless_codec.hpp"
 #include <toml++/toml.h>
 
@@ -347,7 +351,7 @@ void read_log(const table_reader& root, log_config& out, error_list& errors) {
   const toml::table* t = root.table("log");
   if (!t) return;
   table_reader r(*t, "log", errors);
-  r.reject_unknown({"level", "access"});
+  r.reject_unknown({"level", "access", "queue_bytes"});
   if (auto level = r.string("level")) {
     static constexpr std::string_view levels[] = {"trace", "debug", "info", "warn", "error"};
     if (std::find(std::begin(levels), std::end(levels), *level) == std::end(levels))
@@ -357,6 +361,14 @@ void read_log(const table_reader& root, log_config& out, error_list& errors) {
   if (auto access = r.string("access")) {
     if (access->empty()) r.error("access", "must not be empty (\"stdout\" or a file path)");
     else out.access = *access;
+  }
+  if (auto bytes = r.integer("queue_bytes")) {
+    if (*bytes < static_cast<std::int64_t>(log_config::min_queue_bytes) ||
+        *bytes > static_cast<std::int64_t>(log_config::max_queue_bytes))
+      r.error("queue_bytes", std::to_string(*bytes) + ": must be between " +
+                                 std::to_string(log_config::min_queue_bytes) + " and " +
+                                 std::to_string(log_config::max_queue_bytes));
+    else out.queue_bytes = static_cast<std::size_t>(*bytes);
   }
 }
 
@@ -942,9 +954,21 @@ config load_config_file(const std::filesystem::path& file) {
   auto fail = [&](int err) {
     return config_error({file.string() + ": cannot read: " + std::strerror(err)});
   };
-  // stdio rather than ifstream: a directory opens fine and only fread reports EISDIR.
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(file.c_str(), "rb"), &std::fclose);
-  if (!f) throw fail(errno);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (that would block a reload, --check
+  // and the whole daemon); anything but a regular file is refused before it is read.
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) throw fail(errno);
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw config_error({file.string() + ": cannot read: not a regular file"});
+  }
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(::fdopen(fd, "rb"), &std::fclose);
+  if (!f) {
+    const int err = errno;
+    ::close(fd);
+    throw fail(err);
+  }
   std::string text;
   char buf[16384];
   std::size_t n;

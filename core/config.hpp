@@ -12,6 +12,8 @@
 
 #include <asio/ip/tcp.hpp>
 
+#include "access_log.hpp"
+
 namespace vlessbench {
 
 enum class quickack_mode { kernel, on, off };
@@ -50,6 +52,9 @@ struct target_listener_config {
 struct log_config {
   std::string level = "info";    // trace|debug|info|warn|error
   std::string access = "stdout"; // "stdout" or a file path (JSON lines)
+  // Bytes of access-log lines held while the reader does not keep up; beyond, lines are dropped.
+  static constexpr std::size_t min_queue_bytes = 64u << 10, max_queue_bytes = 1u << 30;
+  std::size_t queue_bytes = access_log::default_queue_bytes;
 };
 
 struct tls_config {

@@ -45,12 +45,20 @@ std::string policy_text(const tcp_policy& p) {
 
 void notify(const char* state) { sd_notify(0, state); }
 
+std::string signal_name(int sig) {
+  if (const char* abbrev = ::sigabbrev_np(sig)) return std::string("SIG") + abbrev;
+  return "signal " + std::to_string(sig);
+}
+
 }  // namespace
 
 daemon::daemon(std::shared_ptr<const config> cfg, std::optional<std::filesystem::path> config_file)
     : config_file_(std::move(config_file)), signals_(io_, SIGHUP, SIGTERM, SIGINT) {
+  // Their default action would end the daemon without a word (docs/deploy.md, "Signals").
+  for (int sig : {SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM}) signals_.add(sig);
   rt_.cfg = std::move(cfg);
   rt_.live.publish(rt_.cfg);
+  rt_.log.set_queue_bytes(rt_.cfg->log.queue_bytes);
   rt_.log.open(rt_.cfg->log.access);
   // Said at start, not discovered as refused sessions later: without the machine's addresses a
   // wildcard [[target]] is reachable through VLESS on loopback only, and a generated certificate
@@ -268,6 +276,12 @@ int daemon::run() {
                cfg.limits.threads);
   io_.run();
   stop_workers();
+  // The sessions' last lines may still wait for a slow reader: they get a bounded time.
+  if (const auto lost = rt_.log.shutdown(rt_.cfg->limits.drain_timeout); lost > 0)
+    spdlog::warn("access log: {} line(s) not written at exit: the reader of {} did not keep up", lost,
+                 rt_.log.target());
+  if (const auto dropped = rt_.log.counters().dropped_lines; dropped > 0)
+    spdlog::warn("access log: {} line(s) dropped in all while its reader did not keep up", dropped);
   spdlog::info("vlessbenchd stopped");
   return 0;
 }
@@ -282,7 +296,16 @@ awaitable<void> daemon::signal_loop() {
       notify("READY=1");
       continue;
     }
-    spdlog::info("signal {}: draining", sig);
+    if (sig == SIGUSR1) {
+      reopen_access_log();
+      continue;
+    }
+    if (sig == SIGUSR2 || sig == SIGALRM) {
+      spdlog::info("signal {}: ignored", signal_name(sig));
+      continue;
+    }
+    // SIGTERM, SIGINT, SIGQUIT.
+    spdlog::info("signal {}: draining", signal_name(sig));
     co_await drain();
     co_return;
   }
@@ -313,6 +336,22 @@ awaitable<void> daemon::drain() {
     }
   }
   io_.stop();
+}
+
+// SIGUSR1, as logrotate expects: a new file at the configured path, the old one closed once the
+// lines queued for it are written.
+void daemon::reopen_access_log() {
+  const std::string target = rt_.log.target();
+  if (target == "stdout") {
+    spdlog::info("signal SIGUSR1: the access log is stdout: nothing to reopen");
+    return;
+  }
+  try {
+    rt_.log.open(target);
+    spdlog::info("signal SIGUSR1: reopened access log {}", target);
+  } catch (const std::exception& e) {
+    spdlog::error("signal SIGUSR1: {}: writing on to the file open before", e.what());
+  }
 }
 
 void daemon::reload() {
@@ -433,6 +472,10 @@ void daemon::reload() {
   listeners_ = std::move(next_listeners);
 
   tls_ = std::move(tls);
+  if (next->log.queue_bytes != rt_.cfg->log.queue_bytes) {
+    changes.push_back(fmt::format("log queue {} -> {} bytes", rt_.cfg->log.queue_bytes, next->log.queue_bytes));
+    rt_.log.set_queue_bytes(next->log.queue_bytes);
+  }
   if (next->log.level != rt_.cfg->log.level) {
     changes.push_back("log level " + rt_.cfg->log.level + " -> " + next->log.level);
     setup_logging(next->log.level);

@@ -1,5 +1,6 @@
 #pragma once
-// vlessbenchd's lifecycle: listeners, signals (SIGHUP reload, SIGTERM/SIGINT drain), reload diff.
+// vlessbenchd's lifecycle: listeners, signals (SIGHUP reload, SIGUSR1 reopen the access log,
+// SIGTERM/SIGINT/SIGQUIT drain, SIGUSR2/SIGALRM ignored), reload diff.
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -39,6 +40,7 @@ class daemon {
   awaitable<void> signal_loop();
   awaitable<void> drain();
   void reload();
+  void reopen_access_log();
   void print_links() const;
   // [limits] threads > 1: the extra io_context threads VLESS sessions are spread over.
   void start_workers(unsigned threads);

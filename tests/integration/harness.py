@@ -261,7 +261,7 @@ class Daemon:
     """
 
     def __init__(self, cfg: dict | None = None, limits: dict | None = None, start: bool = True,
-                 extra_args=()):
+                 extra_args=(), stdout_pipe: bool = False):
         self.dir = tempdir()
         self.access = self.dir / "access.jsonl"
         self.config_path = self.dir / "vlessbenchd.toml"
@@ -269,6 +269,8 @@ class Daemon:
         self.stdout_path = self.dir / "stdout.log"
         self.proc: subprocess.Popen | None = None
         self.extra_args = list(extra_args)
+        # True: the daemon's stdout is a pipe (self.proc.stdout) that only the test reads.
+        self.stdout_pipe = stdout_pipe
         if cfg is None:
             self.user = "tester"
             self.uuid = new_uuid()
@@ -327,8 +329,8 @@ class Daemon:
     # -- process --
     def start(self, wait: bool = True) -> "Daemon":
         argv = [DAEMON, "--config", self.config_path, *self.extra_args]
-        self.proc = spawn(argv, stdout=open(self.stdout_path, "wb"), stderr=open(self.stderr_path, "wb"),
-                          cwd=self.dir)
+        stdout = subprocess.PIPE if self.stdout_pipe else open(self.stdout_path, "wb")
+        self.proc = spawn(argv, stdout=stdout, stderr=open(self.stderr_path, "wb"), cwd=self.dir)
         if wait:
             try:
                 wait_ports([self.addr(e["name"]) for e in self.listeners()], proc=self.proc, what="vlessbenchd")

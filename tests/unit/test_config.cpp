@@ -5,6 +5,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.hpp"
@@ -58,6 +59,7 @@ TEST_CASE("a config with every key is parsed into the struct", "[config]") {
 [log]
 level = "debug"
 access = "/var/log/vlessbench/access.jsonl"
+queue_bytes = 131072
 
 [tls]
 cert = "/etc/vlessbench/cert.pem"
@@ -103,6 +105,7 @@ tcp = { nodelay = false, quickack = "kernel" }
   CHECK(c.source == "full.toml");
   CHECK(c.log.level == "debug");
   CHECK(c.log.access == "/var/log/vlessbench/access.jsonl");
+  CHECK(c.log.queue_bytes == 131072);
   CHECK(c.tls.cert == "/etc/vlessbench/cert.pem");
   CHECK(c.tls.key == "/etc/vlessbench/key.pem");
   CHECK(c.tls.session_tickets);
@@ -267,6 +270,8 @@ TEST_CASE("enumerated values list what is accepted", "[config]") {
         "x.toml:2: log.level: \"verbose\": expected one of trace, debug, info, warn, error");
   CHECK(error_of(std::string("[log]\naccess = \"\"\n") + loopback_target) ==
         "x.toml:2: log.access: must not be empty (\"stdout\" or a file path)");
+  CHECK(error_of(std::string("[log]\nqueue_bytes = 1024\n") + loopback_target) ==
+        "x.toml:2: log.queue_bytes: 1024: must be between 65536 and 1073741824");
   CHECK(error_of(std::string("[tls]\nmin_version = \"1.1\"\n") + loopback_target) ==
         "x.toml:2: tls.min_version: \"1.1\": expected \"1.2\" or \"1.3\"");
 }
@@ -677,7 +682,17 @@ TEST_CASE("load_config_file names the file in every message", "[config]") {
       load_config_file(dir);
       FAIL("accepted");
     } catch (const config_error& e) {
-      CHECK(std::string(e.what()) == dir.string() + ": cannot read: Is a directory");
+      CHECK(std::string(e.what()) == dir.string() + ": cannot read: not a regular file");
+    }
+  }
+  SECTION("a FIFO is refused at once, not waited on for a writer") {
+    const auto fifo = dir / "fifo.toml";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    try {
+      load_config_file(fifo);
+      FAIL("accepted");
+    } catch (const config_error& e) {
+      CHECK(std::string(e.what()) == fifo.string() + ": cannot read: not a regular file");
     }
   }
   SECTION("a valid file and an invalid one") {
@@ -709,6 +724,7 @@ TEST_CASE("the shipped config files are valid", "[config]") {
   const config defaults;
   CHECK(example.log.level == defaults.log.level);
   CHECK(example.log.access == defaults.log.access);
+  CHECK(example.log.queue_bytes == defaults.log.queue_bytes);
   CHECK(example.tls.session_tickets == defaults.tls.session_tickets);
   CHECK(example.tls.min_version == defaults.tls.min_version);
   CHECK(example.limits.handshake_timeout == defaults.limits.handshake_timeout);
