@@ -15,14 +15,16 @@ stage=$out/stage
 jobs=${VLESSBENCH_JOBS:-2}
 
 command -v dpkg-shlibdeps >/dev/null || { echo "dpkg-shlibdeps missing: apt-get install dpkg-dev" >&2; exit 1; }
-# Debian's layout: binaries in /usr/bin, config in /etc, the unit in /lib/systemd/system (bookworm
-# packages still ship units there), no config written at install (postinst does it, on the VM).
-# Compiled exactly as the measured Release tree; linked with full RELRO (lintian's bindnow) since
-# that costs nothing after start.
-cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
-  -DCMAKE_INSTALL_SYSCONFDIR=/etc -DVLESSBENCH_SYSTEMD_UNIT_DIR=/lib/systemd/system \
-  -DVLESSBENCH_INSTALL_CONFIG=OFF -DVLESSBENCH_TESTS=OFF -DVLESSBENCH_RUNNER_OPENSSL=OFF \
-  "-DCMAKE_EXE_LINKER_FLAGS=-Wl,-z,relro -Wl,-z,now" >/dev/null
+# VLESSBENCH_PACKAGE_BUILD=DIR packages an existing Release tree instead of build-deb/build
+# (tools/test.sh: the tree the tests run, configured with tools/package-flags.sh, so the suite
+# builds the daemon once and tests the very binaries it packages).
+source tools/package-flags.sh
+if [[ -n ${VLESSBENCH_PACKAGE_BUILD:-} ]]; then
+  build=$(cd "$VLESSBENCH_PACKAGE_BUILD" && pwd)
+  cmake -S . -B "$build" "${package_flags[@]}" >/dev/null
+else
+  cmake -S . -B "$build" -G Ninja "${package_flags[@]}" -DVLESSBENCH_TESTS=OFF -DVLESSBENCH_RUNNER_OPENSSL=OFF >/dev/null
+fi
 cmake --build "$build" -j "$jobs" --target vlessbenchd vlessbench
 
 rm -rf "$stage"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, builds the Release tree (build/) and the
 # sanitizer trees (build-asan/: clang 14, ASan+UBSan, libFuzzer; build-tsan/: clang 14, TSan),
-# and the Debian package (tools/package.sh: build-deb/), then runs every test with one ctest. The
+# and the Debian package (tools/package.sh, from build/), then runs every test with one ctest. The
 # sanitizer trees build only what their tests run. The system test (label system) installs that
 # package into a Debian 12 rootfs booted with systemd-nspawn.
 set -euo pipefail
@@ -19,9 +19,12 @@ cmake --build build-asan -j "$jobs" --target unit_tests vlessbenchd fuzzers
 cmake -S . -B build-tsan -G Ninja "${san_flags[@]}" -DVLESSBENCH_SANITIZE=thread >/dev/null
 cmake --build build-tsan -j "$jobs" --target unit_tests vlessbenchd vless_load vlessbench
 
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DVLESSBENCH_RUNNER_OPENSSL=ON \
+# The Release tree is configured as the package is (tools/package-flags.sh), so the package is
+# made from the binaries the suite tests, without a tree of its own.
+source tools/package-flags.sh
+cmake -S . -B build -G Ninja "${package_flags[@]}" -DVLESSBENCH_RUNNER_OPENSSL=ON \
   -DVLESSBENCH_SANITIZER_BUILD="$PWD/build-asan" -DVLESSBENCH_TSAN_BUILD="$PWD/build-tsan" >/dev/null
 cmake --build build -j "$jobs"
-VLESSBENCH_JOBS=$jobs tools/package.sh --lintian
+VLESSBENCH_JOBS=$jobs VLESSBENCH_PACKAGE_BUILD=build tools/package.sh --lintian
 
 ctest --test-dir build --output-on-failure -j "$jobs" "$@"
