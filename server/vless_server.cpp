@@ -255,8 +255,8 @@ struct session {
     // Checked before any connect, and every resolved address must pass: a name that resolves to
     // one allowed and one forbidden address would otherwise reach the forbidden one on a retry.
     for (const auto& ep : candidates) {
-      if (!destination_allowed(*cfg, ep)) {
-        reject("dest_not_allowed", format_endpoint(ep));
+      if (const auto verdict = check_destination(*cfg, ep); verdict != destination_verdict::allowed) {
+        reject(vlessbench::reject_reason(verdict), format_endpoint(ep));
         co_return false;
       }
     }
