@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "delivery_watch.hpp"
 #include "destination_policy.hpp"
 #include "logging.hpp"
 #include "policy_stream.hpp"
@@ -24,6 +25,7 @@ std::string_view to_string(close_reason r) {
     case close_reason::timeout: return "timeout";
     case close_reason::rejected: return "rejected";
     case close_reason::drain: return "drain";
+    case close_reason::slow_transfer: return "slow_transfer";
   }
   return "unknown";
 }
@@ -90,6 +92,12 @@ struct session {
   close_reason reason = close_reason::client_eof;
   bool timed_out = false;
   bool drained = false;
+  bool evicted = false;        // closed while pending, to admit a newer connection
+  bool slow = false;           // closed by the minimum-rate rule
+  bool up_writing = false;     // a relay write towards the destination is in progress
+  bool down_writing = false;   // a relay write towards the client is in progress
+  pending_set::ticket admission;  // pending until admitted: authorised and given a session slot
+  std::optional<session_count> counted;  // from admission on
   bool client_closed = false;  // the client ended its side first: the upstream's EOF follows from it
   bool upstream_done = false;  // upstream_to_client has ended and cancelled the client's reads
   std::uint64_t bytes_up = 0;    // client -> destination payload
@@ -107,7 +115,7 @@ struct session {
   tcp_policy upstream_policy_at_accept;
   std::uint64_t generation_at_accept = 0;
 
-  // Takes what it needs out of start; the caller's frame keeps start.counted.
+  // Takes what it needs out of start.
   session(runtime& r, session_start& start, tcp::socket s)
       : rt(r),
         listener(std::move(start.listener)),
@@ -115,7 +123,8 @@ struct session {
         cfg(std::move(start.cfg)),
         listener_name(std::move(start.listener_name)),
         client(policy_stream(std::move(s), &listener->tcp), *tls_ctx),
-        upstream(tcp::socket(client.get_executor()), &listener->upstream_tcp) {}
+        upstream(tcp::socket(client.get_executor()), &listener->upstream_tcp),
+        admission(std::move(start.pending)) {}
 
   std::int64_t now_us() const {
     return std::chrono::duration_cast<microseconds>(steady_clock::now() - accepted).count();
@@ -142,11 +151,16 @@ struct session {
     reject_detail = std::move(detail);
   }
 
+  // A pending connection's deadlines never pass its pending deadline.
+  steady_clock::time_point pending_deadline(steady_clock::time_point phase_deadline) const {
+    return std::min(phase_deadline, accepted + cfg->limits.pending_timeout);
+  }
+
   awaitable<bool> handshake() {
-    deadline = accepted + cfg->limits.handshake_timeout;
+    deadline = pending_deadline(accepted + cfg->limits.handshake_timeout);
     auto [ec] = co_await client.async_handshake(asio::ssl::stream_base::server, as_tuple_awaitable);
     if (ec) {
-      reject(timed_out ? "handshake_timeout" : "tls_handshake_failed", ec.message());
+      reject(evicted ? "evicted" : timed_out ? "handshake_timeout" : "tls_handshake_failed", ec.message());
       co_return false;
     }
     info->phases.tls_done = now_us();
@@ -156,7 +170,7 @@ struct session {
   // Reads until the VLESS header is complete; leaves the payload that followed it in buf.
   awaitable<std::size_t> read_header() {
     phase = "header";
-    deadline = steady_clock::now() + cfg->limits.header_timeout;
+    deadline = pending_deadline(steady_clock::now() + cfg->limits.header_timeout);
     buf.resize(header_buffer);
     std::size_t used = 0;
     for (;;) {
@@ -165,7 +179,10 @@ struct session {
       if (ec) {
         // A TLS-level failure (a renegotiation attempt, a bad record) is not a short header.
         const bool tls_failed = !timed_out && !is_eof(ec) && ec.category() == asio::error::get_ssl_category();
-        reject(timed_out ? "header_timeout" : tls_failed ? "tls_error" : (used ? "truncated_header" : "no_header"),
+        reject(evicted     ? "evicted"
+               : timed_out ? "header_timeout"
+               : tls_failed ? "tls_error"
+                            : (used ? "truncated_header" : "no_header"),
                is_eof(ec) ? "" : ec.message());
         co_return 0;
       }
@@ -221,6 +238,18 @@ struct session {
       reject("bad_domain", "not a DNS name (at most 253 bytes, labels of 1..63)");
       return false;
     }
+    return true;
+  }
+
+  // Authorised: the session takes a slot of max_sessions and is no longer pending.
+  bool admit() {
+    auto slot = session_count::try_acquire(rt.vless_sessions, cfg->limits.max_sessions);
+    if (!slot) {
+      reject("too_many_sessions");
+      return false;
+    }
+    counted.emplace(std::move(*slot));
+    admission.leave();
     return true;
   }
 
@@ -343,8 +372,10 @@ struct session {
         co_return;
       }
       deadline = steady_clock::now() + cfg->limits.idle_timeout;
+      up_writing = true;
       auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(block.get(), n), transfer_all_unchunked{},
                                                   as_tuple_awaitable);
+      up_writing = false;
       if (wec) {
         reason = close_reason::upstream_error;
         std::error_code ignored;
@@ -386,8 +417,10 @@ struct session {
       const char* start = header_sent ? down + header_room : down;
       const std::size_t len = header_sent ? n : n + header_room;
       if (!header_sent) info->phases.first_client_byte = now_us();
+      down_writing = true;
       auto [wec, wn] =
           co_await asio::async_write(client, asio::buffer(start, len), transfer_all_unchunked{}, as_tuple_awaitable);
+      down_writing = false;
       if (wec) {
         reason = close_reason::client_error;
         break;
@@ -401,15 +434,42 @@ struct session {
     client_socket().cancel(ignored);
   }
 
+  // The minimum-rate rule for the relay's writes (delivery_watch): sampled once per window, so a
+  // peer that stops taking data is cut one to two windows after its write began to wait.
+  awaitable<void> rate_monitor() {
+    const std::uint64_t need = cfg->limits.min_rate_bytes;
+    delivery_watch to_client, to_upstream;
+    asio::steady_timer timer(client.get_executor());
+    auto acked = [](tcp::socket& sock) { return read_bytes_acked(sock.native_handle()).value_or(0); };
+    for (;;) {
+      timer.expires_after(cfg->limits.min_rate_window);
+      auto [ec] = co_await timer.async_wait(as_tuple_awaitable);
+      if (ec) co_return;  // the relay ended first
+      const bool client_ok = to_client.on_window(down_writing, down_writing ? acked(client_socket()) : 0, need);
+      const bool upstream_ok =
+          to_upstream.on_window(up_writing, up_writing ? acked(upstream.socket()) : 0, need);
+      if (!client_ok || !upstream_ok) {
+        spdlog::debug("vless {} session {}: slow_transfer towards the {}", listener_name, info->session_id,
+                      client_ok ? "destination" : "client");
+        slow = true;
+        close_sockets();
+        co_return;
+      }
+    }
+  }
+
   awaitable<void> run() {
     if (!co_await handshake()) co_return;
     std::size_t got = co_await read_header();
-    if (got == 0 || !authorize()) co_return;
+    if (got == 0 || !authorize() || !admit()) co_return;
     const std::size_t pending = got - 1;
     if (!co_await connect_upstream()) co_return;
     phase = "relay";
     deadline = steady_clock::now() + cfg->limits.idle_timeout;
-    co_await (client_to_upstream(pending) && upstream_to_client());
+    if (cfg->limits.min_rate_bytes > 0)
+      co_await ((client_to_upstream(pending) && upstream_to_client()) || rate_monitor());
+    else
+      co_await (client_to_upstream(pending) && upstream_to_client());
     phase = "close";
     if (!timed_out && client_socket().is_open()) {
       deadline = steady_clock::now() + shutdown_grace;
@@ -427,6 +487,8 @@ struct session {
       reason = close_reason::timeout;
     } else if (drained && reason != close_reason::rejected) {
       reason = close_reason::drain;
+    } else if (slow) {
+      reason = close_reason::slow_transfer;
     }
     if (reason == close_reason::rejected) {
       log_reject();
@@ -534,7 +596,12 @@ awaitable<void> serve_session(runtime& rt, session_start start, tcp::socket sock
       s.drained = true;
       s.close_sockets();
     });
-    s.deadline = s.accepted + s.cfg->limits.handshake_timeout;
+    auto evict = [&s] {
+      s.evicted = true;
+      s.close_sockets();
+    };
+    if (!s.admission.arm(evict)) evict();  // evicted before it started: the handshake fails at once
+    s.deadline = s.pending_deadline(s.accepted + s.cfg->limits.handshake_timeout);
     co_await (s.run() || watchdog(s.deadline, [&s] { s.on_timeout(); }));
   }
   s.finish();
