@@ -96,6 +96,13 @@ struct session {
   bool slow = false;           // closed by the minimum-rate rule
   bool up_writing = false;     // a relay write towards the destination is in progress
   bool down_writing = false;   // a relay write towards the client is in progress
+  // The relay's deadlines: idle_at (idle_timeout_ms after the last transfer) and, with the
+  // minimum-rate rule on, a sample every min_rate_window while the relay is active.
+  steady_clock::time_point idle_at{};
+  steady_clock::time_point sample_at = steady_clock::time_point::max();
+  steady_clock::time_point last_transfer{};
+  delivery_watch to_client;
+  delivery_watch to_upstream;
   pending_set::ticket admission;  // pending until admitted: authorised and given a session slot
   std::optional<session_count> counted;  // from admission on
   bool client_closed = false;  // the client ended its side first: the upstream's EOF follows from it
@@ -143,6 +150,44 @@ struct session {
   void on_timeout() {
     timed_out = true;
     close_sockets();
+  }
+
+  // A transfer in the relay: the idle deadline moves on, and a rate sample is due within a window
+  // (set only when none is: moving the deadline later is a store, earlier wakes the watchdog).
+  void touch() {
+    last_transfer = steady_clock::now();
+    idle_at = last_transfer + cfg->limits.idle_timeout;
+    if (cfg->limits.min_rate_bytes > 0 && sample_at == steady_clock::time_point::max())
+      sample_at = last_transfer + cfg->limits.min_rate_window;
+    deadline = std::min(idle_at, sample_at);
+  }
+
+  // The watchdog's deadline passed; true: the session ends. In the relay it may be a rate sample
+  // rather than the idle deadline: a write a peer has not taken min_rate_bytes of over a whole
+  // window (delivery_watch, from the kernel's count of acknowledged bytes) ends it as slow.
+  bool on_deadline() {
+    const auto now = steady_clock::now();
+    if (phase != "relay" || now >= idle_at) {
+      on_timeout();
+      return true;
+    }
+    const std::uint64_t need = cfg->limits.min_rate_bytes;
+    auto acked = [](tcp::socket& sock) { return read_bytes_acked(sock.native_handle()).value_or(0); };
+    const bool client_ok = to_client.on_window(down_writing, down_writing ? acked(client_socket()) : 0, need);
+    const bool upstream_ok = to_upstream.on_window(up_writing, up_writing ? acked(upstream.socket()) : 0, need);
+    if (!client_ok || !upstream_ok) {
+      spdlog::debug("vless {} session {}: slow_transfer towards the {}", listener_name, info->session_id,
+                    client_ok ? "destination" : "client");
+      slow = true;
+      close_sockets();
+      return true;
+    }
+    // Keep sampling while data moves or waits; a whole window without either: idle, no samples
+    // until the next transfer.
+    const bool active = down_writing || up_writing || last_transfer + cfg->limits.min_rate_window > now;
+    sample_at = active ? now + cfg->limits.min_rate_window : steady_clock::time_point::max();
+    deadline = std::min(idle_at, sample_at);
+    return false;
   }
 
   void reject(std::string_view why, std::string detail = {}) {
@@ -371,7 +416,7 @@ struct session {
         }
         co_return;
       }
-      deadline = steady_clock::now() + cfg->limits.idle_timeout;
+      touch();
       up_writing = true;
       auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(block.get(), n), transfer_all_unchunked{},
                                                   as_tuple_awaitable);
@@ -412,7 +457,7 @@ struct session {
         }
         break;
       }
-      deadline = steady_clock::now() + cfg->limits.idle_timeout;
+      touch();
       if (info->phases.first_upstream_byte < 0) info->phases.first_upstream_byte = now_us();
       const char* start = header_sent ? down + header_room : down;
       const std::size_t len = header_sent ? n : n + header_room;
@@ -434,30 +479,6 @@ struct session {
     client_socket().cancel(ignored);
   }
 
-  // The minimum-rate rule for the relay's writes (delivery_watch): sampled once per window, so a
-  // peer that stops taking data is cut one to two windows after its write began to wait.
-  awaitable<void> rate_monitor() {
-    const std::uint64_t need = cfg->limits.min_rate_bytes;
-    delivery_watch to_client, to_upstream;
-    asio::steady_timer timer(client.get_executor());
-    auto acked = [](tcp::socket& sock) { return read_bytes_acked(sock.native_handle()).value_or(0); };
-    for (;;) {
-      timer.expires_after(cfg->limits.min_rate_window);
-      auto [ec] = co_await timer.async_wait(as_tuple_awaitable);
-      if (ec) co_return;  // the relay ended first
-      const bool client_ok = to_client.on_window(down_writing, down_writing ? acked(client_socket()) : 0, need);
-      const bool upstream_ok =
-          to_upstream.on_window(up_writing, up_writing ? acked(upstream.socket()) : 0, need);
-      if (!client_ok || !upstream_ok) {
-        spdlog::debug("vless {} session {}: slow_transfer towards the {}", listener_name, info->session_id,
-                      client_ok ? "destination" : "client");
-        slow = true;
-        close_sockets();
-        co_return;
-      }
-    }
-  }
-
   awaitable<void> run() {
     if (!co_await handshake()) co_return;
     std::size_t got = co_await read_header();
@@ -465,11 +486,8 @@ struct session {
     const std::size_t pending = got - 1;
     if (!co_await connect_upstream()) co_return;
     phase = "relay";
-    deadline = steady_clock::now() + cfg->limits.idle_timeout;
-    if (cfg->limits.min_rate_bytes > 0)
-      co_await ((client_to_upstream(pending) && upstream_to_client()) || rate_monitor());
-    else
-      co_await (client_to_upstream(pending) && upstream_to_client());
+    touch();
+    co_await (client_to_upstream(pending) && upstream_to_client());
     phase = "close";
     if (!timed_out && client_socket().is_open()) {
       deadline = steady_clock::now() + shutdown_grace;
@@ -602,7 +620,7 @@ awaitable<void> serve_session(runtime& rt, session_start start, tcp::socket sock
     };
     if (!s.admission.arm(evict)) evict();  // evicted before it started: the handshake fails at once
     s.deadline = s.pending_deadline(s.accepted + s.cfg->limits.handshake_timeout);
-    co_await (s.run() || watchdog(s.deadline, [&s] { s.on_timeout(); }));
+    co_await (s.run() || watchdog(s.deadline, [&s] { return s.on_deadline(); }));
   }
   s.finish();
 }

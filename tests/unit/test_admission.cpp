@@ -12,6 +12,7 @@
 #include "config.hpp"
 #include "delivery_watch.hpp"
 #include "pending_set.hpp"
+#include "watchdog.hpp"
 
 using namespace vlessbench;
 using namespace std::chrono_literals;
@@ -184,4 +185,28 @@ TEST_CASE("delivery watch: a write the peer does not take for a whole window is 
     CHECK(w.on_window(true, 10, 1000));  // arms again
     CHECK_FALSE(w.on_window(true, 20, 1000));
   }
+}
+
+TEST_CASE("watchdog: an on_expire returning false moved the deadline and is asked again", "[admission]") {
+  // The relay's rate samples ride on the session's watchdog this way.
+  asio::io_context io{1};
+  watchdog_deadline deadline;
+  int calls = 0;
+  bool ended = false;
+  deadline = steady_clock::now() + 5ms;
+  asio::co_spawn(
+      io,
+      [&]() -> awaitable<void> {
+        co_await watchdog(deadline, [&] {
+          ++calls;
+          if (calls == 3) return true;
+          deadline = steady_clock::now() + 5ms;
+          return false;
+        });
+        ended = true;
+      },
+      asio::detached);
+  io.run_for(2s);
+  CHECK(calls == 3);
+  CHECK(ended);
 }
