@@ -4,10 +4,12 @@
 #include <cstring>
 #include <memory>
 
+#include "delivery_watch.hpp"
 #include "http_parser.hpp"
 #include "logging.hpp"
 #include "policy_stream.hpp"
 #include "request_handler.hpp"
+#include "tcp_info.hpp"
 #include "watchdog.hpp"
 
 namespace vlessbench::target {
@@ -45,6 +47,11 @@ struct connection {
   // While a body is being received: when the next min_rate_bytes are due ([limits] min_rate_*).
   steady_clock::time_point rate_due = steady_clock::time_point::max();
   bool slow = false;  // closed by the rate rule
+  // While a response is written: the idle deadline, and whether a write is waiting on the peer
+  // (the minimum-rate rule samples what the peer has acknowledged, as the relay does).
+  steady_clock::time_point write_idle_at = steady_clock::time_point::max();
+  bool writing = false;
+  delivery_watch to_peer{};
 
   limits_config limits() const { return rt.cfg->limits; }
 
@@ -79,6 +86,34 @@ struct connection {
   // The connection's deadline while a body is read: idle or rate, whichever comes first.
   void arm_body_deadline() { deadline = std::min(steady_clock::now() + limits().idle_timeout, rate_due); }
 
+  // Before each response write: idle_timeout for the write, and a rate sample within a window.
+  void arm_write_deadline() {
+    const auto l = limits();
+    const auto now = steady_clock::now();
+    write_idle_at = now + l.idle_timeout;
+    deadline = l.min_rate_bytes > 0 ? std::min(write_idle_at, now + l.min_rate_window) : write_idle_at;
+  }
+
+  // The watchdog's deadline passed; true: close. A response write that waits on the peer is
+  // sampled once per window and closed as slow when the peer took less than min_rate_bytes over
+  // a whole window; a body read behind its rate is slow too; anything else is a plain timeout.
+  bool on_deadline() {
+    const auto l = limits();
+    const auto now = steady_clock::now();
+    if (writing && l.min_rate_bytes > 0 && now < write_idle_at) {
+      const auto acked = read_bytes_acked(stream.socket().native_handle()).value_or(0);
+      if (to_peer.on_window(true, acked, l.min_rate_bytes)) {
+        deadline = std::min(write_idle_at, now + l.min_rate_window);
+        return false;
+      }
+      slow = true;
+    } else {
+      slow = rate_due <= deadline.at();
+    }
+    close();
+    return true;
+  }
+
   void close() {
     std::error_code ignored;
     stream.socket().close(ignored);
@@ -102,7 +137,10 @@ struct connection {
   // One gather write: head and first body bytes leave in one segment where they fit.
   awaitable<bool> write_all(asio::const_buffer first, asio::const_buffer second = {}) {
     const std::array<asio::const_buffer, 2> parts{first, second};
+    writing = true;
     auto [ec, n] = co_await asio::async_write(stream, parts, as_tuple_awaitable);
+    writing = false;
+    to_peer = {};  // the peer took it all: a later stall is judged from scratch
     co_return !ec;
   }
 
@@ -217,7 +255,7 @@ struct connection {
       const std::string timing = route ? server_timing(route->phases) : std::string();
       const std::uint64_t length = plan.content_length();
       const std::string head = format_head(plan, length, route_value, timing, keep_alive);
-      deadline = steady_clock::now() + limits().idle_timeout;
+      arm_write_deadline();
       bool ok = true;
       std::uint64_t sent = 0;
       if (plan.head_only || plan.status == 204) {
@@ -233,14 +271,15 @@ struct connection {
         left -= first;
         sent += first;
         while (ok && left > 0) {
-          deadline = steady_clock::now() + limits().idle_timeout;
+          arm_write_deadline();
           std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, block.size()));
           ok = co_await write_all(asio::buffer(block.data(), n));
           left -= n;
           sent += ok ? n : 0;
         }
       }
-      log_request(req, plan.status, route.get(), sent, body_in, started_at, ok);
+      log_request(req, plan.status, route.get(), sent, body_in, started_at, ok,
+                  slow ? "slow_transfer" : "response not completed");
       busy = false;
       if (!ok || !keep_alive) co_return;
       if (used == 0 && buf.size() > head_chunk) {  // a burst grew it: idle at the small size again
@@ -299,10 +338,7 @@ awaitable<void> serve_connection(runtime& rt, std::shared_ptr<listener_runtime> 
     if (force || !c.busy) c.close();
   });
   c.deadline = c.head_deadline(steady_clock::now() + rt.cfg->limits.idle_timeout);
-  co_await (c.run() || watchdog(c.deadline, [&c] {
-              c.slow = c.rate_due <= c.deadline.at();
-              c.close();
-            }));
+  co_await (c.run() || watchdog(c.deadline, [&c] { return c.on_deadline(); }));
   c.close();
 }
 

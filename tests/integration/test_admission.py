@@ -359,25 +359,28 @@ def sink_trickle_through_vless_is_cut_too():
         d.stop()
 
 
-def small_buffer_vless(d: Daemon, request: bytes) -> TlsClient:
-    """A VLESS session to the target whose client socket has a 4 KiB receive buffer."""
+def small_buffer_vless(d: Daemon, request: bytes, dest_port: int) -> TlsClient:
+    """A VLESS session to dest_port whose client socket has a 4 KiB receive buffer."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     sock.settimeout(5)
     sock.connect(("127.0.0.1", d.port("kernel")))
     c = TlsClient(0, sock=sock).handshake()
-    c.send(vless_header(d.uuid, d.target_port) + request)
+    c.send(vless_header(d.uuid, dest_port) + request)
     return c
 
 
 @suite.test
 def never_reading_client_is_cut_by_the_rate_rule():
     # It asks for 4 GiB, never reads, and sends a byte every 100 ms so that the relay is never
-    # idle: the daemon's write towards it waits, and the client takes nothing.
+    # idle: the daemon's write towards it waits, and the client takes nothing. The destination is
+    # a second daemon's target without a rate rule, so that only the relay's rule can end it.
+    dest = Daemon({"target": [{"name": "http", "listen": f"127.0.0.1:{free_port()}"}]},
+                  limits={"min_rate_bytes": 0, "idle_timeout_ms": 30000})
     d = Daemon(limits=RATE_LIMITS)
     try:
         mark = d.mark()
-        with small_buffer_vless(d, http_request("GET", "/bytes/4294967296")) as c:
+        with small_buffer_vless(d, http_request("GET", "/bytes/4294967296"), dest.target_port) as c:
             t0 = time.monotonic()
             closed = False
             while time.monotonic() - t0 < 5 + SLACK:
@@ -399,7 +402,8 @@ def never_reading_client_is_cut_by_the_rate_rule():
         # A slow reader above the minimum rate (~40 KB/s against 2 KB/s) gets everything.
         mark = d.mark()
         n = 120_000
-        with small_buffer_vless(d, http_request("GET", f"/bytes/{n}", headers={"Connection": "close"})) as c:
+        with small_buffer_vless(d, http_request("GET", f"/bytes/{n}", headers={"Connection": "close"}),
+                                dest.target_port) as c:
             got = b""
             t0 = time.monotonic()
             while len(got) < n + 2 and time.monotonic() - t0 < 10:
@@ -411,6 +415,39 @@ def never_reading_client_is_cut_by_the_rate_rule():
         check(len(got) > n, f"slow reader got {len(got)} bytes")
         e = d.wait_event("vless.session", since=mark)
         check(e["close_reason"] != "slow_transfer", e)
+    finally:
+        d.stop()
+        dest.stop()
+
+
+@suite.test
+def never_reading_direct_client_is_cut_by_the_rate_rule():
+    # The target's own response writes: GET /bytes/4 GiB, direct, never read.
+    d = Daemon(limits=RATE_LIMITS)
+    try:
+        mark = d.mark()
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.settimeout(5)
+        sock.connect(("127.0.0.1", d.target_port))
+        with sock:
+            sock.sendall(http_request("GET", "/bytes/4294967296"))
+            t0 = time.monotonic()
+            e = None
+            while time.monotonic() - t0 < 5 + SLACK and e is None:
+                time.sleep(0.1)
+                found = d.events("http.request", since=mark)
+                e = found[0] if found else None
+            dt = time.monotonic() - t0
+        figure("never_reading_direct_client_cut_s", f"{dt:.2f}")
+        check(e is not None, f"a direct client that never reads still held /bytes after {dt:.1f} s")
+        check(e["error"] == "slow_transfer" and e["path"] == "/bytes/4294967296", e)
+        check(0.4 < dt < 1.5 + SLACK, f"cut after {dt:.2f} s (window 0.5 s: one to two windows)")
+        # A reader above the minimum rate gets a large body whole.
+        with tcp_connect(d.target_port) as s:
+            s.sendall(http_request("GET", "/bytes/3000000", headers={"Connection": "close"}))
+            resp = plain_stream(s).read_response()
+            check(resp.status == 200 and len(resp.body) == 3_000_000, resp)
     finally:
         d.stop()
 
