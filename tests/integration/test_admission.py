@@ -11,31 +11,25 @@
 
 Every loop is bounded in count and time; everything stays on 127.0.0.1.
 """
-import os
 import resource
 import socket
 import statistics
+import sys
 import threading
 import time
+from pathlib import Path
 
 from harness import (SANITIZED, Daemon, Suite, TlsClient, check, free_port, http_request, new_uuid,
                      plain_stream, read_vless_response_header, require_binary, tcp_connect, vless_get,
                      vless_header)
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "load"))
+from loadkit import figure, open_fds, raise_nofile  # noqa: E402
+
 suite = Suite("test_admission")
 require_binary()
 SLACK = 3.0 if SANITIZED else 1.0
 GOOD_REQUESTS = 40
-
-
-def figure(name: str, value) -> None:
-    print(f"FIGURE {name} = {value}", flush=True)
-
-
-def raise_own_nofile(n: int) -> None:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < n:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, n), hard))
 
 
 class SilentFlood:
@@ -112,7 +106,7 @@ def silent_vless_connections_do_not_take_session_slots():
     try:
         ok, lat, _ = good_client(d, 10)
         report("silent_vless_baseline", 10, ok, lat)
-        raise_own_nofile(4096)
+        raise_nofile()
         flood = SilentFlood(d.port("kernel"), hold=60, every=0.05)
         time.sleep(0.3)
         ok, lat, failures = good_client(d, GOOD_REQUESTS)
@@ -151,7 +145,7 @@ def pending_cap_evicts_the_oldest_and_keeps_good_clients_working():
     d = Daemon(limits={"max_pending": 20})
     flood = None
     try:
-        raise_own_nofile(4096)
+        raise_nofile()
         mark = d.mark()
         flood = SilentFlood(d.port("kernel"), hold=100, every=0.02)
         time.sleep(0.3)
@@ -218,11 +212,11 @@ def silent_target_connections_do_not_starve_vless_users():
         resource.prlimit(pid, resource.RLIMIT_NOFILE, (64, 64))
         ok, lat, _ = good_client(d, 10)
         report("silent_target_baseline", 10, ok, lat)
-        raise_own_nofile(4096)
+        raise_nofile()
         flood = SilentFlood(d.target_port, hold=300, every=0.02)
         time.sleep(0.5)
         ok, lat, failures = good_client(d, GOOD_REQUESTS)
-        fds = len(os.listdir(f"/proc/{pid}/fd"))
+        fds = open_fds(pid)
         report("silent_target_nofile64", GOOD_REQUESTS, ok, lat)
         figure("silent_target_nofile64_daemon_fds", f"{fds} of 64 ({flood.opened} silent connections opened)")
         check(ok == GOOD_REQUESTS, f"good client: {ok}/{GOOD_REQUESTS} ok; {failures[:3]}; "
@@ -282,25 +276,33 @@ def relay_to_own_vless_listener_is_refused():
 RATE_LIMITS = {"min_rate_bytes": 1000, "min_rate_window_ms": 500, "idle_timeout_ms": 30000}
 
 
-def trickle(sock, stop_after: float, every: float = 0.1) -> tuple[bool, float]:
-    """Sends one byte every `every` s until the peer closes or stop_after s pass.
-    Returns (closed by the peer, seconds)."""
+def trickle(sock: socket.socket, send, recv, stop_after: float, every: float = 0.1) -> tuple[bool, float]:
+    """Sends one byte every `every` s (send/recv: over sock, plain or TLS) until the peer closes
+    or stop_after s pass. Returns (closed by the peer, seconds)."""
     t0 = time.monotonic()
     sock.settimeout(every)
     while time.monotonic() - t0 < stop_after:
         try:
-            sock.sendall(b"x")
+            send(b"x")
         except OSError:
             return True, time.monotonic() - t0
         try:
-            data = sock.recv(4096)
-            if not data:
+            if not recv(4096):
                 return True, time.monotonic() - t0
         except socket.timeout:
             pass
-        except OSError:
+        except (OSError, EOFError):
             return True, time.monotonic() - t0
     return False, time.monotonic() - t0
+
+
+def small_buffer_socket(port: int) -> socket.socket:
+    """A TCP connection whose receive buffer is 4 KiB: a peer that does not read stalls at once."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.settimeout(5)
+    sock.connect(("127.0.0.1", port))
+    return sock
 
 
 @suite.test
@@ -310,7 +312,7 @@ def sink_trickle_is_cut_by_the_rate_rule():
         mark = d.mark()
         with tcp_connect(d.target_port) as s:
             s.sendall(b"POST /sink HTTP/1.1\r\nHost: t\r\nContent-Length: 1000000\r\n\r\n" + b"x" * 10)
-            closed, dt = trickle(s, stop_after=4 + SLACK)
+            closed, dt = trickle(s, s.sendall, s.recv, stop_after=4 + SLACK)
         figure("sink_trickle_cut_s", f"{dt:.2f}")
         check(closed, f"a 10 B/s /sink upload still open after {dt:.1f} s")
         check(0.4 < dt < 1.5 + SLACK, f"cut after {dt:.2f} s (window 0.5 s)")
@@ -337,19 +339,7 @@ def sink_trickle_through_vless_is_cut_too():
             c.handshake()
             c.send(vless_header(d.uuid, d.target_port) +
                    b"POST /sink HTTP/1.1\r\nHost: t\r\nContent-Length: 1000000\r\n\r\n" + b"x" * 10)
-            t0 = time.monotonic()
-            c.sock.settimeout(0.1)
-            closed = False
-            while time.monotonic() - t0 < 4 + SLACK and not closed:
-                try:
-                    c.send(b"x")
-                    if c.recv(4096) == b"":
-                        closed = True
-                except socket.timeout:
-                    pass
-                except (OSError, EOFError):
-                    closed = True
-            dt = time.monotonic() - t0
+            closed, dt = trickle(c.sock, c.send, c.recv, stop_after=4 + SLACK)
         check(closed, f"a trickled /sink through VLESS still open after {dt:.1f} s")
         e = d.wait_event("http.request", since=mark, path="/sink")
         check(e["status"] == 408 and e["error"] == "slow_transfer" and e["route"] == "vless", e)
@@ -361,11 +351,7 @@ def sink_trickle_through_vless_is_cut_too():
 
 def small_buffer_vless(d: Daemon, request: bytes, dest_port: int) -> TlsClient:
     """A VLESS session to dest_port whose client socket has a 4 KiB receive buffer."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    sock.settimeout(5)
-    sock.connect(("127.0.0.1", d.port("kernel")))
-    c = TlsClient(0, sock=sock).handshake()
+    c = TlsClient(0, sock=small_buffer_socket(d.port("kernel"))).handshake()
     c.send(vless_header(d.uuid, dest_port) + request)
     return c
 
@@ -426,11 +412,7 @@ def never_reading_direct_client_is_cut_by_the_rate_rule():
     d = Daemon(limits=RATE_LIMITS)
     try:
         mark = d.mark()
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        sock.settimeout(5)
-        sock.connect(("127.0.0.1", d.target_port))
-        with sock:
+        with small_buffer_socket(d.target_port) as sock:
             sock.sendall(http_request("GET", "/bytes/4294967296"))
             t0 = time.monotonic()
             e = None
