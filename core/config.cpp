@@ -416,13 +416,14 @@ void read_limits(const table_reader& root, limits_config& out, error_list& error
   const toml::table* t = root.table("limits");
   if (!t) return;
   table_reader r(*t, "limits", errors);
-  r.reject_unknown({"handshake_timeout_ms", "header_timeout_ms", "connect_timeout_ms",
-                    "idle_timeout_ms", "drain_timeout_ms", "max_sessions", "threads"});
-  auto bounded = [&](std::string_view key, std::int64_t max) -> std::optional<std::int64_t> {
+  r.reject_unknown({"handshake_timeout_ms", "header_timeout_ms", "connect_timeout_ms", "idle_timeout_ms",
+                    "drain_timeout_ms", "max_sessions", "threads", "max_pending", "pending_timeout_ms",
+                    "min_rate_bytes", "min_rate_window_ms"});
+  auto bounded = [&](std::string_view key, std::int64_t max, std::int64_t min = 1) -> std::optional<std::int64_t> {
     auto v = r.integer(key);
     if (!v) return std::nullopt;
-    if (*v < 1 || *v > max) {
-      r.error(key, std::to_string(*v) + ": must be between 1 and " + std::to_string(max));
+    if (*v < min || *v > max) {
+      r.error(key, std::to_string(*v) + ": must be between " + std::to_string(min) + " and " + std::to_string(max));
       return std::nullopt;
     }
     return v;
@@ -438,6 +439,10 @@ void read_limits(const table_reader& root, limits_config& out, error_list& error
   ms("drain_timeout_ms", out.drain_timeout);
   if (auto v = bounded("max_sessions", 1'000'000)) out.max_sessions = static_cast<std::uint32_t>(*v);
   if (auto v = bounded("threads", limits_config::max_threads)) out.threads = static_cast<unsigned>(*v);
+  if (auto v = bounded("max_pending", 1'000'000)) out.max_pending = static_cast<std::uint32_t>(*v);
+  ms("pending_timeout_ms", out.pending_timeout);
+  if (auto v = bounded("min_rate_bytes", 1 << 30, 0)) out.min_rate_bytes = static_cast<std::uint32_t>(*v);
+  ms("min_rate_window_ms", out.min_rate_window);
 }
 
 void read_destinations(const table_reader& root, destinations_config& out, error_list& errors) {

@@ -76,7 +76,16 @@ struct limits_config {
   std::chrono::milliseconds connect_timeout{5'000};
   std::chrono::milliseconds idle_timeout{300'000};
   std::chrono::milliseconds drain_timeout{5'000};
-  std::uint32_t max_sessions = 20'000;
+  std::uint32_t max_sessions = 20'000;  // authorised VLESS sessions
+  // Connections not yet admitted (VLESS before its header is authorised, target before its first
+  // request head): at most this many (and half the descriptor limit), the oldest closed first.
+  std::uint32_t max_pending = 1'024;
+  // Deadline from accept for the same: VLESS handshake + header, a target's first request head.
+  std::chrono::milliseconds pending_timeout{10'000};
+  // A transfer in progress (a /sink body, a relay write) must move min_rate_bytes every
+  // min_rate_window, else it is closed (slow_transfer); 0 bytes: no rate rule.
+  std::uint32_t min_rate_bytes = 1'024;
+  std::chrono::milliseconds min_rate_window{10'000};
   // io_context threads VLESS sessions are spread over (round robin at accept). 1: everything on
   // one thread, the lowest and steadiest latency; more: handshakes and sessions on every core.
   // Read at start only (a reload that changes it is refused).

@@ -38,16 +38,44 @@ machine_address_read read_machine_addresses() {
 
 address_list machine_addresses() { return read_machine_addresses().addresses; }
 
-bool destination_allowed(const config& cfg, const asio::ip::tcp::endpoint& dest,
-                         const std::function<address_list()>& machine) {
-  const auto addr = unmapped(dest.address());
+std::string_view reject_reason(destination_verdict v) {
+  switch (v) {
+    case destination_verdict::allowed: return "";
+    case destination_verdict::not_allowed: return "dest_not_allowed";
+    case destination_verdict::vless_listener: return "dest_is_vless_listener";
+  }
+  return "dest_not_allowed";
+}
+
+namespace {
+
+// Any address that reaches this machine: loopback, the unspecified address (connect() to
+// 0.0.0.0 / :: goes to the local host), a listener's own address, or an interface address.
+// Whatever address the listener itself is bound to, another local address on the same port is
+// refused too: conservative, and a nested session needs no particular address.
+bool own_vless_port(const config& cfg, const asio::ip::address& addr, unsigned short port,
+                    const std::function<address_list()>& machine) {
+  bool port_matches = false;
+  for (const auto& v : cfg.vless) {
+    if (v.listen.port() != port) continue;
+    if (unmapped(v.listen.address()) == addr) return true;
+    port_matches = true;
+  }
+  if (!port_matches) return false;
+  if (addr.is_loopback() || addr.is_unspecified()) return true;
+  const auto local = machine();
+  return std::any_of(local.begin(), local.end(), [&](const asio::ip::address& a) { return unmapped(a) == addr; });
+}
+
+bool allowed_by_policy(const config& cfg, const asio::ip::address& addr, unsigned short port,
+                       const std::function<address_list()>& machine) {
   if (addr.is_loopback()) return true;
   if (std::any_of(cfg.destinations.allow.begin(), cfg.destinations.allow.end(),
                   [&](const ip_network& n) { return n.contains(addr); }))
     return true;
   bool wildcard_target = false;
   for (const auto& t : cfg.target) {
-    if (t.listen.port() != dest.port()) continue;
+    if (t.listen.port() != port) continue;
     const auto listen = unmapped(t.listen.address());
     if (!listen.is_unspecified()) {
       if (listen == addr) return true;
@@ -59,6 +87,16 @@ bool destination_allowed(const config& cfg, const asio::ip::tcp::endpoint& dest,
   if (!wildcard_target || addr.is_unspecified()) return false;
   const auto local = machine();
   return std::any_of(local.begin(), local.end(), [&](const asio::ip::address& a) { return unmapped(a) == addr; });
+}
+
+}  // namespace
+
+destination_verdict check_destination(const config& cfg, const asio::ip::tcp::endpoint& dest,
+                                      const std::function<address_list()>& machine) {
+  const auto addr = unmapped(dest.address());
+  if (own_vless_port(cfg, addr, dest.port(), machine)) return destination_verdict::vless_listener;
+  return allowed_by_policy(cfg, addr, dest.port(), machine) ? destination_verdict::allowed
+                                                            : destination_verdict::not_allowed;
 }
 
 }  // namespace vlessbench

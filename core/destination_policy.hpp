@@ -1,8 +1,10 @@
 #pragma once
 // Where a VLESS session may connect (config [destinations]): the daemon's own [[target]]
 // listeners and loopback addresses always, anything else only inside a configured network. A VM
-// reachable by others must not become an open relay.
+// reachable by others must not become an open relay. Never the daemon's own [[vless]] listeners:
+// a session through its own VLESS port nests another session (and two more descriptors) per level.
 #include <functional>
+#include <string_view>
 #include <vector>
 
 #include <asio/ip/tcp.hpp>
@@ -26,9 +28,22 @@ machine_address_read read_machine_addresses();
 // read_machine_addresses().addresses: empty if they cannot be read.
 address_list machine_addresses();
 
-// machine is asked only when dest's port is that of a [[target]] on a wildcard address: such a
-// target is "our own" on every address of the machine.
-bool destination_allowed(const config& cfg, const asio::ip::tcp::endpoint& dest,
-                         const std::function<address_list()>& machine = machine_addresses);
+enum class destination_verdict {
+  allowed,
+  not_allowed,     // outside [destinations]
+  vless_listener,  // a port of one of the daemon's own [[vless]] listeners on a local address
+};
+// The vless.reject reason for a refusal ("dest_not_allowed", "dest_is_vless_listener").
+std::string_view reject_reason(destination_verdict v);
+
+// machine is asked only when dest's port is that of a [[target]] on a wildcard address (such a
+// target is "our own" on every address of the machine) or of a [[vless]] listener (which must not
+// be reached on any address of the machine).
+destination_verdict check_destination(const config& cfg, const asio::ip::tcp::endpoint& dest,
+                                      const std::function<address_list()>& machine = machine_addresses);
+inline bool destination_allowed(const config& cfg, const asio::ip::tcp::endpoint& dest,
+                                const std::function<address_list()>& machine = machine_addresses) {
+  return check_destination(cfg, dest, machine) == destination_verdict::allowed;
+}
 
 }  // namespace vlessbench

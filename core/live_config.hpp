@@ -54,12 +54,12 @@ class live_config {
 };
 
 // Keeps an admission for its scope (withdrawn however the session's frame ends).
-class admission {
+class user_admission {
  public:
-  admission(live_config& live, std::uint64_t id) : live_(live), id_(id) {}
-  ~admission() { live_.withdraw(id_); }
-  admission(const admission&) = delete;
-  admission& operator=(const admission&) = delete;
+  user_admission(live_config& live, std::uint64_t id) : live_(live), id_(id) {}
+  ~user_admission() { live_.withdraw(id_); }
+  user_admission(const user_admission&) = delete;
+  user_admission& operator=(const user_admission&) = delete;
 
  private:
   live_config& live_;

@@ -16,6 +16,7 @@
 #include "asio_compat.hpp"
 #include "config.hpp"
 #include "live_config.hpp"
+#include "pending_set.hpp"
 #include "route_registry.hpp"
 #include "socket_policy.hpp"
 
@@ -109,8 +110,9 @@ struct runtime {
   access_log log;                     // thread-safe
   route_registry routes;              // thread-safe
   connection_set connections;         // thread-safe
+  pending_set pending;                // thread-safe: connections not yet admitted ([limits] max_pending)
   std::atomic<std::uint64_t> next_session_id{1};
-  std::atomic<std::size_t> vless_sessions{0};
+  std::atomic<std::size_t> vless_sessions{0};  // authorised sessions ([limits] max_sessions)
   std::atomic<bool> stopping{false};
 };
 

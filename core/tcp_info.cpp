@@ -28,4 +28,17 @@ std::optional<tcp_info_snapshot> read_tcp_info(int fd) {
 #endif
 }
 
+std::optional<std::uint64_t> read_bytes_acked(int fd) {
+#ifdef __linux__
+  struct tcp_info info {};
+  socklen_t len = sizeof info;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return std::nullopt;
+  if (len < offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof info.tcpi_bytes_acked) return std::nullopt;
+  return info.tcpi_bytes_acked;
+#else
+  (void)fd;
+  return std::nullopt;
+#endif
+}
+
 }  // namespace vlessbench

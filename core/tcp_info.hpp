@@ -16,5 +16,7 @@ struct tcp_info_snapshot {
 };
 
 std::optional<tcp_info_snapshot> read_tcp_info(int fd);
+// Bytes the peer has acknowledged so far (tcpi_bytes_acked); nullopt if the kernel cannot say.
+std::optional<std::uint64_t> read_bytes_acked(int fd);
 
 }  // namespace vlessbench

@@ -2,7 +2,10 @@
 // Deadline watchdog (after Asio's cpp20 timeout_watchdog example): the session moves its
 // watchdog_deadline as it progresses; when the clock passes it, on_expire runs (it closes the
 // sockets, which ends the session's pending operations). Run as `co_await (work() || watchdog(...))`.
+// An on_expire that returns bool may look and decide: false means "not over", and it has moved
+// the deadline later (a periodic check riding on the same timer); true, the watchdog ends.
 #include <chrono>
+#include <type_traits>
 
 #include "asio_compat.hpp"
 
@@ -43,21 +46,28 @@ awaitable<void> watchdog(watchdog_deadline& deadline, OnExpire on_expire) {
     ~unhook() { d.timer_ = nullptr; }
   } guard{deadline};
   deadline.timer_ = &timer;
-  auto now = steady_clock::now();
-  while (deadline.at_ > now) {
-    deadline.armed_ = deadline.at_;
-    deadline.moved_earlier_ = false;
-    timer.expires_at(deadline.at_);
-    auto [ec] = co_await timer.async_wait(as_tuple_awaitable);
-    if (ec) {
-      // Cancelled: either the work finished first (the || operator cancels us), or the deadline
-      // moved earlier and the timer has to be re-armed.
-      auto cs = co_await asio::this_coro::cancellation_state;
-      if (cs.cancelled() != asio::cancellation_type::none || !deadline.moved_earlier_) co_return;
+  for (;;) {
+    auto now = steady_clock::now();
+    while (deadline.at_ > now) {
+      deadline.armed_ = deadline.at_;
+      deadline.moved_earlier_ = false;
+      timer.expires_at(deadline.at_);
+      auto [ec] = co_await timer.async_wait(as_tuple_awaitable);
+      if (ec) {
+        // Cancelled: either the work finished first (the || operator cancels us), or the deadline
+        // moved earlier and the timer has to be re-armed.
+        auto cs = co_await asio::this_coro::cancellation_state;
+        if (cs.cancelled() != asio::cancellation_type::none || !deadline.moved_earlier_) co_return;
+      }
+      now = steady_clock::now();
     }
-    now = steady_clock::now();
+    if constexpr (std::is_same_v<std::invoke_result_t<OnExpire&>, bool>) {
+      if (on_expire()) co_return;
+    } else {
+      on_expire();
+      co_return;
+    }
   }
-  on_expire();
 }
 
 }  // namespace vlessbench

@@ -176,10 +176,12 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
       continue;
     }
     if (!vless) {
-      asio::co_spawn(io_, target::serve_connection(rt_, state, std::move(socket)),
+      asio::co_spawn(io_, target::serve_connection(rt_, state, std::move(socket), admit_pending(*state, io_.get_executor())),
                      [](std::exception_ptr e) { log_exception(e, "target connection"); });
       continue;
     }
+    // Only authorised sessions count against max_sessions (silent connections wait in the pending
+    // set); all of them taken, a new connection could only be refused later, after a handshake.
     if (rt_.vless_sessions >= rt_.cfg->limits.max_sessions) {
       std::error_code ignored;
       json_line line("vless.reject");
@@ -200,11 +202,29 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
                                       state->upstream_tcp.load(),
                                       state->generation,
                                       rt_.next_session_id++,
-                                      vless_server::session_count(rt_.vless_sessions)};
+                                      admit_pending(*state, socket.get_executor())};
     const auto executor = socket.get_executor();
     asio::co_spawn(executor, vless_server::serve_session(rt_, std::move(start), std::move(socket)),
                    [](std::exception_ptr e) { log_exception(e, "vless session"); });
   }
+}
+
+pending_set::ticket daemon::admit_pending(const listener_runtime& l, const asio::any_io_executor& ex) {
+  const auto cap = pending_cap(rt_.cfg->limits.max_pending, nofile_limit());
+  std::size_t evicted = 0;
+  auto ticket = rt_.pending.admit(ex, cap, &evicted);
+  if (evicted > 0) {
+    evicted_count_ += evicted;
+    // At most once a second: under a flood of silent connections this would be a line each.
+    if (const auto now = steady_clock::now(); now - last_evict_warning_ >= std::chrono::seconds(1)) {
+      spdlog::warn("{} {}: {} pending connection(s) closed to admit newer ones (pending cap {}: [limits] "
+                   "max_pending, at most half the descriptor limit)",
+                   l.kind, l.name, evicted_count_, cap);
+      last_evict_warning_ = now;
+      evicted_count_ = 0;
+    }
+  }
+  return ticket;
 }
 
 bool daemon::shed_connection(listener& l) {

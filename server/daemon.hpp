@@ -37,6 +37,8 @@ class daemon {
   void start_accepting(const std::shared_ptr<listener>& l);
   awaitable<void> accept_loop(std::shared_ptr<listener> l);
   bool shed_connection(listener& l);
+  // A newly accepted connection joins the pending set (evicting the oldest at the cap).
+  pending_set::ticket admit_pending(const listener_runtime& l, const asio::any_io_executor& ex);
   awaitable<void> signal_loop();
   awaitable<void> drain();
   void reload();
@@ -66,6 +68,8 @@ class daemon {
   int spare_fd_ = -1;
   std::uint64_t shed_count_ = 0;  // connections shed that way since the last warning
   std::chrono::steady_clock::time_point last_shed_warning_{};
+  std::uint64_t evicted_count_ = 0;  // pending connections evicted since the last warning
+  std::chrono::steady_clock::time_point last_evict_warning_{};
 };
 
 }  // namespace vlessbench

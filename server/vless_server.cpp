@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "delivery_watch.hpp"
 #include "destination_policy.hpp"
 #include "logging.hpp"
 #include "policy_stream.hpp"
@@ -26,6 +27,7 @@ std::string_view to_string(close_reason r) {
     case close_reason::rejected: return "rejected";
     case close_reason::drain: return "drain";
     case close_reason::user_removed: return "user_removed";
+    case close_reason::slow_transfer: return "slow_transfer";
   }
   return "unknown";
 }
@@ -90,7 +92,20 @@ struct session {
   bool timed_out = false;
   bool drained = false;
   bool user_removed = false;  // ended by a reload that removed the user
-  std::optional<admission> admitted;
+  std::optional<user_admission> admitted;
+  bool evicted = false;        // closed while pending, to admit a newer connection
+  bool slow = false;           // closed by the minimum-rate rule
+  bool up_writing = false;     // a relay write towards the destination is in progress
+  bool down_writing = false;   // a relay write towards the client is in progress
+  // The relay's deadlines: idle_at (idle_timeout_ms after the last transfer) and, with the
+  // minimum-rate rule on, a sample every min_rate_window while the relay is active.
+  steady_clock::time_point idle_at{};
+  steady_clock::time_point sample_at = steady_clock::time_point::max();
+  steady_clock::time_point last_transfer{};
+  delivery_watch to_client;
+  delivery_watch to_upstream;
+  pending_set::ticket admission;  // pending until admitted: authorised and given a session slot
+  std::optional<session_count> counted;  // from admission on
   bool client_closed = false;  // the client ended its side first: the upstream's EOF follows from it
   bool upstream_done = false;  // upstream_to_client has ended and cancelled the client's reads
   std::uint64_t bytes_up = 0;    // client -> destination payload
@@ -108,7 +123,7 @@ struct session {
   tcp_policy upstream_policy_at_accept;
   std::uint64_t generation_at_accept = 0;
 
-  // Takes what it needs out of start; the caller's frame keeps start.counted.
+  // Takes what it needs out of start.
   session(runtime& r, session_start& start, tcp::socket s)
       : rt(r),
         listener(std::move(start.listener)),
@@ -116,7 +131,8 @@ struct session {
         cfg(std::move(start.cfg)),
         listener_name(std::move(start.listener_name)),
         client(policy_stream(std::move(s), &listener->tcp), *tls_ctx),
-        upstream(tcp::socket(client.get_executor()), &listener->upstream_tcp) {}
+        upstream(tcp::socket(client.get_executor()), &listener->upstream_tcp),
+        admission(std::move(start.pending)) {}
 
   std::int64_t now_us() const {
     return std::chrono::duration_cast<microseconds>(steady_clock::now() - accepted).count();
@@ -145,17 +161,60 @@ struct session {
     close_sockets();
   }
 
+  // A transfer in the relay: the idle deadline moves on, and a rate sample is due within a window
+  // (set only when none is: moving the deadline later is a store, earlier wakes the watchdog).
+  void touch() {
+    last_transfer = steady_clock::now();
+    idle_at = last_transfer + cfg->limits.idle_timeout;
+    if (cfg->limits.min_rate_bytes > 0 && sample_at == steady_clock::time_point::max())
+      sample_at = last_transfer + cfg->limits.min_rate_window;
+    deadline = std::min(idle_at, sample_at);
+  }
+
+  // The watchdog's deadline passed; true: the session ends. In the relay it may be a rate sample
+  // rather than the idle deadline: a write a peer has not taken min_rate_bytes of over a whole
+  // window (delivery_watch, from the kernel's count of acknowledged bytes) ends it as slow.
+  bool on_deadline() {
+    const auto now = steady_clock::now();
+    if (phase != "relay" || now >= idle_at) {
+      on_timeout();
+      return true;
+    }
+    const std::uint64_t need = cfg->limits.min_rate_bytes;
+    auto acked = [](tcp::socket& sock) { return read_bytes_acked(sock.native_handle()).value_or(0); };
+    const bool client_ok = to_client.on_window(down_writing, down_writing ? acked(client_socket()) : 0, need);
+    const bool upstream_ok = to_upstream.on_window(up_writing, up_writing ? acked(upstream.socket()) : 0, need);
+    if (!client_ok || !upstream_ok) {
+      spdlog::debug("vless {} session {}: slow_transfer towards the {}", listener_name, info->session_id,
+                    client_ok ? "destination" : "client");
+      slow = true;
+      close_sockets();
+      return true;
+    }
+    // Keep sampling while data moves or waits; a whole window without either: idle, no samples
+    // until the next transfer.
+    const bool active = down_writing || up_writing || last_transfer + cfg->limits.min_rate_window > now;
+    sample_at = active ? now + cfg->limits.min_rate_window : steady_clock::time_point::max();
+    deadline = std::min(idle_at, sample_at);
+    return false;
+  }
+
   void reject(std::string_view why, std::string detail = {}) {
     reason = close_reason::rejected;
     reject_reason = why;
     reject_detail = std::move(detail);
   }
 
+  // A pending connection's deadlines never pass its pending deadline.
+  steady_clock::time_point pending_deadline(steady_clock::time_point phase_deadline) const {
+    return std::min(phase_deadline, accepted + cfg->limits.pending_timeout);
+  }
+
   awaitable<bool> handshake() {
-    deadline = accepted + cfg->limits.handshake_timeout;
+    deadline = pending_deadline(accepted + cfg->limits.handshake_timeout);
     auto [ec] = co_await client.async_handshake(asio::ssl::stream_base::server, as_tuple_awaitable);
     if (ec) {
-      reject(timed_out ? "handshake_timeout" : "tls_handshake_failed", ec.message());
+      reject(evicted ? "evicted" : timed_out ? "handshake_timeout" : "tls_handshake_failed", ec.message());
       co_return false;
     }
     info->phases.tls_done = now_us();
@@ -165,7 +224,7 @@ struct session {
   // Reads until the VLESS header is complete; leaves the payload that followed it in buf.
   awaitable<std::size_t> read_header() {
     phase = "header";
-    deadline = steady_clock::now() + cfg->limits.header_timeout;
+    deadline = pending_deadline(steady_clock::now() + cfg->limits.header_timeout);
     buf.resize(header_buffer);
     std::size_t used = 0;
     for (;;) {
@@ -174,7 +233,10 @@ struct session {
       if (ec) {
         // A TLS-level failure (a renegotiation attempt, a bad record) is not a short header.
         const bool tls_failed = !timed_out && !is_eof(ec) && ec.category() == asio::error::get_ssl_category();
-        reject(timed_out ? "header_timeout" : tls_failed ? "tls_error" : (used ? "truncated_header" : "no_header"),
+        reject(evicted     ? "evicted"
+               : timed_out ? "header_timeout"
+               : tls_failed ? "tls_error"
+                            : (used ? "truncated_header" : "no_header"),
                is_eof(ec) ? "" : ec.message());
         co_return 0;
       }
@@ -245,6 +307,18 @@ struct session {
     return true;
   }
 
+  // Authorised: the session takes a slot of max_sessions and is no longer pending.
+  bool admit() {
+    auto slot = session_count::try_acquire(rt.vless_sessions, cfg->limits.max_sessions);
+    if (!slot) {
+      reject("too_many_sessions");
+      return false;
+    }
+    counted.emplace(std::move(*slot));
+    admission.leave();
+    return true;
+  }
+
   awaitable<bool> connect_upstream() {
     phase = "connect";
     deadline = steady_clock::now() + cfg->limits.connect_timeout;
@@ -278,8 +352,8 @@ struct session {
     // Against the config current at this step (a reload may have come during the lookup).
     cfg = rt.live.current();
     for (const auto& ep : candidates) {
-      if (!destination_allowed(*cfg, ep)) {
-        reject("dest_not_allowed", format_endpoint(ep));
+      if (const auto verdict = check_destination(*cfg, ep); verdict != destination_verdict::allowed) {
+        reject(vlessbench::reject_reason(verdict), format_endpoint(ep));
         co_return false;
       }
     }
@@ -300,14 +374,16 @@ struct session {
         // Re-apply: quickack set before connect does not survive the handshake.
         (void)apply_on_open(sock.native_handle(), listener->upstream_tcp.load());
         // Registered before a byte is sent on it: the target reads nothing from this connection
-        // that it could look up too early.
-        std::error_code lec;
-        auto local = sock.local_endpoint(lec);
-        if (lec) {
-          reject("connect_failed", "local endpoint: " + lec.message());
+        // that it could look up too early. Both ends as the kernel has them (a destination of
+        // 0.0.0.0 is connected as 127.0.0.1, and that is what the target sees).
+        std::error_code lec, rec;
+        const auto local = sock.local_endpoint(lec);
+        const auto remote = sock.remote_endpoint(rec);
+        if (lec || rec) {
+          reject("connect_failed", "endpoints: " + (lec ? lec : rec).message());
           co_return false;
         }
-        reg.emplace(rt.routes, flow_id::tcp(local, ep), info);
+        reg.emplace(rt.routes, flow_id::tcp(local, remote), info);
         if (!reg->owned()) {
           // The kernel gives no two live connections one identity: an entry left behind is a bug.
           // Fail closed rather than relay a connection whose route the target would misname.
@@ -379,9 +455,11 @@ struct session {
         }
         co_return;
       }
-      deadline = steady_clock::now() + cfg->limits.idle_timeout;
+      touch();
+      up_writing = true;
       auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(block.get(), n), transfer_all_unchunked{},
                                                   as_tuple_awaitable);
+      up_writing = false;
       if (wec) {
         reason = close_reason::upstream_error;
         std::error_code ignored;
@@ -418,13 +496,15 @@ struct session {
         }
         break;
       }
-      deadline = steady_clock::now() + cfg->limits.idle_timeout;
+      touch();
       if (info->phases.first_upstream_byte < 0) info->phases.first_upstream_byte = now_us();
       const char* start = header_sent ? down + header_room : down;
       const std::size_t len = header_sent ? n : n + header_room;
       if (!header_sent) info->phases.first_client_byte = now_us();
+      down_writing = true;
       auto [wec, wn] =
           co_await asio::async_write(client, asio::buffer(start, len), transfer_all_unchunked{}, as_tuple_awaitable);
+      down_writing = false;
       if (wec) {
         reason = close_reason::client_error;
         break;
@@ -441,11 +521,11 @@ struct session {
   awaitable<void> run() {
     if (!co_await handshake()) co_return;
     std::size_t got = co_await read_header();
-    if (got == 0 || !authorize()) co_return;
+    if (got == 0 || !authorize() || !admit()) co_return;
     const std::size_t pending = got - 1;
     if (!co_await connect_upstream()) co_return;
     phase = "relay";
-    deadline = steady_clock::now() + cfg->limits.idle_timeout;
+    touch();
     co_await (client_to_upstream(pending) && upstream_to_client());
     phase = "close";
     if (!timed_out && client_socket().is_open()) {
@@ -465,6 +545,8 @@ struct session {
       reason = close_reason::drain;
     } else if (user_removed && reason != close_reason::rejected) {
       reason = close_reason::user_removed;
+    } else if (slow) {
+      reason = close_reason::slow_transfer;
     }
     if (reason == close_reason::rejected) {
       log_reject();
@@ -572,8 +654,13 @@ awaitable<void> serve_session(runtime& rt, session_start start, tcp::socket sock
       s.drained = true;
       s.close_sockets();
     });
-    s.deadline = s.accepted + s.cfg->limits.handshake_timeout;
-    co_await (s.run() || watchdog(s.deadline, [&s] { s.on_timeout(); }));
+    auto evict = [&s] {
+      s.evicted = true;
+      s.close_sockets();
+    };
+    if (!s.admission.arm(evict)) evict();  // evicted before it started: the handshake fails at once
+    s.deadline = s.pending_deadline(s.accepted + s.cfg->limits.handshake_timeout);
+    co_await (s.run() || watchdog(s.deadline, [&s] { return s.on_deadline(); }));
   }
   s.finish();
 }

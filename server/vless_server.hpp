@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <string_view>
@@ -22,15 +23,22 @@ enum class close_reason {
   rejected,        // header refused (the reason field says why)
   drain,           // closed by a SIGTERM drain deadline
   user_removed,    // a reload removed the session's user
+  slow_transfer,   // a peer did not take what was written to it at [limits] min_rate_*
 };
 std::string_view to_string(close_reason r);
 
-// Counts an open VLESS session from its accept (on the main thread, so that max_sessions holds
-// even while sessions are still starting on other threads) to the end of its coroutine frame,
-// however that ends, a frame destroyed before it ran included.
+// Counts an authorised VLESS session (against max_sessions) from its admission to the end of its
+// coroutine frame, however that ends. Taken with a compare-and-swap, so that max_sessions holds
+// while sessions on several threads are admitted at once.
 class session_count {
  public:
-  explicit session_count(std::atomic<std::size_t>& n) : n_(&n) { ++*n_; }
+  // Empty when max sessions are open already.
+  static std::optional<session_count> try_acquire(std::atomic<std::size_t>& n, std::size_t max) {
+    auto cur = n.load();
+    while (cur < max)
+      if (n.compare_exchange_weak(cur, cur + 1)) return session_count(n);
+    return std::nullopt;
+  }
   session_count(session_count&& o) noexcept : n_(std::exchange(o.n_, nullptr)) {}
   session_count& operator=(session_count&&) = delete;
   session_count(const session_count&) = delete;
@@ -40,6 +48,7 @@ class session_count {
   }
 
  private:
+  explicit session_count(std::atomic<std::size_t>& n) : n_(&n) {}
   std::atomic<std::size_t>* n_;
 };
 
@@ -55,7 +64,7 @@ struct session_start {
   tcp_policy upstream_policy;
   std::uint64_t generation = 0;
   std::uint64_t session_id = 0;
-  session_count counted;
+  pending_set::ticket pending;  // until the header is authorised
 };
 
 // Serves one accepted connection on the socket's executor: TLS handshake, VLESS header, upstream

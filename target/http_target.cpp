@@ -5,11 +5,13 @@
 #include <memory>
 #include <optional>
 
+#include "delivery_watch.hpp"
 #include "http_parser.hpp"
 #include "logging.hpp"
 #include "policy_stream.hpp"
 #include "request_handler.hpp"
 #include "route_header.hpp"
+#include "tcp_info.hpp"
 #include "watchdog.hpp"
 
 namespace vlessbench::target {
@@ -45,8 +47,77 @@ struct connection {
   std::size_t used = 0;
   watchdog_deadline deadline;
   bool busy = false;  // between a complete request head and the end of its response
+  pending_set::ticket pending;  // until the first request head is complete
+  steady_clock::time_point accepted = steady_clock::now();
+  // While a body is being received: when the next min_rate_bytes are due ([limits] min_rate_*).
+  steady_clock::time_point rate_due = steady_clock::time_point::max();
+  bool slow = false;  // closed by the rate rule
+  // While a response is written: the idle deadline, and whether a write is waiting on the peer
+  // (the minimum-rate rule samples what the peer has acknowledged, as the relay does).
+  steady_clock::time_point write_idle_at = steady_clock::time_point::max();
+  bool writing = false;
+  delivery_watch to_peer{};
 
   limits_config limits() const { return rt.cfg->limits; }
+
+  // Before its first request a connection proves nothing: its deadlines never pass the pending one.
+  steady_clock::time_point head_deadline(steady_clock::time_point t) const {
+    return pending.pending() ? std::min(t, accepted + limits().pending_timeout) : t;
+  }
+
+  // A body in progress must bring min_rate_bytes every min_rate_window; each time it has, the
+  // window starts again. An idle keep-alive connection has no body in progress: only
+  // idle_timeout applies to it.
+  struct rate_window {
+    std::uint64_t need = 0;  // 0: no rate rule
+    std::chrono::milliseconds window{0};
+    std::uint64_t got = 0;
+  };
+  rate_window start_rate() {
+    const auto l = limits();
+    rate_window w{l.min_rate_bytes, l.min_rate_window, 0};
+    rate_due = w.need > 0 ? steady_clock::now() + w.window : steady_clock::time_point::max();
+    return w;
+  }
+  void count_rate(rate_window& w, std::size_t n) {
+    if (w.need == 0) return;
+    w.got += n;
+    if (w.got >= w.need) {
+      w.got = 0;
+      rate_due = steady_clock::now() + w.window;
+    }
+  }
+  void end_rate() { rate_due = steady_clock::time_point::max(); }
+  // The connection's deadline while a body is read: idle or rate, whichever comes first.
+  void arm_body_deadline() { deadline = std::min(steady_clock::now() + limits().idle_timeout, rate_due); }
+
+  // Before each response write: idle_timeout for the write, and a rate sample within a window.
+  void arm_write_deadline() {
+    const auto l = limits();
+    const auto now = steady_clock::now();
+    write_idle_at = now + l.idle_timeout;
+    deadline = l.min_rate_bytes > 0 ? std::min(write_idle_at, now + l.min_rate_window) : write_idle_at;
+  }
+
+  // The watchdog's deadline passed; true: close. A response write that waits on the peer is
+  // sampled once per window and closed as slow when the peer took less than min_rate_bytes over
+  // a whole window; a body read behind its rate is slow too; anything else is a plain timeout.
+  bool on_deadline() {
+    const auto l = limits();
+    const auto now = steady_clock::now();
+    if (writing && l.min_rate_bytes > 0 && now < write_idle_at) {
+      const auto acked = read_bytes_acked(stream.socket().native_handle()).value_or(0);
+      if (to_peer.on_window(true, acked, l.min_rate_bytes)) {
+        deadline = std::min(write_idle_at, now + l.min_rate_window);
+        return false;
+      }
+      slow = true;
+    } else {
+      slow = rate_due <= deadline.at();
+    }
+    close();
+    return true;
+  }
 
   void close() {
     std::error_code ignored;
@@ -71,7 +142,10 @@ struct connection {
   // One gather write: head and first body bytes leave in one segment where they fit.
   awaitable<bool> write_all(asio::const_buffer first, asio::const_buffer second = {}) {
     const std::array<asio::const_buffer, 2> parts{first, second};
+    writing = true;
     auto [ec, n] = co_await asio::async_write(stream, parts, as_tuple_awaitable);
+    writing = false;
+    to_peer = {};  // the peer took it all: a later stall is judged from scratch
     co_return !ec;
   }
 
@@ -89,17 +163,20 @@ struct connection {
     buf.resize(head_chunk);
     for (;;) {
       // Wait for a whole head: idle timeout before the first byte, header timeout after it.
-      deadline = steady_clock::now() + (used ? limits().header_timeout : limits().idle_timeout);
+      deadline = head_deadline(steady_clock::now() + (used ? limits().header_timeout : limits().idle_timeout));
       parse_result<http::request> parsed;
       bool started = used > 0;
       for (;;) {
         parsed = http::parse_request(std::string_view(buf.data(), used));
-        if (!parsed.need_more()) break;
+        if (!parsed.need_more()) {
+          pending.leave();
+          break;
+        }
         if (rt.stopping && used == 0) co_return;
         if (co_await read_more() == 0) co_return;
         if (!started) {
           started = true;
-          deadline = steady_clock::now() + limits().header_timeout;
+          deadline = head_deadline(steady_clock::now() + limits().header_timeout);
         }
       }
       // Every byte on this connection was written after the session registered it, so by now the
@@ -119,9 +196,17 @@ struct connection {
       response_plan plan = plan_response(req);
 
       // A client that asks first (curl does for bodies over 1 KiB) would otherwise wait about a
-      // second before sending: that second would land in an upload measurement.
+      // second before sending: that second would land in an upload measurement. Only a response
+      // that reads the body invites it: any other (404, 405, ...) is answered at once and the
+      // connection closed, the body never read (RFC 9110 §10.1.1).
       if (req.content_length > 0 && req.version_minor == 1 && used == 0) {
         if (auto expect = req.find("Expect"); expect && http::iequals(*expect, "100-continue")) {
+          if (!plan.sink) {
+            const std::string head = format_head(plan, plan.content_length(), route_value, "", false);
+            const bool ok = co_await write_all(asio::buffer(head), asio::buffer(plan.body));
+            log_request(req, plan.status, route.get(), ok ? plan.body.size() : 0, 0, started_at, ok);
+            co_return;
+          }
           static constexpr std::string_view go_on = "HTTP/1.1 100 Continue\r\n\r\n";
           if (!co_await write_all(asio::buffer(go_on.data(), go_on.size()))) co_return;
         }
@@ -138,24 +223,31 @@ struct connection {
         // A buffer of its own, for this body only (64 KiB reads; uninitialised: never read back).
         const std::size_t sink_size = static_cast<std::size_t>(std::min<std::uint64_t>(left, read_chunk));
         const std::unique_ptr<char[]> sink(left > 0 ? new char[sink_size] : nullptr);
+        auto rate = start_rate();
         while (left > 0) {
-          deadline = steady_clock::now() + limits().idle_timeout;
+          arm_body_deadline();
           auto [ec, n] = co_await stream.async_read_some(
               asio::buffer(sink.get(), std::min<std::uint64_t>(sink_size, left)), as_tuple_awaitable);
-          if (ec) co_return;
+          if (ec) co_return log_slow(req, route.get(), body_in, started_at);
           left -= n;
           body_in += n;
+          count_rate(rate, n);
         }
+        end_rate();
         plan.body = std::to_string(body_in) + "\n";
       } else if (req.content_length > 0) {
         // Endpoints that take no body still have to skip it to keep the framing.
         std::uint64_t left = req.content_length;
+        auto rate = start_rate();
         while (left > 0) {
-          if (used == 0 && co_await read_more() == 0) co_return;
+          arm_body_deadline();
+          if (used == 0 && co_await read_more() == 0) co_return log_slow(req, route.get(), 0, started_at);
           auto n = std::min<std::uint64_t>(left, used);
           consume(n);
           left -= n;
+          count_rate(rate, n);
         }
+        end_rate();
       }
       if (plan.delay.count() > 0) {
         deadline = steady_clock::now() + plan.delay + limits().idle_timeout;
@@ -169,7 +261,7 @@ struct connection {
       const std::string timing = route ? format_server_timing(route->phases) : std::string();
       const std::uint64_t length = plan.content_length();
       const std::string head = format_head(plan, length, route_value, timing, keep_alive);
-      deadline = steady_clock::now() + limits().idle_timeout;
+      arm_write_deadline();
       bool ok = true;
       std::uint64_t sent = 0;
       if (plan.head_only || plan.status == 204) {
@@ -185,14 +277,15 @@ struct connection {
         left -= first;
         sent += first;
         while (ok && left > 0) {
-          deadline = steady_clock::now() + limits().idle_timeout;
+          arm_write_deadline();
           std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, block.size()));
           ok = co_await write_all(asio::buffer(block.data(), n));
           left -= n;
           sent += ok ? n : 0;
         }
       }
-      log_request(req, plan.status, route.get(), sent, body_in, started_at, ok);
+      log_request(req, plan.status, route.get(), sent, body_in, started_at, ok,
+                  slow ? "slow_transfer" : "response not completed");
       busy = false;
       if (!ok || !keep_alive) co_return;
       if (used == 0 && buf.size() > head_chunk) {  // a burst grew it: idle at the small size again
@@ -202,8 +295,15 @@ struct connection {
     }
   }
 
+  // A body cut by the rate rule gets a line of its own; any other read error ends silently.
+  void log_slow(const http::request& req, const route_info* route, std::uint64_t received,
+                steady_clock::time_point started_at) {
+    if (slow) log_request(req, 408, route, 0, received, started_at, false, "slow_transfer");
+  }
+
   void log_request(const http::request& req, int status, const route_info* route, std::uint64_t sent,
-                   std::uint64_t received, steady_clock::time_point started_at, bool complete) {
+                   std::uint64_t received, steady_clock::time_point started_at, bool complete,
+                   std::string_view error = "response not completed") {
     json_line line("http.request");
     line.add("listener", listener->name).add("peer", peer).add("route", route ? "vless" : "direct");
     if (route) {
@@ -217,7 +317,7 @@ struct connection {
     line.add("duration_us", static_cast<std::int64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                                           steady_clock::now() - started_at)
                                                           .count()));
-    if (!complete) line.add("error", "response not completed");
+    if (!complete) line.add("error", error);
     auto label = [&](const char* header, const char* key) {
       if (auto v = req.find(header)) line.add(key, v->substr(0, max_label));
     };
@@ -231,7 +331,7 @@ struct connection {
 }  // namespace
 
 awaitable<void> serve_connection(runtime& rt, std::shared_ptr<listener_runtime> listener,
-                                 tcp::socket socket) {
+                                 tcp::socket socket, pending_set::ticket pending) {
   std::error_code ec;
   auto peer_ep = socket.remote_endpoint(ec);
   if (ec) co_return;
@@ -240,12 +340,13 @@ awaitable<void> serve_connection(runtime& rt, std::shared_ptr<listener_runtime> 
   if (auto err = apply_on_open(socket.native_handle(), listener->tcp.load()))
     spdlog::warn("target {}: setsockopt: {}", listener->name, err.message());
   connection c{rt, listener, policy_stream(std::move(socket), &listener->tcp), endpoint_text(peer_ep),
-               flow_id::tcp(peer_ep, local_ep), {}, {}, 0, {}, false};
+               flow_id::tcp(peer_ep, local_ep), {}, {}, 0, {}, false, std::move(pending)};
+  if (!c.pending.arm([&c] { c.close(); })) co_return;  // evicted before it started
   const connection_registration registered(rt.connections, c.stream.get_executor(), [&c](bool force) {
     if (force || !c.busy) c.close();
   });
-  c.deadline = steady_clock::now() + rt.cfg->limits.idle_timeout;
-  co_await (c.run() || watchdog(c.deadline, [&c] { c.close(); }));
+  c.deadline = c.head_deadline(steady_clock::now() + rt.cfg->limits.idle_timeout);
+  co_await (c.run() || watchdog(c.deadline, [&c] { return c.on_deadline(); }));
   c.close();
 }
 

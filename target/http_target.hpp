@@ -8,7 +8,8 @@
 namespace vlessbench::target {
 
 // Serves one accepted connection until the peer closes, an error, a deadline or a drain.
+// pending: its place in the pending set, left when the first request head is complete.
 awaitable<void> serve_connection(runtime& rt, std::shared_ptr<listener_runtime> listener,
-                                 tcp::socket socket);
+                                 tcp::socket socket, pending_set::ticket pending = {});
 
 }  // namespace vlessbench::target

@@ -81,10 +81,11 @@ def descriptor_exhaustion_rejects_and_recovers():
         check(loadkit.direct_get_seconds(d.target_port) < 2.0, "direct request after recovery")
         stderr = d.stderr()
         check("Too many open files" in stderr, f"exhaustion not logged:\n{stderr[-2000:]}")
-        shed = d.events("vless.reject", reason="fd_exhausted")
+        # Pending connections may hold at most half the descriptors: past that, the oldest is evicted.
+        shed = [e for e in d.events("vless.reject") if e["reason"] in ("fd_exhausted", "evicted")]
         failed_connect = [e for e in d.events("vless.reject") if "open files" in e.get("detail", "")]
         loadkit.figure("fd_exhaustion_log", f"{stderr.count('Too many open files')} stderr lines, "
-                                            f"{len(shed)} fd_exhausted + {len(failed_connect)} connect_failed rejects")
+                                            f"{len(shed)} fd_exhausted/evicted + {len(failed_connect)} connect_failed rejects")
         check(len(shed) + len(failed_connect) >= ready["open_failed"] // 2, "rejects not logged")
         check(d.stop() == 0, "exit code after exhaustion")
     finally:

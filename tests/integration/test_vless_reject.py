@@ -300,7 +300,14 @@ def too_many_sessions():
                  "vless": [{"name": "small", "listen": f"127.0.0.1:{free_port()}"}],
                  "target": [{"name": "t", "listen": f"127.0.0.1:{free_port()}"}]},
                 limits={"max_sessions": 2}) as d:
-        held = [TlsClient(d.port("small")).handshake() for _ in range(2)]
+        # Only authorised sessions take a slot (a bare handshake does not: test_admission).
+        held = []
+        for _ in range(2):
+            c = TlsClient(d.port("small")).handshake()
+            held.append(c)
+            c.send(vless_header(uid, d.port("t")) + http_request("GET", "/generate_204"))
+            read_vless_response_header(c.stream)
+            check(c.stream.read_response().status == 204)
         try:
             with tcp_connect(d.port("small")) as s:
                 s.settimeout(5)

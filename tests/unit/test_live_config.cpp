@@ -66,7 +66,7 @@ TEST_CASE("live_config: admissions on two threads against publishes on a third",
     for (int i = 0; i < 2000; ++i) {
       if (auto id = live.admit(alice, io.get_executor(), [&] { ++ended; })) {
         ++admitted;
-        const admission held(live, *id);
+        const user_admission held(live, *id);
         io.poll();  // run any ender posted meanwhile, as a session's thread would
       } else {
         ++refused;
