@@ -132,7 +132,10 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
   for (;;) {
     // A VLESS session runs on the context its socket is accepted into; the target stays here.
     auto& context = vless ? session_context() : io_;
-    auto [ec, socket] = co_await acceptor.async_accept(context, as_tuple_awaitable);
+    // The peer as accept() returns it: a connection reset while it waited in the backlog is still
+    // accepted, but getpeername() on it fails, so the log would lose who it was.
+    tcp::endpoint peer;
+    auto [ec, socket] = co_await acceptor.async_accept(context, peer, as_tuple_awaitable);
     if (state->closed || rt_.stopping) co_return;
     if (ec) {
       if (ec == asio::error::operation_aborted) co_return;
@@ -158,7 +161,7 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
       continue;
     }
     if (!vless) {
-      asio::co_spawn(io_, target::serve_connection(rt_, state, std::move(socket)),
+      asio::co_spawn(io_, target::serve_connection(rt_, state, std::move(socket), peer),
                      [](std::exception_ptr e) { log_exception(e, "target connection"); });
       continue;
     }
@@ -166,7 +169,7 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
       std::error_code ignored;
       json_line line("vless.reject");
       line.add("listener", state->name)
-          .add("client", format_endpoint(socket.remote_endpoint(ignored)))
+          .add("client", format_endpoint(peer))
           .add("reason", "too_many_sessions")
           .add("phase", "accept")
           .add("bytes_seen", std::uint64_t{0});  // same fields as every other vless.reject
@@ -182,6 +185,7 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
                                       state->upstream_tcp.load(),
                                       state->generation,
                                       rt_.next_session_id++,
+                                      peer,
                                       vless_server::session_count(rt_.vless_sessions)};
     const auto executor = socket.get_executor();
     asio::co_spawn(executor, vless_server::serve_session(rt_, std::move(start), std::move(socket)),

@@ -518,14 +518,14 @@ awaitable<void> serve_session(runtime& rt, session_start start, tcp::socket sock
   const auto generation = start.generation;
   const auto policy = start.policy;
   const auto upstream_policy = start.upstream_policy;
+  const auto client = start.client;
   session s(rt, start, std::move(socket));
   s.info->session_id = id;
   s.info->listener = s.listener_name;
   s.policy_at_accept = policy;
   s.upstream_policy_at_accept = upstream_policy;
   s.generation_at_accept = generation;
-  std::error_code ec;
-  s.info->client = format_endpoint(s.client_socket().remote_endpoint(ec));
+  s.info->client = format_endpoint(client);
   if (auto err = apply_on_open(s.client_socket().native_handle(), s.policy_at_accept))
     spdlog::warn("vless {}: setsockopt: {}", s.listener_name, err.message());
   {

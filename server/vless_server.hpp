@@ -54,6 +54,7 @@ struct session_start {
   tcp_policy upstream_policy;
   std::uint64_t generation = 0;
   std::uint64_t session_id = 0;
+  tcp::endpoint client;  // from accept: the socket's peer is gone once the client resets
   session_count counted;
 };
 

@@ -225,10 +225,7 @@ struct connection {
 }  // namespace
 
 awaitable<void> serve_connection(runtime& rt, std::shared_ptr<listener_runtime> listener,
-                                 tcp::socket socket) {
-  std::error_code ec;
-  auto peer_ep = socket.remote_endpoint(ec);
-  if (ec) co_return;
+                                 tcp::socket socket, tcp::endpoint peer_ep) {
   if (auto err = apply_on_open(socket.native_handle(), listener->tcp.load()))
     spdlog::warn("target {}: setsockopt: {}", listener->name, err.message());
   connection c{rt, listener, policy_stream(std::move(socket), &listener->tcp), endpoint_text(peer_ep),

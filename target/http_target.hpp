@@ -7,8 +7,9 @@
 
 namespace vlessbench::target {
 
-// Serves one accepted connection until the peer closes, an error, a deadline or a drain.
+// Serves one accepted connection until the peer closes, an error, a deadline or a drain. peer is
+// the address accept() returned (still known after a reset, unlike the socket's remote endpoint).
 awaitable<void> serve_connection(runtime& rt, std::shared_ptr<listener_runtime> listener,
-                                 tcp::socket socket);
+                                 tcp::socket socket, tcp::endpoint peer_ep);
 
 }  // namespace vlessbench::target
