@@ -90,6 +90,7 @@ struct session {
   close_reason reason = close_reason::client_eof;
   bool timed_out = false;
   bool drained = false;
+  bool shutdown_cut = false;  // what the deadline or a drain cut was only the TLS shutdown after the relay
   bool client_closed = false;  // the client ended its side first: the upstream's EOF follows from it
   bool upstream_done = false;  // upstream_to_client has ended and cancelled the client's reads
   std::uint64_t bytes_up = 0;    // client -> destination payload
@@ -132,6 +133,7 @@ struct session {
   }
 
   void on_timeout() {
+    shutdown_cut = phase == "close";
     timed_out = true;
     close_sockets();
   }
@@ -142,11 +144,22 @@ struct session {
     reject_detail = std::move(detail);
   }
 
+  // An I/O step failed: because a drain or the watchdog closed the sockets, or on its own.
+  void reject_io(std::string_view on_timeout, std::string_view on_failure, std::string detail) {
+    if (timed_out) return reject(on_timeout, std::move(detail));
+    if (drained) return reject("drain");  // not the client's failure ("Operation aborted")
+    reject(on_failure, std::move(detail));
+  }
+
+  // The destination's side ended the relay. During a drain that is the drain's doing: our own
+  // target closes its idle keep-alive connections at once, and says close after a request.
+  close_reason upstream_ended(close_reason r) const { return rt.stopping ? close_reason::drain : r; }
+
   awaitable<bool> handshake() {
     deadline = accepted + cfg->limits.handshake_timeout;
     auto [ec] = co_await client.async_handshake(asio::ssl::stream_base::server, as_tuple_awaitable);
     if (ec) {
-      reject(timed_out ? "handshake_timeout" : "tls_handshake_failed", ec.message());
+      reject_io("handshake_timeout", "tls_handshake_failed", ec.message());
       co_return false;
     }
     info->phases.tls_done = now_us();
@@ -165,8 +178,8 @@ struct session {
       if (ec) {
         // A TLS-level failure (a renegotiation attempt, a bad record) is not a short header.
         const bool tls_failed = !timed_out && !is_eof(ec) && ec.category() == asio::error::get_ssl_category();
-        reject(timed_out ? "header_timeout" : tls_failed ? "tls_error" : (used ? "truncated_header" : "no_header"),
-               is_eof(ec) ? "" : ec.message());
+        reject_io("header_timeout", tls_failed ? "tls_error" : (used ? "truncated_header" : "no_header"),
+                  is_eof(ec) ? "" : ec.message());
         co_return 0;
       }
       if (used == 0) info->phases.first_vless_byte = now_us();
@@ -237,7 +250,7 @@ struct session {
                                                             as_tuple_awaitable);
       resolving = nullptr;
       if (ec) {
-        reject(timed_out ? "resolve_timeout" : "resolve_failed", ec.message());
+        reject_io("resolve_timeout", "resolve_failed", ec.message());
         co_return false;
       }
       info->phases.resolved = now_us();
@@ -282,9 +295,9 @@ struct session {
         co_return true;
       }
       last = cec;
-      if (timed_out) break;
+      if (timed_out || drained) break;
     }
-    reject(timed_out ? "connect_timeout" : "connect_failed", last.message());
+    reject_io("connect_timeout", "connect_failed", last.message());
     co_return false;
   }
 
@@ -298,6 +311,9 @@ struct session {
     std::vector<char>().swap(buf);
     bool block_filled = false;  // the last block was filled up before the client ran dry
     for (;;) {
+      // upstream_to_client's cancel reaches only a read pending at that moment: one that had
+      // already completed would otherwise be followed by a wait that only the idle timeout ends.
+      if (upstream_done) co_return;
       // Read every record already here into one block; fill() stops when a read would block.
       std::error_code ec;
       std::size_t n = 0;
@@ -346,7 +362,7 @@ struct session {
       auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(block.get(), n), transfer_all_unchunked{},
                                                   as_tuple_awaitable);
       if (wec) {
-        reason = close_reason::upstream_error;
+        reason = upstream_ended(close_reason::upstream_error);
         std::error_code ignored;
         client_socket().cancel(ignored);
         co_return;
@@ -371,7 +387,7 @@ struct session {
                                                             as_tuple_awaitable);
       if (ec) {
         if (reason == close_reason::client_eof && !client_closed)
-          reason = is_eof(ec) ? close_reason::upstream_eof : close_reason::upstream_error;
+          reason = upstream_ended(is_eof(ec) ? close_reason::upstream_eof : close_reason::upstream_error);
         if (!header_sent) {
           // Nothing came back at all: the client still gets its response header.
           auto [wec, wn] = co_await asio::async_write(client, asio::buffer(down, header_room),
@@ -423,9 +439,12 @@ struct session {
     if (client_socket().is_open()) tcpi = read_tcp_info(client_socket().native_handle());
     reg.reset();
     close_sockets();
-    if (timed_out && reason != close_reason::rejected) {
+    // How the relay ended decides the reason; cutting the bounded TLS shutdown after it does not
+    // (a client that ignores close_notify was logged "timeout").
+    const bool cut = !shutdown_cut && reason != close_reason::rejected;
+    if (cut && timed_out) {
       reason = close_reason::timeout;
-    } else if (drained && reason != close_reason::rejected) {
+    } else if (cut && drained) {
       reason = close_reason::drain;
     }
     if (reason == close_reason::rejected) {
@@ -530,7 +549,10 @@ awaitable<void> serve_session(runtime& rt, session_start start, tcp::socket sock
     spdlog::warn("vless {}: setsockopt: {}", s.listener_name, err.message());
   {
     const connection_registration registered(rt.connections, s.client.get_executor(), [&s](bool force) {
-      if (!force) return;  // a relay has no request boundary: it may run until the drain deadline
+      // A client that has not sent its request yet (handshake or header in progress) goes at
+      // once; a relay has no request boundary: it may run until the drain deadline.
+      if (!force && s.phase != "tls" && s.phase != "header") return;
+      s.shutdown_cut = s.phase == "close";
       s.drained = true;
       s.close_sockets();
     });

@@ -20,7 +20,8 @@ enum class close_reason {
   upstream_error,  // reset or I/O error on the upstream side
   timeout,         // a phase deadline passed (which one: the phase field)
   rejected,        // header refused (the reason field says why)
-  drain,           // closed by a SIGTERM drain deadline
+  drain,           // ended by a SIGTERM drain: at its start (no request yet), by the destination
+                   // closing during it (our target closes idle connections), or at its deadline
 };
 std::string_view to_string(close_reason r);
 

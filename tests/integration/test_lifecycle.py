@@ -374,6 +374,70 @@ def sigterm_drains_in_flight_requests():
 
 
 @suite.test
+def sigterm_closes_vless_connections_without_a_request_at_once():
+    # Nothing sent yet (handshake pending), handshake done but no header, half a header: none has
+    # a request in flight, so the drain closes them at its start, like idle target connections,
+    # and logs them as drained (they were "tls_handshake_failed" / "no_header" /
+    # "truncated_header" after the whole drain_timeout).
+    d = Daemon(base_cfg(drain_timeout_ms=5000))
+    d.wait_event("vless.reject", reason="tls_handshake_failed")  # the start-up port probe
+    mark = d.mark()
+    silent = tcp_connect(d.port("v"))
+    no_header = TlsClient(d.port("v")).handshake()
+    half_header = TlsClient(d.port("v")).handshake()
+    half_header.send(vless_header(d.uuid, d.port("t1"))[:10])
+    time.sleep(0.3)  # the server has seen the handshakes end and the 10 bytes
+    t0 = time.monotonic()
+    d.signal(signal.SIGTERM)
+    rc = d.proc.wait(timeout=10)
+    elapsed = time.monotonic() - t0
+    check(rc == 0, f"exit code {rc}\n{d.stderr()}")
+    check(elapsed < 1.5, f"exit {elapsed:.2f}s after SIGTERM: the drain waited for clients without a request")
+    ev = d.events("vless.reject", since=mark)
+    got = sorted((e["reason"], e["phase"], e["bytes_seen"]) for e in ev)
+    check(got == [("drain", "header", 0), ("drain", "header", 10), ("drain", "tls", 0)], ev)
+    check(all("detail" not in e for e in ev), ev)
+    for c in (no_header, half_header):
+        check(c.stream.at_eof(), "a connection without a request was not closed")
+        c.close()
+    silent.close()
+
+
+@suite.test
+def sigterm_logs_idle_tunnels_as_drain():
+    # Idle tunnels to our own target: the target closes its idle keep-alive connections at the
+    # drain's start, so the relay sees the destination's EOF first — caused by the drain, and
+    # logged so (it was "upstream_eof", as if the target had ended it on its own). One client
+    # answers the daemon's close_notify; the other ignores it, which cut the bounded TLS shutdown
+    # and turned the reason into "timeout".
+    d = Daemon(base_cfg(drain_timeout_ms=5000))
+    tunnels, sids = [], []
+    for _ in range(2):
+        t = TlsClient(d.port("v")).handshake()
+        t.send(vless_header(d.uuid, d.port("t1")) + http_request("GET", "/"))
+        read_vless_response_header(t.stream)
+        r = t.stream.read_response()
+        check(r.status == 200, r)
+        sids.append(int(r.headers["x-vlessbench-route"].split()[1].split("=")[1]))
+        tunnels.append(t)
+    answering, ignoring = tunnels
+    t0 = time.monotonic()
+    d.signal(signal.SIGTERM)
+    check(answering.stream.at_eof(), "idle tunnel not closed")
+    answering.close_notify()
+    answering.close()
+    rc = d.proc.wait(timeout=10)
+    elapsed = time.monotonic() - t0
+    # The one ignoring close_notify holds the exit up by the 1 s shutdown grace, no more.
+    check(rc == 0 and elapsed < 2.5, (rc, elapsed))
+    check(ignoring.stream.at_eof(), "idle tunnel not closed")
+    ignoring.close()
+    for sid in sids:
+        s = d.wait_event("vless.session", session=sid)
+        check(s["close_reason"] == "drain", s)
+
+
+@suite.test
 def sigterm_deadline_cuts_long_requests():
     cfg = base_cfg(drain_timeout_ms=500)
     d = Daemon(cfg)
