@@ -95,16 +95,23 @@ asio::io_context& daemon::session_context() {
   return i == 0 ? io_ : workers_[i - 1]->io;
 }
 
+std::shared_ptr<listener_runtime> daemon::make_listener_state(const std::string& kind, const std::string& name,
+                                                             const tcp::endpoint& ep, const tcp_policy& tcp,
+                                                             const tcp_policy& upstream) const {
+  auto st = std::make_shared<listener_runtime>();
+  st->name = name;
+  st->kind = kind;
+  st->endpoint = ep;
+  st->tcp = tcp;
+  st->upstream_tcp = upstream;
+  st->generation = rt_.generation;
+  return st;
+}
+
 std::shared_ptr<daemon::listener> daemon::open_listener(const std::string& kind, const std::string& name,
                                                         const tcp::endpoint& ep, const tcp_policy& tcp,
                                                         const tcp_policy& upstream) {
-  auto l = std::make_shared<listener>(listener{std::make_shared<listener_runtime>(), tcp::acceptor(io_)});
-  l->state->name = name;
-  l->state->kind = kind;
-  l->state->endpoint = ep;
-  l->state->tcp = tcp;
-  l->state->upstream_tcp = upstream;
-  l->state->generation = rt_.generation;
+  auto l = std::make_shared<listener>(listener{make_listener_state(kind, name, ep, tcp, upstream), tcp::acceptor(io_)});
   std::error_code ec;
   l->acceptor.open(ep.protocol(), ec);
   if (!ec) l->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
@@ -343,7 +350,7 @@ void daemon::reload() {
     }
   }
 
-  // Diff listeners by (kind, endpoint): kept ones are updated in place, so their open
+  // Diff listeners by endpoint: kept ones (same kind) are updated in place, so their open
   // connections see the new policy at their next read.
   struct wanted {
     std::string kind, name;
@@ -362,15 +369,17 @@ void daemon::reload() {
     }
   };
   std::vector<std::pair<std::size_t, const wanted*>> kept;  // index into listeners_, new settings
+  // An endpoint that moves to a listener of the other kind keeps its socket, taken over by the
+  // new listener: binding it anew would fail while the old listener holds it (a swap of two
+  // listeners' ports), and the port stays open throughout.
+  std::vector<std::pair<std::size_t, const wanted*>> taken_over;
   std::vector<bool> reused(listeners_.size(), false);
   for (const auto& w : want) {
     std::size_t i = 0;
-    while (i < listeners_.size() &&
-           (reused[i] || listeners_[i]->state->kind != w.kind || listeners_[i]->state->endpoint != w.ep))
-      ++i;
+    while (i < listeners_.size() && (reused[i] || listeners_[i]->state->endpoint != w.ep)) ++i;
     if (i < listeners_.size()) {
       reused[i] = true;
-      kept.emplace_back(i, &w);
+      (listeners_[i]->state->kind == w.kind ? kept : taken_over).emplace_back(i, &w);
       continue;
     }
     try {
@@ -409,8 +418,20 @@ void daemon::reload() {
     st.generation = generation;
     next_listeners.push_back(std::move(listeners_[i]));
   }
+  for (const auto& [i, w] : taken_over) {
+    auto& l = listeners_[i];
+    changes.push_back(fmt::format("{} \"{}\" on {} is now {} \"{}\" ({})", l->state->kind, l->state->name,
+                                  format_endpoint(w->ep), w->kind, w->name, policy_text(w->policy)));
+    l->state->closed = true;  // its open connections keep the old settings
+    std::error_code ignored;
+    l->acceptor.cancel(ignored);  // ends its accept loop; the socket stays bound and listening
+    l->state = make_listener_state(w->kind, w->name, w->ep, w->policy, w->upstream);
+    l->state->generation = generation;
+    start_accepting(l);
+    next_listeners.push_back(std::move(l));
+  }
   for (auto& l : listeners_) {
-    if (!l) continue;  // kept
+    if (!l) continue;  // kept or taken over
     changes.push_back(fmt::format("closed {} \"{}\" on {}", l->state->kind, l->state->name,
                                   format_endpoint(l->state->endpoint)));
     l->state->closed = true;

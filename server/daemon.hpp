@@ -30,6 +30,9 @@ class daemon {
     tcp::acceptor acceptor;
   };
 
+  std::shared_ptr<listener_runtime> make_listener_state(const std::string& kind, const std::string& name,
+                                                       const tcp::endpoint& ep, const tcp_policy& tcp,
+                                                       const tcp_policy& upstream) const;
   std::shared_ptr<listener> open_listener(const std::string& kind, const std::string& name,
                                           const tcp::endpoint& ep, const tcp_policy& tcp,
                                           const tcp_policy& upstream);

@@ -241,6 +241,50 @@ def reload_adds_and_removes_listeners():
 
 
 @suite.test
+def reload_swaps_ports_between_listeners():
+    # The reload diffed listeners by (kind, endpoint): a port moving from a target to a VLESS
+    # listener meant binding it while the old listener still held it ("Address already in use"),
+    # so the whole reload failed. Swap a VLESS and a target port, and two targets' names and ports.
+    cfg = base_cfg()
+    with Daemon(cfg) as d:
+        v, t1, t2 = d.port("v"), d.port("t1"), d.port("t2")
+        direct = tcp_connect(t1)  # open on the old target, kept across the swap
+        ds = plain_stream(direct)
+        ds.send(http_request("GET", "/", headers={"X-Vlessbench-Seq": "before-swap"}))
+        check(ds.read_response().status == 200)
+        new = copy.deepcopy(d.cfg)
+        new["vless"][0]["listen"] = f"127.0.0.1:{t1}"
+        new["target"] = [{"name": "t1", "listen": f"127.0.0.1:{t2}"},
+                         {"name": "t2", "listen": f"127.0.0.1:{v}"}]
+        ev = d.reload(new)
+        check(ev["ok"] is True and ev["generation"] == 2, f"{ev}\n{d.stderr()[-1500:]}")
+        # VLESS on the first target's old port, to t1 on t2's old port.
+        mark = d.mark()
+        resp, _ = vless_get(t1, d.uuid, t2, "/generate_204")
+        check(resp.status == 204 and resp.headers["x-vlessbench-route"].startswith("vless"), resp)
+        e = d.wait_event("http.request", since=mark, path="/generate_204")
+        check(e["listener"] == "t1" and e["vless_listener"] == "v", e)
+        # A plain request on the VLESS listener's old port reaches target t2.
+        r = plain_stream(tcp_connect(v))
+        r.send(http_request("GET", "/generate_204", headers={"Connection": "close"}))
+        check(r.read_response().status == 204)
+        d.wait_event("http.request", since=mark, listener="t2")
+        # The connection accepted by the old target t1 keeps being served (and logged by it).
+        ds.send(http_request("GET", "/", headers={"X-Vlessbench-Seq": "after-swap"}))
+        check(ds.read_response().status == 200)
+        d.wait_event("http.request", seq="after-swap")
+        direct.close()
+        # And back again, in one more reload.
+        ev = d.reload(cfg)
+        check(ev["ok"] is True and ev["generation"] == 3, ev)
+        s = session_line(d, d.mark())
+        check(s["policy"]["generation"] == 3 and s["listener"] == "v", s)
+        back = d.wait_event("http.request", vless_session=s["session"])
+        check(back["listener"] == "t1" and back["vless_listener"] == "v", back)
+        check(port_open(t2) and port_open(v) and port_open(t1), "a port closed by the swaps")
+
+
+@suite.test
 def reload_broken_keeps_old_config():
     cfg = base_cfg()
     with Daemon(cfg) as d:
