@@ -137,6 +137,7 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
   asio::steady_timer backoff(io_);
   const bool vless = state->kind == "vless";
   for (;;) {
+    keep_spare_fd();
     // A VLESS session runs on the context its socket is accepted into; the target stays here.
     auto& context = vless ? session_context() : io_;
     // The peer as accept() returns it: a connection reset while it waited in the backlog is still
@@ -200,14 +201,21 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
   }
 }
 
+void daemon::keep_spare_fd() {
+  // With threads > 1 a session's socket() on another thread can take the descriptor between the
+  // close and the reopen below: the reserve is taken back before the next accept.
+  if (spare_fd_ < 0) spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
 bool daemon::shed_connection(listener& l) {
   if (spare_fd_ < 0) return false;
   ::close(spare_fd_);
+  spare_fd_ = -1;
   sockaddr_storage addr{};
   socklen_t len = sizeof addr;
   const int fd = ::accept4(l.acceptor.native_handle(), reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC);
   if (fd >= 0) ::close(fd);
-  spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  keep_spare_fd();
   if (fd < 0) return false;  // nothing pending
   ++shed_count_;
   if (l.state->kind == "vless") {
@@ -262,7 +270,7 @@ int daemon::run() {
     start_accepting(l);
   }
   print_links();
-  spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  keep_spare_fd();
   asio::co_spawn(io_, signal_loop(), [](std::exception_ptr e) { log_exception(e, "signal loop"); });
   notify("READY=1");
   spdlog::info("vlessbenchd ready (config {}, generation {}, {} thread(s))", cfg.source, rt_.generation,

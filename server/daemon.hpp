@@ -39,6 +39,7 @@ class daemon {
   void start_accepting(const std::shared_ptr<listener>& l);
   awaitable<void> accept_loop(std::shared_ptr<listener> l);
   bool shed_connection(listener& l);
+  void keep_spare_fd();
   awaitable<void> signal_loop();
   awaitable<void> drain();
   void reload();
