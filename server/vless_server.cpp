@@ -90,7 +90,7 @@ struct session {
   close_reason reason = close_reason::client_eof;
   bool timed_out = false;
   bool drained = false;
-  bool shutdown_cut = false;  // what the deadline or a drain cut was only the TLS shutdown after the relay
+  bool shutdown_cut = false;  // the deadline or a drain cut only the TLS shutdown after the relay
   bool client_closed = false;  // the client ended its side first: the upstream's EOF follows from it
   bool upstream_done = false;  // upstream_to_client has ended and cancelled the client's reads
   std::uint64_t bytes_up = 0;    // client -> destination payload
