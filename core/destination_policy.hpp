@@ -8,6 +8,7 @@
 #include <asio/ip/tcp.hpp>
 
 #include "config.hpp"
+#include "net_address.hpp"
 
 namespace vlessbench {
 
@@ -15,9 +16,6 @@ using address_list = std::vector<asio::ip::address>;
 
 // The machine's interface addresses (getifaddrs); empty if they cannot be read.
 address_list machine_addresses();
-
-// ::ffff:a.b.c.d -> a.b.c.d; other addresses unchanged (without an IPv6 scope id).
-asio::ip::address unmapped(const asio::ip::address& a);
 
 // machine is asked only when dest's port is that of a [[target]] on a wildcard address: such a
 // target is "our own" on every address of the machine.

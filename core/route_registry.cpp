@@ -1,51 +1,52 @@
 #include "route_registry.hpp"
 
-#include <cstdio>
 #include <functional>
 
 namespace vlessbench {
 
-std::string server_timing(const session_phases& p) {
-  std::string out;
-  auto add = [&](const char* name, std::int64_t from, std::int64_t to) {
-    if (from < 0 || to < 0) return;
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%s%s;dur=%.3f", out.empty() ? "" : ", ", name,
-                  static_cast<double>(to - from) / 1000.0);
-    out += buf;
-  };
-  add("tls", 0, p.tls_done);
-  add("vless", p.tls_done, p.header_complete);
-  add("resolve", p.header_complete, p.resolved);
-  add("upstream", p.resolved >= 0 ? p.resolved : p.header_complete, p.upstream_connected);
-  return out;
+flow_id flow_id::tcp(const asio::ip::tcp::endpoint& from, const asio::ip::tcp::endpoint& to) {
+  return flow_id{protocol::tcp, unmapped(from.address()), from.port(), unmapped(to.address()), to.port()};
 }
 
-std::size_t route_registry::endpoint_hash::operator()(const asio::ip::tcp::endpoint& ep) const noexcept {
-  std::size_t h = std::hash<unsigned short>{}(ep.port());
-  const auto addr = ep.address();
-  if (addr.is_v4()) {
-    h ^= std::hash<unsigned long>{}(addr.to_v4().to_uint()) * 0x9e3779b97f4a7c15ULL;
-  } else {
-    for (auto b : addr.to_v6().to_bytes()) h = h * 131 + b;
-  }
+std::string to_string(const flow_id& id) {
+  auto ep = [](const asio::ip::address& a, unsigned short port) {
+    return (a.is_v6() ? "[" + a.to_string() + "]" : a.to_string()) + ":" + std::to_string(port);
+  };
+  return std::string(id.proto == flow_id::protocol::tcp ? "tcp " : "udp ") + ep(id.from_address, id.from_port) +
+         "->" + ep(id.to_address, id.to_port);
+}
+
+namespace {
+std::size_t address_hash(const asio::ip::address& a) {
+  if (a.is_v4()) return std::hash<std::uint32_t>{}(a.to_v4().to_uint()) * 0x9e3779b97f4a7c15ULL;
+  std::size_t h = 0xcbf29ce484222325ULL;
+  for (auto b : a.to_v6().to_bytes()) h = (h ^ b) * 0x100000001b3ULL;
+  return h;
+}
+}  // namespace
+
+std::size_t route_registry::flow_hash::operator()(const flow_id& id) const noexcept {
+  std::size_t h = address_hash(id.from_address);
+  h = h * 31 + address_hash(id.to_address);
+  h = h * 31 + (static_cast<std::size_t>(id.from_port) << 17 | static_cast<std::size_t>(id.to_port) << 1 |
+                static_cast<std::size_t>(id.proto));
   return h;
 }
 
-void route_registry::add(const asio::ip::tcp::endpoint& upstream_local,
-                         std::shared_ptr<const route_info> info) {
+bool route_registry::add(const flow_id& id, std::shared_ptr<const route_info> owner) {
   const std::lock_guard lock(mutex_);
-  routes_[upstream_local] = std::move(info);
+  return routes_.try_emplace(id, std::move(owner)).second;
 }
 
-void route_registry::remove(const asio::ip::tcp::endpoint& upstream_local) {
+void route_registry::remove(const flow_id& id, const route_info* owner) {
   const std::lock_guard lock(mutex_);
-  routes_.erase(upstream_local);
+  auto it = routes_.find(id);
+  if (it != routes_.end() && it->second.get() == owner) routes_.erase(it);
 }
 
-std::shared_ptr<const route_info> route_registry::find(const asio::ip::tcp::endpoint& peer) const {
+std::shared_ptr<const route_info> route_registry::find(const flow_id& id) const {
   const std::lock_guard lock(mutex_);
-  auto it = routes_.find(peer);
+  auto it = routes_.find(id);
   return it == routes_.end() ? nullptr : it->second;
 }
 

@@ -1,9 +1,7 @@
 #pragma once
-// Route proof (DESIGN.md §3): VLESS sessions register the local endpoint of every upstream
-// connection they dial; the target looks up the peer of each accepted connection here and so
-// tells a relayed request (which session, user, client) from one that arrived directly.
-#include <atomic>
-#include <chrono>
+// Route proof (DESIGN.md §3): VLESS sessions register the identity of every upstream connection
+// they dial; a target looks up each accepted connection here and so tells a relayed request
+// (which session, user, client) from one that arrived directly.
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -12,83 +10,75 @@
 
 #include <asio/ip/tcp.hpp>
 
+#include "net_address.hpp"
+#include "session_info.hpp"
+
 namespace vlessbench {
 
-// Microseconds since accept; -1 = not reached. The session's thread writes it while the target,
-// perhaps on another thread, reads it: a relaxed atomic (each value stands alone).
-class phase_us {
- public:
-  phase_us() = default;
-  phase_us(const phase_us& o) : v_(o.get()) {}
-  phase_us& operator=(const phase_us& o) { return *this = o.get(); }
-  phase_us& operator=(std::int64_t v) {
-    v_.store(v, std::memory_order_relaxed);
-    return *this;
-  }
-  std::int64_t get() const { return v_.load(std::memory_order_relaxed); }
-  operator std::int64_t() const { return get(); }  // NOLINT(google-explicit-constructor): reads like a number
+// A connection's identity as both of its ends see it, in one normal form (net_address.hpp: an
+// IPv4-mapped address is the IPv4 address). The dialling side calls its local endpoint `from` and
+// its remote one `to`; the accepting side sees the same pair as (peer, local). The kernel never
+// gives two live connections of one protocol the same pair, while it does let connections to
+// different destinations share a local port: a key of `from` alone is not an identity.
+struct flow_id {
+  enum class protocol : std::uint8_t { tcp, udp };
+  protocol proto = protocol::tcp;
+  asio::ip::address from_address;
+  unsigned short from_port = 0;
+  asio::ip::address to_address;
+  unsigned short to_port = 0;
 
- private:
-  std::atomic<std::int64_t> v_{-1};
+  static flow_id tcp(const asio::ip::tcp::endpoint& from, const asio::ip::tcp::endpoint& to);
+  bool operator==(const flow_id&) const = default;
 };
+std::string to_string(const flow_id& id);  // "tcp 127.0.0.1:40000->127.0.0.1:8080"
 
-struct session_phases {
-  phase_us tls_done;
-  phase_us first_vless_byte;
-  phase_us header_complete;
-  phase_us resolved;
-  phase_us upstream_connected;
-  phase_us first_upstream_byte;
-  phase_us first_client_byte;  // first byte written back to the client
-  phase_us closed;
-};
-
-// One VLESS session as the target sees it. The session owns it and updates the phases; the
-// registry and the target only read. Everything but the phases is set before registration.
-struct route_info {
-  std::uint64_t session_id = 0;
-  std::string user;
-  std::string client;    // original client address "ip:port"
-  std::string listener;  // VLESS listener name
-  session_phases phases;
-};
-
-// W3C Server-Timing value for a session's phases: "tls;dur=1.234, vless;dur=0.050, ..." (ms).
-std::string server_timing(const session_phases& p);
-
+// Route proof (DESIGN.md §3, docs/sessions.md): a VLESS session registers the identity of every
+// upstream connection it dials, before it sends a byte on it, and removes it before it closes the
+// socket; a target looks up the identity of each accepted connection. An entry belongs to the
+// route_info it was added with: only that owner removes it, and a second add of a live identity
+// is refused, so one session can never take or erase another's entry.
 class route_registry {
  public:
-  void add(const asio::ip::tcp::endpoint& upstream_local, std::shared_ptr<const route_info> info);
-  void remove(const asio::ip::tcp::endpoint& upstream_local);
-  std::shared_ptr<const route_info> find(const asio::ip::tcp::endpoint& peer) const;
+  // False (and nothing changes) when id is registered already.
+  bool add(const flow_id& id, std::shared_ptr<const route_info> owner);
+  // Removes id if owner still holds it; another owner's entry stays.
+  void remove(const flow_id& id, const route_info* owner);
+  std::shared_ptr<const route_info> find(const flow_id& id) const;
   std::size_t size() const {
     const std::lock_guard lock(mutex_);
     return routes_.size();
   }
 
  private:
-  struct endpoint_hash {
-    std::size_t operator()(const asio::ip::tcp::endpoint& ep) const noexcept;
+  struct flow_hash {
+    std::size_t operator()(const flow_id& id) const noexcept;
   };
   mutable std::mutex mutex_;  // sessions on worker threads register; the target looks up
-  std::unordered_map<asio::ip::tcp::endpoint, std::shared_ptr<const route_info>, endpoint_hash> routes_;
+  std::unordered_map<flow_id, std::shared_ptr<const route_info>, flow_hash> routes_;
 };
 
-// Registers an upstream endpoint for the lifetime of this object.
+// Holds one registration for its lifetime (or until release()). owned() is false when the
+// identity was registered by someone else: the caller must not use the connection as proven.
 class route_registration {
  public:
-  route_registration(route_registry& registry, const asio::ip::tcp::endpoint& local,
-                     std::shared_ptr<const route_info> info)
-      : registry_(registry), local_(local) {
-    registry_.add(local_, std::move(info));
-  }
-  ~route_registration() { registry_.remove(local_); }
+  route_registration(route_registry& registry, const flow_id& id, std::shared_ptr<const route_info> info)
+      : registry_(registry), id_(id), owner_(info.get()), owned_(registry.add(id, std::move(info))) {}
+  ~route_registration() { release(); }
   route_registration(const route_registration&) = delete;
   route_registration& operator=(const route_registration&) = delete;
+  bool owned() const { return owned_; }
+  const flow_id& id() const { return id_; }
+  void release() {
+    if (owned_) registry_.remove(id_, owner_);
+    owned_ = false;
+  }
 
  private:
   route_registry& registry_;
-  asio::ip::tcp::endpoint local_;
+  flow_id id_;
+  const route_info* owner_;
+  bool owned_;
 };
 
 }  // namespace vlessbench

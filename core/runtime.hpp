@@ -15,6 +15,7 @@
 #include "access_log.hpp"
 #include "asio_compat.hpp"
 #include "config.hpp"
+#include "live_config.hpp"
 #include "route_registry.hpp"
 #include "socket_policy.hpp"
 
@@ -103,6 +104,7 @@ class connection_registration {
 
 struct runtime {
   std::shared_ptr<const config> cfg;  // main thread only: a session copies it at accept
+  live_config live;                   // thread-safe: what sessions admit users and destinations by
   std::uint64_t generation = 1;       // main thread only
   access_log log;                     // thread-safe
   route_registry routes;              // thread-safe

@@ -44,7 +44,7 @@ std::int64_t elapsed_ns(std::chrono::steady_clock::time_point a, std::chrono::st
 void record_response(sample& s, const exchange_result& r, path_kind kind) {
   if (r.head) {
     s.status = r.head->status;
-    if (const auto route = r.head->find("X-Vlessbench-Route")) s.route = parse_route(*route);
+    if (const auto route = r.head->find("X-Vlessbench-Route")) s.route = parse_route_header(*route);
     if (const auto st = r.head->find("Server-Timing")) s.timing = parse_server_timing(*st);
     s.route_mismatch = is_route_mismatch(kind, s.route.kind);
   }

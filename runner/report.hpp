@@ -14,9 +14,6 @@
 
 namespace vlessbench::runner {
 
-// Server phase at which a new connection counts as stalled: the seed's delayed-ACK wait was
-// 40-48 ms; a healthy loopback VLESS header arrives well under 1 ms after TLS.
-inline constexpr double stall_threshold_ms = 30.0;
 
 struct stall_verdict {
   enum class kind { no_data, none, intermittent, stall };

@@ -49,6 +49,7 @@ void notify(const char* state) { sd_notify(0, state); }
 daemon::daemon(std::shared_ptr<const config> cfg, std::optional<std::filesystem::path> config_file)
     : config_file_(std::move(config_file)), signals_(io_, SIGHUP, SIGTERM, SIGINT) {
   rt_.cfg = std::move(cfg);
+  rt_.live.publish(rt_.cfg);
   rt_.log.open(rt_.cfg->log.access);
   if (tls::ensure_certificate(rt_.cfg->tls))
     spdlog::info("generated a self-signed certificate: {} (key {})", rt_.cfg->tls.cert, rt_.cfg->tls.key);
@@ -461,6 +462,8 @@ void daemon::reload() {
     setup_logging(next->log.level);
   }
   if (next->users.size() != rt_.cfg->users.size()) changes.push_back(fmt::format("{} user(s)", next->users.size()));
+  if (const auto ended = rt_.live.publish(next); ended > 0)
+    changes.push_back(fmt::format("ending {} session(s) of removed users", ended));
   rt_.cfg = std::move(next);
   rt_.generation = generation;
   spdlog::info("reload ok: generation {}: {}", generation,

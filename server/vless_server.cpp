@@ -7,6 +7,7 @@
 #include "destination_policy.hpp"
 #include "logging.hpp"
 #include "policy_stream.hpp"
+#include "route_header.hpp"
 #include "tcp_info.hpp"
 #include "tls.hpp"
 #include "tls_stream.hpp"
@@ -24,6 +25,7 @@ std::string_view to_string(close_reason r) {
     case close_reason::timeout: return "timeout";
     case close_reason::rejected: return "rejected";
     case close_reason::drain: return "drain";
+    case close_reason::user_removed: return "user_removed";
   }
   return "unknown";
 }
@@ -38,9 +40,6 @@ constexpr std::size_t relay_block = buffer_pool::block_size;
 constexpr std::size_t tls_record = 16 * 1024;   // largest TLS plaintext record
 constexpr std::size_t header_buffer = 2048;     // a valid VLESS request header is < 600 bytes
 constexpr std::size_t header_room = 2;          // VLESS response header, sent with the first bytes
-// A gap this long between TLS done and header complete is a Nagle/delayed-ACK stall (Linux's
-// delayed-ACK timer is 40 ms; anything near it on loopback is no accident).
-constexpr std::int64_t stall_threshold_us = 30'000;
 constexpr auto shutdown_grace = std::chrono::milliseconds(1000);
 
 // asio::transfer_all caps every write_some at 64 KiB (asio's default_max_transfer_size), so one
@@ -77,7 +76,7 @@ struct session {
   runtime& rt;
   std::shared_ptr<listener_runtime> listener;
   std::shared_ptr<asio::ssl::context> tls_ctx;  // keeps the context alive across a reload
-  std::shared_ptr<const config> cfg;            // as it was at accept
+  std::shared_ptr<const config> cfg;            // at accept; the current one from the admission steps on
   std::string listener_name;                    // as it was at accept
   tls_stream client;
   policy_stream upstream;
@@ -91,6 +90,8 @@ struct session {
   bool timed_out = false;
   bool drained = false;
   bool shutdown_cut = false;  // the deadline or a drain cut only the TLS shutdown after the relay
+  bool user_removed = false;  // ended by a reload that removed the user
+  std::optional<admission> admitted;
   bool client_closed = false;  // the client ended its side first: the upstream's EOF follows from it
   bool upstream_done = false;  // upstream_to_client has ended and cancelled the client's reads
   std::uint64_t bytes_up = 0;    // client -> destination payload
@@ -123,10 +124,18 @@ struct session {
   }
   tcp::socket& client_socket() { return client.next_layer().socket(); }
 
+  // The route entry goes first: once the socket is closed its identity is free for anyone else's
+  // connection, which must never find this session's entry.
+  void close_upstream() {
+    if (reg) reg->release();
+    std::error_code ignored;
+    upstream.socket().close(ignored);
+  }
+
   void close_sockets() {
     std::error_code ignored;
     client_socket().close(ignored);
-    upstream.socket().close(ignored);
+    close_upstream();
     // A lookup is no socket: without this a slow DNS server would hold the session (and the
     // watchdog's || with it) past the connect deadline until getaddrinfo gives up.
     if (resolving != nullptr) resolving->cancel();
@@ -204,8 +213,10 @@ struct session {
     }
   }
 
+  // Against the config current now, not the one at accept: a reload since then has the say.
   // Constant time over the whole user list: the position of a match must not show in timing.
   bool authorize() {
+    cfg = rt.live.current();
     const user_config* found = nullptr;
     for (const auto& u : cfg->users) {
       const bool eq = vless::uuid_equal(u.uuid, header.uuid);
@@ -234,6 +245,16 @@ struct session {
       reject("bad_domain", "not a DNS name (at most 253 bytes, labels of 1..63)");
       return false;
     }
+    // From here on a reload that removes the user ends the session.
+    auto id = rt.live.admit(found->uuid, client.get_executor(), [this] {
+      user_removed = true;
+      close_sockets();
+    });
+    if (!id) {
+      reject("unknown_user", "removed by a reload");
+      return false;
+    }
+    admitted.emplace(rt.live, *id);
     return true;
   }
 
@@ -267,6 +288,8 @@ struct session {
     }
     // Checked before any connect, and every resolved address must pass: a name that resolves to
     // one allowed and one forbidden address would otherwise reach the forbidden one on a retry.
+    // Against the config current at this step (a reload may have come during the lookup).
+    cfg = rt.live.current();
     for (const auto& ep : candidates) {
       if (!destination_allowed(*cfg, ep)) {
         reject("dest_not_allowed", format_endpoint(ep));
@@ -289,9 +312,23 @@ struct session {
         info->phases.upstream_connected = now_us();
         // Re-apply: quickack set before connect does not survive the handshake.
         (void)apply_on_open(sock.native_handle(), listener->upstream_tcp.load());
+        // Registered before a byte is sent on it: the target reads nothing from this connection
+        // that it could look up too early.
         std::error_code lec;
         auto local = sock.local_endpoint(lec);
-        if (!lec) reg.emplace(rt.routes, local, info);
+        if (lec) {
+          reject("connect_failed", "local endpoint: " + lec.message());
+          co_return false;
+        }
+        reg.emplace(rt.routes, flow_id::tcp(local, ep), info);
+        if (!reg->owned()) {
+          // The kernel gives no two live connections one identity: an entry left behind is a bug.
+          // Fail closed rather than relay a connection whose route the target would misname.
+          spdlog::error("vless {} session {}: route {} is registered already", listener_name, info->session_id,
+                        to_string(reg->id()));
+          reject("route_conflict", to_string(reg->id()));
+          co_return false;
+        }
         co_return true;
       }
       last = cec;
@@ -354,7 +391,7 @@ struct session {
           upstream.socket().shutdown(tcp::socket::shutdown_send, ignored);
         } else {
           if (reason == close_reason::client_eof) reason = close_reason::client_error;
-          upstream.socket().close(ignored);
+          close_upstream();
         }
         co_return;
       }
@@ -437,7 +474,6 @@ struct session {
   void finish() {
     info->phases.closed = now_us();
     if (client_socket().is_open()) tcpi = read_tcp_info(client_socket().native_handle());
-    reg.reset();
     close_sockets();
     // How the relay ended decides the reason; cutting the bounded TLS shutdown after it does not
     // (a client that ignores close_notify was logged "timeout").
@@ -446,6 +482,8 @@ struct session {
       reason = close_reason::timeout;
     } else if (cut && drained) {
       reason = close_reason::drain;
+    } else if (user_removed && reason != close_reason::rejected) {
+      reason = close_reason::user_removed;
     }
     if (reason == close_reason::rejected) {
       log_reject();

@@ -22,6 +22,7 @@ enum class close_reason {
   rejected,        // header refused (the reason field says why)
   drain,           // ended by a SIGTERM drain: at its start (no request yet), by the destination
                    // closing during it (our target closes idle connections), or at its deadline
+  user_removed,    // a reload removed the session's user
 };
 std::string_view to_string(close_reason r);
 

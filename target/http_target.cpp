@@ -3,11 +3,13 @@
 #include <array>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "http_parser.hpp"
 #include "logging.hpp"
 #include "policy_stream.hpp"
 #include "request_handler.hpp"
+#include "route_header.hpp"
 #include "watchdog.hpp"
 
 namespace vlessbench::target {
@@ -35,7 +37,10 @@ struct connection {
   std::shared_ptr<listener_runtime> listener;
   policy_stream stream;
   std::string peer;
-  tcp::endpoint peer_ep;
+  flow_id id;  // this connection's identity: its peer and our local endpoint
+  // Looked up at the first request head and kept: a connection is one flow for its whole life, so
+  // its route cannot change, and the session's entry may be gone before a late request is read.
+  std::optional<std::shared_ptr<const route_info>> route_found;
   std::vector<char> buf;  // received, unparsed bytes: [0, used)
   std::size_t used = 0;
   watchdog_deadline deadline;
@@ -109,10 +114,11 @@ struct connection {
           deadline = steady_clock::now() + limits().header_timeout;
         }
       }
-      const auto route = rt.routes.find(peer_ep);
-      std::string route_value = "direct";
-      if (route)
-        route_value = "vless session=" + std::to_string(route->session_id) + " user=" + route->user;
+      // Every byte on this connection was written after the session registered it, so by now the
+      // entry is there if the connection is a relay.
+      if (!route_found) route_found = rt.routes.find(id);
+      const auto& route = *route_found;
+      const std::string route_value = format_route_header(route.get());
       if (parsed.invalid()) {
         // RFC 6585 §5: 431 covers one field too large and the fields together being too many.
         const bool too_large = parsed.reason == "header too large" || parsed.reason == "too many headers";
@@ -172,7 +178,7 @@ struct connection {
 
       // Decided now, not when the head arrived: a drain that began during /delay must say close.
       const bool keep_alive = req.keep_alive && !rt.stopping;
-      const std::string timing = route ? server_timing(route->phases) : std::string();
+      const std::string timing = route ? format_server_timing(route->phases) : std::string();
       const std::uint64_t length = plan.content_length();
       const std::string head = format_head(plan, length, route_value, timing, keep_alive);
       deadline = steady_clock::now() + limits().idle_timeout;
@@ -232,10 +238,13 @@ struct connection {
 
 awaitable<void> serve_connection(runtime& rt, std::shared_ptr<listener_runtime> listener,
                                  tcp::socket socket, tcp::endpoint peer_ep) {
+  std::error_code ec;
+  auto local_ep = socket.local_endpoint(ec);  // getsockname() still works after a reset
+  if (ec) co_return;
   if (auto err = apply_on_open(socket.native_handle(), listener->tcp.load()))
     spdlog::warn("target {}: setsockopt: {}", listener->name, err.message());
   connection c{rt, listener, policy_stream(std::move(socket), &listener->tcp), endpoint_text(peer_ep),
-               peer_ep, {}, 0, {}, false};
+               flow_id::tcp(peer_ep, local_ep), {}, {}, 0, {}, false};
   const connection_registration registered(rt.connections, c.stream.get_executor(), [&c](bool force) {
     if (force || !c.busy) c.close();
   });

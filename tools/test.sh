@@ -12,8 +12,7 @@ san_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-
            -DCMAKE_CXX_COMPILER=clang++-14)
 
 cmake -S . -B build-asan -G Ninja "${san_flags[@]}" -DVLESSBENCH_SANITIZE=address -DVLESSBENCH_FUZZ=ON >/dev/null
-cmake --build build-asan -j "$jobs" --target unit_tests vlessbenchd \
-  fuzz_http_request fuzz_http_response fuzz_vless_header fuzz_share_link fuzz_config
+cmake --build build-asan -j "$jobs" --target unit_tests vlessbenchd fuzzers
 
 cmake -S . -B build-tsan -G Ninja "${san_flags[@]}" -DVLESSBENCH_SANITIZE=thread >/dev/null
 cmake --build build-tsan -j "$jobs" --target unit_tests vlessbenchd vless_load vlessbench

@@ -202,6 +202,37 @@ def new_uuid() -> str:
 
 
 # --------------------------------------------------------------------------------------------
+# A network namespace of the test's own
+
+NETNS_ENV = "VLESSBENCH_TEST_NETNS"
+
+
+def run_in_own_netns(addresses=(), port_range: tuple[int, int] | None = None, timeout: float = 280) -> None:
+    """Re-runs the calling test script in a fresh network namespace (unshare --net), unless it runs
+    in one already; there, brings lo up, puts each of addresses (non-loopback, the namespace's
+    own, as a VM's LAN address is) on lo and, if given, narrows the ephemeral port range. The
+    outer process exits with the inner one's status (77, ctest's skip, without root)."""
+    if os.environ.get(NETNS_ENV):
+        cmds = [["ip", "link", "set", "lo", "up"]] + [["ip", "addr", "add", f"{a}/32", "dev", "lo"] for a in addresses]
+        for cmd in cmds:
+            subprocess.run(cmd, check=True, timeout=10)
+        if port_range:
+            Path("/proc/sys/net/ipv4/ip_local_port_range").write_text(f"{port_range[0]} {port_range[1]}\n")
+        return
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        print("SKIP: a network namespace of the test's own needs root and unshare", flush=True)
+        sys.exit(77)
+    env = dict(os.environ, **{NETNS_ENV: "1"})
+    try:
+        rc = subprocess.run(["unshare", "--net", "--", sys.executable, os.path.abspath(sys.argv[0]), *sys.argv[1:]],
+                            env=env, timeout=timeout).returncode
+    except subprocess.TimeoutExpired:
+        print(f"FAIL: the run in its network namespace did not finish within {timeout} s", flush=True)
+        rc = 1
+    sys.exit(rc)
+
+
+# --------------------------------------------------------------------------------------------
 # Access log
 
 def read_events(path: Path) -> list[dict]:

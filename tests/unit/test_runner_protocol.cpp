@@ -67,18 +67,18 @@ TEST_CASE("HTTP CONNECT and GET requests", "[runner]") {
 }
 
 TEST_CASE("route header", "[runner]") {
-  CHECK(parse_route("direct").kind == route_kind::direct);
-  const auto v = parse_route("vless session=17 user=default");
+  CHECK(parse_route_header("direct").kind == route_kind::direct);
+  const auto v = parse_route_header("vless session=17 user=default");
   CHECK(v.kind == route_kind::vless);
   REQUIRE(v.session);
   CHECK(*v.session == 17);
   CHECK(v.user == "default");
-  const auto bare = parse_route("vless");
+  const auto bare = parse_route_header("vless");
   CHECK(bare.kind == route_kind::vless);
   CHECK_FALSE(bare.session);
-  CHECK(parse_route("vlessx session=1").kind == route_kind::unknown);
-  CHECK(parse_route("").kind == route_kind::unknown);
-  CHECK_FALSE(parse_route("vless session=x1 user=a").session);
+  CHECK(parse_route_header("vlessx session=1").kind == route_kind::unknown);
+  CHECK(parse_route_header("").kind == route_kind::unknown);
+  CHECK_FALSE(parse_route_header("vless session=x1 user=a").session);
 }
 
 TEST_CASE("Server-Timing header", "[runner]") {
@@ -95,6 +95,32 @@ TEST_CASE("Server-Timing header", "[runner]") {
   CHECK(*u.vless == Approx(41.5));
   CHECK_FALSE(u.upstream);
   CHECK_FALSE(parse_server_timing("vless;dur=abc").vless);
+}
+
+TEST_CASE("route header and Server-Timing: what the target writes, the runner reads back", "[route]") {
+  CHECK(parse_route_header(format_route_header(nullptr)).kind == route_kind::direct);
+  route_info info;
+  info.session_id = 18446744073709551615ULL;
+  info.user = "alice";
+  const auto label = parse_route_header(format_route_header(&info));
+  CHECK(label.kind == route_kind::vless);
+  REQUIRE(label.session);
+  CHECK(*label.session == info.session_id);
+  CHECK(label.user == "alice");
+
+  info.phases.tls_done = 1500;
+  info.phases.header_complete = 43100;  // a stall
+  info.phases.resolved = 43200;
+  info.phases.upstream_connected = 43350;
+  const auto t = parse_server_timing(format_server_timing(info.phases));
+  REQUIRE(t.tls);
+  CHECK(*t.tls == Approx(1.5));
+  REQUIRE(t.vless);
+  CHECK(*t.vless == Approx(41.6));
+  CHECK(*t.vless >= stall_threshold_ms);
+  CHECK(*t.resolve == Approx(0.1));
+  CHECK(*t.upstream == Approx(0.15));
+  CHECK(format_server_timing(session_phases{}).empty());  // nothing reached, nothing said
 }
 
 TEST_CASE("route mismatch rules", "[runner]") {

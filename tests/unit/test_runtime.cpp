@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "route_header.hpp"
 #include "runtime.hpp"
 
 using namespace vlessbench;
@@ -96,6 +97,7 @@ TEST_CASE("connection_set: a closer may remove its own entry") {
 
 TEST_CASE("route_registry and phases: sessions on two threads, lookups on a third") {
   route_registry routes;
+  const asio::ip::tcp::endpoint target(asio::ip::make_address_v4("127.0.0.1"), 8080);
   constexpr int per_thread = 2000;
   std::atomic<bool> go{false};
   std::atomic<int> found{0};
@@ -108,7 +110,7 @@ TEST_CASE("route_registry and phases: sessions on two threads, lookups on a thir
       auto info = std::make_shared<route_info>();
       info->session_id = static_cast<std::uint64_t>(i) + 1;
       info->user = "u";
-      const route_registration reg(routes, ep, info);
+      const route_registration reg(routes, flow_id::tcp(ep, target), info);
       info->phases.first_upstream_byte = i;  // written after registration, as a session does
       info->phases.closed = i + 1;
     }
@@ -118,12 +120,12 @@ TEST_CASE("route_registry and phases: sessions on two threads, lookups on a thir
     for (int i = 0; i < 3 * per_thread; ++i) {
       const asio::ip::tcp::endpoint ep(asio::ip::make_address_v4("127.0.0.1"),
                                        static_cast<unsigned short>(20000 + i % 1000));
-      if (auto r = routes.find(ep)) {
+      if (auto r = routes.find(flow_id::tcp(ep, target))) {
         // A snapshot of the phases must be internally readable while the session writes them.
         const session_phases snapshot = r->phases;
         if (snapshot.closed.get() != -1 && snapshot.closed.get() < 1) ++bad;
         if (r->user != "u" || r->session_id == 0) ++bad;
-        if (!server_timing(r->phases).empty()) ++bad;  // no phase before "upstream" was set
+        if (!format_server_timing(r->phases).empty()) ++bad;  // no phase before "upstream" was set
         ++found;
       }
     }

@@ -85,7 +85,7 @@ TEST_CASE("target marks a registered upstream endpoint as a VLESS route", "[targ
     info->phases.tls_done = 1500;
     info->phases.header_complete = 1600;
     info->phases.upstream_connected = 1700;
-    route_registration reg(f.rt.routes, s.local_endpoint(), info);
+    route_registration reg(f.rt.routes, flow_id::tcp(s.local_endpoint(), s.remote_endpoint()), info);
     vless_reply = co_await exchange(
         s, "GET /generate_204 HTTP/1.1\r\nHost: t\r\nX-Vlessbench-Run: r1\r\nX-Vlessbench-Seq: 7\r\n"
            "X-Vlessbench-Path: ctl\r\nConnection: close\r\n\r\n");

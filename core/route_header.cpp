@@ -1,0 +1,118 @@
+#include "route_header.hpp"
+
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+
+namespace vlessbench {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+std::optional<double> parse_double(std::string_view s) {
+  s = trim(s);
+  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+  if (s.empty()) return std::nullopt;
+  // strtod needs a terminated string; the values are short.
+  const std::string text(s);
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+std::string_view to_string(route_kind r) {
+  switch (r) {
+    case route_kind::direct: return "direct";
+    case route_kind::vless: return "vless";
+    case route_kind::unknown: break;
+  }
+  return "unknown";
+}
+
+std::string format_route_header(const route_info* session) {
+  if (session == nullptr) return "direct";
+  return "vless session=" + std::to_string(session->session_id) + " user=" + session->user;
+}
+
+route_label parse_route_header(std::string_view value) {
+  route_label label;
+  value = trim(value);
+  if (value == "direct") {
+    label.kind = route_kind::direct;
+    return label;
+  }
+  if (value.substr(0, 5) != "vless" || (value.size() > 5 && value[5] != ' ')) return label;
+  label.kind = route_kind::vless;
+  std::string_view rest = value.substr(5);
+  while (!rest.empty()) {
+    rest = trim(rest);
+    const auto sp = rest.find(' ');
+    const std::string_view item = rest.substr(0, sp);
+    rest = sp == std::string_view::npos ? std::string_view{} : rest.substr(sp + 1);
+    const auto eq = item.find('=');
+    if (eq == std::string_view::npos) continue;
+    const auto key = item.substr(0, eq);
+    const auto val = item.substr(eq + 1);
+    if (key == "session") {
+      std::uint64_t id = 0;
+      const auto [p, ec] = std::from_chars(val.data(), val.data() + val.size(), id);
+      if (ec == std::errc{} && p == val.data() + val.size()) label.session = id;
+    } else if (key == "user") {
+      label.user = std::string(val);
+    }
+  }
+  return label;
+}
+
+std::string format_server_timing(const session_phases& p) {
+  std::string out;
+  auto add = [&](const char* name, std::int64_t from, std::int64_t to) {
+    if (from < 0 || to < 0) return;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s%s;dur=%.3f", out.empty() ? "" : ", ", name,
+                  static_cast<double>(to - from) / 1000.0);
+    out += buf;
+  };
+  add("tls", 0, p.tls_done);
+  add("vless", p.tls_done, p.header_complete);
+  add("resolve", p.header_complete, p.resolved);
+  add("upstream", p.resolved >= 0 ? p.resolved : p.header_complete, p.upstream_connected);
+  return out;
+}
+
+server_phases_ms parse_server_timing(std::string_view value) {
+  server_phases_ms t;
+  while (!value.empty()) {
+    const auto comma = value.find(',');
+    const std::string_view metric = trim(value.substr(0, comma));
+    value = comma == std::string_view::npos ? std::string_view{} : value.substr(comma + 1);
+    const auto semi = metric.find(';');
+    const std::string_view name = trim(metric.substr(0, semi));
+    std::optional<double> dur;
+    std::string_view params = semi == std::string_view::npos ? std::string_view{} : metric.substr(semi + 1);
+    while (!params.empty()) {
+      const auto s2 = params.find(';');
+      const std::string_view param = trim(params.substr(0, s2));
+      params = s2 == std::string_view::npos ? std::string_view{} : params.substr(s2 + 1);
+      const auto eq = param.find('=');
+      if (eq != std::string_view::npos && trim(param.substr(0, eq)) == "dur")
+        dur = parse_double(param.substr(eq + 1));
+    }
+    if (!dur) continue;
+    if (name == "tls") t.tls = dur;
+    else if (name == "vless") t.vless = dur;
+    else if (name == "resolve") t.resolve = dur;
+    else if (name == "upstream") t.upstream = dur;
+  }
+  return t;
+}
+
+}  // namespace vlessbench

@@ -1,0 +1,48 @@
+#pragma once
+// The route proof's response headers as format + parse pairs (DESIGN.md §3): the daemon's target
+// writes them, the runner reads them, and both use this one definition.
+//   X-Vlessbench-Route: direct | vless session=ID user=NAME
+//   Server-Timing: tls;dur=1.234, vless;dur=0.050, resolve;dur=..., upstream;dur=0.100   (ms)
+// And the one stall threshold: a TLS-done -> VLESS-header gap at least this long is a suspected
+// Nagle/delayed-ACK stall, in the daemon's log and in the runner's verdict alike.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "session_info.hpp"
+
+namespace vlessbench {
+
+// Linux's delayed-ACK timer is 40 ms; anything near it between two local hosts is no accident.
+inline constexpr std::int64_t stall_threshold_us = 30'000;
+inline constexpr double stall_threshold_ms = static_cast<double>(stall_threshold_us) / 1000.0;
+
+enum class route_kind { unknown, direct, vless };
+std::string_view to_string(route_kind r);  // "unknown", "direct", "vless"
+
+struct route_label {
+  route_kind kind = route_kind::unknown;
+  std::optional<std::uint64_t> session;
+  std::string user;
+};
+
+// session: the relaying session, or nullptr for a direct request.
+std::string format_route_header(const route_info* session);
+// `direct` or `vless session=ID user=NAME` (further key=value items ignored); anything else, or
+// an absent header, is unknown.
+route_label parse_route_header(std::string_view value);
+
+// A VLESS session's phases in ms, as Server-Timing carries them; absent when not reached.
+struct server_phases_ms {
+  std::optional<double> tls;       // accept -> TLS handshake done
+  std::optional<double> vless;     // TLS done -> VLESS header complete (the stall shows here)
+  std::optional<double> resolve;   // domain destinations only
+  std::optional<double> upstream;  // header complete (or resolved) -> upstream connected
+};
+
+std::string format_server_timing(const session_phases& p);
+// W3C Server-Timing: `name;dur=1.234, name2;desc="x";dur=2`. Unknown metrics are ignored.
+server_phases_ms parse_server_timing(std::string_view value);
+
+}  // namespace vlessbench

@@ -1,0 +1,4 @@
+# The libFuzzer targets, named once: tests/fuzz/CMakeLists.txt builds fuzz_NAME for each (in the
+# ASan tree, target `fuzzers` builds them all) and tests/CMakeLists.txt runs each as "fuzz: NAME"
+# with seeds from corpus/NAME.
+set(VLESSBENCH_FUZZERS http_request http_response vless_header share_link config)
