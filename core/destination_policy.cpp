@@ -1,6 +1,7 @@
 #include "destination_policy.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include <ifaddrs.h>
@@ -9,10 +10,14 @@
 
 namespace vlessbench {
 
-address_list machine_addresses() {
-  address_list out;
+machine_address_read read_machine_addresses() {
+  machine_address_read result;
+  auto& out = result.addresses;
   ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return out;
+  if (::getifaddrs(&list) != 0) {
+    result.error = errno;
+    return result;
+  }
   for (const ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
     if (i->ifa_addr == nullptr) continue;
     if (i->ifa_addr->sa_family == AF_INET) {
@@ -28,8 +33,10 @@ address_list machine_addresses() {
     }
   }
   ::freeifaddrs(list);
-  return out;
+  return result;
 }
+
+address_list machine_addresses() { return read_machine_addresses().addresses; }
 
 bool destination_allowed(const config& cfg, const asio::ip::tcp::endpoint& dest,
                          const std::function<address_list()>& machine) {

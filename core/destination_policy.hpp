@@ -14,7 +14,16 @@ namespace vlessbench {
 
 using address_list = std::vector<asio::ip::address>;
 
-// The machine's interface addresses (getifaddrs); empty if they cannot be read.
+// The machine's interface addresses (getifaddrs), and the errno if they cannot be read (then
+// empty): getifaddrs needs a netlink socket, which a sandbox may forbid (systemd's
+// RestrictAddressFamilies without AF_NETLINK).
+struct machine_address_read {
+  address_list addresses;
+  int error = 0;
+};
+machine_address_read read_machine_addresses();
+
+// read_machine_addresses().addresses: empty if they cannot be read.
 address_list machine_addresses();
 
 // machine is asked only when dest's port is that of a [[target]] on a wildcard address: such a

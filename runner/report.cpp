@@ -88,7 +88,9 @@ stall_verdict judge_stall(std::span<const sample> samples) {
     v.text = "STALL: " + count +
              " new connections waited >= 30 ms between TLS done and VLESS header complete "
              "(median phases of those: " + phases +
-             "): the client holds its first data until the server ACKs (Nagle meets delayed ACK)";
+             "): the client holds its first data until the server ACKs (Nagle meets delayed ACK); "
+             "on a listener with QUICKACK on, something between client and daemon terminates TCP "
+             "(a user-space port forward such as qemu hostfwd: docs/methodology.md)";
   } else if (v.stalled >= 2 && v.share >= 0.05) {
     v.verdict = stall_verdict::kind::intermittent;
     v.text = "intermittent stall: " + count +

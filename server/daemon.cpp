@@ -11,6 +11,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "destination_policy.hpp"
 #include "http_target.hpp"
 #include "logging.hpp"
 #include "share_link.hpp"
@@ -51,6 +52,14 @@ daemon::daemon(std::shared_ptr<const config> cfg, std::optional<std::filesystem:
   rt_.cfg = std::move(cfg);
   rt_.live.publish(rt_.cfg);
   rt_.log.open(rt_.cfg->log.access);
+  // Said at start, not discovered as refused sessions later: without the machine's addresses a
+  // wildcard [[target]] is reachable through VLESS on loopback only, and a generated certificate
+  // names loopback only.
+  if (const int err = read_machine_addresses().error; err != 0)
+    spdlog::error("cannot read this machine's addresses (getifaddrs: {}): VLESS sessions to a [[target]] on a "
+                  "wildcard address will be refused (dest_not_allowed) except through loopback; under systemd "
+                  "the unit's RestrictAddressFamilies must include AF_NETLINK",
+                  std::strerror(err));
   if (tls::ensure_certificate(rt_.cfg->tls))
     spdlog::info("generated a self-signed certificate: {} (key {})", rt_.cfg->tls.cert, rt_.cfg->tls.key);
   tls_ = std::make_shared<asio::ssl::context>(tls::make_server_context(rt_.cfg->tls));

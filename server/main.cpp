@@ -1,5 +1,10 @@
 // vlessbenchd: VLESS+TLS endpoint and HTTP target in one process (DESIGN.md §3).
+#include <signal.h>
+
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -34,6 +39,20 @@ int check(const std::string& file) {
   return 0;
 }
 
+// A broken file never reaches the daemon: `systemctl reload` fails with the reason instead.
+int reload_daemon(const std::string& file, pid_t pid) {
+  if (pid <= 1) {  // kill() would reach a process group, every process, or init
+    std::cerr << "vlessbenchd reload: --pid " << pid << ": not a daemon's process id\n";
+    return 2;
+  }
+  if (const int rc = check(file); rc != 0) return rc;
+  if (::kill(pid, SIGHUP) != 0) {
+    std::cerr << "vlessbenchd reload: SIGHUP to " << pid << ": " << std::strerror(errno) << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"vlessbenchd: VLESS+TLS endpoint and HTTP target for proxy-client latency tests"};
   std::string config_file;
@@ -49,7 +68,16 @@ int run(int argc, char** argv) {
   links->add_option("--host", links_opts.host, "address clients use to reach this machine");
   links->add_option("--sni", links_opts.sni, "TLS server name the clients send")->capture_default_str();
   links->add_flag("--no-qr", no_qr, "omit the terminal QR codes");
+  // The unit's ExecReload: the daemon binary sends the signal itself, because /bin/kill (procps)
+  // is not part of a minimal Debian install and systemd 252 has no Type=notify-reload.
+  auto* reload = app.add_subcommand("reload", "check --config, then tell the daemon --pid to reload it (SIGHUP)");
+  std::string reload_config;
+  pid_t reload_pid = 0;
+  reload->add_option("-c,--config", reload_config, "TOML config file the daemon runs with")->required();
+  reload->add_option("--pid", reload_pid, "the daemon's process id (systemd: $MAINPID)")->required();
   CLI11_PARSE(app, argc, argv);
+
+  if (*reload) return reload_daemon(reload_config, reload_pid);
 
   if (*links) {
     links_opts.qr = !no_qr;

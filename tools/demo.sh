@@ -3,29 +3,45 @@
 # built-in VLESS client (TCP_NODELAY on, and a Nagle-prone one) against the default-ACK and the
 # QUICKACK listener, and v2ray's client when installed. The seed's ~40 ms stall appears on the
 # default-ACK listener with the Nagle-prone client, and disappears with QUICKACK.
-# Usage: tools/demo.sh [--full]   (--full: the seed's counts instead of short ones)
+# Usage: tools/demo.sh [--vm] [--full]   (--full: the seed's counts instead of short ones;
+#   --vm: the seed's layout, host -> VM: the daemon in a qemu guest booted by tools/vm.sh, the
+#   runner in the host-side network namespace, through the guest's virtual NIC; root only)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${VLESSBENCH_BIN:-build/bin}
 work=$(mktemp -d /tmp/vlessbench-demo.XXXXXX)
+vm=0
+if [[ "${1:-}" == "--vm" ]]; then vm=1; shift; fi
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  if ((vm)); then tools/vm.sh stop; fi
 }
 trap cleanup EXIT
 
-"$bin/vlessbenchd" >"$work/access.jsonl" 2>"$work/daemon.log" &
-pids+=($!)
-for _ in $(seq 50); do
-  grep -q "ready" "$work/daemon.log" 2>/dev/null && break
-  sleep 0.1
-done
-grep -q "ready" "$work/daemon.log" || { cat "$work/daemon.log" >&2; exit 1; }
-link_kernel=$(grep -o 'vless://[^ ]*#default-ack-default' "$work/daemon.log")
-link_quick=$(grep -o 'vless://[^ ]*#quickack-default' "$work/daemon.log")
+host=127.0.0.1
+client=()   # the client side's prefix: the host-side namespace with --vm
+if ((vm)); then
+  tools/vm.sh start
+  host=10.77.0.2
+  client=(tools/vm.sh exec)
+  link_kernel=$(tools/vm.sh links | grep '#default-ack-default')
+  link_quick=$(tools/vm.sh links | grep '#quickack-default')
+  echo "vlessbenchd is up in the guest: VLESS+TLS on $host:8443 (default ACK) and :8444 (QUICKACK), target on :8080"
+else
+  "$bin/vlessbenchd" >"$work/access.jsonl" 2>"$work/daemon.log" &
+  pids+=($!)
+  for _ in $(seq 50); do
+    grep -q "ready" "$work/daemon.log" 2>/dev/null && break
+    sleep 0.1
+  done
+  grep -q "ready" "$work/daemon.log" || { cat "$work/daemon.log" >&2; exit 1; }
+  link_kernel=$(grep -o 'vless://[^ ]*#default-ack-default' "$work/daemon.log")
+  link_quick=$(grep -o 'vless://[^ ]*#quickack-default' "$work/daemon.log")
+  echo "vlessbenchd is up: VLESS+TLS on 127.0.0.1:8443 (default ACK) and :8444 (QUICKACK), target on :8080"
+fi
 uuid=${link_kernel#vless://}; uuid=${uuid%%@*}
-echo "vlessbenchd is up: VLESS+TLS on 127.0.0.1:8443 (default ACK) and :8444 (QUICKACK), target on :8080"
 
 paths=(--path "vless-kernel=$link_kernel" --path "vless-quickack=$link_quick"
        --path "nagle-kernel=$link_kernel" --path "nagle-quickack=$link_quick")
@@ -33,11 +49,11 @@ if command -v v2ray >/dev/null; then
   cat >"$work/v2ray-client.json" <<JSON
 {"log":{"loglevel":"warning"},
  "inbounds":[{"listen":"127.0.0.1","port":18080,"protocol":"http","settings":{}}],
- "outbounds":[{"protocol":"vless","settings":{"vnext":[{"address":"127.0.0.1","port":8443,
+ "outbounds":[{"protocol":"vless","settings":{"vnext":[{"address":"$host","port":8443,
    "users":[{"id":"$uuid","encryption":"none"}]}]},
    "streamSettings":{"network":"tcp","security":"tls","tlsSettings":{"serverName":"localhost","allowInsecure":true}}}]}
 JSON
-  v2ray -config "$work/v2ray-client.json" >"$work/v2ray.log" 2>&1 &
+  "${client[@]}" v2ray -config "$work/v2ray-client.json" >"$work/v2ray.log" 2>&1 &
   pids+=($!)
   sleep 0.5
   paths+=(--path "v2ray-http=http://127.0.0.1:18080")
@@ -45,8 +61,12 @@ fi
 counts=(--new 40 --reuse 60 --warmup 5)
 [[ "${1:-}" == "--full" ]] && counts=()
 
-"$bin/vlessbench" run --target http://127.0.0.1:8080/ "${paths[@]}" "${counts[@]}" \
+"${client[@]}" "$bin/vlessbench" run --target "http://$host:8080/" "${paths[@]}" "${counts[@]}" \
   --nagle-paths nagle-kernel,nagle-quickack --out "$work/run"
 echo
+if ((vm)); then
+  echo "Files: $work/run (samples.csv, summary.json, report.svg); the access log stays in the guest"
+  exit 0
+fi
 echo "Files: $work/run (samples.csv, summary.json, report.svg); daemon access log: $work/access.jsonl"
 "$bin/vlessbench" verify "$work/run" --log "$work/access.jsonl"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The README's test command: installs what is missing, builds the Release tree (build/) and the
 # sanitizer trees (build-asan/: clang 14, ASan+UBSan, libFuzzer; build-tsan/: clang 14, TSan),
-# then runs every test with one ctest. The sanitizer trees build only what their tests run.
+# and the Debian package (tools/package.sh: build-deb/), then runs every test with one ctest. The
+# sanitizer trees build only what their tests run. The system test (label system) installs that
+# package into a Debian 12 rootfs booted with systemd-nspawn.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/deps.sh --test
@@ -20,5 +22,6 @@ cmake --build build-tsan -j "$jobs" --target unit_tests vlessbenchd vless_load v
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DVLESSBENCH_RUNNER_OPENSSL=ON \
   -DVLESSBENCH_SANITIZER_BUILD="$PWD/build-asan" -DVLESSBENCH_TSAN_BUILD="$PWD/build-tsan" >/dev/null
 cmake --build build -j "$jobs"
+VLESSBENCH_JOBS=$jobs tools/package.sh --lintian
 
 ctest --test-dir build --output-on-failure -j "$jobs" "$@"

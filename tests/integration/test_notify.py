@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """sd_notify protocol: the daemon tells a fake NOTIFY_SOCKET READY=1 once its listeners are bound,
-RELOADING=1 then READY=1 around a SIGHUP reload, and STOPPING=1 when it drains (issue 5)."""
+RELOADING=1 then READY=1 around a SIGHUP reload, and STOPPING=1 when it drains (issue 5). The SIGHUP
+comes from `vlessbenchd reload --pid`, the unit's ExecReload (issue 14), which sends nothing and
+fails when the file is broken."""
 import os
 import signal
 import socket
@@ -43,9 +45,31 @@ def main():
             # READY means bound: both ports accept now.
             for port in (vport, tport):
                 socket.create_connection(("127.0.0.1", port), timeout=2).close()
-            proc.send_signal(signal.SIGHUP)
+            def reload():
+                return subprocess.run([os.path.join(BIN, "vlessbenchd"), "reload", "--config", cfg,
+                                       "--pid", str(proc.pid)], capture_output=True, text=True, timeout=10)
+
+            r = reload()
+            assert r.returncode == 0, f"reload: rc={r.returncode} {r.stderr}"
             expect("RELOADING=1")
             expect("READY=1")
+            good = open(cfg).read()
+            with open(cfg, "a") as f:
+                f.write("[limits]\nno_such_key = 1\n")
+            r = reload()
+            assert r.returncode == 1 and "no_such_key" in r.stderr, f"broken reload: rc={r.returncode} {r.stderr}"
+            notify.settimeout(0.5)
+            try:
+                msg = notify.recv(4096).decode()
+                raise AssertionError(f"a broken file reached the daemon: {msg!r}")
+            except socket.timeout:
+                pass
+            notify.settimeout(10)
+            with open(cfg, "w") as f:
+                f.write(good)
+            r = subprocess.run([os.path.join(BIN, "vlessbenchd"), "reload", "--config", cfg, "--pid", "1"],
+                               capture_output=True, text=True, timeout=10)
+            assert r.returncode == 2 and "not a daemon" in r.stderr, f"--pid 1: rc={r.returncode} {r.stderr}"
             proc.send_signal(signal.SIGTERM)
             expect("STOPPING=1")
             rc = proc.wait(timeout=15)
@@ -57,7 +81,7 @@ def main():
                 proc.kill()
                 proc.wait()
             err = proc.stderr.read().decode()
-        print("notify: READY, RELOADING, READY, STOPPING in order; exit 0")
+        print("notify: READY, RELOADING, READY (reload subcommand), none for a broken file, STOPPING; exit 0")
     return 0
 
 

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# The seed's topology, host -> VM: the system test's Debian 12 rootfs booted as a real guest with
+# qemu (its own Debian kernel), the .deb installed, networked through a tap device inside a network
+# namespace this script creates (host side 10.77.0.1, guest 10.77.0.2). The runner runs in that
+# namespace, so every packet crosses a virtual NIC and the guest's TCP stack answers the client's
+# ACKs itself. (Not qemu's user-mode networking: its hostfwd terminates TCP in the qemu process,
+# so the server's ACK policy no longer reaches the client; docs/methodology.md, pitfalls.)
+#   tools/vm.sh start     build the image if needed, boot, wait for the daemon (TCG: about a minute)
+#   tools/vm.sh stop      power the guest off and delete the namespace
+#   tools/vm.sh links     the guest's share links (vless://...) for the runner
+#   tools/vm.sh exec CMD  run CMD in the host-side namespace, e.g. tools/vm.sh exec build/bin/vlessbench run ...
+# VLESSBENCH_VM_ACCEL=kvm to try KVM (on these machines the Debian kernel hung early under it;
+# TCG is the default). Needs root, qemu-system-x86, systemd-container, debootstrap, e2fsprogs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+src=$PWD
+cache=${VLESSBENCH_ROOTFS_CACHE:-/var/cache/vlessbench-test}
+vm=$cache/vm                 # kernel-bearing copy of the rootfs, kept between runs
+state=/run/vlessbench-vm     # the running guest: disk image, console log, pid, links
+ns=vlessbench-vm
+tap=vbtap0
+host_ip=10.77.0.1
+guest_ip=10.77.0.2
+accel=${VLESSBENCH_VM_ACCEL:-tcg}
+
+die() { echo "vm.sh: $*" >&2; exit 1; }
+need() { command -v "$1" >/dev/null || die "$1 missing: apt-get install $2"; }
+
+nspawn() {  # nspawn ROOT CMD...: a command in ROOT, host network (the apt mirror), no registration
+  local root=$1; shift
+  systemd-nspawn -q -D "$root" --machine=vbvm$$ --register=no --keep-unit --pipe \
+    -E DEBIAN_FRONTEND=noninteractive --bind="$cache/apt-archives:/var/cache/apt/archives" "$@"
+  rm -rf "/run/systemd/nspawn/propagate/vbvm$$"
+}
+
+build_base() {
+  # The system test's rootfs (one debootstrap for both), plus a kernel and a static address.
+  [[ -f $vm/base.ok && -e $vm/root/vmlinuz ]] && return
+  echo "vm.sh: building $vm (once): rootfs + linux-image-amd64" >&2
+  VLESSBENCH_ROOTFS_CACHE=$cache python3 -c "import sys; sys.path.insert(0, 'tests/system');
+import test_deb_nspawn as t; t.ARCHIVES.mkdir(parents=True, exist_ok=True); t.ensure_rootfs()"
+  rm -rf "$vm"
+  mkdir -p "$vm" "$cache/apt-archives/partial"
+  cp -a --reflink=auto "$cache/bookworm" "$vm/root"
+  nspawn "$vm/root" apt-get install -y -qq --no-install-recommends linux-image-amd64 >/dev/null
+  mkdir -p "$vm/root/etc/systemd/network"
+  printf '[Match]\nName=eth0\n\n[Network]\nAddress=%s/24\n' "$guest_ip" > "$vm/root/etc/systemd/network/10-eth0.network"
+  nspawn "$vm/root" systemctl enable systemd-networkd >/dev/null 2>&1
+  echo "/dev/vda / ext4 rw,errors=remount-ro 0 1" > "$vm/root/etc/fstab"
+  echo vlessbench-vm > "$vm/root/etc/hostname"
+  touch "$vm/base.ok"
+}
+
+start() {
+  [[ $(id -u) -eq 0 ]] || die "needs root"
+  need qemu-system-x86_64 qemu-system-x86; need systemd-nspawn systemd-container
+  need debootstrap debootstrap; need mkfs.ext4 e2fsprogs
+  [[ -e $state/qemu.pid ]] && kill -0 "$(cat "$state/qemu.pid")" 2>/dev/null && die "already running (tools/vm.sh stop)"
+  local deb
+  deb=$(tools/package.sh | tail -1)
+  build_base
+  rm -rf "$state"; mkdir -p "$state"/{upper,work,root}
+  # The image: the kernel-bearing rootfs + this .deb (its postinst makes the config and UUID).
+  mount -t overlay overlay -o "lowerdir=$vm/root,upperdir=$state/upper,workdir=$state/work" "$state/root"
+  trap 'umount "$state/root" 2>/dev/null || true' EXIT
+  cp "$deb" "$state/root/root/"
+  nspawn "$state/root" apt-get install -y -qq --no-install-recommends "/root/$(basename "$deb")" >/dev/null
+  build-deb/build/bin/vlessbenchd links --config "$state/root/etc/vlessbench/vlessbenchd.toml" \
+    --host "$guest_ip" --no-qr > "$state/links.txt"
+  cp -L "$vm/root/vmlinuz" "$state/vmlinuz"; cp -L "$vm/root/initrd.img" "$state/initrd.img"
+  mkfs.ext4 -q -F -d "$state/root" "$state/disk.img" 3G
+  umount "$state/root"; trap - EXIT
+  rm -rf "$state/upper" "$state/work" "$state/root"
+
+  ip netns add "$ns"
+  ip -n "$ns" link set lo up
+  ip -n "$ns" tuntap add dev "$tap" mode tap
+  ip -n "$ns" addr add "$host_ip/24" dev "$tap"
+  ip -n "$ns" link set "$tap" up
+  local t0=$SECONDS
+  ip netns exec "$ns" qemu-system-x86_64 -accel "$accel" -m 1024 -smp 1 \
+    -kernel "$state/vmlinuz" -initrd "$state/initrd.img" \
+    -append "root=/dev/vda rw console=ttyS0 net.ifnames=0 quiet" \
+    -drive "file=$state/disk.img,format=raw,if=virtio" \
+    -netdev "tap,id=n0,ifname=$tap,script=no,downscript=no" -device virtio-net-pci,netdev=n0 \
+    -display none -monitor none -serial "file:$state/console.log" -daemonize -pidfile "$state/qemu.pid"
+  for _ in $(seq 300); do
+    if ip netns exec "$ns" curl -s -o /dev/null --max-time 1 "http://$guest_ip:8080/"; then
+      echo "vm.sh: guest up, vlessbenchd answering on $guest_ip:8080 after $((SECONDS - t0)) s ($accel)" >&2
+      echo "vm.sh: run the runner with: tools/vm.sh exec build/bin/vlessbench run --target http://$guest_ip:8080/ --path ..." >&2
+      return
+    fi
+    kill -0 "$(cat "$state/qemu.pid")" 2>/dev/null || { tail -20 "$state/console.log" >&2; die "qemu exited"; }
+    sleep 1
+  done
+  tail -20 "$state/console.log" >&2
+  stop
+  die "the guest's daemon did not answer within 300 s (console: above)"
+}
+
+stop() {
+  if [[ -e $state/qemu.pid ]]; then
+    local pid; pid=$(cat "$state/qemu.pid")
+    kill "$pid" 2>/dev/null || true   # a test VM with nothing to save: qemu exits at once
+    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  fi
+  ip netns del "$ns" 2>/dev/null || true
+  rm -rf "$state"
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  links) grep '^vless://' "$state/links.txt" ;;
+  exec) shift; exec ip netns exec "$ns" "$@" ;;
+  *) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
+esac
