@@ -113,16 +113,23 @@ asio::io_context& daemon::session_context() {
   return i == 0 ? io_ : workers_[i - 1]->io;
 }
 
+std::shared_ptr<listener_runtime> daemon::make_listener_state(const std::string& kind, const std::string& name,
+                                                             const tcp::endpoint& ep, const tcp_policy& tcp,
+                                                             const tcp_policy& upstream) const {
+  auto st = std::make_shared<listener_runtime>();
+  st->name = name;
+  st->kind = kind;
+  st->endpoint = ep;
+  st->tcp = tcp;
+  st->upstream_tcp = upstream;
+  st->generation = rt_.generation;
+  return st;
+}
+
 std::shared_ptr<daemon::listener> daemon::open_listener(const std::string& kind, const std::string& name,
                                                         const tcp::endpoint& ep, const tcp_policy& tcp,
                                                         const tcp_policy& upstream) {
-  auto l = std::make_shared<listener>(listener{std::make_shared<listener_runtime>(), tcp::acceptor(io_)});
-  l->state->name = name;
-  l->state->kind = kind;
-  l->state->endpoint = ep;
-  l->state->tcp = tcp;
-  l->state->upstream_tcp = upstream;
-  l->state->generation = rt_.generation;
+  auto l = std::make_shared<listener>(listener{make_listener_state(kind, name, ep, tcp, upstream), tcp::acceptor(io_)});
   std::error_code ec;
   l->acceptor.open(ep.protocol(), ec);
   if (!ec) l->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
@@ -148,9 +155,13 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
   asio::steady_timer backoff(io_);
   const bool vless = state->kind == "vless";
   for (;;) {
+    keep_spare_fd();
     // A VLESS session runs on the context its socket is accepted into; the target stays here.
     auto& context = vless ? session_context() : io_;
-    auto [ec, socket] = co_await acceptor.async_accept(context, as_tuple_awaitable);
+    // The peer as accept() returns it: a connection reset while it waited in the backlog is still
+    // accepted, but getpeername() on it fails, so the log would lose who it was.
+    tcp::endpoint peer;
+    auto [ec, socket] = co_await acceptor.async_accept(context, peer, as_tuple_awaitable);
     if (state->closed || rt_.stopping) co_return;
     if (ec) {
       if (ec == asio::error::operation_aborted) co_return;
@@ -176,7 +187,9 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
       continue;
     }
     if (!vless) {
-      asio::co_spawn(io_, target::serve_connection(rt_, state, std::move(socket), admit_pending(*state, io_.get_executor())),
+      asio::co_spawn(io_,
+                     target::serve_connection(rt_, state, std::move(socket), peer,
+                                              admit_pending(*state, io_.get_executor())),
                      [](std::exception_ptr e) { log_exception(e, "target connection"); });
       continue;
     }
@@ -186,7 +199,7 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
       std::error_code ignored;
       json_line line("vless.reject");
       line.add("listener", state->name)
-          .add("client", format_endpoint(socket.remote_endpoint(ignored)))
+          .add("client", format_endpoint(peer))
           .add("reason", "too_many_sessions")
           .add("phase", "accept")
           .add("bytes_seen", std::uint64_t{0});  // same fields as every other vless.reject
@@ -202,6 +215,7 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
                                       state->upstream_tcp.load(),
                                       state->generation,
                                       rt_.next_session_id++,
+                                      peer,
                                       admit_pending(*state, socket.get_executor())};
     const auto executor = socket.get_executor();
     asio::co_spawn(executor, vless_server::serve_session(rt_, std::move(start), std::move(socket)),
@@ -227,14 +241,21 @@ pending_set::ticket daemon::admit_pending(const listener_runtime& l, const asio:
   return ticket;
 }
 
+void daemon::keep_spare_fd() {
+  // With threads > 1 a session's socket() on another thread can take the descriptor between the
+  // close and the reopen below: the reserve is taken back before the next accept.
+  if (spare_fd_ < 0) spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
 bool daemon::shed_connection(listener& l) {
   if (spare_fd_ < 0) return false;
   ::close(spare_fd_);
+  spare_fd_ = -1;
   sockaddr_storage addr{};
   socklen_t len = sizeof addr;
   const int fd = ::accept4(l.acceptor.native_handle(), reinterpret_cast<sockaddr*>(&addr), &len, SOCK_CLOEXEC);
   if (fd >= 0) ::close(fd);
-  spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  keep_spare_fd();
   if (fd < 0) return false;  // nothing pending
   ++shed_count_;
   if (l.state->kind == "vless") {
@@ -289,7 +310,7 @@ int daemon::run() {
     start_accepting(l);
   }
   print_links();
-  spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  keep_spare_fd();
   asio::co_spawn(io_, signal_loop(), [](std::exception_ptr e) { log_exception(e, "signal loop"); });
   notify("READY=1");
   spdlog::info("vlessbenchd ready (config {}, generation {}, {} thread(s))", cfg.source, rt_.generation,
@@ -408,7 +429,7 @@ void daemon::reload() {
     }
   }
 
-  // Diff listeners by (kind, endpoint): kept ones are updated in place, so their open
+  // Diff listeners by endpoint: kept ones (same kind) are updated in place, so their open
   // connections see the new policy at their next read.
   struct wanted {
     std::string kind, name;
@@ -427,15 +448,17 @@ void daemon::reload() {
     }
   };
   std::vector<std::pair<std::size_t, const wanted*>> kept;  // index into listeners_, new settings
+  // An endpoint that moves to a listener of the other kind keeps its socket, taken over by the
+  // new listener: binding it anew would fail while the old listener holds it (a swap of two
+  // listeners' ports), and the port stays open throughout.
+  std::vector<std::pair<std::size_t, const wanted*>> taken_over;
   std::vector<bool> reused(listeners_.size(), false);
   for (const auto& w : want) {
     std::size_t i = 0;
-    while (i < listeners_.size() &&
-           (reused[i] || listeners_[i]->state->kind != w.kind || listeners_[i]->state->endpoint != w.ep))
-      ++i;
+    while (i < listeners_.size() && (reused[i] || listeners_[i]->state->endpoint != w.ep)) ++i;
     if (i < listeners_.size()) {
       reused[i] = true;
-      kept.emplace_back(i, &w);
+      (listeners_[i]->state->kind == w.kind ? kept : taken_over).emplace_back(i, &w);
       continue;
     }
     try {
@@ -474,8 +497,20 @@ void daemon::reload() {
     st.generation = generation;
     next_listeners.push_back(std::move(listeners_[i]));
   }
+  for (const auto& [i, w] : taken_over) {
+    auto& l = listeners_[i];
+    changes.push_back(fmt::format("{} \"{}\" on {} is now {} \"{}\" ({})", l->state->kind, l->state->name,
+                                  format_endpoint(w->ep), w->kind, w->name, policy_text(w->policy)));
+    l->state->closed = true;  // its open connections keep the old settings
+    std::error_code ignored;
+    l->acceptor.cancel(ignored);  // ends its accept loop; the socket stays bound and listening
+    l->state = make_listener_state(w->kind, w->name, w->ep, w->policy, w->upstream);
+    l->state->generation = generation;
+    start_accepting(l);
+    next_listeners.push_back(std::move(l));
+  }
   for (auto& l : listeners_) {
-    if (!l) continue;  // kept
+    if (!l) continue;  // kept or taken over
     changes.push_back(fmt::format("closed {} \"{}\" on {}", l->state->kind, l->state->name,
                                   format_endpoint(l->state->endpoint)));
     l->state->closed = true;

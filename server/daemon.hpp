@@ -31,6 +31,9 @@ class daemon {
     tcp::acceptor acceptor;
   };
 
+  std::shared_ptr<listener_runtime> make_listener_state(const std::string& kind, const std::string& name,
+                                                       const tcp::endpoint& ep, const tcp_policy& tcp,
+                                                       const tcp_policy& upstream) const;
   std::shared_ptr<listener> open_listener(const std::string& kind, const std::string& name,
                                           const tcp::endpoint& ep, const tcp_policy& tcp,
                                           const tcp_policy& upstream);
@@ -39,6 +42,7 @@ class daemon {
   bool shed_connection(listener& l);
   // A newly accepted connection joins the pending set (evicting the oldest at the cap).
   pending_set::ticket admit_pending(const listener_runtime& l, const asio::any_io_executor& ex);
+  void keep_spare_fd();
   awaitable<void> signal_loop();
   awaitable<void> drain();
   void reload();

@@ -91,6 +91,7 @@ struct session {
   close_reason reason = close_reason::client_eof;
   bool timed_out = false;
   bool drained = false;
+  bool shutdown_cut = false;  // the deadline or a drain cut only the TLS shutdown after the relay
   bool user_removed = false;  // ended by a reload that removed the user
   std::optional<user_admission> admitted;
   bool evicted = false;        // closed while pending, to admit a newer connection
@@ -157,6 +158,7 @@ struct session {
   }
 
   void on_timeout() {
+    shutdown_cut = phase == "close";
     timed_out = true;
     close_sockets();
   }
@@ -210,11 +212,24 @@ struct session {
     return std::min(phase_deadline, accepted + cfg->limits.pending_timeout);
   }
 
+  // An I/O step failed: because an eviction, the watchdog or a drain closed the sockets, or on
+  // its own.
+  void reject_io(std::string_view on_timeout, std::string_view on_failure, std::string detail) {
+    if (evicted) return reject("evicted", std::move(detail));
+    if (timed_out) return reject(on_timeout, std::move(detail));
+    if (drained) return reject("drain");  // not the client's failure ("Operation aborted")
+    reject(on_failure, std::move(detail));
+  }
+
+  // The destination's side ended the relay. During a drain that is the drain's doing: our own
+  // target closes its idle keep-alive connections at once, and says close after a request.
+  close_reason upstream_ended(close_reason r) const { return rt.stopping ? close_reason::drain : r; }
+
   awaitable<bool> handshake() {
     deadline = pending_deadline(accepted + cfg->limits.handshake_timeout);
     auto [ec] = co_await client.async_handshake(asio::ssl::stream_base::server, as_tuple_awaitable);
     if (ec) {
-      reject(evicted ? "evicted" : timed_out ? "handshake_timeout" : "tls_handshake_failed", ec.message());
+      reject_io("handshake_timeout", "tls_handshake_failed", ec.message());
       co_return false;
     }
     info->phases.tls_done = now_us();
@@ -233,11 +248,8 @@ struct session {
       if (ec) {
         // A TLS-level failure (a renegotiation attempt, a bad record) is not a short header.
         const bool tls_failed = !timed_out && !is_eof(ec) && ec.category() == asio::error::get_ssl_category();
-        reject(evicted     ? "evicted"
-               : timed_out ? "header_timeout"
-               : tls_failed ? "tls_error"
-                            : (used ? "truncated_header" : "no_header"),
-               is_eof(ec) ? "" : ec.message());
+        reject_io("header_timeout", tls_failed ? "tls_error" : (used ? "truncated_header" : "no_header"),
+                  is_eof(ec) ? "" : ec.message());
         co_return 0;
       }
       if (used == 0) info->phases.first_vless_byte = now_us();
@@ -332,7 +344,7 @@ struct session {
                                                             as_tuple_awaitable);
       resolving = nullptr;
       if (ec) {
-        reject(timed_out ? "resolve_timeout" : "resolve_failed", ec.message());
+        reject_io("resolve_timeout", "resolve_failed", ec.message());
         co_return false;
       }
       info->phases.resolved = now_us();
@@ -395,9 +407,9 @@ struct session {
         co_return true;
       }
       last = cec;
-      if (timed_out) break;
+      if (timed_out || drained) break;
     }
-    reject(timed_out ? "connect_timeout" : "connect_failed", last.message());
+    reject_io("connect_timeout", "connect_failed", last.message());
     co_return false;
   }
 
@@ -411,6 +423,9 @@ struct session {
     std::vector<char>().swap(buf);
     bool block_filled = false;  // the last block was filled up before the client ran dry
     for (;;) {
+      // upstream_to_client's cancel reaches only a read pending at that moment: one that had
+      // already completed would otherwise be followed by a wait that only the idle timeout ends.
+      if (upstream_done) co_return;
       // Read every record already here into one block; fill() stops when a read would block.
       std::error_code ec;
       std::size_t n = 0;
@@ -461,7 +476,7 @@ struct session {
                                                   as_tuple_awaitable);
       up_writing = false;
       if (wec) {
-        reason = close_reason::upstream_error;
+        reason = upstream_ended(close_reason::upstream_error);
         std::error_code ignored;
         client_socket().cancel(ignored);
         co_return;
@@ -486,7 +501,7 @@ struct session {
                                                             as_tuple_awaitable);
       if (ec) {
         if (reason == close_reason::client_eof && !client_closed)
-          reason = is_eof(ec) ? close_reason::upstream_eof : close_reason::upstream_error;
+          reason = upstream_ended(is_eof(ec) ? close_reason::upstream_eof : close_reason::upstream_error);
         if (!header_sent) {
           // Nothing came back at all: the client still gets its response header.
           auto [wec, wn] = co_await asio::async_write(client, asio::buffer(down, header_room),
@@ -539,9 +554,12 @@ struct session {
     info->phases.closed = now_us();
     if (client_socket().is_open()) tcpi = read_tcp_info(client_socket().native_handle());
     close_sockets();
-    if (timed_out && reason != close_reason::rejected) {
+    // How the relay ended decides the reason; cutting the bounded TLS shutdown after it does not
+    // (a client that ignores close_notify was logged "timeout").
+    const bool cut = !shutdown_cut && reason != close_reason::rejected;
+    if (cut && timed_out) {
       reason = close_reason::timeout;
-    } else if (drained && reason != close_reason::rejected) {
+    } else if (cut && drained) {
       reason = close_reason::drain;
     } else if (user_removed && reason != close_reason::rejected) {
       reason = close_reason::user_removed;
@@ -638,19 +656,22 @@ awaitable<void> serve_session(runtime& rt, session_start start, tcp::socket sock
   const auto generation = start.generation;
   const auto policy = start.policy;
   const auto upstream_policy = start.upstream_policy;
+  const auto client = start.client;
   session s(rt, start, std::move(socket));
   s.info->session_id = id;
   s.info->listener = s.listener_name;
   s.policy_at_accept = policy;
   s.upstream_policy_at_accept = upstream_policy;
   s.generation_at_accept = generation;
-  std::error_code ec;
-  s.info->client = format_endpoint(s.client_socket().remote_endpoint(ec));
+  s.info->client = format_endpoint(client);
   if (auto err = apply_on_open(s.client_socket().native_handle(), s.policy_at_accept))
     spdlog::warn("vless {}: setsockopt: {}", s.listener_name, err.message());
   {
     const connection_registration registered(rt.connections, s.client.get_executor(), [&s](bool force) {
-      if (!force) return;  // a relay has no request boundary: it may run until the drain deadline
+      // A client that has not sent its request yet (handshake or header in progress) goes at
+      // once; a relay has no request boundary: it may run until the drain deadline.
+      if (!force && s.phase != "tls" && s.phase != "header") return;
+      s.shutdown_cut = s.phase == "close";
       s.drained = true;
       s.close_sockets();
     });

@@ -21,7 +21,8 @@ enum class close_reason {
   upstream_error,  // reset or I/O error on the upstream side
   timeout,         // a phase deadline passed (which one: the phase field)
   rejected,        // header refused (the reason field says why)
-  drain,           // closed by a SIGTERM drain deadline
+  drain,           // ended by a SIGTERM drain: at its start (no request yet), by the destination
+                   // closing during it (our target closes idle connections), or at its deadline
   user_removed,    // a reload removed the session's user
   slow_transfer,   // a peer did not take what was written to it at [limits] min_rate_*
 };
@@ -64,6 +65,7 @@ struct session_start {
   tcp_policy upstream_policy;
   std::uint64_t generation = 0;
   std::uint64_t session_id = 0;
+  tcp::endpoint client;  // from accept: the socket's peer is gone once the client resets
   pending_set::ticket pending;  // until the header is authorised
 };
 

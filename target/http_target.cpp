@@ -150,13 +150,25 @@ struct connection {
   }
 
   // Answers an unparseable request and ends the connection (its framing can't be trusted).
-  awaitable<void> reject(int status, std::string_view why, std::string_view route) {
+  awaitable<void> reject(int status, std::string_view why, std::string_view route_value, const route_info* route) {
     auto plan = error_response(status, why);
-    auto head = format_head(plan, plan.body.size(), route, "", false);
+    auto head = format_head(plan, plan.body.size(), route_value, "", false);
     co_await write_all(asio::buffer(head), asio::buffer(plan.body));
     json_line line("http.request");
-    line.add("listener", listener->name).add("peer", peer).add("status", status).add("error", why);
+    add_route(line, route);
+    line.add("status", status).add("error", why);
     rt.log.write(line.finish());
+  }
+
+  // The fields every http.request line starts with: where it came in, and by which route.
+  void add_route(json_line& line, const route_info* route) const {
+    line.add("listener", listener->name).add("peer", peer).add("route", route ? "vless" : "direct");
+    if (route) {
+      line.add("vless_session", route->session_id)
+          .add("vless_user", route->user)
+          .add("vless_client", route->client)
+          .add("vless_listener", route->listener);
+    }
   }
 
   awaitable<void> run() {
@@ -187,7 +199,7 @@ struct connection {
       if (parsed.invalid()) {
         // RFC 6585 §5: 431 covers one field too large and the fields together being too many.
         const bool too_large = parsed.reason == "header too large" || parsed.reason == "too many headers";
-        co_return co_await reject(too_large ? 431 : 400, parsed.reason, route_value);
+        co_return co_await reject(too_large ? 431 : 400, parsed.reason, route_value, route.get());
       }
       busy = true;
       const auto started_at = steady_clock::now();
@@ -305,13 +317,7 @@ struct connection {
                    std::uint64_t received, steady_clock::time_point started_at, bool complete,
                    std::string_view error = "response not completed") {
     json_line line("http.request");
-    line.add("listener", listener->name).add("peer", peer).add("route", route ? "vless" : "direct");
-    if (route) {
-      line.add("vless_session", route->session_id)
-          .add("vless_user", route->user)
-          .add("vless_client", route->client)
-          .add("vless_listener", route->listener);
-    }
+    add_route(line, route);
     line.add("method", req.method).add("path", req.target).add("status", status).add("bytes", sent);
     if (received) line.add("bytes_in", received);
     line.add("duration_us", static_cast<std::int64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
@@ -331,11 +337,9 @@ struct connection {
 }  // namespace
 
 awaitable<void> serve_connection(runtime& rt, std::shared_ptr<listener_runtime> listener,
-                                 tcp::socket socket, pending_set::ticket pending) {
+                                 tcp::socket socket, tcp::endpoint peer_ep, pending_set::ticket pending) {
   std::error_code ec;
-  auto peer_ep = socket.remote_endpoint(ec);
-  if (ec) co_return;
-  auto local_ep = socket.local_endpoint(ec);
+  auto local_ep = socket.local_endpoint(ec);  // getsockname() still works after a reset
   if (ec) co_return;
   if (auto err = apply_on_open(socket.native_handle(), listener->tcp.load()))
     spdlog::warn("target {}: setsockopt: {}", listener->name, err.message());

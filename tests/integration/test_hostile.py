@@ -11,6 +11,7 @@ import shutil
 import signal
 import socket
 import ssl
+import struct
 import subprocess
 import threading
 import time
@@ -483,6 +484,51 @@ def half_open_fin_in_every_phase():
         check(r.status == 200 and r.body == b"delayed 300 ms\n", r)
     e = D.wait_event("vless.session", since=mark)
     check(e["close_reason"] in ("client_eof", "upstream_eof"), e)
+
+
+def reset_right_after_connect(port: int, count: int, payload: bytes = b"") -> set[str]:
+    """count connections, each reset (SO_LINGER 0) right after connect and payload, while the
+    daemon is stopped: every one of them waits in the accept backlog already reset. Returns the
+    clients' "ip:port"."""
+    clients = set()
+    D.signal(signal.SIGSTOP)
+    try:
+        for _ in range(count):
+            s = tcp_connect(port, timeout=2)
+            clients.add("%s:%d" % s.getsockname())
+            if payload:
+                s.sendall(payload)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()
+    finally:
+        D.signal(signal.SIGCONT)
+    return clients
+
+
+@suite.test
+def reset_right_after_connect_keeps_the_client_address():
+    # The client address comes from accept(): once a connection is reset, getpeername() fails,
+    # and the log said 0.0.0.0:0 (278 of 300 such connections before).
+    n = 100
+    mark = D.mark()
+    clients = reset_right_after_connect(VP, n)
+    ev = wait_closed(mark, n, timeout=10 * SLACK)
+    logged = [e["client"] for e in ev]
+    check(set(logged) == clients and len(logged) == n,
+          f"{sum(c not in clients for c in logged)} of {len(logged)} lines with another client, e.g. "
+          f"{[c for c in logged if c not in clients][:3]}")
+    check({e["reason"] for e in ev} == {"tls_handshake_failed"}, {e["reason"] for e in ev})
+    # The target served a request that arrived before the reset too (it dropped the connection
+    # without a line): one http.request line each, with its peer and a route.
+    mark = D.mark()
+    clients = reset_right_after_connect(TP, n, http_request("GET", "/generate_204"))
+    deadline = time.monotonic() + 10 * SLACK
+    while len(D.events("http.request", since=mark)) < n and time.monotonic() < deadline:
+        time.sleep(0.05)
+    ev = D.events("http.request", since=mark)
+    check({e["peer"] for e in ev} == clients and len(ev) == n, f"{len(ev)} http.request lines for {n} requests")
+    check(all(e["route"] == "direct" and e["path"] == "/generate_204" for e in ev), ev[:3])
+    healthy()
 
 
 @suite.test

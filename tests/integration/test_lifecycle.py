@@ -6,12 +6,14 @@ import ssl
 import threading
 import time
 
-from harness import (Daemon, Suite, TlsClient, check, free_port, http_request, new_uuid, plain_stream,
+from harness import (SANITIZED, Daemon, Suite, TlsClient, check, free_port, http_request, new_uuid, plain_stream,
                      policy, port_open, read_vless_response_header, require_binary, run_daemon, tcp_connect,
                      tempdir, toml_text, vless_get, vless_header, make_cert, read_events)
 
 suite = Suite("test_lifecycle")
 require_binary()
+# Exit-time bounds of the drain checks, below their 5 s drain deadline even for the sanitizer trees.
+EXIT_SLACK = 2.5 if SANITIZED else 1.0
 
 
 def base_cfg(**limits) -> dict:
@@ -241,6 +243,50 @@ def reload_adds_and_removes_listeners():
 
 
 @suite.test
+def reload_swaps_ports_between_listeners():
+    # The reload diffed listeners by (kind, endpoint): a port moving from a target to a VLESS
+    # listener meant binding it while the old listener still held it ("Address already in use"),
+    # so the whole reload failed. Swap a VLESS and a target port, and two targets' names and ports.
+    cfg = base_cfg()
+    with Daemon(cfg) as d:
+        v, t1, t2 = d.port("v"), d.port("t1"), d.port("t2")
+        direct = tcp_connect(t1)  # open on the old target, kept across the swap
+        ds = plain_stream(direct)
+        ds.send(http_request("GET", "/", headers={"X-Vlessbench-Seq": "before-swap"}))
+        check(ds.read_response().status == 200)
+        new = copy.deepcopy(d.cfg)
+        new["vless"][0]["listen"] = f"127.0.0.1:{t1}"
+        new["target"] = [{"name": "t1", "listen": f"127.0.0.1:{t2}"},
+                         {"name": "t2", "listen": f"127.0.0.1:{v}"}]
+        ev = d.reload(new)
+        check(ev["ok"] is True and ev["generation"] == 2, f"{ev}\n{d.stderr()[-1500:]}")
+        # VLESS on the first target's old port, to t1 on t2's old port.
+        mark = d.mark()
+        resp, _ = vless_get(t1, d.uuid, t2, "/generate_204")
+        check(resp.status == 204 and resp.headers["x-vlessbench-route"].startswith("vless"), resp)
+        e = d.wait_event("http.request", since=mark, path="/generate_204")
+        check(e["listener"] == "t1" and e["vless_listener"] == "v", e)
+        # A plain request on the VLESS listener's old port reaches target t2.
+        r = plain_stream(tcp_connect(v))
+        r.send(http_request("GET", "/generate_204", headers={"Connection": "close"}))
+        check(r.read_response().status == 204)
+        d.wait_event("http.request", since=mark, listener="t2")
+        # The connection accepted by the old target t1 keeps being served (and logged by it).
+        ds.send(http_request("GET", "/", headers={"X-Vlessbench-Seq": "after-swap"}))
+        check(ds.read_response().status == 200)
+        d.wait_event("http.request", seq="after-swap")
+        direct.close()
+        # And back again, in one more reload.
+        ev = d.reload(cfg)
+        check(ev["ok"] is True and ev["generation"] == 3, ev)
+        s = session_line(d, d.mark())
+        check(s["policy"]["generation"] == 3 and s["listener"] == "v", s)
+        back = d.wait_event("http.request", vless_session=s["session"])
+        check(back["listener"] == "t1" and back["vless_listener"] == "v", back)
+        check(port_open(t2) and port_open(v) and port_open(t1), "a port closed by the swaps")
+
+
+@suite.test
 def reload_broken_keeps_old_config():
     cfg = base_cfg()
     with Daemon(cfg) as d:
@@ -371,6 +417,73 @@ def sigterm_drains_in_flight_requests():
     tunnel.close()
     check(not port_open(d.port("v")), "still accepting after exit")
     check(d.events("vless.session"), "no vless.session line for the drained session")
+
+
+@suite.test
+def sigterm_closes_vless_connections_without_a_request_at_once():
+    # Nothing sent yet (handshake pending), handshake done but no header, half a header: none has
+    # a request in flight, so the drain closes them at its start, like idle target connections,
+    # and logs them as drained (they were "tls_handshake_failed" / "no_header" /
+    # "truncated_header" after the whole drain_timeout).
+    d = Daemon(base_cfg(drain_timeout_ms=5000))
+    d.wait_event("vless.reject", reason="tls_handshake_failed")  # the start-up port probe
+    mark = d.mark()
+    silent = tcp_connect(d.port("v"))
+    no_header = TlsClient(d.port("v")).handshake()
+    half_header = TlsClient(d.port("v")).handshake()
+    half_header.send(vless_header(d.uuid, d.port("t1"))[:10])
+    time.sleep(0.5)  # the server has seen the handshakes end and the 10 bytes, usually
+    t0 = time.monotonic()
+    d.signal(signal.SIGTERM)
+    rc = d.proc.wait(timeout=10)
+    elapsed = time.monotonic() - t0
+    check(rc == 0, f"exit code {rc}\n{d.stderr()}")
+    print(f"FIGURE drain_without_requests_exit_s = {elapsed:.2f}", flush=True)
+    check(elapsed < 1.5 * EXIT_SLACK,
+          f"exit {elapsed:.2f}s after SIGTERM: the drain waited for clients without a request")
+    ev = d.events("vless.reject", since=mark)
+    # Phases as the server had got along (on a loaded machine it may not have read everything).
+    check(len(ev) == 3 and all(e["reason"] == "drain" and e["phase"] in ("tls", "header") for e in ev), ev)
+    check(all("detail" not in e for e in ev), ev)
+    for c in (no_header, half_header):
+        check(c.stream.at_eof(), "a connection without a request was not closed")
+        c.close()
+    silent.close()
+
+
+@suite.test
+def sigterm_logs_idle_tunnels_as_drain():
+    # Idle tunnels to our own target: the target closes its idle keep-alive connections at the
+    # drain's start, so the relay sees the destination's EOF first — caused by the drain, and
+    # logged so (it was "upstream_eof", as if the target had ended it on its own). One client
+    # answers the daemon's close_notify; the other ignores it, which cut the bounded TLS shutdown
+    # and turned the reason into "timeout".
+    d = Daemon(base_cfg(drain_timeout_ms=5000))
+    tunnels, sids = [], []
+    for _ in range(2):
+        t = TlsClient(d.port("v")).handshake()
+        t.send(vless_header(d.uuid, d.port("t1")) + http_request("GET", "/"))
+        read_vless_response_header(t.stream)
+        r = t.stream.read_response()
+        check(r.status == 200, r)
+        sids.append(int(r.headers["x-vlessbench-route"].split()[1].split("=")[1]))
+        tunnels.append(t)
+    answering, ignoring = tunnels
+    t0 = time.monotonic()
+    d.signal(signal.SIGTERM)
+    check(answering.stream.at_eof(), "idle tunnel not closed")
+    answering.close_notify()
+    answering.close()
+    rc = d.proc.wait(timeout=10)
+    elapsed = time.monotonic() - t0
+    # The one ignoring close_notify holds the exit up by the 1 s shutdown grace, no more.
+    print(f"FIGURE drain_idle_tunnels_exit_s = {elapsed:.2f}", flush=True)
+    check(rc == 0 and elapsed < 1.5 + EXIT_SLACK, (rc, elapsed))
+    check(ignoring.stream.at_eof(), "idle tunnel not closed")
+    ignoring.close()
+    for sid in sids:
+        s = d.wait_event("vless.session", session=sid)
+        check(s["close_reason"] == "drain", s)
 
 
 @suite.test

@@ -4,8 +4,8 @@ import resource
 import socket
 import time
 
-from harness import (SANITIZED, Daemon, Suite, check, curl, curl_headers, http_request, plain_stream,
-                     require_binary, rss_kib, tcp_connect)
+from harness import (SANITIZED, Daemon, Suite, TlsClient, check, curl, curl_headers, http_request, plain_stream,
+                     read_vless_response_header, require_binary, rss_kib, tcp_connect, vless_header)
 
 suite = Suite("test_target")
 require_binary()
@@ -183,6 +183,32 @@ def raw_oversized_head_is_431():
         check(r.status == 431, r)
         check(st.at_eof(), "not closed after 431")
     D.wait_event("http.request", status=431)
+
+
+@suite.test
+def rejected_requests_are_logged_with_their_route():
+    # DESIGN.md §3: route is a field of every http.request line, the 400/431 ones included (they
+    # had none, nor the vless_* fields when the request came through VLESS).
+    mark = D.mark()
+    for raw, status in ((b"GARBAGE\r\n\r\n", 400),
+                        (b"GET / HTTP/1.1\r\n" + b"X-Big: " + b"y" * 17000 + b"\r\n\r\n", 431)):
+        with tcp_connect(PORT) as s:
+            st = plain_stream(s)
+            st.send(raw)
+            check(st.read_response().status == status)
+        e = D.wait_event("http.request", since=mark, status=status)
+        check(e.get("route") == "direct" and e["peer"] and e["listener"] == "http", e)
+        check(not any(k.startswith("vless_") for k in e), e)
+    with TlsClient(D.port("kernel")) as c:
+        c.handshake()
+        c.send(vless_header(D.uuid, PORT) + b"GARBAGE\r\n\r\n")
+        read_vless_response_header(c.stream)
+        r = c.stream.read_response()
+        check(r.status == 400, r)
+        sid = int(r.headers["x-vlessbench-route"].split()[1].split("=")[1])
+    e = D.wait_event("http.request", since=mark, status=400, route="vless")
+    check(e.get("vless_session") == sid and e.get("vless_user") == D.user, e)
+    check(e.get("vless_listener") == "kernel" and e.get("vless_client", "").startswith("127.0.0.1:"), e)
 
 
 def expect_status_and_close(raw: bytes, status: int, error_part: str):

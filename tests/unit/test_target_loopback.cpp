@@ -34,8 +34,9 @@ struct fixture {
   ~fixture() { std::filesystem::remove(log_path); }
 
   awaitable<void> accept_one() {
-    auto s = co_await acceptor.async_accept(use_awaitable);
-    co_await target::serve_connection(rt, listener, std::move(s));
+    tcp::endpoint peer;
+    auto s = co_await acceptor.async_accept(peer, use_awaitable);
+    co_await target::serve_connection(rt, listener, std::move(s), peer);
   }
 
   std::string log_text() const {
