@@ -16,7 +16,7 @@ cmake --build build-asan -j "$jobs" --target unit_tests vlessbenchd \
   fuzz_http_request fuzz_http_response fuzz_vless_header fuzz_share_link fuzz_config
 
 cmake -S . -B build-tsan -G Ninja "${san_flags[@]}" -DVLESSBENCH_SANITIZE=thread >/dev/null
-cmake --build build-tsan -j "$jobs" --target unit_tests vlessbenchd vless_load vlessbench
+cmake --build build-tsan -j "$jobs" --target unit_tests vlessbenchd vlessbench_load vlessbench
 
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DVLESSBENCH_RUNNER_OPENSSL=ON \
   -DVLESSBENCH_SANITIZER_BUILD="$PWD/build-asan" -DVLESSBENCH_TSAN_BUILD="$PWD/build-tsan" >/dev/null
