@@ -88,5 +88,7 @@ class client {
 
 }  // namespace vlessbench::vless
 
+namespace std {
 template <>
-struct std::is_error_code_enum<vlessbench::vless::client_errc> : std::true_type {};
+struct is_error_code_enum<vlessbench::vless::client_errc> : true_type {};
+}  // namespace std

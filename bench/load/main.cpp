@@ -50,7 +50,6 @@ void add_endpoints(CLI::App& app, vlessbench::load::endpoints& e, bool server_re
   if (server_required) {
     server->required();
     uuid->required();
-    target->required();
   } else {
     server->needs(uuid);
   }
