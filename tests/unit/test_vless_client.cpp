@@ -6,10 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "bytes.hpp"
 #include "tls.hpp"
 #include "vless_client.hpp"
 
 using namespace vlessbench;
+using vlessbench::test::bytes;
 
 namespace {
 
@@ -81,12 +83,6 @@ struct fixture {
     return result;
   }
 };
-
-std::string bytes(std::initializer_list<int> b) {
-  std::string s;
-  for (int x : b) s.push_back(static_cast<char>(x));
-  return s;
-}
 
 }  // namespace
 
