@@ -86,7 +86,8 @@ struct fixture {
 
 }  // namespace
 
-TEST_CASE("vless client: header and first request in one TLS record; response header taken off", "[vless_client]") {
+TEST_CASE("vless client: header and first request in one TLS record, response header taken off",
+          "[vless_client]") {
   fixture f(false);
   std::string payload;
   REQUIRE_FALSE(f.run({bytes({0, 0}) + "HTTP/1.1 204 No Content\r\n\r\n"}, payload, 27));
