@@ -256,7 +256,8 @@ class Setup:
                 f"&allowInsecure=1&type=tcp#{which}")
 
     def load_args(self, which: str) -> list:
-        """vlessbench_load arguments for a server, or the direct floor (which == 'direct')."""
+        """vlessbench_load arguments for a server, or the direct floor (which == 'direct'; not in
+        the sessions mode, which always goes through a server)."""
         args = ["--target", f"{HOST}:{self.target_port}"]
         if which != "direct":
             args += ["--server", f"{HOST}:{self.server(which)[0]}", "--uuid", self.uuid]
@@ -277,20 +278,24 @@ def measure_idle(s: Setup, load: Path, sessions: int) -> dict:
         pid = s.server(which)[1].pid
         time.sleep(0.5)
         before = rss_kib(pid)
-        p = subprocess.Popen([str(a) for a in (load, "idle", *s.load_args(which), "--workers", sessions, "--seconds", 60)],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, preexec_fn=_pdeathsig)
+        # Each session sends one GET / (so the server has dialled upstream and relayed once), reads
+        # the answer, and holds until stdin closes; at most 64 are being opened at once.
+        argv = [load, "sessions", *s.load_args(which), "--idle", sessions, "--opening", 64, "--path", "/",
+                "--timeout", 60]
+        p = subprocess.Popen([str(a) for a in argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                             preexec_fn=_pdeathsig)
         _procs.append(p)
         try:
-            line = p.stdout.readline()  # bounded: the tool gives up after --seconds
-            ready = json.loads(line) if line.strip() else {"ready": 0, "error": "no output"}
+            line = p.stdout.readline()  # bounded: every opening gives up after --timeout
+            ready = json.loads(line) if line.strip() else {"idle_open": 0, "errors": "no output"}
             time.sleep(1.0)  # let the server settle (Go's background allocations, lazy frees)
             with_sessions = rss_kib(pid)
         finally:
             p.stdin.close()
             p.wait(timeout=30)
-        n = ready.get("ready", 0)
+        n = ready.get("idle_open", 0)
         if n < sessions:
-            raise RuntimeError(f"idle sessions on {which}: only {n}/{sessions} opened: {ready.get('error')}")
+            raise RuntimeError(f"idle sessions on {which}: only {n}/{sessions} opened: {ready.get('errors')}")
         out[which] = {"rss_before_kib": before, "rss_with_sessions_kib": with_sessions, "sessions": n,
                       "per_session_kib": (with_sessions - before) / n}
         time.sleep(1.0)  # sessions close

@@ -13,6 +13,7 @@
 #include <asio/ip/tcp.hpp>
 
 #include "access_log.hpp"
+#include "net_address.hpp"  // parse_endpoint, format_endpoint: listeners are endpoints
 
 namespace vlessbench {
 
@@ -137,9 +138,6 @@ config load_config_file(const std::filesystem::path& file);
 // 127.0.0.1, one user with a random UUID, in-memory certificate.
 config default_config();
 
-// "127.0.0.1:8080", "[::1]:8443" -> endpoint; returns false with a reason on error.
-bool parse_endpoint(std::string_view text, asio::ip::tcp::endpoint& out, std::string& reason);
-std::string format_endpoint(const asio::ip::tcp::endpoint& ep);
 // "10.0.0.0/8", "::/0", "192.0.2.7" (a /32) -> network; false with a reason on error (including
 // host bits set past the prefix, which usually means a typo).
 bool parse_ip_network(std::string_view text, ip_network& out, std::string& reason);

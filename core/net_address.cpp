@@ -1,5 +1,8 @@
 #include "net_address.hpp"
 
+#include <algorithm>
+#include <charconv>
+
 namespace vlessbench {
 
 asio::ip::address unmapped(const asio::ip::address& a) {
@@ -7,6 +10,98 @@ asio::ip::address unmapped(const asio::ip::address& a) {
   const auto v6 = a.to_v6();
   if (v6.is_v4_mapped()) return asio::ip::make_address_v4(asio::ip::v4_mapped, v6);
   return asio::ip::address_v6(v6.to_bytes());  // scope id dropped: compared as bytes
+}
+
+namespace {
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Characters that end or break a URL authority, or that no host name contains.
+bool bad_name_char(char ch) {
+  const auto c = static_cast<unsigned char>(ch);
+  return c <= 0x20 || c == 0x7f || ch == '/' || ch == '?' || ch == '#' || ch == '@' || ch == '[' ||
+         ch == ']' || ch == '%' || ch == '\\';
+}
+
+std::optional<host_port> fail(std::string& reason, const char* text) {
+  reason = text;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<host_port> parse_host_port(std::string_view text, host_rule rule, std::string& reason) {
+  const bool names = rule == host_rule::name_or_address;
+  std::string_view host;
+  std::string_view port;
+  const bool bracketed = !text.empty() && text.front() == '[';
+  if (bracketed) {
+    const auto close = text.find(']');
+    if (close == std::string_view::npos) return fail(reason, "missing ']' after the IPv6 address");
+    host = text.substr(1, close - 1);
+    const auto rest = text.substr(close + 1);
+    if (rest.empty() || rest.front() != ':') return fail(reason, "expected [IPv6]:PORT");
+    port = rest.substr(1);
+  } else {
+    const auto colon = text.rfind(':');
+    if (colon == std::string_view::npos) return fail(reason, names ? "expected HOST:PORT" : "expected ADDRESS:PORT");
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+    if (host.find(':') != std::string_view::npos)
+      return fail(reason, "IPv6 addresses need brackets, e.g. [::1]:8443");
+  }
+  if (host.empty()) return fail(reason, names ? "empty host" : "missing address (use 0.0.0.0 or [::] for every address)");
+  if (port.empty()) return fail(reason, "missing port");
+  if (!std::all_of(port.begin(), port.end(), is_digit)) return fail(reason, "port must be a number");
+  // Leading zeros are allowed however many; the significant digits decide the range.
+  const auto significant = port.substr(std::min(port.find_first_not_of('0'), port.size()));
+  unsigned value = 0;
+  if (significant.size() > 5 ||
+      std::from_chars(significant.data(), significant.data() + significant.size(), value).ec != std::errc{} ||
+      value < 1 || value > 65535)
+    return fail(reason, "port out of range");
+
+  asio::error_code ec;
+  if (bracketed) {
+    (void)asio::ip::make_address_v6(std::string(host), ec);
+    if (ec) return fail(reason, "not a valid IPv6 address");
+  } else if (names) {
+    if (std::any_of(host.begin(), host.end(), bad_name_char)) return fail(reason, "bad character in host");
+  } else {
+    (void)asio::ip::make_address_v4(std::string(host), ec);
+    if (ec) {
+      const bool numeric = std::all_of(host.begin(), host.end(), [](char c) { return is_digit(c) || c == '.'; });
+      return fail(reason, numeric ? "not a valid IPv4 address"
+                                  : "hostnames are not accepted, use an IP address (e.g. 127.0.0.1 or [::1])");
+    }
+  }
+  reason.clear();
+  return host_port{std::string(host), static_cast<std::uint16_t>(value)};
+}
+
+std::string format_host_port(std::string_view host, std::uint16_t port) {
+  std::string out;
+  if (host.find(':') != std::string_view::npos) {
+    out += '[';
+    out += host;
+    out += ']';
+  } else {
+    out += host;
+  }
+  out += ':';
+  out += std::to_string(port);
+  return out;
+}
+
+bool parse_endpoint(std::string_view text, asio::ip::tcp::endpoint& out, std::string& reason) {
+  const auto hp = parse_host_port(text, host_rule::address_only, reason);
+  if (!hp) return false;
+  out = asio::ip::tcp::endpoint(asio::ip::make_address(hp->host), hp->port);
+  return true;
+}
+
+std::string format_endpoint(const asio::ip::tcp::endpoint& ep) {
+  return format_host_port(ep.address().to_string(), ep.port());
 }
 
 }  // namespace vlessbench

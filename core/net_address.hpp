@@ -1,12 +1,41 @@
 #pragma once
-// One normal form for IP addresses, so that the same host never compares unequal to itself:
-// an IPv4-mapped IPv6 address (::ffff:a.b.c.d) is the IPv4 address, and an IPv6 scope id is
-// dropped (addresses compare as bytes).
+// Addresses as text and as values, in one place: the one HOST:PORT parser (config listeners,
+// share links, the runner's paths and target, the load generator) and one normal form for IP
+// addresses, so that the same host never compares unequal to itself: an IPv4-mapped IPv6 address
+// (::ffff:a.b.c.d) is the IPv4 address, and an IPv6 scope id is dropped (addresses compare as bytes).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
 #include <asio/ip/address.hpp>
+#include <asio/ip/tcp.hpp>
 
 namespace vlessbench {
 
 // ::ffff:a.b.c.d -> a.b.c.d; other addresses unchanged (without an IPv6 scope id).
 asio::ip::address unmapped(const asio::ip::address& a);
+
+// What a host may be: a name or an address (a client resolves it when it dials), or an address
+// literal only (a listener: the bound address must not depend on DNS at reload time).
+enum class host_rule { name_or_address, address_only };
+
+struct host_port {
+  std::string host;  // without brackets
+  std::uint16_t port = 0;
+  bool operator==(const host_port&) const = default;
+};
+
+// "HOST:PORT" or "[IPv6]:PORT": IPv6 only in brackets (and then a valid IPv6 address), port a
+// decimal number 1..65535 (leading zeros allowed). nullopt with a reason that names what is wrong
+// ("port out of range", "IPv6 addresses need brackets, e.g. [::1]:8443", ...); callers add which
+// value it was.
+std::optional<host_port> parse_host_port(std::string_view text, host_rule rule, std::string& reason);
+// "host:port", IPv6 in brackets: the inverse of parse_host_port.
+std::string format_host_port(std::string_view host, std::uint16_t port);
+
+// "127.0.0.1:8080", "[::1]:8443" -> endpoint (address_only); returns false with a reason on error.
+bool parse_endpoint(std::string_view text, asio::ip::tcp::endpoint& out, std::string& reason);
+std::string format_endpoint(const asio::ip::tcp::endpoint& ep);
 
 }  // namespace vlessbench

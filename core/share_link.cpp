@@ -1,11 +1,8 @@
 #include "share_link.hpp"
 
-#include <charconv>
 #include <map>
-#include <system_error>
 
-#include <asio/ip/address_v6.hpp>
-
+#include "net_address.hpp"
 #include "vless_codec.hpp"
 
 namespace vlessbench {
@@ -69,11 +66,9 @@ bool iequals(std::string_view a, std::string_view b) {
   return true;
 }
 
-// Characters that end or break a URL authority, or that no hostname contains.
-bool bad_host_char(char ch) {
-  const auto c = static_cast<unsigned char>(ch);
-  return c <= 0x20 || c == 0x7f || ch == '/' || ch == '?' || ch == '#' || ch == '@' || ch == '[' ||
-         ch == ']' || ch == '%' || ch == '\\';
+// The server part as given, for a reason (cut short: a link may be long).
+std::string quote_host(std::string_view text) {
+  return "'" + std::string(text.substr(0, 80)) + "'";
 }
 
 std::optional<share_link> fail(std::string& reason, std::string text) {
@@ -118,37 +113,10 @@ std::optional<share_link> parse_share_link(std::string_view text, std::string& r
   if (!uuid) return fail(reason, "bad UUID (want 8-4-4-4-12 hex digits): " + *user);
   link.uuid = *uuid;
 
-  std::string_view hostport = authority.substr(at + 1);
-  std::string_view port_text;
-  if (!hostport.empty() && hostport.front() == '[') {
-    const auto close = hostport.find(']');
-    if (close == std::string_view::npos) return fail(reason, "unterminated [IPv6] host");
-    link.host = std::string(hostport.substr(1, close - 1));
-    if (link.host.empty()) return fail(reason, "empty host");
-    std::error_code ec;
-    asio::ip::make_address_v6(link.host, ec);
-    if (ec) return fail(reason, "bad IPv6 address in brackets: " + link.host);
-    const auto after = hostport.substr(close + 1);
-    if (after.empty() || after.front() != ':') return fail(reason, "missing port after the host");
-    port_text = after.substr(1);
-  } else {
-    const auto colon = hostport.rfind(':');
-    if (colon == std::string_view::npos) return fail(reason, "missing port after the host");
-    link.host = std::string(hostport.substr(0, colon));
-    port_text = hostport.substr(colon + 1);
-    if (link.host.empty()) return fail(reason, "empty host");
-    if (link.host.find(':') != std::string::npos)
-      return fail(reason, "IPv6 host must be in brackets: [" + link.host + "]");
-    for (char c : link.host)
-      if (bad_host_char(c)) return fail(reason, "bad character in host: " + link.host);
-  }
-
-  if (port_text.empty()) return fail(reason, "missing port after the host");
-  unsigned long port = 0;
-  const auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (ec != std::errc{} || end != port_text.data() + port_text.size() || port == 0 || port > 65535)
-    return fail(reason, "bad port (want 1..65535): " + std::string(port_text));
-  link.port = static_cast<std::uint16_t>(port);
+  auto server = parse_host_port(authority.substr(at + 1), host_rule::name_or_address, reason);
+  if (!server) return fail(reason, "server " + quote_host(authority.substr(at + 1)) + ": " + reason);
+  link.host = std::move(server->host);
+  link.port = server->port;
 
   // The proposal forbids repeated keys; a link that says two things is refused, not guessed at.
   std::map<std::string, std::string, std::less<>> params;
@@ -219,12 +187,7 @@ std::optional<share_link> parse_share_link(std::string_view text, std::string& r
 }
 
 std::string format_share_link(const share_link& link) {
-  std::string out = "vless://" + vless::format_uuid(link.uuid) + "@";
-  if (link.host.find(':') != std::string::npos)
-    out += "[" + link.host + "]";
-  else
-    out += link.host;
-  out += ":" + std::to_string(link.port);
+  std::string out = "vless://" + vless::format_uuid(link.uuid) + "@" + format_host_port(link.host, link.port);
   out += "?encryption=none&security=" + percent_encode(link.security);
   if (!link.sni.empty()) out += "&sni=" + percent_encode(link.sni);
   out += link.allow_insecure ? "&allowInsecure=1" : "&allowInsecure=0";

@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
+
+#include "net_address.hpp"
 
 namespace vlessbench::runner {
 
@@ -101,45 +102,7 @@ vless_client_options path_spec::client_options(const vless_client_options& defau
   return o;
 }
 
-std::string target_url::authority() const {
-  const bool v6 = host.find(':') != std::string::npos;
-  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
-
-bool parse_host_port(std::string_view text, std::string& host, std::uint16_t& port,
-                     std::string& reason) {
-  std::string_view port_text;
-  if (!text.empty() && text.front() == '[') {
-    const auto close = text.find(']');
-    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') {
-      reason = "expected [IPv6]:PORT in '" + std::string(text) + "'";
-      return false;
-    }
-    host = std::string(text.substr(1, close - 1));
-    port_text = text.substr(close + 2);
-  } else {
-    const auto colon = text.rfind(':');
-    if (colon == std::string_view::npos || text.find(':') != colon) {
-      reason = "expected HOST:PORT in '" + std::string(text) + "'";
-      return false;
-    }
-    host = std::string(text.substr(0, colon));
-    port_text = text.substr(colon + 1);
-  }
-  if (host.empty()) {
-    reason = "empty host in '" + std::string(text) + "'";
-    return false;
-  }
-  unsigned value = 0;
-  const auto [ptr, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), value);
-  if (port_text.empty() || ec != std::errc{} || ptr != port_text.data() + port_text.size() ||
-      value == 0 || value > 65535) {
-    reason = "bad port '" + std::string(port_text) + "'";
-    return false;
-  }
-  port = static_cast<std::uint16_t>(value);
-  return true;
-}
+std::string target_url::authority() const { return format_host_port(host, port); }
 
 std::optional<target_url> parse_target_url(std::string_view text, std::string& reason) {
   if (!starts_with_icase(text, "http://")) {
@@ -159,7 +122,13 @@ std::optional<target_url> parse_target_url(std::string_view text, std::string& r
                         (authority.front() == '[' ? authority.find("]:") != std::string_view::npos
                                                   : authority.find(':') != std::string_view::npos);
   if (has_port) {
-    if (!parse_host_port(authority, url.host, url.port, reason)) return std::nullopt;
+    auto hp = parse_host_port(authority, host_rule::name_or_address, reason);
+    if (!hp) {
+      reason = "target '" + std::string(authority) + "': " + reason;
+      return std::nullopt;
+    }
+    url.host = std::move(hp->host);
+    url.port = hp->port;
   } else {
     url.host = std::string(authority);
     if (url.host.size() >= 2 && url.host.front() == '[' && url.host.back() == ']')
@@ -210,10 +179,13 @@ std::optional<path_spec> parse_path_arg(std::string_view arg, std::string& reaso
       reason = "path '" + p.name + "': a proxy SPEC is only scheme://HOST:PORT";
       return std::nullopt;
     }
-    if (!parse_host_port(hp, p.host, p.port, reason)) {
-      reason = "path '" + p.name + "': " + reason;
+    auto server = parse_host_port(hp, host_rule::name_or_address, reason);
+    if (!server) {
+      reason = "path '" + p.name + "': '" + std::string(hp) + "': " + reason;
       return std::nullopt;
     }
+    p.host = std::move(server->host);
+    p.port = server->port;
   } else if (starts_with_icase(spec, "vless://")) {
     p.kind = path_kind::vless;
     std::string link(spec);

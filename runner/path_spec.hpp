@@ -54,10 +54,6 @@ std::optional<target_url> parse_target_url(std::string_view text, std::string& r
 // `NAME=SPEC`; SPEC is `direct`, `http://H:P`, `socks5://H:P` or a vless:// share link.
 std::optional<path_spec> parse_path_arg(std::string_view arg, std::string& reason);
 
-// `HOST:PORT`, `[V6]:PORT`; port 1..65535.
-bool parse_host_port(std::string_view text, std::string& host, std::uint16_t& port,
-                     std::string& reason);
-
 // Validates a whole list: unique names; puts a path named "direct" first when no direct path was
 // given, because every paired difference is taken against it. Returns the baseline's index.
 std::optional<std::size_t> finalize_paths(std::vector<path_spec>& paths, std::string& reason);

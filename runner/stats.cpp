@@ -7,14 +7,6 @@ namespace vlessbench::stats {
 
 namespace {
 
-// Type-7 quantile of already sorted values.
-double sorted_quantile(std::span<const double> sorted, double q) {
-  const double h = (static_cast<double>(sorted.size()) - 1) * q;
-  const auto lo = static_cast<std::size_t>(std::floor(h));
-  const auto hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (h - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
-}
-
 // Median of a scratch buffer that may be reordered; nth_element keeps the bootstrap O(n) per
 // resample instead of a full sort.
 double median_in_place(std::vector<double>& v) {
@@ -49,13 +41,6 @@ std::optional<double> median(std::span<const double> values) {
   if (values.empty()) return std::nullopt;
   std::vector<double> v(values.begin(), values.end());
   return median_in_place(v);
-}
-
-std::optional<double> quantile(std::span<const double> values, double q) {
-  if (values.empty() || !(q >= 0 && q <= 1)) return std::nullopt;
-  std::vector<double> v(values.begin(), values.end());
-  std::sort(v.begin(), v.end());
-  return sorted_quantile(v, q);
 }
 
 std::optional<interval> bootstrap_median_ci(std::span<const double> values, std::uint64_t seed,

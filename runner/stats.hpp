@@ -5,12 +5,13 @@
 #include <span>
 #include <vector>
 
+#include "quantile.hpp"
+
 namespace vlessbench::stats {
 
-// Median: mean of the two middle values for even n. Quantile: linear interpolation between
-// closest ranks (type 7, as numpy's default), q in [0,1]. Empty input -> nullopt.
+// Median: mean of the two middle values for even n. Empty input -> nullopt. The quantile
+// (type 7) is core's: quantile.hpp.
 std::optional<double> median(std::span<const double> values);
-std::optional<double> quantile(std::span<const double> values, double q);
 
 struct interval {
   double low = 0;

@@ -1,7 +1,6 @@
 #include "tunnel.hpp"
 
 #include "proxy_protocol.hpp"
-#include "vless_codec.hpp"
 
 namespace vlessbench::runner {
 
@@ -15,28 +14,6 @@ bool is_ip_literal(const std::string& host) {
   return !ec;
 }
 
-vless::request_header vless_request_for(const share_link& link, const target_url& target) {
-  vless::request_header h;
-  h.uuid = link.uuid;
-  h.command = static_cast<std::uint8_t>(vless::command::tcp);
-  h.port = target.port;
-  std::error_code ec;
-  const auto addr = asio::ip::make_address(target.host, ec);
-  if (!ec && addr.is_v4()) {
-    h.atyp = vless::address_type::ipv4;
-    const auto b = addr.to_v4().to_bytes();
-    std::copy(b.begin(), b.end(), h.ip.begin());
-  } else if (!ec && addr.is_v6()) {
-    h.atyp = vless::address_type::ipv6;
-    const auto b = addr.to_v6().to_bytes();
-    std::copy(b.begin(), b.end(), h.ip.begin());
-  } else {
-    h.atyp = vless::address_type::domain;
-    h.domain = target.host;
-  }
-  return h;
-}
-
 }  // namespace
 
 path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_url& target,
@@ -44,7 +21,6 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
   path_plan plan;
   plan.spec = &spec;
   plan.target_authority = target.authority();
-  plan.vless = spec.client_options(defaults);
   const std::string host = spec.kind == path_kind::direct ? target.host : spec.host;
   const std::uint16_t port = spec.kind == path_kind::direct ? target.port : spec.port;
   try {
@@ -70,11 +46,14 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
       break;
     case path_kind::vless: {
       const auto& link = *spec.link;
-      plan.tls_options.verify = !link.allow_insecure;
-      plan.tls_options.sni = !link.sni.empty() ? link.sni : (is_ip_literal(link.host) ? "" : link.host);
-      plan.tls_context =
-          std::make_shared<asio::ssl::context>(tls::make_client_context(plan.tls_options));
-      plan.vless_header = vless::encode_request(vless_request_for(link, target));
+      tls::client_options tls;
+      tls.verify = !link.allow_insecure;
+      tls.sni = !link.sni.empty() ? link.sni : (is_ip_literal(link.host) ? "" : link.host);
+      plan.vless = vless::make_client_plan(plan.entry.value_or(tcp::endpoint{}), tls,
+                                           vless::tcp_request(link.uuid, target.host, target.port));
+      const auto options = spec.client_options(defaults);
+      plan.vless.nodelay = options.nodelay;
+      plan.vless.split_header = options.writes == write_mode::split;
       break;
     }
   }
@@ -132,6 +111,7 @@ void tunnel::close() {
 }
 
 std::string tunnel::describe(const std::error_code& ec) const {
+  if (ec.category() == vless::client_category()) return ec.message();  // the whole reason
   if (timed_out_) return std::string(phase_) + ": timeout after " + std::to_string(timeout_.count()) + " ms";
   if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated)
     return std::string(phase_) + ": connection closed by peer";
@@ -139,17 +119,21 @@ std::string tunnel::describe(const std::error_code& ec) const {
 }
 
 awaitable<std::error_code> tunnel::write_all(std::string_view data) {
-  const auto buf = asio::buffer(data.data(), data.size());
-  auto [ec, n] = tls_ ? co_await asio::async_write(*tls_, buf, as_tuple_awaitable)
-                      : co_await asio::async_write(socket_, buf, as_tuple_awaitable);
+  return vless_ ? vless_->write(data) : socket_write_all(data);
+}
+
+awaitable<std::error_code> tunnel::read_some(char* data, std::size_t size, std::size_t& n) {
+  return vless_ ? vless_->read_some(data, size, n) : socket_read_some(data, size, n);
+}
+
+awaitable<std::error_code> tunnel::socket_write_all(std::string_view data) {
+  auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(data.data(), data.size()), as_tuple_awaitable);
   (void)n;
   co_return ec;
 }
 
-awaitable<std::error_code> tunnel::read_some(char* data, std::size_t size, std::size_t& n) {
-  const auto buf = asio::buffer(data, size);
-  auto [ec, got] = tls_ ? co_await tls_->async_read_some(buf, as_tuple_awaitable)
-                        : co_await socket_.async_read_some(buf, as_tuple_awaitable);
+awaitable<std::error_code> tunnel::socket_read_some(char* data, std::size_t size, std::size_t& n) {
+  auto [ec, got] = co_await socket_.async_read_some(asio::buffer(data, size), as_tuple_awaitable);
   n = got;
   co_return ec;
 }
@@ -187,16 +171,29 @@ awaitable<std::string> tunnel::read_proxy_reply() {
 
 awaitable<std::string> tunnel::open() {
   if (!plan_.entry) co_return plan_.entry_error;
+  const auto kind = plan_.spec->kind;
   touch("connect");
+  if (kind == path_kind::vless) {
+    // The client applies the path's socket policy: only it may play Nagle-prone.
+    vless_.emplace(socket_, plan_.vless);
+    if (const auto ec = co_await vless_->connect()) co_return describe(ec);
+    open_ = true;
+    touch("tls handshake");
+    if (const auto ec = co_await vless_->handshake()) co_return describe(ec);
+    if (vless_->splits_header()) {
+      touch("vless header");
+      if (const auto ec = co_await vless_->send_header()) co_return describe(ec);
+    }
+    co_return std::string{};
+  }
   {
     auto [ec] = co_await socket_.async_connect(*plan_.entry, as_tuple_awaitable);
     if (ec) co_return describe(ec);
   }
   open_ = true;
-  const auto kind = plan_.spec->kind;
-  // The runner's own sockets send at once; only the built-in VLESS client may play Nagle-prone.
+  // The runner's own sockets send at once.
   std::error_code opt_ec;
-  if (kind != path_kind::vless || plan_.vless.nodelay) socket_.set_option(tcp::no_delay(true), opt_ec);
+  socket_.set_option(tcp::no_delay(true), opt_ec);
 
   if (kind == path_kind::http_connect) {
     touch("proxy connect");
@@ -217,21 +214,6 @@ awaitable<std::string> tunnel::open() {
     touch("socks5 connect");
     if (const auto ec = co_await write_all(plan_.proxy_request)) co_return describe(ec);
     if (auto err = co_await read_proxy_reply(); !err.empty()) co_return err;
-  } else if (kind == path_kind::vless) {
-    touch("tls handshake");
-    tls_.emplace(socket_, *plan_.tls_context);
-    tls::prepare_client(tls_->native_handle(), plan_.tls_options);
-    {
-      auto [ec] = co_await tls_->async_handshake(asio::ssl::stream_base::client, as_tuple_awaitable);
-      if (ec) co_return describe(ec);
-    }
-    vless_response_pending_ = true;
-    if (plan_.vless.writes == write_mode::split) {
-      touch("vless header");
-      if (const auto ec = co_await write_all(plan_.vless_header)) co_return describe(ec);
-    } else {
-      pending_prefix_ = plan_.vless_header;
-    }
   }
   co_return std::string{};
 }
@@ -239,17 +221,8 @@ awaitable<std::string> tunnel::open() {
 awaitable<exchange_result> tunnel::exchange(const std::string& request) {
   exchange_result out;
   touch("request");
-  std::error_code ec;
-  if (!pending_prefix_.empty()) {
-    // One buffer, so the TLS layer makes one record of header + GET (a buffer sequence would
-    // become two SSL_write calls and quietly turn "one write" into "split").
-    pending_prefix_ += request;
-    ec = co_await write_all(pending_prefix_);
-    pending_prefix_.clear();
-  } else {
-    ec = co_await write_all(request);
-  }
-  if (ec) {
+  // On a vless path the first request carries the VLESS header in the same TLS record.
+  if (const auto ec = co_await write_all(request)) {
     reusable_ = false;
     out.error = describe(ec);
     co_return out;
@@ -258,35 +231,22 @@ awaitable<exchange_result> tunnel::exchange(const std::string& request) {
   touch("response head");
   std::size_t head_len = 0;
   for (;;) {
-    if (vless_response_pending_) {
-      const auto v = vless::parse_response(in_);
-      if (v.invalid()) {
-        reusable_ = false;
-        out.error = "vless response: " + std::string(v.reason);
-        co_return out;
-      }
-      if (v.complete()) {
-        in_.erase(0, v.consumed);
-        vless_response_pending_ = false;
-        continue;
-      }
-    } else {
-      auto r = http::parse_response(in_);
-      if (r.complete()) {
-        head_len = r.consumed;
-        out.head = std::move(r.value);
-        break;
-      }
-      if (r.invalid()) {
-        reusable_ = false;
-        out.error = "bad response: " + std::string(r.reason);
-        co_return out;
-      }
-      if (in_.size() > http::max_head_bytes) {
-        reusable_ = false;
-        out.error = "bad response: head too large";
-        co_return out;
-      }
+    // The VLESS response header never reaches in_: the client takes it off the first bytes.
+    auto r = http::parse_response(in_);
+    if (r.complete()) {
+      head_len = r.consumed;
+      out.head = std::move(r.value);
+      break;
+    }
+    if (r.invalid()) {
+      reusable_ = false;
+      out.error = "bad response: " + std::string(r.reason);
+      co_return out;
+    }
+    if (in_.size() > http::max_head_bytes) {
+      reusable_ = false;
+      out.error = "bad response: head too large";
+      co_return out;
     }
     if (const auto rec = co_await read_more()) {
       reusable_ = false;

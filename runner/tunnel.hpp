@@ -11,7 +11,7 @@
 #include "asio_compat.hpp"
 #include "http_parser.hpp"
 #include "path_spec.hpp"
-#include "tls.hpp"
+#include "vless_client.hpp"
 
 namespace vlessbench::runner {
 
@@ -22,11 +22,8 @@ struct path_plan {
   std::optional<tcp::endpoint> entry;  // target, proxy or VLESS server
   std::string entry_error;             // why entry is missing ("resolve: ...")
   std::string target_authority;        // host:port of the HTTP target
-  vless_client_options vless;
-  std::shared_ptr<asio::ssl::context> tls_context;
-  tls::client_options tls_options;
   std::string proxy_request;           // CONNECT request or SOCKS5 CONNECT request
-  std::string vless_header;            // encoded VLESS request header
+  vless::client_plan vless;            // vless paths: TLS context, header, socket policy
 };
 
 // Resolves and prepares; never throws for network reasons (the reason lands in entry_error and
@@ -66,24 +63,26 @@ class tunnel : public std::enable_shared_from_this<tunnel> {
   void watch();
   void touch(const char* phase);
   std::string describe(const std::error_code& ec) const;
+  // Through the VLESS client on vless paths, else on the socket; these two only pick the
+  // awaitable (no coroutine frame of their own), so every path pays the same per operation.
   awaitable<std::error_code> write_all(std::string_view data);
   awaitable<std::error_code> read_some(char* data, std::size_t size, std::size_t& n);
+  awaitable<std::error_code> socket_write_all(std::string_view data);
+  awaitable<std::error_code> socket_read_some(char* data, std::size_t size, std::size_t& n);
   awaitable<std::error_code> read_more();  // appends to in_
   awaitable<std::string> read_proxy_reply();
 
   const path_plan& plan_;
   std::chrono::milliseconds timeout_;
   tcp::socket socket_;
-  std::optional<asio::ssl::stream<tcp::socket&>> tls_;
+  std::optional<vless::client> vless_;
   asio::steady_timer timer_;
   clock::time_point deadline_ = clock::time_point::max();
   const char* phase_ = "idle";
   bool timed_out_ = false;
   bool open_ = false;
   bool reusable_ = true;
-  bool vless_response_pending_ = false;
-  std::string pending_prefix_;  // VLESS header waiting to ride with the first request
-  std::string in_;              // received, not yet consumed
+  std::string in_;  // received, not yet consumed
   std::unique_ptr<char[]> scratch_;
 };
 

@@ -17,7 +17,7 @@ cmake -S . -B build-asan -G Ninja "${san_flags[@]}" -DVLESSBENCH_SANITIZE=addres
 cmake --build build-asan -j "$jobs" --target unit_tests vlessbenchd fuzzers
 
 cmake -S . -B build-tsan -G Ninja "${san_flags[@]}" -DVLESSBENCH_SANITIZE=thread >/dev/null
-cmake --build build-tsan -j "$jobs" --target unit_tests vlessbenchd vless_load vlessbench
+cmake --build build-tsan -j "$jobs" --target unit_tests vlessbenchd vlessbench_load vlessbench
 
 # The Release tree is configured as the package is (tools/package-flags.sh), so the package is
 # made from the binaries the suite tests, without a tree of its own.

@@ -1,7 +1,7 @@
 """Faults under load: descriptor exhaustion, SIGHUP storms, SIGTERM mid-load, a destination killed
 mid-transfer, the daemon dying under the runner.
 
-Uses tests/load/vless_load for the load. Figures are printed as `FIGURE name = value` lines;
+Uses `vlessbench_load sessions` (through tests/load/loadkit.py) for the load. Figures are printed as `FIGURE name = value` lines;
 docs/reliability.md quotes them.
 """
 import csv

@@ -1,7 +1,8 @@
 """Load: many idle VLESS+TLS sessions and many active ones against the real vlessbenchd.
 
-Driven by tests/load/vless_load (C++, one thread): Python asyncio + ssl opened only ~190 sessions/s
-on the two-core CI machine, too slow for 10,000 TLS handshakes within the budget.
+Driven by `vlessbench_load sessions` (bench/load/, C++, one thread): Python asyncio + ssl opened
+only ~190 sessions/s on the two-core CI machine, too slow for 10,000 TLS handshakes within the
+budget.
 
 Knobs (environment): VLESSBENCH_LOAD_IDLE (default 10000, capped by the descriptor limit: the
 daemon needs two descriptors per session), VLESSBENCH_LOAD_ACTIVE (default 2000),

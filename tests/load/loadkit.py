@@ -1,5 +1,5 @@
 """Helpers shared by the load and fault tests (tests/integration/test_load.py, test_faults.py) and
-soak.sh: the vless_load tool, descriptor limits, the daemon's RSS and CPU time, direct latency.
+soak.sh: the load generator (vlessbench_load sessions), descriptor limits, the daemon's RSS and CPU time, direct latency.
 
 Standard library only; builds on tests/integration/harness.py.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "integration"))
 import harness  # noqa: E402
 
-LOAD = harness.BIN / "vless_load"
+LOAD = harness.BIN / "vlessbench_load"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -84,16 +84,16 @@ def direct_median_ms(port: int, n: int = 50, pause: float = 0.005) -> float:
 
 
 # --------------------------------------------------------------------------------------------
-# vless_load
+# vlessbench_load sessions
 
 class LoadRun:
-    """vless_load as a child process; its JSON lines are collected as they arrive."""
+    """`vlessbench_load sessions` as a child process; its JSON lines are collected as they arrive."""
 
     def __init__(self, daemon: harness.Daemon, listener: str, dest_port: int, *args, hold_stdin: bool = False):
         if not LOAD.exists():
-            raise RuntimeError(f"vless_load not found at {LOAD} (build the tests/load target)")
-        argv = [LOAD, "--server", f"{harness.LOOPBACK}:{daemon.port(listener)}", "--uuid", daemon.uuid,
-                "--dest", f"{harness.LOOPBACK}:{dest_port}", *args]
+            raise RuntimeError(f"vlessbench_load not found at {LOAD} (build the vlessbench_load target)")
+        argv = [LOAD, "sessions", "--server", f"{harness.LOOPBACK}:{daemon.port(listener)}", "--uuid", daemon.uuid,
+                "--target", f"{harness.LOOPBACK}:{dest_port}", *args]
         self.stderr_path = harness.tempdir("vlessbench-load-") / "stderr.log"
         self.proc = harness.spawn(argv, stdin=subprocess.PIPE if hold_stdin else subprocess.DEVNULL,
                                   stdout=subprocess.PIPE, stderr=open(self.stderr_path, "wb"))
@@ -122,7 +122,7 @@ class LoadRun:
                         return line
                 left = deadline - time.monotonic()
                 if left <= 0 or (self.proc.poll() is not None and not self._reader.is_alive()):
-                    raise AssertionError(f"vless_load: no {event!r} line within {timeout}s "
+                    raise AssertionError(f"vlessbench_load: no {event!r} line within {timeout}s "
                                          f"(rc {self.proc.poll()}): {self.stderr()[-2000:]}")
                 self._cv.wait(min(left, 0.2))
 

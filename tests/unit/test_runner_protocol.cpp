@@ -3,20 +3,14 @@
 #include <algorithm>
 #include <numeric>
 
+#include "bytes.hpp"
 #include "measure.hpp"
 #include "proxy_protocol.hpp"
 #include "sample.hpp"
 
 using namespace vlessbench;
+using vlessbench::test::bytes;
 using namespace vlessbench::runner;
-
-namespace {
-std::string bytes(std::initializer_list<int> b) {
-  std::string s;
-  for (int x : b) s.push_back(static_cast<char>(x));
-  return s;
-}
-}  // namespace
 
 TEST_CASE("SOCKS5 requests follow RFC 1928", "[runner]") {
   CHECK(socks5_greeting() == bytes({5, 1, 0}));

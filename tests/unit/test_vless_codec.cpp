@@ -5,18 +5,14 @@
 #include <stdexcept>
 #include <string>
 
+#include "bytes.hpp"
 #include "vless_codec.hpp"
 
 using namespace vlessbench;
+using vlessbench::test::bytes;
 using namespace vlessbench::vless;
 
 namespace {
-
-std::string bytes(std::initializer_list<int> list) {
-  std::string s;
-  for (int b : list) s.push_back(static_cast<char>(b));
-  return s;
-}
 
 // b831381d-6324-4d53-ad4f-8cda48b30811
 const std::string uuid_wire = bytes({0xb8, 0x31, 0x38, 0x1d, 0x63, 0x24, 0x4d, 0x53, 0xad, 0x4f, 0x8c,

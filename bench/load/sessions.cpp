@@ -1,14 +1,15 @@
-// vless_load: many concurrent VLESS+TLS sessions against vlessbenchd, for the load and fault
-// tests (tests/integration/test_load.py, test_faults.py) and the soak script (soak.sh).
+// vlessbench_load sessions: many concurrent VLESS+TLS sessions against vlessbenchd, for the load
+// and fault tests (tests/integration/test_load.py, test_faults.py, test_threads.py via
+// tests/load/loadkit.py), the soak script (tests/load/soak.sh) and bench/run.py's RSS phase.
 //
-// Two kinds of sessions, both: TCP connect, TLS handshake, VLESS header + first GET in one write,
-// VLESS response header + HTTP response read.
+// Two kinds of sessions, both opened by the core VLESS client: TCP connect, TLS handshake,
+// VLESS header + first GET in one write, VLESS response header + HTTP response read.
 //   --idle N    then hold the session open without traffic (watching for the server closing it)
 //               until stdin reaches EOF or --hold seconds pass.
 //   --active N  then keep sending GETs on it (keep-alive), --requests each or until --duration;
 //               --reconnect-every K opens a fresh session every K requests.
 // One line of JSON goes to stdout when every idle session is open ("ready"), one at the end
-// ("done") with counts, errors by reason and latency percentiles. Exit 0 when nothing failed.
+// ("done") with counts, errors by reason and latency quantiles. Exit 0 when nothing failed.
 //
 // One io_context on one thread: the daemon gets the other core of a two-core machine.
 #include <sys/resource.h>
@@ -25,36 +26,16 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "config.hpp"
 #include "http_parser.hpp"
-#include "tls.hpp"
-#include "vless_codec.hpp"
+#include "load.hpp"
+#include "net_address.hpp"
+#include "quantile.hpp"
 #include "watchdog.hpp"
 
 namespace vlessbench::load {
 namespace {
-
-using clock = std::chrono::steady_clock;
-
-struct options {
-  std::string server;
-  std::string dest;
-  std::string uuid;
-  std::string path = "/generate_204";
-  int idle = 0;
-  int active = 0;
-  int requests = 0;
-  double duration_s = 0;
-  int reconnect_every = 0;
-  int opening = 200;
-  double hold_s = 0;
-  double timeout_s = 10;
-  double pause_ms = 0;
-  bool stop_on_close = false;
-};
 
 struct counters {
   std::uint64_t opened = 0;
@@ -64,21 +45,14 @@ struct counters {
   std::uint64_t dropped = 0;           // idle sessions the server closed while held
   std::uint64_t closed_by_server = 0;  // Connection: close or EOF at a request boundary
   std::map<std::string, std::uint64_t> errors;
-  std::vector<std::uint32_t> open_us;
-  std::vector<std::uint32_t> request_us;
+  std::vector<double> open_ms;
+  std::vector<double> request_ms;
 };
 
-std::uint32_t micros_since(clock::time_point t0) {
-  return static_cast<std::uint32_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - t0).count());
-}
+double ms_since(clock::time_point t0) { return std::chrono::duration<double, std::milli>(clock::now() - t0).count(); }
 
-double percentile_ms(std::vector<std::uint32_t> v, double q) {
-  if (v.empty()) return -1;
-  std::sort(v.begin(), v.end());
-  const auto i = static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)] / 1000.0;
-}
+// -1: no samples (the JSON keeps its shape).
+double quantile_ms(const std::vector<double>& v, double q) { return stats::quantile(v, q).value_or(-1); }
 
 // Limits on openings in flight, so the daemon's accept backlog is not what gets measured. A
 // freed slot passes straight to the longest waiter.
@@ -110,12 +84,9 @@ class gate {
 };
 
 struct shared_state {
-  options opt;
+  session_options opt;
   asio::io_context& io;
-  asio::ssl::context tls;
-  tls::client_options tls_opts;
-  tcp::endpoint server;
-  std::string header;   // encoded VLESS request header
+  vless::client_plan client;
   std::string request;  // the GET
   gate opening;
   counters c;
@@ -132,45 +103,35 @@ enum class step { ok, failed, closed };
 
 struct session : std::enable_shared_from_this<session> {
   shared_state& st;
-  asio::ssl::stream<tcp::socket> stream;
+  tcp::socket socket;
+  vless::client client;
   watchdog_deadline deadline;
   std::string in;
   std::vector<char> scratch = std::vector<char>(16 * 1024);
   std::string failure;
   bool timed_out = false;
 
-  explicit session(shared_state& s) : st(s), stream(tcp::socket(s.io), s.tls) {}
+  explicit session(shared_state& s) : st(s), socket(s.io), client(socket, s.client) {}
 
   void close() {
     std::error_code ignored;
-    stream.next_layer().close(ignored);
+    socket.close(ignored);
   }
   void touch() {
     deadline = clock::now() + std::chrono::milliseconds(static_cast<long>(st.opt.timeout_s * 1000));
   }
   std::string describe(std::string_view phase, const std::error_code& ec) const {
     if (timed_out) return std::string(phase) + ": timeout";
+    if (ec.category() == vless::client_category()) return "bad VLESS response";
     if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated) return std::string(phase) + ": eof";
     return std::string(phase) + ": " + ec.message();
   }
 
-  // Reads one HTTP response (after the VLESS response header when first). closed: the server
-  // ended the session cleanly before a response began.
+  // Reads one HTTP response (the client takes the VLESS response header off the first bytes).
+  // closed: the server ended the session cleanly before a response began.
   awaitable<step> read_response(bool first, bool& keep_alive) {
-    std::size_t need_vless = first ? 2 : 0;
     for (;;) {
-      if (need_vless > 0 && in.size() >= 2) {
-        const auto r = vless::parse_response(in);
-        if (r.invalid()) {
-          failure = "bad VLESS response";
-          co_return step::failed;
-        }
-        if (r.complete()) {
-          in.erase(0, r.consumed);
-          need_vless = 0;
-        }
-      }
-      if (need_vless == 0 && !in.empty()) {
+      if (!in.empty()) {
         const auto h = http::parse_response(in);
         if (h.invalid()) {
           failure = "bad HTTP response: " + std::string(h.reason);
@@ -190,9 +151,9 @@ struct session : std::enable_shared_from_this<session> {
         }
       }
       touch();
-      auto [ec, n] = co_await stream.async_read_some(asio::buffer(scratch), as_tuple_awaitable);
-      if (ec) {
-        const bool boundary = in.empty() && need_vless == 0;
+      std::size_t n = 0;
+      if (const auto ec = co_await client.read_some(scratch.data(), scratch.size(), n)) {
+        const bool boundary = in.empty() && !client.response_pending();
         if (boundary && !first && !timed_out) co_return step::closed;
         failure = describe("response", ec);
         co_return step::failed;
@@ -204,17 +165,15 @@ struct session : std::enable_shared_from_this<session> {
   awaitable<step> exchange(bool first, bool& keep_alive) {
     const auto t0 = clock::now();
     touch();
-    const std::array<asio::const_buffer, 2> parts{first ? asio::buffer(st.header) : asio::const_buffer(),
-                                                  asio::buffer(st.request)};
-    auto [ec, n] = co_await asio::async_write(stream, parts, as_tuple_awaitable);
-    if (ec) {
+    // The first request carries the VLESS header in the same write.
+    if (const auto ec = co_await client.write(st.request)) {
       if (!first && !timed_out && (ec == asio::error::broken_pipe || ec == asio::error::connection_reset))
         co_return step::closed;
       failure = describe("write", ec);
       co_return step::failed;
     }
     const auto r = co_await read_response(first, keep_alive);
-    if (r == step::ok) st.c.request_us.push_back(micros_since(t0));
+    if (r == step::ok) st.c.request_ms.push_back(ms_since(t0));
     co_return r;
   }
 
@@ -223,15 +182,10 @@ struct session : std::enable_shared_from_this<session> {
     const auto t0 = clock::now();
     touch();
     bool ok = false;
-    auto [cec] = co_await stream.next_layer().async_connect(st.server, as_tuple_awaitable);
-    if (cec) {
+    if (const auto cec = co_await client.connect()) {
       failure = describe("connect", cec);
     } else {
-      std::error_code ignored;
-      stream.next_layer().set_option(tcp::no_delay(true), ignored);
-      tls::prepare_client(stream.native_handle(), st.tls_opts);
-      auto [hec] = co_await stream.async_handshake(asio::ssl::stream_base::client, as_tuple_awaitable);
-      if (hec) {
+      if (const auto hec = co_await client.handshake()) {
         failure = describe("tls", hec);
       } else {
         const auto r = co_await exchange(true, keep_alive);
@@ -241,7 +195,7 @@ struct session : std::enable_shared_from_this<session> {
     }
     if (ok) {
       ++st.c.opened;
-      st.c.open_us.push_back(micros_since(t0));
+      st.c.open_ms.push_back(ms_since(t0));
     } else {
       ++st.c.open_failed;
       st.error(failure);
@@ -279,7 +233,8 @@ awaitable<void> idle_session(shared_state& st, std::shared_ptr<session> s) {
   ++st.idle_open;
   if (st.releasing) co_return;
   // Hold: any byte or EOF from the server now means it dropped the session.
-  auto [ec, n] = co_await s->stream.async_read_some(asio::buffer(s->scratch), as_tuple_awaitable);
+  std::size_t n = 0;
+  const auto ec = co_await s->client.read_some(s->scratch.data(), s->scratch.size(), n);
   if (!st.releasing) {
     ++st.c.dropped;
     st.error(ec ? s->describe("idle", ec) : std::string("idle: unexpected data"));
@@ -363,16 +318,6 @@ void release_idle(shared_state& st) {
     if (auto s = w.lock()) s->close();
 }
 
-std::string json_escape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') out += '\\';
-    if (static_cast<unsigned char>(ch) < 0x20) continue;
-    out += ch;
-  }
-  return out;
-}
-
 void print_line(const char* event, const shared_state& st, double elapsed_s) {
   const auto& c = st.c;
   std::string errors;
@@ -383,9 +328,9 @@ void print_line(const char* event, const shared_state& st, double elapsed_s) {
       "\"open_ms\":{{\"p50\":{:.3f},\"p99\":{:.3f},\"max\":{:.3f}}},"
       "\"request_ms\":{{\"p50\":{:.3f},\"p99\":{:.3f},\"max\":{:.3f}}},\"errors\":{{{}}}}}\n",
       event, c.opened, c.open_failed, st.idle_open, c.requests_ok, c.requests_failed, c.dropped,
-      c.closed_by_server, elapsed_s, percentile_ms(c.open_us, 0.5), percentile_ms(c.open_us, 0.99),
-      percentile_ms(c.open_us, 1.0), percentile_ms(c.request_us, 0.5), percentile_ms(c.request_us, 0.99),
-      percentile_ms(c.request_us, 1.0), errors);
+      c.closed_by_server, elapsed_s, quantile_ms(c.open_ms, 0.5), quantile_ms(c.open_ms, 0.99),
+      quantile_ms(c.open_ms, 1.0), quantile_ms(c.request_ms, 0.5), quantile_ms(c.request_ms, 0.99),
+      quantile_ms(c.request_ms, 1.0), errors);
   std::fflush(stdout);
 }
 
@@ -398,40 +343,24 @@ void raise_nofile(rlim_t want) {
   if (setrlimit(RLIMIT_NOFILE, &next) != 0) {
     next = {rl.rlim_max, rl.rlim_max};
     setrlimit(RLIMIT_NOFILE, &next);
-    std::fprintf(stderr, "vless_load: RLIMIT_NOFILE limited to %llu\n",
+    std::fprintf(stderr, "vlessbench_load: RLIMIT_NOFILE limited to %llu\n",
                  static_cast<unsigned long long>(rl.rlim_max));
   }
 }
 
-int run(const options& o) {
-  std::string reason;
-  tcp::endpoint server, dest;
-  if (!parse_endpoint(o.server, server, reason)) throw std::runtime_error("--server: " + reason);
-  if (!parse_endpoint(o.dest, dest, reason)) throw std::runtime_error("--dest: " + reason);
-  const auto uuid = vless::parse_uuid(o.uuid);
-  if (!uuid) throw std::runtime_error("--uuid: not a UUID");
+}  // namespace
+
+int run_sessions(const session_options& o) {
+  tls::client_options tls;
+  tls.sni = "localhost";
+  auto client = vless_plan(o.where, tls);
+  const auto dest = endpoint_arg("--target", o.where.target);
   raise_nofile(static_cast<rlim_t>(o.idle + o.active) + 256);
   std::signal(SIGPIPE, SIG_IGN);
 
-  vless::request_header h;
-  h.uuid = *uuid;
-  h.command = static_cast<std::uint8_t>(vless::command::tcp);
-  h.port = dest.port();
-  if (dest.address().is_v4()) {
-    h.atyp = vless::address_type::ipv4;
-    const auto b = dest.address().to_v4().to_bytes();
-    std::copy(b.begin(), b.end(), h.ip.begin());
-  } else {
-    h.atyp = vless::address_type::ipv6;
-    const auto b = dest.address().to_v6().to_bytes();
-    std::copy(b.begin(), b.end(), h.ip.begin());
-  }
-
   asio::io_context io(1);
-  tls::client_options topts;
-  topts.sni = "localhost";
-  shared_state st{o, io, tls::make_client_context(topts), topts, server, vless::encode_request(h),
-                  fmt::format("GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: vless_load\r\n\r\n", o.path,
+  shared_state st{o, io, std::move(client),
+                  fmt::format("GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: vlessbench-load\r\n\r\n", o.path,
                               format_endpoint(dest)),
                   gate(io.get_executor(), o.opening), {}, false, 0, 0, clock::time_point::max(), {}};
   const auto started = clock::now();
@@ -440,7 +369,7 @@ int run(const options& o) {
     try {
       std::rethrow_exception(e);
     } catch (const std::exception& ex) {
-      std::fprintf(stderr, "vless_load: session: %s\n", ex.what());
+      std::fprintf(stderr, "vlessbench_load: session: %s\n", ex.what());
       std::abort();  // a bug in this tool: make the test fail loudly
     }
   };
@@ -503,38 +432,4 @@ int run(const options& o) {
   return (c.open_failed + c.requests_failed + c.dropped) == 0 ? 0 : 1;
 }
 
-}  // namespace
 }  // namespace vlessbench::load
-
-int main(int argc, char** argv) {
-  vlessbench::load::options o;
-  CLI::App app{"vless_load: concurrent VLESS+TLS sessions against vlessbenchd"};
-  app.add_option("--server", o.server, "VLESS listener, HOST:PORT")->required();
-  app.add_option("--dest", o.dest, "destination in the VLESS header (the target), HOST:PORT")->required();
-  app.add_option("--uuid", o.uuid, "user UUID")->required();
-  app.add_option("--path", o.path, "request path")->capture_default_str();
-  app.add_option("--idle", o.idle, "idle sessions to open and hold")->check(CLI::NonNegativeNumber);
-  app.add_option("--active", o.active, "concurrent active sessions")->check(CLI::NonNegativeNumber);
-  app.add_option("--requests", o.requests, "requests per active session (0: until --duration)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--duration", o.duration_s, "seconds of active traffic when --requests is 0");
-  app.add_option("--reconnect-every", o.reconnect_every, "new session every K requests (0: keep it)");
-  app.add_option("--opening", o.opening, "sessions being opened at once")->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--hold", o.hold_s, "seconds to hold idle sessions (0: until stdin EOF)");
-  app.add_option("--timeout", o.timeout_s, "seconds per operation")->capture_default_str();
-  app.add_option("--pause-ms", o.pause_ms, "pause between an active session's requests");
-  app.add_flag("--stop-on-close", o.stop_on_close,
-               "an active session the server closes (or that fails) stops instead of reconnecting");
-  CLI11_PARSE(app, argc, argv);
-  if (o.active > 0 && o.requests == 0 && o.duration_s <= 0) {
-    std::cerr << "--active needs --requests or --duration\n";
-    return 2;
-  }
-  try {
-    return vlessbench::load::run(o);
-  } catch (const std::exception& e) {
-    std::cerr << "vless_load: " << e.what() << "\n";
-    return 2;
-  }
-}

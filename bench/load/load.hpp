@@ -1,0 +1,63 @@
+#pragma once
+// vlessbench_load: the one load generator. Its modes share the core VLESS client
+// (core/vless_client.hpp), the one HOST:PORT parser and the one quantile:
+//   handshakes | down | up | crypto  (bench_modes.cpp, driven by bench/run.py)
+//   sessions                         (sessions.cpp: idle and active VLESS sessions held against
+//                                     vlessbenchd; tests/load/loadkit.py and bench/run.py's RSS phase)
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "asio_compat.hpp"
+#include "tls.hpp"
+#include "vless_client.hpp"
+
+namespace vlessbench::load {
+
+using clock = std::chrono::steady_clock;
+
+// Where sessions go: the VLESS+TLS server (empty: straight to the target, bench modes only),
+// the user, and the destination the VLESS header names.
+struct endpoints {
+  std::string server;
+  std::string target = "127.0.0.1:8080";
+  std::string uuid;
+};
+
+// --flag HOST:PORT (an address literal) -> endpoint; throws std::invalid_argument "--flag: reason".
+tcp::endpoint endpoint_arg(std::string_view flag, const std::string& text);
+// The VLESS client plan for e (server, user, target) with these TLS options; throws
+// std::invalid_argument with a reason for a bad address or UUID.
+vless::client_plan vless_plan(const endpoints& e, const tls::client_options& tls);
+
+std::string json_escape(std::string_view s);
+
+struct bench_options {
+  std::string mode;  // handshakes | down | up | crypto
+  endpoints where;
+  int workers = 1;   // concurrent connections (handshakes) or sessions (down/up)
+  int threads = 1;
+  double seconds = 5;                // handshakes: run time; others: hard limit
+  std::uint64_t bytes = 1ull << 30;  // down/up: per session
+  std::uint64_t max_count = 1'000'000;
+};
+int run_bench(const bench_options& o);
+
+struct session_options {
+  endpoints where;
+  std::string path = "/generate_204";
+  int idle = 0;
+  int active = 0;
+  int requests = 0;
+  double duration_s = 0;
+  int reconnect_every = 0;
+  int opening = 200;
+  double hold_s = 0;
+  double timeout_s = 10;
+  double pause_ms = 0;
+  bool stop_on_close = false;
+};
+int run_sessions(const session_options& o);
+
+}  // namespace vlessbench::load

@@ -1,0 +1,122 @@
+// vlessbench_load: command line and what every mode shares (see load.hpp).
+#include <algorithm>
+#include <iostream>
+#include <stdexcept>
+
+#include <CLI/CLI.hpp>
+
+#include "load.hpp"
+#include "net_address.hpp"
+
+namespace vlessbench::load {
+
+tcp::endpoint endpoint_arg(std::string_view flag, const std::string& text) {
+  tcp::endpoint ep;
+  std::string reason;
+  if (!parse_endpoint(text, ep, reason))
+    throw std::invalid_argument(std::string(flag) + " '" + text + "': " + reason);
+  return ep;
+}
+
+vless::client_plan vless_plan(const endpoints& e, const tls::client_options& tls) {
+  const auto server = endpoint_arg("--server", e.server);
+  const auto target = endpoint_arg("--target", e.target);
+  const auto uuid = vless::parse_uuid(e.uuid);
+  if (!uuid) throw std::invalid_argument("--uuid: not a UUID");
+  return vless::make_client_plan(server, tls,
+                                 vless::tcp_request(*uuid, target.address().to_string(), target.port()));
+}
+
+std::string json_escape(std::string_view s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    if (static_cast<unsigned char>(ch) < 0x20) continue;
+    out += ch;
+  }
+  return out;
+}
+
+}  // namespace vlessbench::load
+
+namespace {
+
+void add_endpoints(CLI::App& app, vlessbench::load::endpoints& e, bool server_required) {
+  auto* server = app.add_option("--server", e.server, "VLESS+TLS server, HOST:PORT");
+  auto* uuid = app.add_option("--uuid", e.uuid, "user UUID");
+  auto* target = app.add_option("--target", e.target,
+                                "HTTP target, HOST:PORT: the destination in the VLESS header (direct: dialled)");
+  target->capture_default_str();
+  if (server_required) {
+    server->required();
+    uuid->required();
+  } else {
+    server->needs(uuid);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  namespace load = vlessbench::load;
+  CLI::App app{"vlessbench_load: load through a VLESS+TLS server (or straight to the target)"};
+  app.require_subcommand(1);
+
+  load::bench_options b;
+  auto add_bench_mode = [&](const char* name, const char* what) {
+    auto* sub = app.add_subcommand(name, what);
+    add_endpoints(*sub, b.where, false);
+    sub->add_option("--workers", b.workers, "concurrent connections (handshakes) or sessions (down/up)");
+    sub->add_option("--threads", b.threads, "threads, one io_context each");
+    sub->add_option("--seconds", b.seconds, "handshakes: run time; down/up: hard limit");
+    sub->add_option("--bytes", b.bytes, "down/up: bytes per session");
+    sub->add_option("--max", b.max_count, "handshakes: at most this many");
+    sub->callback([&b, name] { b.mode = name; });
+  };
+  add_bench_mode("handshakes", "closed loop: connect, TLS, VLESS header + GET /generate_204, response head, close");
+  add_bench_mode("down", "GET /bytes/N through each session, read it all");
+  add_bench_mode("up", "POST /sink with N bytes through each session");
+  auto* crypto = app.add_subcommand("crypto", "the handshake's public-key operations in the linked BoringSSL, us each");
+  crypto->add_option("--max", b.max_count, "iterations (100..2000)");
+  crypto->callback([&b] { b.mode = "crypto"; });
+
+  load::session_options s;
+  auto* sessions = app.add_subcommand(
+      "sessions",
+      "many concurrent VLESS+TLS sessions (idle ones held, active ones sending GETs); one JSON line when "
+      "the idle sessions are open (\"ready\"), one at the end (\"done\")");
+  add_endpoints(*sessions, s.where, true);
+  sessions->add_option("--path", s.path, "request path")->capture_default_str();
+  sessions->add_option("--idle", s.idle, "idle sessions to open and hold")->check(CLI::NonNegativeNumber);
+  sessions->add_option("--active", s.active, "concurrent active sessions")->check(CLI::NonNegativeNumber);
+  sessions->add_option("--requests", s.requests, "requests per active session (0: until --duration)")
+      ->check(CLI::NonNegativeNumber);
+  sessions->add_option("--duration", s.duration_s, "seconds of active traffic when --requests is 0");
+  sessions->add_option("--reconnect-every", s.reconnect_every, "new session every K requests (0: keep it)");
+  sessions->add_option("--opening", s.opening, "sessions being opened at once")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sessions->add_option("--hold", s.hold_s, "seconds to hold idle sessions (0: until stdin EOF)");
+  sessions->add_option("--timeout", s.timeout_s, "seconds per operation")->capture_default_str();
+  sessions->add_option("--pause-ms", s.pause_ms, "pause between an active session's requests");
+  sessions->add_flag("--stop-on-close", s.stop_on_close,
+                     "an active session the server closes (or that fails) stops instead of reconnecting");
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (sessions->parsed()) {
+      if (s.active > 0 && s.requests == 0 && s.duration_s <= 0) {
+        std::cerr << "vlessbench_load: --active needs --requests or --duration\n";
+        return 2;
+      }
+      return load::run_sessions(s);
+    }
+    b.workers = std::clamp(b.workers, 1, 10000);
+    b.threads = std::clamp(b.threads, 1, 16);
+    b.seconds = std::clamp(b.seconds, 0.1, 600.0);
+    return load::run_bench(b);
+  } catch (const std::exception& e) {
+    std::cerr << "vlessbench_load: " << e.what() << "\n";
+    return 2;
+  }
+}

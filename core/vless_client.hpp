@@ -1,0 +1,94 @@
+#pragma once
+// The one VLESS client (DESIGN.md §5): TCP connect with the client's socket policy, TLS
+// handshake, the request header with the first write (or alone, as split-writing clients send
+// it), and the server's response header parsed off the first bytes read. The runner's tunnel,
+// the load generator and the tests all open VLESS sessions with it. It builds against BoringSSL
+// and OpenSSL 3 (core's client half).
+//
+// Per-operation cost is what a hand-written client would pay: no timers (the caller owns the
+// deadline and closes the socket to cut an operation short), and no allocation after the first
+// write except when the response header arrives split over reads.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+#include "asio_compat.hpp"
+#include "tls.hpp"
+#include "vless_codec.hpp"
+
+namespace vlessbench::vless {
+
+// What every connection of one client needs, made once and outside any measurement: the TLS
+// context (name resolution and context setup never fall inside a sample), the encoded header
+// and the socket policy.
+struct client_plan {
+  tcp::endpoint server;
+  std::shared_ptr<asio::ssl::context> tls_context;
+  tls::client_options tls;
+  std::string header;         // encoded request header
+  bool nodelay = true;        // false: TCP_NODELAY left off, as Nagle-prone clients do
+  bool split_header = false;  // true: the header is its own write (TLS record) after the handshake
+};
+
+// A TCP (command 1) request for host:port: an IPv4 or IPv6 literal travels as an address,
+// anything else as a domain name.
+request_header tcp_request(const uuid_bytes& uuid, std::string_view host, std::uint16_t port);
+// The context from tls, the header encoded from request (throws std::invalid_argument as
+// encode_request does); nodelay on, header with the first write.
+client_plan make_client_plan(const tcp::endpoint& server, const tls::client_options& tls,
+                             const request_header& request);
+
+// Errors of the client itself (everything else is a socket or TLS error). The message is the
+// whole reason: "vless response: bad_version".
+enum class client_errc { bad_response = 1 };
+const std::error_category& client_category();
+std::error_code make_error_code(client_errc e);
+
+class client {
+ public:
+  // The socket is the caller's: closing it (a watchdog) ends any pending operation here.
+  client(tcp::socket& socket, const client_plan& plan) : socket_(socket), plan_(plan) {}
+  client(const client&) = delete;
+  client& operator=(const client&) = delete;
+
+  // TCP connect to plan.server, then the socket policy (TCP_NODELAY as planned).
+  awaitable<std::error_code> connect();
+  // TLS handshake on the connected socket (SNI etc. from plan.tls). Afterwards the header goes
+  // with the first write, or, with split_header, by send_header().
+  awaitable<std::error_code> handshake();
+  bool splits_header() const { return plan_.split_header; }
+  // split_header: writes the header alone (its own TLS record). Call once, after handshake().
+  awaitable<std::error_code> send_header();
+  // Writes data; the first write after handshake() carries the header in the same buffer, so
+  // TLS makes one record of both (a buffer sequence would become two SSL_write calls and
+  // quietly turn "one write" into "split").
+  awaitable<std::error_code> write(std::string_view data);
+  // Reads payload: the response header is parsed (parse_response) and removed from the first
+  // bytes; n is never 0 on success. A malformed header is client_errc::bad_response.
+  awaitable<std::error_code> read_some(char* data, std::size_t size, std::size_t& n);
+
+  bool response_pending() const { return response_pending_; }
+  SSL* native_handle() { return tls_->native_handle(); }
+
+ private:
+  // Removes the response header from data[0, n); false on a malformed header.
+  bool strip_response(char* data, std::size_t& n);
+
+  tcp::socket& socket_;
+  const client_plan& plan_;
+  std::optional<asio::ssl::stream<tcp::socket&>> tls_;
+  bool header_pending_ = false;    // goes with the next write()
+  bool response_pending_ = false;  // not yet read
+  std::string out_;                // header + first write, one buffer
+  std::string response_head_;      // response header bytes when it arrives split over reads
+};
+
+}  // namespace vlessbench::vless
+
+namespace std {
+template <>
+struct is_error_code_enum<vlessbench::vless::client_errc> : true_type {};
+}  // namespace std
