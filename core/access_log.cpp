@@ -1,4 +1,4 @@
-#include "access_log.hpp"
+#include "core/access_log.hpp"
 
 #include <cerrno>
 #include <chrono>

@@ -122,7 +122,6 @@ class access_log {
   std::chrono::steady_clock::time_point last_warning_{};
   std::uint64_t lost_at_exit_ = 0;
   bool stop_ = false;
-  bool stopped_ = false;  // shutdown() done
   std::atomic<bool> abandon_{false};  // past the exit deadline: give up on a stalled reader
   std::string target_ = "stdout";
   std::thread writer_;

@@ -1,4 +1,4 @@
-#include "config.hpp"
+#include "core/config.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "vless_codec.hpp"
+#include "core/vless_codec.hpp"
 #include <toml++/toml.h>
 
 namespace vlessbench {

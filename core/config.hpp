@@ -12,8 +12,8 @@
 
 #include <asio/ip/tcp.hpp>
 
-#include "access_log.hpp"
-#include "net_address.hpp"  // parse_endpoint, format_endpoint: listeners are endpoints
+#include "core/access_log.hpp"
+#include "core/net_address.hpp"  // parse_endpoint, format_endpoint: listeners are endpoints
 
 namespace vlessbench {
 

@@ -1,4 +1,4 @@
-#include "destination_policy.hpp"
+#include "core/destination_policy.hpp"
 
 #include <algorithm>
 #include <cerrno>

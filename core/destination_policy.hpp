@@ -9,8 +9,8 @@
 
 #include <asio/ip/tcp.hpp>
 
-#include "config.hpp"
-#include "net_address.hpp"
+#include "core/config.hpp"
+#include "core/net_address.hpp"
 
 namespace vlessbench {
 

@@ -1,4 +1,4 @@
-#include "http_parser.hpp"
+#include "core/http_parser.hpp"
 
 #include <algorithm>
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "parse_result.hpp"
+#include "core/parse_result.hpp"
 
 namespace vlessbench::http {
 

@@ -1,8 +1,8 @@
-#include "live_config.hpp"
+#include "core/live_config.hpp"
 
 #include <algorithm>
 
-#include "vless_codec.hpp"
+#include "core/vless_codec.hpp"
 
 namespace vlessbench {
 

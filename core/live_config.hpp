@@ -12,8 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "asio_compat.hpp"
-#include "config.hpp"
+#include "core/asio_compat.hpp"
+#include "core/config.hpp"
 
 namespace vlessbench {
 

@@ -1,4 +1,4 @@
-#include "net_address.hpp"
+#include "core/net_address.hpp"
 
 #include <algorithm>
 #include <charconv>

@@ -16,7 +16,7 @@
 #include <mutex>
 #include <utility>
 
-#include "asio_compat.hpp"
+#include "core/asio_compat.hpp"
 
 namespace vlessbench {
 

@@ -4,8 +4,8 @@
 // Finished is the one that matters most for the delayed-ACK stall (DESIGN.md §1).
 #include <memory>
 
-#include "asio_compat.hpp"
-#include "socket_policy.hpp"
+#include "core/asio_compat.hpp"
+#include "core/socket_policy.hpp"
 
 namespace vlessbench {
 

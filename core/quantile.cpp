@@ -1,4 +1,4 @@
-#include "quantile.hpp"
+#include "core/quantile.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "route_header.hpp"
+#include "core/route_header.hpp"
 
 #include <charconv>
 #include <cstdio>

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "session_info.hpp"
+#include "core/session_info.hpp"
 
 namespace vlessbench {
 

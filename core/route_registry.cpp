@@ -1,4 +1,4 @@
-#include "route_registry.hpp"
+#include "core/route_registry.hpp"
 
 #include <functional>
 

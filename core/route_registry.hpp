@@ -10,8 +10,8 @@
 
 #include <asio/ip/tcp.hpp>
 
-#include "net_address.hpp"
-#include "session_info.hpp"
+#include "core/net_address.hpp"
+#include "core/session_info.hpp"
 
 namespace vlessbench {
 

@@ -12,13 +12,13 @@
 #include <unordered_map>
 #include <vector>
 
-#include "access_log.hpp"
-#include "asio_compat.hpp"
-#include "config.hpp"
-#include "live_config.hpp"
-#include "pending_set.hpp"
-#include "route_registry.hpp"
-#include "socket_policy.hpp"
+#include "core/access_log.hpp"
+#include "core/asio_compat.hpp"
+#include "core/config.hpp"
+#include "core/live_config.hpp"
+#include "core/pending_set.hpp"
+#include "core/route_registry.hpp"
+#include "core/socket_policy.hpp"
 
 namespace vlessbench {
 

@@ -1,9 +1,9 @@
-#include "share_link.hpp"
+#include "core/share_link.hpp"
 
 #include <map>
 
-#include "net_address.hpp"
-#include "vless_codec.hpp"
+#include "core/net_address.hpp"
+#include "core/vless_codec.hpp"
 
 namespace vlessbench {
 

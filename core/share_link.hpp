@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "config.hpp"
+#include "core/config.hpp"
 
 namespace vlessbench {
 

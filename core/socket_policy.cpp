@@ -1,4 +1,4 @@
-#include "socket_policy.hpp"
+#include "core/socket_policy.hpp"
 
 #include <cerrno>
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <system_error>
 
-#include "config.hpp"
+#include "core/config.hpp"
 
 namespace vlessbench {
 

@@ -1,4 +1,4 @@
-#include "tcp_info.hpp"
+#include "core/tcp_info.hpp"
 
 #ifdef __linux__
 #include <linux/tcp.h>  // the kernel's struct tcp_info: glibc's lacks the newer fields

@@ -2,8 +2,8 @@
 // TLS contexts (BoringSSL through asio::ssl) for the daemon's listeners and the runner's client.
 #include <string>
 
-#include "asio_compat.hpp"
-#include "config.hpp"
+#include "core/asio_compat.hpp"
+#include "core/config.hpp"
 
 namespace vlessbench::tls {
 

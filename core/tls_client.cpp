@@ -1,6 +1,6 @@
 // The client half of core/tls.hpp: portable to OpenSSL 3 (the runner's macOS build), so it uses
 // only calls both libraries have.
-#include "tls.hpp"
+#include "core/tls.hpp"
 
 namespace vlessbench::tls {
 

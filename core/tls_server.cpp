@@ -1,5 +1,5 @@
 // The server half of core/tls.hpp: BoringSSL only (the daemon).
-#include "tls.hpp"
+#include "core/tls.hpp"
 
 #include <cerrno>
 #include <cstring>

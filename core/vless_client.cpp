@@ -1,4 +1,4 @@
-#include "vless_client.hpp"
+#include "core/vless_client.hpp"
 
 #include <algorithm>
 #include <cstring>

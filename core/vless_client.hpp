@@ -15,9 +15,9 @@
 #include <string_view>
 #include <system_error>
 
-#include "asio_compat.hpp"
-#include "tls.hpp"
-#include "vless_codec.hpp"
+#include "core/asio_compat.hpp"
+#include "core/tls.hpp"
+#include "core/vless_codec.hpp"
 
 namespace vlessbench::vless {
 

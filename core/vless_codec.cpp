@@ -1,4 +1,4 @@
-#include "vless_codec.hpp"
+#include "core/vless_codec.hpp"
 
 #include <algorithm>
 #include <stdexcept>

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "config.hpp"
-#include "parse_result.hpp"
+#include "core/config.hpp"
+#include "core/parse_result.hpp"
 
 namespace vlessbench::vless {
 

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <type_traits>
 
-#include "asio_compat.hpp"
+#include "core/asio_compat.hpp"
 
 namespace vlessbench {
 

@@ -1,4 +1,4 @@
-#include "cli.hpp"
+#include "runner/cli.hpp"
 
 #include <unistd.h>
 
@@ -16,11 +16,11 @@
 #include <asio/version.hpp>
 #include <openssl/crypto.h>
 
-#include "compare.hpp"
-#include "measure.hpp"
-#include "report.hpp"
-#include "svg_report.hpp"
-#include "verify.hpp"
+#include "runner/compare.hpp"
+#include "runner/measure.hpp"
+#include "runner/report.hpp"
+#include "runner/svg_report.hpp"
+#include "runner/verify.hpp"
 
 #ifndef VLESSBENCH_VERSION
 #define VLESSBENCH_VERSION "unknown"

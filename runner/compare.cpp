@@ -1,4 +1,4 @@
-#include "compare.hpp"
+#include "runner/compare.hpp"
 
 #include <algorithm>
 #include <cstdio>

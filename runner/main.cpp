@@ -1,3 +1,3 @@
-#include "cli.hpp"
+#include "runner/cli.hpp"
 
 int main(int argc, char** argv) { return vlessbench::runner::run_cli(argc, argv); }

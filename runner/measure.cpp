@@ -1,10 +1,10 @@
-#include "measure.hpp"
+#include "runner/measure.hpp"
 
 #include <cstdio>
 #include <exception>
 #include <memory>
 
-#include "tunnel.hpp"
+#include "runner/tunnel.hpp"
 
 namespace vlessbench::runner {
 

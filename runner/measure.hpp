@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "path_spec.hpp"
-#include "sample.hpp"
-#include "stats.hpp"
+#include "runner/path_spec.hpp"
+#include "runner/sample.hpp"
+#include "runner/stats.hpp"
 
 namespace vlessbench::runner {
 

@@ -1,9 +1,9 @@
-#include "path_spec.hpp"
+#include "runner/path_spec.hpp"
 
 #include <algorithm>
 #include <cctype>
 
-#include "net_address.hpp"
+#include "core/net_address.hpp"
 
 namespace vlessbench::runner {
 

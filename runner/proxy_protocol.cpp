@@ -1,4 +1,4 @@
-#include "proxy_protocol.hpp"
+#include "runner/proxy_protocol.hpp"
 
 #include <algorithm>
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "parse_result.hpp"
+#include "core/parse_result.hpp"
 
 namespace vlessbench::runner {
 

@@ -1,4 +1,4 @@
-#include "report.hpp"
+#include "runner/report.hpp"
 
 #include <algorithm>
 #include <cmath>

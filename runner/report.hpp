@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "path_spec.hpp"
-#include "sample.hpp"
-#include "stats.hpp"
+#include "runner/path_spec.hpp"
+#include "runner/sample.hpp"
+#include "runner/stats.hpp"
 
 namespace vlessbench::runner {
 

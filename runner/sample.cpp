@@ -1,4 +1,4 @@
-#include "sample.hpp"
+#include "runner/sample.hpp"
 
 namespace vlessbench::runner {
 

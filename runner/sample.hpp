@@ -6,8 +6,8 @@
 #include <string>
 #include <string_view>
 
-#include "path_spec.hpp"
-#include "route_header.hpp"
+#include "runner/path_spec.hpp"
+#include "core/route_header.hpp"
 
 namespace vlessbench::runner {
 

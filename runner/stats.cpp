@@ -1,4 +1,4 @@
-#include "stats.hpp"
+#include "runner/stats.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -5,7 +5,7 @@
 #include <span>
 #include <vector>
 
-#include "quantile.hpp"
+#include "core/quantile.hpp"
 
 namespace vlessbench::stats {
 

@@ -1,4 +1,4 @@
-#include "svg_report.hpp"
+#include "runner/svg_report.hpp"
 
 #include <algorithm>
 #include <cmath>

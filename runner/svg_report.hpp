@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "report.hpp"
+#include "runner/report.hpp"
 
 namespace vlessbench::runner {
 

@@ -1,6 +1,6 @@
-#include "tunnel.hpp"
+#include "runner/tunnel.hpp"
 
-#include "proxy_protocol.hpp"
+#include "runner/proxy_protocol.hpp"
 
 namespace vlessbench::runner {
 

@@ -8,10 +8,10 @@
 #include <optional>
 #include <string>
 
-#include "asio_compat.hpp"
-#include "http_parser.hpp"
-#include "path_spec.hpp"
-#include "vless_client.hpp"
+#include "core/asio_compat.hpp"
+#include "core/http_parser.hpp"
+#include "runner/path_spec.hpp"
+#include "core/vless_client.hpp"
 
 namespace vlessbench::runner {
 

@@ -1,4 +1,4 @@
-#include "verify.hpp"
+#include "runner/verify.hpp"
 
 #include <map>
 #include <sstream>
@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "report.hpp"
-#include "sample.hpp"
+#include "runner/report.hpp"
+#include "runner/sample.hpp"
 
 namespace vlessbench::runner {
 

@@ -1,4 +1,4 @@
-#include "daemon.hpp"
+#include "server/daemon.hpp"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -11,13 +11,13 @@
 
 #include <systemd/sd-daemon.h>
 
-#include "destination_policy.hpp"
-#include "http_target.hpp"
-#include "logging.hpp"
-#include "share_link.hpp"
-#include "tls.hpp"
-#include "vless_server.hpp"
-#include "watchdog.hpp"
+#include "core/destination_policy.hpp"
+#include "target/http_target.hpp"
+#include "core/logging.hpp"
+#include "core/share_link.hpp"
+#include "core/tls.hpp"
+#include "server/vless_server.hpp"
+#include "core/watchdog.hpp"
 
 #include <fmt/ranges.h>
 

@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "asio_compat.hpp"
-#include "runtime.hpp"
+#include "core/asio_compat.hpp"
+#include "core/runtime.hpp"
 
 namespace vlessbench {
 

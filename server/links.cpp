@@ -1,4 +1,4 @@
-#include "links.hpp"
+#include "server/links.hpp"
 
 #include <memory>
 #include <stdexcept>
@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <qrencode.h>
 
-#include "share_link.hpp"
-#include "tls.hpp"
+#include "core/share_link.hpp"
+#include "core/tls.hpp"
 
 namespace vlessbench {
 namespace {

@@ -3,7 +3,7 @@
 #include <ostream>
 #include <string>
 
-#include "config.hpp"
+#include "core/config.hpp"
 
 namespace vlessbench {
 

@@ -1,6 +1,4 @@
 // vlessbenchd: VLESS+TLS endpoint and HTTP target in one process (DESIGN.md §3).
-#include <signal.h>
-
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -9,10 +7,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include "daemon.hpp"
-#include "links.hpp"
-#include "logging.hpp"
-#include "tls.hpp"
+#include "server/daemon.hpp"
+#include "server/links.hpp"
+#include "core/logging.hpp"
+#include "core/tls.hpp"
 
 namespace {
 

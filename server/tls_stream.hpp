@@ -21,7 +21,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "policy_stream.hpp"
+#include "core/policy_stream.hpp"
 
 namespace vlessbench {
 

@@ -1,19 +1,19 @@
-#include "vless_server.hpp"
+#include "server/vless_server.hpp"
 
 #include <array>
 #include <cstring>
 #include <limits>
 
-#include "delivery_watch.hpp"
-#include "destination_policy.hpp"
-#include "logging.hpp"
-#include "policy_stream.hpp"
-#include "route_header.hpp"
-#include "tcp_info.hpp"
-#include "tls.hpp"
-#include "tls_stream.hpp"
-#include "vless_codec.hpp"
-#include "watchdog.hpp"
+#include "core/delivery_watch.hpp"
+#include "core/destination_policy.hpp"
+#include "core/logging.hpp"
+#include "core/policy_stream.hpp"
+#include "core/route_header.hpp"
+#include "core/tcp_info.hpp"
+#include "core/tls.hpp"
+#include "server/tls_stream.hpp"
+#include "core/vless_codec.hpp"
+#include "core/watchdog.hpp"
 
 namespace vlessbench::vless_server {
 

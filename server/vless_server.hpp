@@ -8,8 +8,8 @@
 #include <utility>
 #include <string_view>
 
-#include "asio_compat.hpp"
-#include "runtime.hpp"
+#include "core/asio_compat.hpp"
+#include "core/runtime.hpp"
 
 namespace vlessbench::vless_server {
 

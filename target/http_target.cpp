@@ -1,18 +1,18 @@
-#include "http_target.hpp"
+#include "target/http_target.hpp"
 
 #include <array>
 #include <cstring>
 #include <memory>
 #include <optional>
 
-#include "delivery_watch.hpp"
-#include "http_parser.hpp"
-#include "logging.hpp"
-#include "policy_stream.hpp"
-#include "request_handler.hpp"
-#include "route_header.hpp"
-#include "tcp_info.hpp"
-#include "watchdog.hpp"
+#include "core/delivery_watch.hpp"
+#include "core/http_parser.hpp"
+#include "core/logging.hpp"
+#include "core/policy_stream.hpp"
+#include "target/request_handler.hpp"
+#include "core/route_header.hpp"
+#include "core/tcp_info.hpp"
+#include "core/watchdog.hpp"
 
 namespace vlessbench::target {
 namespace {

@@ -2,8 +2,8 @@
 // The HTTP target's connections (HTTP/1.1, keep-alive, pipelining-safe).
 #include <memory>
 
-#include "asio_compat.hpp"
-#include "runtime.hpp"
+#include "core/asio_compat.hpp"
+#include "core/runtime.hpp"
 
 namespace vlessbench::target {
 

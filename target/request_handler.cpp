@@ -1,4 +1,4 @@
-#include "request_handler.hpp"
+#include "target/request_handler.hpp"
 
 #include <charconv>
 

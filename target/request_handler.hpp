@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "http_parser.hpp"
+#include "core/http_parser.hpp"
 
 namespace vlessbench::target {
 

@@ -19,9 +19,9 @@
 #include <openssl/ecdsa.h>
 #include <openssl/nid.h>
 
-#include "http_parser.hpp"
+#include "core/http_parser.hpp"
 #include "load.hpp"
-#include "quantile.hpp"
+#include "core/quantile.hpp"
 
 namespace vlessbench::load {
 

@@ -9,9 +9,9 @@
 #include <string>
 #include <string_view>
 
-#include "asio_compat.hpp"
-#include "tls.hpp"
-#include "vless_client.hpp"
+#include "core/asio_compat.hpp"
+#include "core/tls.hpp"
+#include "core/vless_client.hpp"
 
 namespace vlessbench::load {
 

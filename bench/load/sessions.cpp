@@ -28,11 +28,11 @@
 
 #include <fmt/format.h>
 
-#include "http_parser.hpp"
+#include "core/http_parser.hpp"
 #include "load.hpp"
-#include "net_address.hpp"
-#include "quantile.hpp"
-#include "watchdog.hpp"
+#include "core/net_address.hpp"
+#include "core/quantile.hpp"
+#include "core/watchdog.hpp"
 
 namespace vlessbench::load {
 namespace {

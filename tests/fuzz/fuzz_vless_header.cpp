@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "vless_codec.hpp"
+#include "core/vless_codec.hpp"
 
 using namespace vlessbench;
 

@@ -9,10 +9,10 @@
 
 #include <catch2/catch.hpp>
 
-#include "config.hpp"
-#include "delivery_watch.hpp"
-#include "pending_set.hpp"
-#include "watchdog.hpp"
+#include "core/config.hpp"
+#include "core/delivery_watch.hpp"
+#include "core/pending_set.hpp"
+#include "core/watchdog.hpp"
 
 using namespace vlessbench;
 using namespace std::chrono_literals;

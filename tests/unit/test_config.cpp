@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config.hpp"
-#include "destination_policy.hpp"
+#include "core/config.hpp"
+#include "core/destination_policy.hpp"
 
 using namespace vlessbench;
 using namespace std::chrono_literals;

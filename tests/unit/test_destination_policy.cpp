@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "config.hpp"
-#include "destination_policy.hpp"
+#include "core/config.hpp"
+#include "core/destination_policy.hpp"
 
 using namespace vlessbench;
 

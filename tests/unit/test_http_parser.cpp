@@ -3,7 +3,7 @@
 #include <string>
 #include <string_view>
 
-#include "http_parser.hpp"
+#include "core/http_parser.hpp"
 
 using namespace vlessbench;
 using namespace std::string_literals;

@@ -4,8 +4,8 @@
 
 #include <thread>
 
-#include "live_config.hpp"
-#include "vless_codec.hpp"
+#include "core/live_config.hpp"
+#include "core/vless_codec.hpp"
 
 using namespace vlessbench;
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "net_address.hpp"
+#include "core/net_address.hpp"
 
 using namespace vlessbench;
 

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "path_spec.hpp"
+#include "runner/path_spec.hpp"
 
 using namespace vlessbench::runner;
 

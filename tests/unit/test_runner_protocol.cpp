@@ -4,9 +4,9 @@
 #include <numeric>
 
 #include "bytes.hpp"
-#include "measure.hpp"
-#include "proxy_protocol.hpp"
-#include "sample.hpp"
+#include "runner/measure.hpp"
+#include "runner/proxy_protocol.hpp"
+#include "runner/sample.hpp"
 
 using namespace vlessbench;
 using vlessbench::test::bytes;

@@ -4,10 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "compare.hpp"
-#include "report.hpp"
-#include "svg_report.hpp"
-#include "verify.hpp"
+#include "runner/compare.hpp"
+#include "runner/report.hpp"
+#include "runner/svg_report.hpp"
+#include "runner/verify.hpp"
 
 using namespace vlessbench::runner;
 

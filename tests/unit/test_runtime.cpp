@@ -10,8 +10,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "route_header.hpp"
-#include "runtime.hpp"
+#include "core/route_header.hpp"
+#include "core/runtime.hpp"
 
 using namespace vlessbench;
 

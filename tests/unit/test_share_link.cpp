@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "share_link.hpp"
-#include "vless_codec.hpp"
+#include "core/share_link.hpp"
+#include "core/vless_codec.hpp"
 
 using namespace vlessbench;
 

@@ -5,7 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "socket_policy.hpp"
+#include "core/socket_policy.hpp"
 
 using namespace vlessbench;
 

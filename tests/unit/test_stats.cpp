@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "stats.hpp"
+#include "runner/stats.hpp"
 
 using namespace vlessbench;
 

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "http_parser.hpp"
-#include "http_target.hpp"
+#include "core/http_parser.hpp"
+#include "target/http_target.hpp"
 
 using namespace vlessbench;
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "bytes.hpp"
-#include "tls.hpp"
-#include "vless_client.hpp"
+#include "core/tls.hpp"
+#include "core/vless_client.hpp"
 
 using namespace vlessbench;
 using vlessbench::test::bytes;
