@@ -72,7 +72,7 @@ route_label parse_route_header(std::string_view value) {
   return label;
 }
 
-std::string format_server_timing(const session_phases& p) {
+std::string format_server_timing(const session_phases& p, std::string_view quickack) {
   std::string out;
   auto add = [&](const char* name, std::int64_t from, std::int64_t to) {
     if (from < 0 || to < 0) return;
@@ -85,6 +85,10 @@ std::string format_server_timing(const session_phases& p) {
   add("vless", p.tls_done, p.header_complete);
   add("resolve", p.header_complete, p.resolved);
   add("upstream", p.resolved >= 0 ? p.resolved : p.header_complete, p.upstream_connected);
+  if (!quickack.empty()) {
+    out += out.empty() ? "ack;desc=" : ", ack;desc=";
+    out += quickack;
+  }
   return out;
 }
 
@@ -97,15 +101,24 @@ server_phases_ms parse_server_timing(std::string_view value) {
     const auto semi = metric.find(';');
     const std::string_view name = trim(metric.substr(0, semi));
     std::optional<double> dur;
+    std::optional<std::string_view> desc;
     std::string_view params = semi == std::string_view::npos ? std::string_view{} : metric.substr(semi + 1);
     while (!params.empty()) {
       const auto s2 = params.find(';');
       const std::string_view param = trim(params.substr(0, s2));
       params = s2 == std::string_view::npos ? std::string_view{} : params.substr(s2 + 1);
       const auto eq = param.find('=');
-      if (eq != std::string_view::npos && trim(param.substr(0, eq)) == "dur")
+      if (eq == std::string_view::npos) continue;
+      const auto key = trim(param.substr(0, eq));
+      if (key == "dur") {
         dur = parse_double(param.substr(eq + 1));
+      } else if (key == "desc") {
+        auto d = trim(param.substr(eq + 1));
+        if (d.size() >= 2 && d.front() == '"' && d.back() == '"') d = d.substr(1, d.size() - 2);
+        desc = d;
+      }
     }
+    if (name == "ack" && desc) t.ack = std::string(*desc);
     if (!dur) continue;
     if (name == "tls") t.tls = dur;
     else if (name == "vless") t.vless = dur;

@@ -39,9 +39,13 @@ struct server_phases_ms {
   std::optional<double> vless;     // TLS done -> VLESS header complete (the stall shows here)
   std::optional<double> resolve;   // domain destinations only
   std::optional<double> upstream;  // header complete (or resolved) -> upstream connected
+  // The VLESS listener's ACK policy (`ack;desc=on`): a stall on a listener that re-arms
+  // QUICKACK cannot be the server's delayed ACK, so something in between terminates TCP.
+  std::optional<std::string> ack;
 };
 
-std::string format_server_timing(const session_phases& p);
+// The phases, and `ack;desc=POLICY` when quickack is not empty.
+std::string format_server_timing(const session_phases& p, std::string_view quickack = {});
 // W3C Server-Timing: `name;dur=1.234, name2;desc="x";dur=2`. Unknown metrics are ignored.
 server_phases_ms parse_server_timing(std::string_view value);
 

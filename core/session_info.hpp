@@ -43,6 +43,7 @@ struct route_info {
   std::string user;
   std::string client;    // original client address "ip:port"
   std::string listener;  // VLESS listener name
+  std::string quickack;  // the listener's ACK policy for this session: "kernel", "on", "off"
   session_phases phases;
 };
 

@@ -54,6 +54,7 @@ std::string_view to_string(stall_verdict::kind k) {
 stall_verdict judge_stall(std::span<const sample> samples) {
   stall_verdict v;
   std::vector<double> tls_all, vless_all, up_all, tls_st, vless_st, up_st;
+  std::size_t quickack_stalled = 0;  // stalled on a listener that re-arms QUICKACK
   for (const auto& s : samples) {
     if (!s.ok || s.mode != sample_mode::new_connection || !s.timing.vless) continue;
     ++v.with_timing;
@@ -63,6 +64,7 @@ stall_verdict judge_stall(std::span<const sample> samples) {
     if (s.timing.upstream) up_all.push_back(*s.timing.upstream);
     if (w >= stall_threshold_ms) {
       ++v.stalled;
+      if (s.timing.ack == "on") ++quickack_stalled;
       vless_st.push_back(w);
       if (s.timing.tls) tls_st.push_back(*s.timing.tls);
       if (s.timing.upstream) up_st.push_back(*s.timing.upstream);
@@ -87,10 +89,17 @@ stall_verdict judge_stall(std::span<const sample> samples) {
     v.verdict = stall_verdict::kind::stall;
     v.text = "STALL: " + count +
              " new connections waited >= 30 ms between TLS done and VLESS header complete "
-             "(median phases of those: " + phases +
-             "): the client holds its first data until the server ACKs (Nagle meets delayed ACK); "
-             "on a listener with QUICKACK on, something between client and daemon terminates TCP "
-             "(a user-space port forward such as qemu hostfwd: docs/methodology.md)";
+             "(median phases of those: " + phases + "): the client holds its first data until the server ACKs";
+    // The daemon says which ACK policy the listener had (Server-Timing ack): with QUICKACK on its
+    // ACKs leave at once, so a client still waiting for one is not talking to it directly.
+    if (quickack_stalled * 2 >= v.stalled) {
+      v.terminated_in_between = true;
+      v.text += "; the listener has QUICKACK on, so the daemon's ACKs do not reach the client: something "
+                "between client and daemon terminates TCP (a user-space port forward such as qemu hostfwd, "
+                "VirtualBox NAT, socat: docs/methodology.md)";
+    } else {
+      v.text += " (Nagle meets delayed ACK; a listener with quickack = \"on\" removes it)";
+    }
   } else if (v.stalled >= 2 && v.share >= 0.05) {
     v.verdict = stall_verdict::kind::intermittent;
     v.text = "intermittent stall: " + count +
@@ -351,6 +360,7 @@ std::string summary_json(const run_metadata& meta, const std::vector<path_result
                   {"vless_ms", num(r.stall.vless_ms)},
                   {"upstream_ms", num(r.stall.upstream_ms)},
                   {"max_vless_ms", num(r.stall.max_vless_ms)},
+                  {"terminated_in_between", r.stall.terminated_in_between},
                   {"text", r.stall.text}};
     mismatches += r.route_mismatches;
     paths[r.name] = p;

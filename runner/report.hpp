@@ -20,6 +20,8 @@ struct stall_verdict {
   kind verdict = kind::no_data;
   std::size_t with_timing = 0;  // ok new-connection samples carrying a vless phase
   std::size_t stalled = 0;      // of those, vless phase >= threshold
+  // A STALL although the listener had QUICKACK on (Server-Timing ack): TCP is terminated between.
+  bool terminated_in_between = false;
   double share = 0;
   // Median phases of the stalled samples (or of all samples when none stalled): the evidence.
   std::optional<double> tls_ms, vless_ms, upstream_ms;

@@ -660,6 +660,7 @@ awaitable<void> serve_session(runtime& rt, session_start start, tcp::socket sock
   session s(rt, start, std::move(socket));
   s.info->session_id = id;
   s.info->listener = s.listener_name;
+  s.info->quickack = std::string(to_string(policy.quickack));
   s.policy_at_accept = policy;
   s.upstream_policy_at_accept = upstream_policy;
   s.generation_at_accept = generation;

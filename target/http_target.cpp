@@ -270,7 +270,7 @@ struct connection {
 
       // Decided now, not when the head arrived: a drain that began during /delay must say close.
       const bool keep_alive = req.keep_alive && !rt.stopping;
-      const std::string timing = route ? format_server_timing(route->phases) : std::string();
+      const std::string timing = route ? format_server_timing(route->phases, route->quickack) : std::string();
       const std::uint64_t length = plan.content_length();
       const std::string head = format_head(plan, length, route_value, timing, keep_alive);
       arm_write_deadline();

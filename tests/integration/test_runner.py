@@ -5,8 +5,8 @@ import socket
 import subprocess
 import xml.etree.ElementTree as ET
 
-from harness import (BIN, LOOPBACK, Daemon, Suite, V2ray, check, free_port, make_cert, require_binary,
-                     tempdir, v2ray_client_config, v2ray_server_config)
+from harness import (BIN, LOOPBACK, Daemon, Suite, V2ray, check, free_port, make_cert, require_binary, spawn,
+                     stop_process, tempdir, v2ray_client_config, v2ray_server_config, wait_ports)
 
 suite = Suite("test_runner")
 require_binary()
@@ -97,6 +97,34 @@ def nagle_client_stalls_on_delayed_ack_only():
         check(p[quiet]["stall"]["verdict"] == "none", (quiet, p[quiet]["stall"]))
         check(p[quiet]["new"]["median_ms"] < 30, (quiet, p[quiet]["new"]))
     check("STALL" in r.stdout, r.stdout)
+
+
+@suite.test
+def stall_on_a_quickack_listener_means_tcp_is_terminated_in_between():
+    # socat in front of the QUICKACK listener terminates the client's TCP, as qemu's hostfwd or a
+    # NAT port forward does (docs/methodology.md): the daemon's quick ACKs no longer reach the
+    # client, whose Nagle now meets socat's delayed ACK. The daemon says in Server-Timing that the
+    # listener has QUICKACK on, so the verdict can say what the stall means.
+    fwd_port = free_port()
+    fwd = spawn(["socat", f"TCP-LISTEN:{fwd_port},bind={LOOPBACK},reuseaddr,fork", f"TCP:{LOOPBACK}:{D.port('quick')}"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_ports([(LOOPBACK, fwd_port)], proc=fwd, what="socat")
+        nagle = "&nodelay=off&writes=split"
+        forwarded = link("quick", nagle).replace(f"{LOOPBACK}:{D.port('quick')}", f"{LOOPBACK}:{fwd_port}")
+        r, out = run_paths([f"nagle-quick={link('quick', nagle)}", f"nagle-forwarded={forwarded}"],
+                           new=12, reuse=0, warmup=2)
+        check(r.returncode == 0, f"rc {r.returncode}\n{r.stdout}\n{r.stderr}")
+        p = json.loads((out / "summary.json").read_text())["paths"]
+        direct, fwd_stall = p["nagle-quick"]["stall"], p["nagle-forwarded"]["stall"]
+        print(f"FIGURE stall through socat to the QUICKACK listener: {fwd_stall['stalled']}/{fwd_stall['with_timing']}, "
+              f"vless phase {fwd_stall['vless_ms']} ms; direct: {direct['stalled']}/{direct['with_timing']}", flush=True)
+        check(direct["verdict"] == "none" and not direct["terminated_in_between"], direct)
+        check(fwd_stall["verdict"] == "stall", fwd_stall)
+        check(fwd_stall["terminated_in_between"], fwd_stall)
+        check("terminates TCP" in fwd_stall["text"], fwd_stall["text"])
+    finally:
+        stop_process(fwd)
 
 
 @suite.test

@@ -115,6 +115,14 @@ TEST_CASE("route header and Server-Timing: what the target writes, the runner re
   CHECK(*t.resolve == Approx(0.1));
   CHECK(*t.upstream == Approx(0.15));
   CHECK(format_server_timing(session_phases{}).empty());  // nothing reached, nothing said
+  CHECK_FALSE(t.ack);
+  const auto with_ack = format_server_timing(info.phases, "on");
+  CHECK_THAT(with_ack, Catch::EndsWith(", ack;desc=on"));
+  const auto a = parse_server_timing(with_ack);
+  REQUIRE(a.ack);
+  CHECK(*a.ack == "on");
+  CHECK(*a.vless == Approx(41.6));  // the other metrics unchanged
+  CHECK(*parse_server_timing("ack;desc=\"kernel\"").ack == "kernel");
 }
 
 TEST_CASE("route mismatch rules", "[runner]") {

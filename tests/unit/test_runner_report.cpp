@@ -106,8 +106,20 @@ TEST_CASE("stall verdict only when the data shows it", "[runner][stats]") {
   CHECK(*v.vless_ms == Approx(42));  // median of the stalled ones: the evidence
   CHECK(*v.tls_ms == Approx(1.0));
   CHECK_THAT(v.text, Catch::Contains("3/4") && Catch::Contains("delayed ACK"));
-  // The daemon's QUICKACK cannot reach the client through a forwarder that terminates TCP.
-  CHECK_THAT(v.text, Catch::Contains("QUICKACK on, something between client and daemon terminates TCP"));
+  CHECK_FALSE(v.terminated_in_between);  // the header said nothing of QUICKACK
+
+  // The same stall on a listener that says it has QUICKACK on (Server-Timing ack;desc=on): the
+  // daemon's ACKs cannot be what the client waits for, so TCP is terminated in between.
+  auto on_quickack = stalled;
+  for (auto& s : on_quickack) s.timing.ack = "on";
+  const auto q = judge_stall(on_quickack);
+  CHECK(q.verdict == stall_verdict::kind::stall);
+  CHECK(q.terminated_in_between);
+  CHECK_THAT(q.text, Catch::Contains("QUICKACK on") && Catch::Contains("terminates TCP"));
+  CHECK_THAT(q.text, !Catch::Contains("Nagle meets delayed ACK"));
+  auto on_kernel = stalled;
+  for (auto& s : on_kernel) s.timing.ack = "kernel";
+  CHECK_FALSE(judge_stall(on_kernel).terminated_in_between);
 
   std::vector<sample> some(18, with_vless_phase(0.04));
   some.push_back(with_vless_phase(35));
