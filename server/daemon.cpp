@@ -11,6 +11,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "core/access_events.hpp"
 #include "core/destination_policy.hpp"
 #include "target/http_target.hpp"
 #include "core/logging.hpp"
@@ -197,13 +198,9 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
     // set); all of them taken, a new connection could only be refused later, after a handshake.
     if (rt_.vless_sessions >= rt_.cfg->limits.max_sessions) {
       std::error_code ignored;
-      json_line line("vless.reject");
-      line.add("listener", state->name)
-          .add("client", format_endpoint(peer))
-          .add("reason", "too_many_sessions")
-          .add("phase", "accept")
-          .add("bytes_seen", std::uint64_t{0});  // same fields as every other vless.reject
-      rt_.log.write(line.finish());
+      const auto client = format_endpoint(peer);
+      rt_.log.write(format_event(vless_reject_event{
+          .listener = state->name, .client = client, .reason = "too_many_sessions", .phase = "accept"}));
       socket.close(ignored);
       continue;
     }
@@ -264,13 +261,9 @@ bool daemon::shed_connection(listener& l) {
       std::memcpy(peer.data(), &addr, len);
       peer.resize(len);
     }
-    json_line line("vless.reject");
-    line.add("listener", l.state->name)
-        .add("client", format_endpoint(peer))
-        .add("reason", "fd_exhausted")
-        .add("phase", "accept")
-        .add("bytes_seen", std::uint64_t{0});
-    rt_.log.write(line.finish());
+    const auto client = format_endpoint(peer);
+    rt_.log.write(format_event(vless_reject_event{
+        .listener = l.state->name, .client = client, .reason = "fd_exhausted", .phase = "accept"}));
   }
   return true;
 }
@@ -398,9 +391,7 @@ void daemon::reopen_access_log() {
 void daemon::reload() {
   auto fail = [&](const std::string& error) {
     spdlog::error("reload failed, keeping generation {}: {}", rt_.generation, error);
-    json_line line("config.reload");
-    line.add("ok", false).add("generation", rt_.generation).add("error", error);
-    rt_.log.write(line.finish());
+    rt_.log.write(format_event(config_reload_event{.ok = false, .generation = rt_.generation, .error = error}));
   };
   if (!config_file_) return fail("running on the embedded default: there is no file to re-read");
 
@@ -542,9 +533,8 @@ void daemon::reload() {
   rt_.generation = generation;
   spdlog::info("reload ok: generation {}: {}", generation,
                changes.empty() ? std::string("no listener changes") : fmt::format("{}", fmt::join(changes, "; ")));
-  json_line line("config.reload");
-  line.add("ok", true).add("generation", generation).add("changes", static_cast<std::uint64_t>(changes.size()));
-  rt_.log.write(line.finish());
+  rt_.log.write(format_event(
+      config_reload_event{.ok = true, .generation = generation, .changes = static_cast<std::uint64_t>(changes.size())}));
 }
 
 }  // namespace vlessbench

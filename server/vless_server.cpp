@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/access_events.hpp"
 #include "core/delivery_watch.hpp"
 #include "core/destination_policy.hpp"
 #include "core/logging.hpp"
@@ -574,18 +575,16 @@ struct session {
   }
 
   void log_reject() {
-    json_line line("vless.reject");
-    line.add("session", info->session_id)
-        .add("listener", listener_name)
-        .add("client", info->client)
-        .add("reason", reject_reason)
-        .add("phase", phase)
-        .add("bytes_seen", header_bytes_seen);
-    if (!reject_detail.empty()) line.add("detail", reject_detail);
-    if (!info->user.empty()) line.add("user", info->user);
-    if (!dest.empty()) line.add("dest", dest);
-    line.add("duration_us", info->phases.closed);
-    rt.log.write(line.finish());
+    rt.log.write(format_event(vless_reject_event{.session = info->session_id,
+                                                 .listener = listener_name,
+                                                 .client = info->client,
+                                                 .reason = reject_reason,
+                                                 .phase = phase,
+                                                 .bytes_seen = header_bytes_seen,
+                                                 .detail = reject_detail,
+                                                 .user = info->user,
+                                                 .dest = dest,
+                                                 .duration_us = info->phases.closed.get()}));
     spdlog::debug("vless {} session {} from {} rejected: {} ({})", listener_name, info->session_id,
                   info->client, reject_reason, reject_detail);
   }

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 
+#include "core/access_events.hpp"
 #include "core/delivery_watch.hpp"
 #include "core/http_parser.hpp"
 #include "core/logging.hpp"
@@ -154,21 +155,8 @@ struct connection {
     auto plan = error_response(status, why);
     auto head = format_head(plan, plan.body.size(), route_value, "", false);
     co_await write_all(asio::buffer(head), asio::buffer(plan.body));
-    json_line line("http.request");
-    add_route(line, route);
-    line.add("status", status).add("error", why);
-    rt.log.write(line.finish());
-  }
-
-  // The fields every http.request line starts with: where it came in, and by which route.
-  void add_route(json_line& line, const route_info* route) const {
-    line.add("listener", listener->name).add("peer", peer).add("route", route ? "vless" : "direct");
-    if (route) {
-      line.add("vless_session", route->session_id)
-          .add("vless_user", route->user)
-          .add("vless_client", route->client)
-          .add("vless_listener", route->listener);
-    }
+    rt.log.write(format_event(
+        http_request_event{.listener = listener->name, .peer = peer, .route = route, .status = status, .error = why}));
   }
 
   awaitable<void> run() {
@@ -316,21 +304,24 @@ struct connection {
   void log_request(const http::request& req, int status, const route_info* route, std::uint64_t sent,
                    std::uint64_t received, steady_clock::time_point started_at, bool complete,
                    std::string_view error = "response not completed") {
-    json_line line("http.request");
-    add_route(line, route);
-    line.add("method", req.method).add("path", req.target).add("status", status).add("bytes", sent);
-    if (received) line.add("bytes_in", received);
-    line.add("duration_us", static_cast<std::int64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                                          steady_clock::now() - started_at)
-                                                          .count()));
-    if (!complete) line.add("error", error);
-    auto label = [&](const char* header, const char* key) {
-      if (auto v = req.find(header)) line.add(key, v->substr(0, max_label));
+    auto label = [&](const char* header) {
+      const auto v = req.find(header);
+      return v ? v->substr(0, max_label) : std::string_view();
     };
-    label("X-Vlessbench-Run", "run");
-    label("X-Vlessbench-Seq", "seq");
-    label("X-Vlessbench-Path", "path_label");
-    rt.log.write(line.finish());
+    rt.log.write(format_event(http_request_event{
+        .listener = listener->name,
+        .peer = peer,
+        .route = route,
+        .method = req.method,
+        .path = req.target,
+        .status = status,
+        .bytes = sent,
+        .bytes_in = received,
+        .duration_us = std::chrono::duration_cast<std::chrono::microseconds>(steady_clock::now() - started_at).count(),
+        .error = complete ? std::string_view() : error,
+        .run = label("X-Vlessbench-Run"),
+        .seq = label("X-Vlessbench-Seq"),
+        .path_label = label("X-Vlessbench-Path")}));
   }
 };
 

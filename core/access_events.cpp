@@ -1,0 +1,58 @@
+#include "core/access_events.hpp"
+
+#include "core/access_log.hpp"
+
+namespace vlessbench {
+
+namespace {
+void add_if(json_line& line, std::string_view key, std::string_view value) {
+  if (!value.empty()) line.add(key, value);
+}
+}  // namespace
+
+std::string format_event(const vless_reject_event& e) {
+  json_line line("vless.reject");
+  if (e.session) line.add("session", *e.session);
+  line.add("listener", e.listener)
+      .add("client", e.client)
+      .add("reason", e.reason)
+      .add("phase", e.phase)
+      .add("bytes_seen", e.bytes_seen);
+  add_if(line, "detail", e.detail);
+  add_if(line, "user", e.user);
+  add_if(line, "dest", e.dest);
+  if (e.duration_us) line.add("duration_us", *e.duration_us);
+  return line.finish();
+}
+
+std::string format_event(const config_reload_event& e) {
+  json_line line("config.reload");
+  line.add("ok", e.ok).add("generation", e.generation);
+  if (!e.ok) line.add("error", e.error);
+  if (e.changes) line.add("changes", *e.changes);
+  return line.finish();
+}
+
+std::string format_event(const http_request_event& e) {
+  json_line line("http.request");
+  line.add("listener", e.listener).add("peer", e.peer).add("route", e.route ? "vless" : "direct");
+  if (e.route) {
+    line.add("vless_session", e.route->session_id)
+        .add("vless_user", e.route->user)
+        .add("vless_client", e.route->client)
+        .add("vless_listener", e.route->listener);
+  }
+  add_if(line, "method", e.method);
+  add_if(line, "path", e.path);
+  line.add("status", e.status);
+  if (e.bytes) line.add("bytes", *e.bytes);
+  if (e.bytes_in) line.add("bytes_in", e.bytes_in);
+  if (e.duration_us) line.add("duration_us", *e.duration_us);
+  add_if(line, "error", e.error);
+  add_if(line, "run", e.run);
+  add_if(line, "seq", e.seq);
+  add_if(line, "path_label", e.path_label);
+  return line.finish();
+}
+
+}  // namespace vlessbench

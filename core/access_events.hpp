@@ -1,0 +1,54 @@
+#pragma once
+// One writer per access-log event (DESIGN.md §3, docs/sessions.md "Log events"): a call site
+// fills the event's struct and this file spells the line, so each event's fields and their order
+// are named in one place. Empty strings and absent optionals are left out of the line.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/session_info.hpp"
+
+namespace vlessbench {
+
+// A connection refused before relaying.
+struct vless_reject_event {
+  std::optional<std::uint64_t> session;  // absent when refused at accept, before a session existed
+  std::string_view listener;
+  std::string_view client;
+  std::string_view reason;
+  std::string_view phase;
+  std::uint64_t bytes_seen = 0;  // header bytes received
+  std::string_view detail;
+  std::string_view user;
+  std::string_view dest;
+  std::optional<std::int64_t> duration_us;
+};
+std::string format_event(const vless_reject_event& e);
+
+// A reload's outcome: error when it failed, the number of changes when it took.
+struct config_reload_event {
+  bool ok = false;
+  std::uint64_t generation = 0;
+  std::string_view error;
+  std::optional<std::uint64_t> changes;
+};
+std::string format_event(const config_reload_event& e);
+
+// A request the target answered (or refused: no method/path, status 400/431 and an error).
+struct http_request_event {
+  std::string_view listener;
+  std::string_view peer;
+  const route_info* route = nullptr;  // the relaying session; nullptr: direct
+  std::string_view method;
+  std::string_view path;
+  int status = 0;
+  std::optional<std::uint64_t> bytes;     // response body bytes sent
+  std::uint64_t bytes_in = 0;             // request body bytes read (POST /sink); 0: left out
+  std::optional<std::int64_t> duration_us;
+  std::string_view error;
+  std::string_view run, seq, path_label;  // the runner's X-Vlessbench-Run / -Seq / -Path
+};
+std::string format_event(const http_request_event& e);
+
+}  // namespace vlessbench

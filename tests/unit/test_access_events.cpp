@@ -1,0 +1,80 @@
+// The access-log events the acceptance checks and `vlessbench verify` read: each one's fields and
+// their order, byte for byte (docs/sessions.md "Log events"); only the timestamp varies.
+#include <catch2/catch.hpp>
+
+#include <regex>
+
+#include "core/access_events.hpp"
+
+using namespace vlessbench;
+
+namespace {
+
+// The line without its "ts" value, which is the time of writing.
+std::string without_ts(const std::string& line) {
+  static const std::regex ts(R"("ts":"[0-9T:.\-]+Z")");
+  return std::regex_replace(line, ts, R"("ts":"T")");
+}
+
+}  // namespace
+
+TEST_CASE("vless.reject: from a session, and at accept before a session exists", "[access_log]") {
+  CHECK(without_ts(format_event(vless_reject_event{.session = 7,
+                                                   .listener = "kernel",
+                                                   .client = "192.0.2.1:5000",
+                                                   .reason = "dest_not_allowed",
+                                                   .phase = "connect",
+                                                   .bytes_seen = 42,
+                                                   .detail = "10.0.0.1:80",
+                                                   .user = "alice",
+                                                   .dest = "10.0.0.1:80",
+                                                   .duration_us = 1234})) ==
+        R"({"event":"vless.reject","ts":"T","session":7,"listener":"kernel","client":"192.0.2.1:5000",)"
+        R"("reason":"dest_not_allowed","phase":"connect","bytes_seen":42,"detail":"10.0.0.1:80","user":"alice",)"
+        R"("dest":"10.0.0.1:80","duration_us":1234})"
+        "\n");
+  CHECK(without_ts(format_event(vless_reject_event{
+            .listener = "kernel", .client = "192.0.2.1:5000", .reason = "fd_exhausted", .phase = "accept"})) ==
+        R"({"event":"vless.reject","ts":"T","listener":"kernel","client":"192.0.2.1:5000","reason":"fd_exhausted",)"
+        R"("phase":"accept","bytes_seen":0})"
+        "\n");
+}
+
+TEST_CASE("config.reload: a failure names its error, a success its changes", "[access_log]") {
+  CHECK(without_ts(format_event(config_reload_event{.ok = false, .generation = 3, .error = "f.toml:2: bad"})) ==
+        R"({"event":"config.reload","ts":"T","ok":false,"generation":3,"error":"f.toml:2: bad"})"
+        "\n");
+  CHECK(without_ts(format_event(config_reload_event{.ok = true, .generation = 4, .changes = 2})) ==
+        R"({"event":"config.reload","ts":"T","ok":true,"generation":4,"changes":2})"
+        "\n");
+}
+
+TEST_CASE("http.request: relayed with the runner's labels, and a refused head", "[access_log]") {
+  route_info session;
+  session.session_id = 9;
+  session.user = "bob";
+  session.client = "192.0.2.2:6000";
+  session.listener = "quick";
+  CHECK(without_ts(format_event(http_request_event{.listener = "http",
+                                                   .peer = "127.0.0.1:40000",
+                                                   .route = &session,
+                                                   .method = "POST",
+                                                   .path = "/sink",
+                                                   .status = 200,
+                                                   .bytes = 5,
+                                                   .bytes_in = 1000,
+                                                   .duration_us = 77,
+                                                   .run = "r1",
+                                                   .seq = "3",
+                                                   .path_label = "ctl"})) ==
+        R"({"event":"http.request","ts":"T","listener":"http","peer":"127.0.0.1:40000","route":"vless",)"
+        R"("vless_session":9,"vless_user":"bob","vless_client":"192.0.2.2:6000","vless_listener":"quick",)"
+        R"("method":"POST","path":"/sink","status":200,"bytes":5,"bytes_in":1000,"duration_us":77,"run":"r1",)"
+        R"("seq":"3","path_label":"ctl"})"
+        "\n");
+  CHECK(without_ts(format_event(http_request_event{
+            .listener = "http", .peer = "127.0.0.1:40001", .status = 400, .error = "bad request line"})) ==
+        R"({"event":"http.request","ts":"T","listener":"http","peer":"127.0.0.1:40001","route":"direct",)"
+        R"("status":400,"error":"bad request line"})"
+        "\n");
+}
