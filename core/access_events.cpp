@@ -25,6 +25,54 @@ std::string format_event(const vless_reject_event& e) {
   return line.finish();
 }
 
+std::string format_event(const vless_session_event& e) {
+  const session_phases& p = *e.phases;
+  json_line line("vless.session");
+  line.add("session", e.session)
+      .add("listener", e.listener)
+      .add("user", e.user)
+      .add("client", e.client)
+      .add("dest", e.dest)
+      .add("cmd", e.cmd)
+      .add("tls_version", e.tls_version)
+      .add("cipher", e.cipher)
+      .add("sni", e.sni)
+      .add("alpn", e.alpn);
+  line.begin_object("policy")
+      .add("nodelay", e.policy.nodelay)
+      .add("quickack", to_string(e.policy.quickack))
+      .add("upstream_nodelay", e.upstream_policy.nodelay)
+      .add("upstream_quickack", to_string(e.upstream_policy.quickack))
+      .add("generation", e.generation)
+      .end_object();
+  line.begin_object("phases_us")
+      .add("tls_done", p.tls_done.get())
+      .add("first_vless_byte", p.first_vless_byte.get())
+      .add("header_complete", p.header_complete.get());
+  if (p.resolved >= 0) line.add("resolved", p.resolved.get());
+  line.add("upstream_connected", p.upstream_connected.get())
+      .add("first_upstream_byte", p.first_upstream_byte.get())
+      .add("first_client_byte", p.first_client_byte.get())
+      .add("closed", p.closed.get())
+      .end_object();
+  line.add("stall_suspected", e.stall_suspected);
+  if (e.tcp_info) {
+    line.begin_object("tcp_info")
+        .add("rtt_us", e.tcp_info->rtt_us)
+        .add("rttvar_us", e.tcp_info->rttvar_us)
+        .add("ato_us", e.tcp_info->ato_us)
+        .add("retransmits", e.tcp_info->retransmits)
+        .add("unacked", e.tcp_info->unacked)
+        .add("delivery_rate", e.tcp_info->delivery_rate)
+        .end_object();
+  }
+  line.add("bytes_up", e.bytes_up)
+      .add("bytes_down", e.bytes_down)
+      .add("duration_us", p.closed.get())
+      .add("close_reason", e.close_reason);
+  return line.finish();
+}
+
 std::string format_event(const config_reload_event& e) {
   json_line line("config.reload");
   line.add("ok", e.ok).add("generation", e.generation);

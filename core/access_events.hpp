@@ -7,7 +7,9 @@
 #include <string>
 #include <string_view>
 
+#include "core/config.hpp"
 #include "core/session_info.hpp"
+#include "core/tcp_info.hpp"
 
 namespace vlessbench {
 
@@ -25,6 +27,27 @@ struct vless_reject_event {
   std::optional<std::int64_t> duration_us;
 };
 std::string format_event(const vless_reject_event& e);
+
+// A VLESS session that was admitted, at its close (a refused one is a vless_reject_event).
+struct vless_session_event {
+  std::uint64_t session = 0;
+  std::string_view listener;
+  std::string_view user;
+  std::string_view client;
+  std::string_view dest;
+  std::string_view cmd;  // "tcp"
+  std::string_view tls_version, cipher, sni, alpn;
+  tcp_policy policy;           // the listener's policies at accept, with their generation
+  tcp_policy upstream_policy;
+  std::uint64_t generation = 0;
+  const session_phases* phases = nullptr;  // required; "resolved" only when reached
+  bool stall_suspected = false;
+  std::optional<tcp_info_snapshot> tcp_info;  // the client connection's, at close
+  std::uint64_t bytes_up = 0;    // client -> destination payload
+  std::uint64_t bytes_down = 0;  // destination -> client payload
+  std::string_view close_reason;
+};
+std::string format_event(const vless_session_event& e);
 
 // A reload's outcome: error when it failed, the number of changes when it took.
 struct config_reload_event {

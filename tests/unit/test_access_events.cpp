@@ -78,3 +78,51 @@ TEST_CASE("http.request: relayed with the runner's labels, and a refused head", 
         R"("status":400,"error":"bad request line"})"
         "\n");
 }
+
+TEST_CASE("vless.session: policies, phases (resolved only when reached), tcp_info when read", "[access_log]") {
+  session_phases p;
+  p.tls_done = 900;
+  p.first_vless_byte = 950;
+  p.header_complete = 41000;
+  p.upstream_connected = 41200;
+  p.first_upstream_byte = 41500;
+  p.first_client_byte = 41510;
+  p.closed = 50000;
+  vless_session_event e{.session = 12,
+                        .listener = "nagle",
+                        .user = "alice",
+                        .client = "192.0.2.1:5000",
+                        .dest = "127.0.0.1:8080",
+                        .cmd = "tcp",
+                        .tls_version = "TLSv1.3",
+                        .cipher = "TLS_AES_128_GCM_SHA256",
+                        .sni = "vlessbench.test",
+                        .alpn = "",
+                        .policy = {.nodelay = false, .quickack = quickack_mode::on},
+                        .upstream_policy = {},
+                        .generation = 3,
+                        .phases = &p,
+                        .stall_suspected = true,
+                        .bytes_up = 80,
+                        .bytes_down = 200,
+                        .close_reason = "client_eof"};
+  const std::string head =
+      R"({"event":"vless.session","ts":"T","session":12,"listener":"nagle","user":"alice",)"
+      R"("client":"192.0.2.1:5000","dest":"127.0.0.1:8080","cmd":"tcp","tls_version":"TLSv1.3",)"
+      R"("cipher":"TLS_AES_128_GCM_SHA256","sni":"vlessbench.test","alpn":"",)"
+      R"("policy":{"nodelay":false,"quickack":"on","upstream_nodelay":true,"upstream_quickack":"kernel",)"
+      R"("generation":3},"phases_us":{"tls_done":900,"first_vless_byte":950,"header_complete":41000,)";
+  const std::string tail =
+      R"("upstream_connected":41200,"first_upstream_byte":41500,"first_client_byte":41510,"closed":50000},)"
+      R"("stall_suspected":true,)";
+  const std::string end = R"("bytes_up":80,"bytes_down":200,"duration_us":50000,"close_reason":"client_eof"})"
+                          "\n";
+  CHECK(without_ts(format_event(e)) == head + tail + end);
+  p.resolved = 1000;
+  e.tcp_info = tcp_info_snapshot{.rtt_us = 50, .rttvar_us = 25, .ato_us = 40000, .retransmits = 0, .unacked = 0,
+                                 .delivery_rate = 1000000};
+  CHECK(without_ts(format_event(e)) ==
+        head + R"("resolved":1000,)" + tail +
+            R"("tcp_info":{"rtt_us":50,"rttvar_us":25,"ato_us":40000,"retransmits":0,"unacked":0,)"
+            R"("delivery_rate":1000000},)" + end);
+}

@@ -12,6 +12,8 @@
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <string_view>
+#include <system_error>
 #include <type_traits>
 #include <vector>
 
@@ -21,49 +23,14 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include "core/buffer_pool.hpp"
 #include "core/policy_stream.hpp"
+#include "core/tls.hpp"
+#include "server/transport/transport.hpp"
 
 namespace vlessbench {
 
-// Fixed-size blocks for transient I/O buffers, kept per thread (one io_context per thread), so a
-// busy relay does not allocate per read and an idle one holds nothing.
-class buffer_pool {
- public:
-  // 256 KiB: a bulk relay makes a quarter of the reads, wake-ups and upstream writes that 64 KiB
-  // blocks cost (bench/run.py --only bulk: CPU-seconds per GiB 0.79-1.03 -> 0.71-0.75).
-  static constexpr std::size_t block_size = 256 * 1024;
-  struct deleter {
-    void operator()(char* p) const { local().put(p); }
-  };
-  using block = std::unique_ptr<char[], deleter>;
-
-  static block get() { return block(local().take()); }
-
- private:
-  static constexpr std::size_t max_free = 32;  // blocks kept for reuse (8 MiB)
-  static buffer_pool& local() {
-    thread_local buffer_pool pool;
-    return pool;
-  }
-  char* take() {
-    if (free_.empty()) return new char[block_size];
-    char* p = free_.back();
-    free_.pop_back();
-    return p;
-  }
-  void put(char* p) {
-    if (free_.size() < max_free) {
-      free_.push_back(p);
-    } else {
-      delete[] p;
-    }
-  }
-  ~buffer_pool() {
-    for (char* p : free_) delete[] p;
-  }
-  std::vector<char*> free_;
-};
-
+// Raw TLS: the VLESS stream is the TLS plaintext (transport = "tls", the default).
 class tls_stream {
  public:
   using executor_type = tcp::socket::executor_type;
@@ -86,12 +53,22 @@ class tls_stream {
 
   executor_type get_executor() { return next_.get_executor(); }
   policy_stream& next_layer() { return next_; }
+  tcp::socket& socket() { return next_.socket(); }
   SSL* native_handle() { return ssl_; }
+
+  static std::string_view open_failure() { return "tls_handshake_failed"; }
+  transport::facts facts() const {
+    return {"tls", tls::version_name(ssl_), tls::cipher_name(ssl_), tls::sni_received(ssl_),
+            tls::alpn_selected(ssl_)};
+  }
 
   template <class Token>
   auto async_handshake(asio::ssl::stream_base::handshake_type, Token&& token) {
     return run<false>([](SSL* s) { return SSL_do_handshake(s); }, std::forward<Token>(token));
   }
+
+  // The transport's opening: the TLS handshake (server side).
+  awaitable<std::error_code> open(const transport::open_clock& clock);
 
   template <class MutableBufferSequence, class Token>
   auto async_read_some(const MutableBufferSequence& buffers, Token&& token) {
@@ -281,5 +258,13 @@ class tls_stream {
   bool eof_ = false;
   int sys_error_ = 0;
 };
+
+inline awaitable<std::error_code> tls_stream::open(const transport::open_clock& clock) {
+  auto [ec] = co_await async_handshake(asio::ssl::stream_base::server, as_tuple_awaitable);
+  if (!ec) clock.stamp(&session_phases::tls_done);
+  co_return ec;
+}
+
+static_assert(transport::client_transport<tls_stream>);
 
 }  // namespace vlessbench

@@ -1,0 +1,45 @@
+#include "server/admission.hpp"
+
+namespace vlessbench {
+
+bool valid_dns_name(std::string_view name) {
+  if (!name.empty() && name.back() == '.') name.remove_suffix(1);  // absolute form
+  if (name.empty() || name.size() > 253) return false;
+  std::size_t label = 0;
+  for (const char c : name) {
+    if (c == '.') {
+      if (label == 0) return false;
+      label = 0;
+    } else if (++label > 63) {
+      return false;
+    }
+  }
+  return label > 0;
+}
+
+admission_verdict admit_request(const config& cfg, const vless::request_header& header) {
+  admission_verdict v;
+  for (const auto& u : cfg.users) {
+    const bool eq = vless::uuid_equal(u.uuid, header.uuid);
+    v.user = eq ? &u : v.user;
+  }
+  auto refuse = [&v](std::string_view reason, std::string detail = {}) {
+    v.reason = reason;
+    v.detail = std::move(detail);
+    return v;
+  };
+  if (v.user == nullptr) return refuse("unknown_user");
+  if (!header.flow.empty()) return refuse("flow_unsupported", header.flow);
+  switch (header.command) {
+    case 1: break;
+    case 2: return refuse("udp_unsupported");
+    case 3: return refuse("mux_unsupported");
+    default: return refuse("bad_command", std::to_string(header.command));
+  }
+  if (header.port == 0) return refuse("bad_port");
+  if (header.atyp == vless::address_type::domain && !valid_dns_name(header.domain))
+    return refuse("bad_domain", "not a DNS name (at most 253 bytes, labels of 1..63)");
+  return v;
+}
+
+}  // namespace vlessbench

@@ -1,0 +1,31 @@
+#pragma once
+// Who may open a VLESS session, with which request (STYLE.md: admission outside the session, as
+// trojan keeps its authenticator apart). Pure: a config and a parsed header in, a verdict out;
+// the session applies it (server/vless_server.cpp) and the unit tests pin it
+// (tests/unit/test_vless_admission.cpp). Destinations are checked later, per resolved address
+// (core/destination_policy.hpp), and live admission against reloads in core/live_config.hpp.
+#include <string>
+#include <string_view>
+
+#include "core/config.hpp"
+#include "core/vless_codec.hpp"
+
+namespace vlessbench {
+
+struct admission_verdict {
+  const user_config* user = nullptr;  // the header's user when known (also on a later refusal)
+  std::string_view reason;            // vless.reject reason; empty: admitted
+  std::string detail;                 // vless.reject detail
+  bool admitted() const { return reason.empty(); }
+};
+
+// The user by UUID, in constant time over the whole list (the position of a match must not
+// show in timing), then what this daemon serves: no flow, command 1 (TCP), a port, and for a
+// domain a name a resolver may be asked for.
+admission_verdict admit_request(const config& cfg, const vless::request_header& header);
+
+// At most 253 bytes (an absolute name's final dot aside), labels of 1..63: the wire allows 255
+// bytes of anything, the resolver should see only names it can ask for.
+bool valid_dns_name(std::string_view name);
+
+}  // namespace vlessbench

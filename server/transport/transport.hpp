@@ -1,0 +1,69 @@
+#pragma once
+// The seam between a VLESS session and the bytes beneath it (DESIGN.md, docs/sessions.md
+// "Transports"). A session (server/vless_server.cpp) is a template over its client transport;
+// raw TLS (tls_stream.hpp) is one, and WebSocket, HTTPUpgrade and gRPC are its siblings in this
+// folder. A transport owns the client's TCP connection and everything up to the first byte of
+// the VLESS stream: the TLS handshake, an HTTP upgrade, early data, framing. The session sees
+// a plain byte stream and never which transport carries it, except in the log.
+//
+// What a transport T provides (checked by the client_transport concept below):
+//   open(clock) -> awaitable<error_code>   the TLS handshake and whatever the transport adds
+//                                           (an upgrade, a preface), stamping the phases it
+//                                           reaches on clock; on failure open_failure() names
+//                                           the reject reason (e.g. "tls_handshake_failed")
+//   async_read_some / async_write_some      the VLESS stream (Asio AsyncStream), so
+//                                           asio::async_write works on it
+//   async_wait_readable(token)              completes when a read would make progress; holds
+//                                           no buffer while waiting (an idle session holds none)
+//   read_now(data, size, ec)                one read that never waits: bytes, or 0 when it would
+//                                           block (ec clear) or failed (ec set)
+//   async_shutdown(token)                   the transport's orderly close (close_notify, a
+//                                           close frame); the caller bounds it
+//   socket()                                the TCP connection beneath: policy, tcp_info, close
+//   facts()                                 what the log says of the transport
+#include <chrono>
+#include <concepts>
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+#include "core/asio_compat.hpp"
+#include "core/session_info.hpp"
+
+namespace vlessbench::transport {
+
+// Stamps a session's phases (microseconds since accept) as a transport's opening steps complete.
+struct open_clock {
+  session_phases& phases;
+  std::chrono::steady_clock::time_point accepted;
+  void stamp(phase_us session_phases::*phase) const {
+    phases.*phase = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - accepted).count();
+  }
+};
+
+// What the vless.session line records of the transport, read once when the session ends.
+struct facts {
+  std::string_view transport;  // "tls", later "ws", "httpupgrade", "grpc"
+  std::string tls_version;
+  std::string cipher;
+  std::string sni;
+  std::string alpn;
+};
+
+template <class T>
+concept client_transport = requires(T& t, const open_clock& clock, char* data, std::size_t size,
+                                    std::error_code& ec) {
+  { t.open(clock) } -> std::same_as<awaitable<std::error_code>>;
+  { t.open_failure() } -> std::convertible_to<std::string_view>;
+  { t.read_now(data, size, ec) } -> std::same_as<std::size_t>;
+  { t.socket() } -> std::same_as<tcp::socket&>;
+  { t.facts() } -> std::same_as<facts>;
+  t.get_executor();
+  t.async_read_some(asio::mutable_buffer(), as_tuple_awaitable);
+  t.async_write_some(asio::const_buffer(), as_tuple_awaitable);
+  t.async_wait_readable(as_tuple_awaitable);
+  t.async_shutdown(as_tuple_awaitable);
+};
+
+}  // namespace vlessbench::transport

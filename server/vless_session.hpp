@@ -1,0 +1,618 @@
+#pragma once
+// A VLESS session over any client transport (server/transport/transport.hpp): one coroutine owns
+// the client connection and the upstream socket, TLS (or another transport's) opening -> VLESS
+// header -> admission (server/admission.hpp) -> upstream connect -> relay -> one log line.
+// A template, so each transport's session is compiled for it with no virtual call in the relay;
+// server/vless_server.cpp picks the transport per listener. About 600 lines: the steps share the
+// session's state, and a relay split out would take a dozen of its fields by reference.
+#include <array>
+#include <cstring>
+#include <limits>
+
+#include "core/access_events.hpp"
+#include "core/buffer_pool.hpp"
+#include "core/delivery_watch.hpp"
+#include "core/destination_policy.hpp"
+#include "core/logging.hpp"
+#include "core/policy_stream.hpp"
+#include "core/route_header.hpp"
+#include "core/tcp_info.hpp"
+#include "core/vless_codec.hpp"
+#include "core/watchdog.hpp"
+#include "server/admission.hpp"
+#include "server/transport/transport.hpp"
+#include "server/vless_server.hpp"
+
+namespace vlessbench::vless_server::detail {
+
+using std::chrono::microseconds;
+// Relay buffers are pooled 256 KiB blocks, taken when a socket is readable and given back after
+// the write, so an idle session holds none. One upstream read of up to 256 KiB becomes one
+// SSL_write (sixteen full 16 KiB records); up to 256 KiB of client records go upstream in one write.
+constexpr std::size_t relay_block = buffer_pool::block_size;
+constexpr std::size_t tls_record = 16 * 1024;   // largest TLS plaintext record
+constexpr std::size_t header_buffer = 2048;     // a valid VLESS request header is < 600 bytes
+constexpr std::size_t header_room = 2;          // VLESS response header, sent with the first bytes
+constexpr auto shutdown_grace = std::chrono::milliseconds(1000);
+
+// asio::transfer_all caps every write_some at 64 KiB (asio's default_max_transfer_size), so one
+// 256 KiB block left as four send() calls (or four SSL_write calls), each completion a trip
+// through the scheduler and its epoll_wait. This condition hands over the whole remainder at once.
+struct transfer_all_unchunked {
+  std::size_t operator()(const std::error_code& ec, std::size_t) const {
+    return ec ? 0 : std::numeric_limits<std::size_t>::max();
+  }
+};
+
+bool is_eof(const std::error_code& ec) {
+  return ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
+}
+
+// One VLESS session over a client transport (server/transport/transport.hpp): raw TLS today, its
+// siblings later; the session never knows which.
+template <transport::client_transport Transport>
+struct session {
+  runtime& rt;
+  std::shared_ptr<listener_runtime> listener;
+  std::shared_ptr<asio::ssl::context> tls_ctx;  // keeps the context alive across a reload
+  std::shared_ptr<const config> cfg;            // at accept; the current one from the admission steps on
+  std::string listener_name;                    // as it was at accept
+  Transport client;
+  policy_stream upstream;
+  std::shared_ptr<route_info> info = std::make_shared<route_info>();
+  steady_clock::time_point accepted = steady_clock::now();
+  watchdog_deadline deadline;
+  std::string_view phase = "tls";
+  std::string reject_reason;
+  std::string reject_detail;
+  close_reason reason = close_reason::client_eof;
+  bool timed_out = false;
+  bool drained = false;
+  bool shutdown_cut = false;  // the deadline or a drain cut only the TLS shutdown after the relay
+  bool user_removed = false;  // ended by a reload that removed the user
+  std::optional<user_admission> admitted;
+  bool evicted = false;        // closed while pending, to admit a newer connection
+  bool slow = false;           // closed by the minimum-rate rule
+  bool up_writing = false;     // a relay write towards the destination is in progress
+  bool down_writing = false;   // a relay write towards the client is in progress
+  // The relay's deadlines: idle_at (idle_timeout_ms after the last transfer) and, with the
+  // minimum-rate rule on, a sample every min_rate_window while the relay is active.
+  steady_clock::time_point idle_at{};
+  steady_clock::time_point sample_at = steady_clock::time_point::max();
+  steady_clock::time_point last_transfer{};
+  delivery_watch to_client;
+  delivery_watch to_upstream;
+  pending_set::ticket admission;  // pending until admitted: authorised and given a session slot
+  std::optional<session_count> counted;  // from admission on
+  bool client_closed = false;  // the client ended its side first: the upstream's EOF follows from it
+  bool upstream_done = false;  // upstream_to_client has ended and cancelled the client's reads
+  std::uint64_t bytes_up = 0;    // client -> destination payload
+  std::uint64_t bytes_down = 0;  // destination -> client payload
+  std::uint64_t header_bytes_seen = 0;
+  vless::request_header header;
+  std::string dest;
+  std::optional<route_registration> reg;
+  std::optional<tcp_info_snapshot> tcpi;
+  std::vector<char> buf;  // header bytes and the payload after them; released once relayed
+  tcp::resolver* resolving = nullptr;  // the lookup in progress, cancelled with the sockets
+  // The client socket's policy and its config generation when the client was accepted, and the
+  // upstream policy applied when the upstream connection opened (a reload in between changes the
+  // listener's copy): the log line reports the policies that were applied.
+  tcp_policy policy_at_accept;
+  tcp_policy upstream_policy_applied;
+  std::uint64_t generation_at_accept = 0;
+
+  // Takes everything out of start; make(listener, tls context, socket) builds the transport.
+  template <class Make>
+  session(runtime& r, session_start& start, tcp::socket s, Make&& make)
+      : rt(r),
+        listener(std::move(start.listener)),
+        tls_ctx(std::move(start.tls)),
+        cfg(std::move(start.cfg)),
+        listener_name(std::move(start.listener_name)),
+        client(make(*listener, *tls_ctx, std::move(s))),
+        upstream(tcp::socket(client.get_executor()), &listener->upstream_tcp),
+        admission(std::move(start.pending)),
+        policy_at_accept(start.policy),
+        upstream_policy_applied(start.upstream_policy),
+        generation_at_accept(start.generation) {
+    info->session_id = start.session_id;
+    info->listener = listener_name;
+    info->quickack = std::string(to_string(policy_at_accept.quickack));
+    info->client = format_endpoint(start.client);
+  }
+
+  std::int64_t now_us() const {
+    return std::chrono::duration_cast<microseconds>(steady_clock::now() - accepted).count();
+  }
+  tcp::socket& client_socket() { return client.socket(); }
+
+  // The route entry goes first: once the socket is closed its identity is free for anyone else's
+  // connection, which must never find this session's entry.
+  void close_upstream() {
+    if (reg) reg->release();
+    std::error_code ignored;
+    upstream.socket().close(ignored);
+  }
+
+  void close_sockets() {
+    std::error_code ignored;
+    client_socket().close(ignored);
+    close_upstream();
+    // A lookup is no socket: without this a slow DNS server would hold the session (and the
+    // watchdog's || with it) past the connect deadline until getaddrinfo gives up.
+    if (resolving != nullptr) resolving->cancel();
+  }
+
+  void on_timeout() {
+    shutdown_cut = phase == "close";
+    timed_out = true;
+    close_sockets();
+  }
+
+  // A transfer in the relay: the idle deadline moves on, and a rate sample is due within a window
+  // (set only when none is: moving the deadline later is a store, earlier wakes the watchdog).
+  void touch() {
+    last_transfer = steady_clock::now();
+    idle_at = last_transfer + cfg->limits.idle_timeout;
+    if (cfg->limits.min_rate_bytes > 0 && sample_at == steady_clock::time_point::max())
+      sample_at = last_transfer + cfg->limits.min_rate_window;
+    deadline = std::min(idle_at, sample_at);
+  }
+
+  // The watchdog's deadline passed; true: the session ends. In the relay it may be a rate sample
+  // rather than the idle deadline: a write a peer has not taken min_rate_bytes of over a whole
+  // window (delivery_watch, from the kernel's count of acknowledged bytes) ends it as slow.
+  bool on_deadline() {
+    const auto now = steady_clock::now();
+    if (phase != "relay" || now >= idle_at) {
+      on_timeout();
+      return true;
+    }
+    const std::uint64_t need = cfg->limits.min_rate_bytes;
+    auto acked = [](tcp::socket& sock) { return read_bytes_acked(sock.native_handle()).value_or(0); };
+    const bool client_ok = to_client.on_window(down_writing, down_writing ? acked(client_socket()) : 0, need);
+    const bool upstream_ok = to_upstream.on_window(up_writing, up_writing ? acked(upstream.socket()) : 0, need);
+    if (!client_ok || !upstream_ok) {
+      spdlog::debug("vless {} session {}: slow_transfer towards the {}", listener_name, info->session_id,
+                    client_ok ? "destination" : "client");
+      slow = true;
+      close_sockets();
+      return true;
+    }
+    // Keep sampling while data moves or waits; a whole window without either: idle, no samples
+    // until the next transfer.
+    const bool active = down_writing || up_writing || last_transfer + cfg->limits.min_rate_window > now;
+    sample_at = active ? now + cfg->limits.min_rate_window : steady_clock::time_point::max();
+    deadline = std::min(idle_at, sample_at);
+    return false;
+  }
+
+  void reject(std::string_view why, std::string detail = {}) {
+    reason = close_reason::rejected;
+    reject_reason = why;
+    reject_detail = std::move(detail);
+  }
+
+  // A pending connection's deadlines never pass its pending deadline.
+  steady_clock::time_point pending_deadline(steady_clock::time_point phase_deadline) const {
+    return std::min(phase_deadline, accepted + cfg->limits.pending_timeout);
+  }
+
+  // An I/O step failed: because an eviction, the watchdog or a drain closed the sockets, or on
+  // its own.
+  void reject_io(std::string_view on_timeout, std::string_view on_failure, std::string detail) {
+    if (evicted) return reject("evicted", std::move(detail));
+    if (timed_out) return reject(on_timeout, std::move(detail));
+    if (drained) return reject("drain");  // not the client's failure ("Operation aborted")
+    reject(on_failure, std::move(detail));
+  }
+
+  // The destination's side ended the relay. During a drain that is the drain's doing: our own
+  // target closes its idle keep-alive connections at once, and says close after a request.
+  close_reason upstream_ended(close_reason r) const { return rt.stopping ? close_reason::drain : r; }
+
+  awaitable<bool> handshake() {
+    deadline = pending_deadline(accepted + cfg->limits.handshake_timeout);
+    if (const auto ec = co_await client.open(transport::open_clock{info->phases, accepted})) {
+      reject_io("handshake_timeout", client.open_failure(), ec.message());
+      co_return false;
+    }
+    co_return true;
+  }
+
+  // Reads until the VLESS header is complete; leaves the payload that followed it in buf.
+  awaitable<std::size_t> read_header() {
+    phase = "header";
+    deadline = pending_deadline(steady_clock::now() + cfg->limits.header_timeout);
+    buf.resize(header_buffer);
+    std::size_t used = 0;
+    for (;;) {
+      auto [ec, n] = co_await client.async_read_some(asio::buffer(buf.data() + used, buf.size() - used),
+                                                     as_tuple_awaitable);
+      if (ec) {
+        // A TLS-level failure (a renegotiation attempt, a bad record) is not a short header.
+        const bool tls_failed = !timed_out && !is_eof(ec) && ec.category() == asio::error::get_ssl_category();
+        reject_io("header_timeout", tls_failed ? "tls_error" : (used ? "truncated_header" : "no_header"),
+                  is_eof(ec) ? "" : ec.message());
+        co_return 0;
+      }
+      if (used == 0) info->phases.first_vless_byte = now_us();
+      used += n;
+      header_bytes_seen = used;
+      auto parsed = vless::parse_request(std::string_view(buf.data(), used));
+      if (parsed.invalid()) {
+        reject(parsed.reason);
+        co_return 0;
+      }
+      if (parsed.complete()) {
+        info->phases.header_complete = now_us();
+        header = std::move(parsed.value);
+        // Keep only the payload, at the front of buf.
+        std::memmove(buf.data(), buf.data() + parsed.consumed, used - parsed.consumed);
+        co_return used - parsed.consumed + 1;  // +1: "complete", even with no payload
+      }
+      if (used == buf.size()) {  // cannot happen with a valid header: it is < 600 bytes
+        reject("header_too_large");
+        co_return 0;
+      }
+    }
+  }
+
+  // Against the config current now, not the one at accept: a reload since then has the say.
+  bool authorize() {
+    cfg = rt.live.current();
+    auto verdict = admit_request(*cfg, header);
+    if (verdict.user != nullptr) info->user = verdict.user->name;
+    if (!verdict.admitted()) {
+      reject(verdict.reason, std::move(verdict.detail));
+      return false;
+    }
+    const user_config* found = verdict.user;
+    // From here on a reload that removes the user ends the session.
+    auto id = rt.live.admit(found->uuid, client.get_executor(), [this] {
+      user_removed = true;
+      close_sockets();
+    });
+    if (!id) {
+      reject("unknown_user", "removed by a reload");
+      return false;
+    }
+    admitted.emplace(rt.live, *id);
+    return true;
+  }
+
+  // Authorised: the session takes a slot of max_sessions and is no longer pending.
+  bool admit() {
+    auto slot = session_count::try_acquire(rt.vless_sessions, cfg->limits.max_sessions);
+    if (!slot) {
+      reject("too_many_sessions");
+      return false;
+    }
+    counted.emplace(std::move(*slot));
+    admission.leave();
+    return true;
+  }
+
+  awaitable<bool> connect_upstream() {
+    phase = "connect";
+    deadline = steady_clock::now() + cfg->limits.connect_timeout;
+    dest = header.address_text() + ":" + std::to_string(header.port);
+    std::vector<tcp::endpoint> candidates;
+    if (header.atyp == vless::address_type::domain) {
+      phase = "resolve";
+      tcp::resolver resolver(client.get_executor());
+      resolving = &resolver;
+      auto [ec, results] = co_await resolver.async_resolve(header.domain, std::to_string(header.port),
+                                                            as_tuple_awaitable);
+      resolving = nullptr;
+      if (ec) {
+        reject_io("resolve_timeout", "resolve_failed", ec.message());
+        co_return false;
+      }
+      info->phases.resolved = now_us();
+      for (const auto& r : results) candidates.push_back(r.endpoint());
+      phase = "connect";
+    } else if (header.atyp == vless::address_type::ipv4) {
+      asio::ip::address_v4::bytes_type b;
+      std::copy_n(header.ip.begin(), 4, b.begin());
+      candidates.emplace_back(asio::ip::address_v4(b), header.port);
+    } else {
+      asio::ip::address_v6::bytes_type b;
+      std::copy_n(header.ip.begin(), 16, b.begin());
+      candidates.emplace_back(asio::ip::address_v6(b), header.port);
+    }
+    // Checked before any connect, and every resolved address must pass: a name that resolves to
+    // one allowed and one forbidden address would otherwise reach the forbidden one on a retry.
+    // Against the config current at this step (a reload may have come during the lookup).
+    cfg = rt.live.current();
+    for (const auto& ep : candidates) {
+      if (const auto verdict = check_destination(*cfg, ep); verdict != destination_verdict::allowed) {
+        reject(vlessbench::reject_reason(verdict), format_endpoint(ep));
+        co_return false;
+      }
+    }
+    std::error_code last = asio::error::host_not_found;
+    for (const auto& ep : candidates) {
+      auto& sock = upstream.socket();
+      std::error_code ec;
+      if (sock.is_open()) sock.close(ec);
+      sock.open(ep.protocol(), ec);
+      if (ec) {
+        last = ec;
+        continue;
+      }
+      upstream_policy_applied = listener->upstream_tcp.load();
+      (void)apply_on_open(sock.native_handle(), upstream_policy_applied);
+      auto [cec] = co_await sock.async_connect(ep, as_tuple_awaitable);
+      if (!cec) {
+        info->phases.upstream_connected = now_us();
+        // Re-apply: quickack set before connect does not survive the handshake.
+        (void)apply_on_open(sock.native_handle(), upstream_policy_applied);
+        // Registered before a byte is sent on it: the target reads nothing from this connection
+        // that it could look up too early. Both ends as the kernel has them (a destination of
+        // 0.0.0.0 is connected as 127.0.0.1, and that is what the target sees).
+        std::error_code lec, rec;
+        const auto local = sock.local_endpoint(lec);
+        const auto remote = sock.remote_endpoint(rec);
+        if (lec || rec) {
+          reject("connect_failed", "endpoints: " + (lec ? lec : rec).message());
+          co_return false;
+        }
+        reg.emplace(rt.routes, flow_id::tcp(local, remote), info);
+        if (!reg->owned()) {
+          // The kernel gives no two live connections one identity: an entry left behind is a bug.
+          // Fail closed rather than relay a connection whose route the target would misname.
+          spdlog::error("vless {} session {}: route {} is registered already", listener_name, info->session_id,
+                        to_string(reg->id()));
+          reject("route_conflict", to_string(reg->id()));
+          co_return false;
+        }
+        co_return true;
+      }
+      last = cec;
+      if (timed_out || drained) break;
+    }
+    reject_io("connect_timeout", "connect_failed", last.message());
+    co_return false;
+  }
+
+  awaitable<void> client_to_upstream(std::size_t pending) {
+    // The payload that arrived with the header goes first.
+    if (pending > 0) {
+      auto [ec, n] = co_await asio::async_write(upstream, asio::buffer(buf.data(), pending), as_tuple_awaitable);
+      if (ec) co_return;
+      bytes_up += n;
+    }
+    std::vector<char>().swap(buf);
+    bool block_filled = false;  // the last block was filled up before the client ran dry
+    for (;;) {
+      // upstream_to_client's cancel reaches only a read pending at that moment: one that had
+      // already completed would otherwise be followed by a wait that only the idle timeout ends.
+      if (upstream_done) co_return;
+      // Read every record already here into one block; fill() stops when a read would block.
+      std::error_code ec;
+      std::size_t n = 0;
+      buffer_pool::block block = buffer_pool::get();
+      auto fill = [&](std::size_t from) {
+        for (std::error_code later; relay_block - from >= tls_record;) {
+          const std::size_t k = client.read_now(block.get() + from, relay_block - from, later);
+          if (k == 0) {
+            if (from == 0) ec = later;  // with bytes in hand, an error shows on the next read
+            block_filled = false;
+            return from;
+          }
+          from += k;
+        }
+        block_filled = true;
+        return from;
+      };
+      // After a full block the sender is likely ahead of us (bulk): try reading before waiting,
+      // which costs an epoll_wait and a scheduler pass. After a read that drained everything
+      // (interactive traffic), wait first: a speculative read would only be one more EAGAIN.
+      // Not once upstream_to_client has cancelled the client's reads: that path waits as before.
+      if (block_filled && !upstream_done) n = fill(0);
+      if (n == 0 && !ec) {
+        // Wait without a buffer (an idle session holds none); then read as above.
+        block.reset();
+        std::tie(ec) = co_await client.async_wait_readable(as_tuple_awaitable);
+        if (!ec) {
+          block = buffer_pool::get();
+          std::tie(ec, n) = co_await client.async_read_some(asio::buffer(block.get(), relay_block), as_tuple_awaitable);
+          if (!ec) n = fill(n);
+        }
+      }
+      if (ec) {
+        std::error_code ignored;
+        if (is_eof(ec)) {
+          // Half-close: the destination sees EOF, and its answer still flows back.
+          client_closed = true;
+          upstream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+        } else {
+          if (reason == close_reason::client_eof) reason = close_reason::client_error;
+          close_upstream();
+        }
+        co_return;
+      }
+      touch();
+      up_writing = true;
+      auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(block.get(), n), transfer_all_unchunked{},
+                                                  as_tuple_awaitable);
+      up_writing = false;
+      if (wec) {
+        reason = upstream_ended(close_reason::upstream_error);
+        std::error_code ignored;
+        client_socket().cancel(ignored);
+        co_return;
+      }
+      bytes_up += wn;
+    }
+  }
+
+  awaitable<void> upstream_to_client() {
+    bool header_sent = false;
+    for (;;) {
+      // Wait without a buffer (an idle session holds none), then read into a pooled block.
+      auto [ec] = co_await upstream.socket().async_wait(tcp::socket::wait_read, as_tuple_awaitable);
+      auto block = buffer_pool::get();
+      char* const down = block.get();
+      // The VLESS response header leaves in the same TLS record as the first upstream bytes.
+      down[0] = vless::response_header[0];
+      down[1] = vless::response_header[1];
+      std::size_t n = 0;
+      if (!ec)
+        std::tie(ec, n) = co_await upstream.async_read_some(asio::buffer(down + header_room, relay_block - header_room),
+                                                            as_tuple_awaitable);
+      if (ec) {
+        if (reason == close_reason::client_eof && !client_closed)
+          reason = upstream_ended(is_eof(ec) ? close_reason::upstream_eof : close_reason::upstream_error);
+        if (!header_sent) {
+          // Nothing came back at all: the client still gets its response header.
+          auto [wec, wn] = co_await asio::async_write(client, asio::buffer(down, header_room),
+                                                      as_tuple_awaitable);
+          (void)wec;
+          (void)wn;
+        }
+        break;
+      }
+      touch();
+      if (info->phases.first_upstream_byte < 0) info->phases.first_upstream_byte = now_us();
+      const char* start = header_sent ? down + header_room : down;
+      const std::size_t len = header_sent ? n : n + header_room;
+      if (!header_sent) info->phases.first_client_byte = now_us();
+      down_writing = true;
+      auto [wec, wn] =
+          co_await asio::async_write(client, asio::buffer(start, len), transfer_all_unchunked{}, as_tuple_awaitable);
+      down_writing = false;
+      if (wec) {
+        reason = close_reason::client_error;
+        break;
+      }
+      header_sent = true;
+      bytes_down += n;
+    }
+    // The destination is done (or the client is gone): stop reading the client too.
+    upstream_done = true;
+    std::error_code ignored;
+    client_socket().cancel(ignored);
+  }
+
+  awaitable<void> run() {
+    if (!co_await handshake()) co_return;
+    std::size_t got = co_await read_header();
+    if (got == 0 || !authorize() || !admit()) co_return;
+    const std::size_t pending = got - 1;
+    if (!co_await connect_upstream()) co_return;
+    phase = "relay";
+    touch();
+    co_await (client_to_upstream(pending) && upstream_to_client());
+    phase = "close";
+    if (!timed_out && client_socket().is_open()) {
+      deadline = steady_clock::now() + shutdown_grace;
+      auto [ec] = co_await client.async_shutdown(as_tuple_awaitable);
+      (void)ec;
+    }
+  }
+
+  void finish() {
+    info->phases.closed = now_us();
+    if (client_socket().is_open()) tcpi = read_tcp_info(client_socket().native_handle());
+    close_sockets();
+    // How the relay ended decides the reason; cutting the bounded TLS shutdown after it does not
+    // (a client that ignores close_notify was logged "timeout").
+    const bool cut = !shutdown_cut && reason != close_reason::rejected;
+    if (cut && timed_out) {
+      reason = close_reason::timeout;
+    } else if (cut && drained) {
+      reason = close_reason::drain;
+    } else if (user_removed && reason != close_reason::rejected) {
+      reason = close_reason::user_removed;
+    } else if (slow) {
+      reason = close_reason::slow_transfer;
+    }
+    if (reason == close_reason::rejected) {
+      log_reject();
+    } else {
+      log_session();
+    }
+  }
+
+  void log_reject() {
+    rt.log.write(format_event(vless_reject_event{.session = info->session_id,
+                                                 .listener = listener_name,
+                                                 .client = info->client,
+                                                 .reason = reject_reason,
+                                                 .phase = phase,
+                                                 .bytes_seen = header_bytes_seen,
+                                                 .detail = reject_detail,
+                                                 .user = info->user,
+                                                 .dest = dest,
+                                                 .duration_us = info->phases.closed.get()}));
+    spdlog::debug("vless {} session {} from {} rejected: {} ({})", listener_name, info->session_id,
+                  info->client, reject_reason, reject_detail);
+  }
+
+  void log_session() {
+    const auto& p = info->phases;
+    const bool stall = p.tls_done >= 0 && p.header_complete >= 0 &&
+                       p.header_complete - p.tls_done >= stall_threshold_us;
+    const transport::facts t = client.facts();
+    rt.log.write(format_event(vless_session_event{.session = info->session_id,
+                                                  .listener = listener_name,
+                                                  .user = info->user,
+                                                  .client = info->client,
+                                                  .dest = dest,
+                                                  .cmd = "tcp",
+                                                  .tls_version = t.tls_version,
+                                                  .cipher = t.cipher,
+                                                  .sni = t.sni,
+                                                  .alpn = t.alpn,
+                                                  .policy = policy_at_accept,
+                                                  .upstream_policy = upstream_policy_applied,
+                                                  .generation = generation_at_accept,
+                                                  .phases = &p,
+                                                  .stall_suspected = stall,
+                                                  .tcp_info = tcpi,
+                                                  .bytes_up = bytes_up,
+                                                  .bytes_down = bytes_down,
+                                                  .close_reason = to_string(reason)}));
+    if (stall) {
+      spdlog::warn("vless {} session {} from {}: {:.1f} ms between TLS done and VLESS header: suspected "
+                   "Nagle/delayed-ACK stall (quickack={})",
+                   listener_name, info->session_id, info->client,
+                   static_cast<double>(p.header_complete - p.tls_done) / 1000.0,
+                   to_string(policy_at_accept.quickack));
+    }
+  }
+};
+
+// make is taken by value: the coroutine starts after the caller's temporaries are gone.
+template <class Transport, class Make>
+awaitable<void> serve(runtime& rt, session_start start, tcp::socket socket, Make make) {
+  session<Transport> s(rt, start, std::move(socket), make);
+  if (auto err = apply_on_open(s.client_socket().native_handle(), s.policy_at_accept))
+    spdlog::warn("vless {}: setsockopt: {}", s.listener_name, err.message());
+  {
+    const connection_registration registered(rt.connections, s.client.get_executor(), [&s](bool force) {
+      // A client that has not sent its request yet (handshake or header in progress) goes at
+      // once; a relay has no request boundary: it may run until the drain deadline.
+      if (!force && s.phase != "tls" && s.phase != "header") return;
+      s.shutdown_cut = s.phase == "close";
+      s.drained = true;
+      s.close_sockets();
+    });
+    auto evict = [&s] {
+      s.evicted = true;
+      s.close_sockets();
+    };
+    if (!s.admission.arm(evict)) evict();  // evicted before it started: the handshake fails at once
+    s.deadline = s.pending_deadline(s.accepted + s.cfg->limits.handshake_timeout);
+    // clang-tidy 14 reports the moved parameter on the next line, in a function template
+    // coroutine only; nothing on that line names it.
+    // NOLINTNEXTLINE(bugprone-use-after-move)
+    co_await (s.run() || watchdog(s.deadline, [&s] { return s.on_deadline(); }));
+  }
+  s.finish();
+}
+
+}  // namespace vlessbench::vless_server::detail

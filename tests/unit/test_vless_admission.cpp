@@ -1,0 +1,90 @@
+// Who may open a VLESS session (server/admission.hpp): the verdict for each kind of header, the
+// user named even when a later check refuses, and the DNS-name rule a resolver relies on.
+#include <catch2/catch.hpp>
+
+#include "core/vless_client.hpp"
+#include "server/admission.hpp"
+
+using namespace vlessbench;
+
+namespace {
+
+config two_users() {
+  return parse_config(R"(
+[[users]]
+name = "alice"
+uuid = "11111111-1111-4111-8111-111111111111"
+[[users]]
+name = "bob"
+uuid = "22222222-2222-4222-8222-222222222222"
+[[target]]
+name = "t"
+listen = "127.0.0.1:8080"
+)",
+                      "x.toml");
+}
+
+vless::request_header request(const char* uuid, std::string_view host = "127.0.0.1", std::uint16_t port = 8080) {
+  return vless::tcp_request(*vless::parse_uuid(uuid), host, port);
+}
+
+}  // namespace
+
+TEST_CASE("admission: a known user's TCP request is admitted, naming the user", "[admission]") {
+  const auto cfg = two_users();
+  const auto v = admit_request(cfg, request("22222222-2222-4222-8222-222222222222"));
+  CHECK(v.admitted());
+  REQUIRE(v.user != nullptr);
+  CHECK(v.user->name == "bob");
+  CHECK(admit_request(cfg, request("22222222-2222-4222-8222-222222222222", "vlessbench.test")).admitted());
+  CHECK(admit_request(cfg, request("11111111-1111-4111-8111-111111111111", "::1")).user->name == "alice");
+}
+
+TEST_CASE("admission: each refusal has its reason, the user known where it is", "[admission]") {
+  const auto cfg = two_users();
+  const char* alice = "11111111-1111-4111-8111-111111111111";
+
+  auto unknown = admit_request(cfg, request("33333333-3333-4333-8333-333333333333"));
+  CHECK(unknown.reason == "unknown_user");
+  CHECK(unknown.user == nullptr);
+
+  auto flow = request(alice);
+  flow.flow = "xtls-rprx-vision";
+  const auto v_flow = admit_request(cfg, flow);
+  CHECK(v_flow.reason == "flow_unsupported");
+  CHECK(v_flow.detail == "xtls-rprx-vision");
+  REQUIRE(v_flow.user != nullptr);
+  CHECK(v_flow.user->name == "alice");
+
+  auto cmd = request(alice);
+  cmd.command = 2;
+  CHECK(admit_request(cfg, cmd).reason == "udp_unsupported");
+  cmd.command = 3;
+  CHECK(admit_request(cfg, cmd).reason == "mux_unsupported");
+  cmd.command = 9;
+  const auto v_cmd = admit_request(cfg, cmd);
+  CHECK(v_cmd.reason == "bad_command");
+  CHECK(v_cmd.detail == "9");
+
+  CHECK(admit_request(cfg, request(alice, "127.0.0.1", 0)).reason == "bad_port");
+  const auto v_dom = admit_request(cfg, request(alice, std::string(64, 'a') + ".test"));
+  CHECK(v_dom.reason == "bad_domain");
+  CHECK(!v_dom.detail.empty());
+}
+
+TEST_CASE("admission: a DNS name has labels of 1..63 and at most 253 bytes", "[admission]") {
+  CHECK(valid_dns_name("vlessbench.test"));
+  CHECK(valid_dns_name("vlessbench.test."));
+  CHECK(valid_dns_name(std::string(63, 'a') + ".b"));
+  CHECK_FALSE(valid_dns_name(std::string(64, 'a') + ".b"));
+  CHECK_FALSE(valid_dns_name(""));
+  CHECK_FALSE(valid_dns_name("."));
+  CHECK_FALSE(valid_dns_name("a..b"));
+  CHECK_FALSE(valid_dns_name(".a"));
+  std::string long_name;
+  while (long_name.size() < 250) long_name += "abcdefghi.";
+  long_name += "abcd";  // 254 bytes
+  CHECK_FALSE(valid_dns_name(long_name));
+  long_name.pop_back();  // 253
+  CHECK(valid_dns_name(long_name));
+}
