@@ -189,7 +189,7 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
     }
     if (!vless) {
       asio::co_spawn(io_,
-                     target::serve_connection(rt_, state, std::move(socket), peer,
+                     target::serve_connection(target_, state, std::move(socket), peer,
                                               admit_pending(*state, io_.get_executor())),
                      [](std::exception_ptr e) { log_exception(e, "target connection"); });
       continue;

@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "core/asio_compat.hpp"
-#include "core/runtime.hpp"
+#include "server/runtime.hpp"
+#include "target/target_context.hpp"
 
 namespace vlessbench {
 
@@ -63,6 +64,8 @@ class daemon {
   std::vector<std::unique_ptr<worker>> workers_;
   std::size_t next_context_ = 0;
   runtime rt_;
+  target::target_context target_{rt_.log, rt_.routes, rt_.connections, rt_.stopping,
+                                 [this] { return rt_.cfg->limits; }};
   std::optional<std::filesystem::path> config_file_;
   std::shared_ptr<asio::ssl::context> tls_;
   std::vector<std::shared_ptr<listener>> listeners_;

@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "core/asio_compat.hpp"
-#include "core/runtime.hpp"
+#include "server/runtime.hpp"
 
 namespace vlessbench::vless_server {
 

@@ -36,7 +36,7 @@ const std::array<char, read_chunk>& pattern_block() {
 std::string endpoint_text(const tcp::endpoint& ep) { return format_endpoint(ep); }
 
 struct connection {
-  runtime& rt;
+  target_context& ctx;
   std::shared_ptr<listener_runtime> listener;
   policy_stream stream;
   std::string peer;
@@ -59,7 +59,7 @@ struct connection {
   bool writing = false;
   delivery_watch to_peer{};
 
-  limits_config limits() const { return rt.cfg->limits; }
+  limits_config limits() const { return ctx.limits(); }
 
   // Before its first request a connection proves nothing: its deadlines never pass the pending one.
   steady_clock::time_point head_deadline(steady_clock::time_point t) const {
@@ -155,7 +155,7 @@ struct connection {
     auto plan = error_response(status, why);
     auto head = format_head(plan, plan.body.size(), route_value, "", false);
     co_await write_all(asio::buffer(head), asio::buffer(plan.body));
-    rt.log.write(format_event(
+    ctx.log.write(format_event(
         http_request_event{.listener = listener->name, .peer = peer, .route = route, .status = status, .error = why}));
   }
 
@@ -172,7 +172,7 @@ struct connection {
           pending.leave();
           break;
         }
-        if (rt.stopping && used == 0) co_return;
+        if (ctx.stopping && used == 0) co_return;
         if (co_await read_more() == 0) co_return;
         if (!started) {
           started = true;
@@ -181,7 +181,7 @@ struct connection {
       }
       // Every byte on this connection was written after the session registered it, so by now the
       // entry is there if the connection is a relay.
-      if (!route_found) route_found = rt.routes.find(id);
+      if (!route_found) route_found = ctx.routes.find(id);
       const auto& route = *route_found;
       const std::string route_value = format_route_header(route.get());
       if (parsed.invalid()) {
@@ -257,7 +257,7 @@ struct connection {
       }
 
       // Decided now, not when the head arrived: a drain that began during /delay must say close.
-      const bool keep_alive = req.keep_alive && !rt.stopping;
+      const bool keep_alive = req.keep_alive && !ctx.stopping;
       const std::string timing = route ? format_server_timing(route->phases, route->quickack) : std::string();
       const std::uint64_t length = plan.content_length();
       const std::string head = format_head(plan, length, route_value, timing, keep_alive);
@@ -308,7 +308,7 @@ struct connection {
       const auto v = req.find(header);
       return v ? v->substr(0, max_label) : std::string_view();
     };
-    rt.log.write(format_event(http_request_event{
+    ctx.log.write(format_event(http_request_event{
         .listener = listener->name,
         .peer = peer,
         .route = route,
@@ -327,20 +327,20 @@ struct connection {
 
 }  // namespace
 
-awaitable<void> serve_connection(runtime& rt, std::shared_ptr<listener_runtime> listener,
+awaitable<void> serve_connection(target_context& ctx, std::shared_ptr<listener_runtime> listener,
                                  tcp::socket socket, tcp::endpoint peer_ep, pending_set::ticket pending) {
   std::error_code ec;
   auto local_ep = socket.local_endpoint(ec);  // getsockname() still works after a reset
   if (ec) co_return;
   if (auto err = apply_on_open(socket.native_handle(), listener->tcp.load()))
     spdlog::warn("target {}: setsockopt: {}", listener->name, err.message());
-  connection c{rt, listener, policy_stream(std::move(socket), &listener->tcp), endpoint_text(peer_ep),
+  connection c{ctx, listener, policy_stream(std::move(socket), &listener->tcp), endpoint_text(peer_ep),
                flow_id::tcp(peer_ep, local_ep), {}, {}, 0, {}, false, std::move(pending)};
   if (!c.pending.arm([&c] { c.close(); })) co_return;  // evicted before it started
-  const connection_registration registered(rt.connections, c.stream.get_executor(), [&c](bool force) {
+  const connection_registration registered(ctx.connections, c.stream.get_executor(), [&c](bool force) {
     if (force || !c.busy) c.close();
   });
-  c.deadline = c.head_deadline(steady_clock::now() + rt.cfg->limits.idle_timeout);
+  c.deadline = c.head_deadline(steady_clock::now() + c.limits().idle_timeout);
   co_await (c.run() || watchdog(c.deadline, [&c] { return c.on_deadline(); }));
   c.close();
 }

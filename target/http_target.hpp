@@ -3,14 +3,16 @@
 #include <memory>
 
 #include "core/asio_compat.hpp"
-#include "core/runtime.hpp"
+#include "core/listener_runtime.hpp"
+#include "core/pending_set.hpp"
+#include "target/target_context.hpp"
 
 namespace vlessbench::target {
 
 // Serves one accepted connection until the peer closes, an error, a deadline or a drain. peer is
 // the address accept() returned (still known after a reset, unlike the socket's remote endpoint);
 // pending: its place in the pending set, left when the first request head is complete.
-awaitable<void> serve_connection(runtime& rt, std::shared_ptr<listener_runtime> listener,
+awaitable<void> serve_connection(target_context& ctx, std::shared_ptr<listener_runtime> listener,
                                  tcp::socket socket, tcp::endpoint peer_ep, pending_set::ticket pending = {});
 
 }  // namespace vlessbench::target

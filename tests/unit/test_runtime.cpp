@@ -11,7 +11,9 @@
 #include <catch2/catch.hpp>
 
 #include "core/route_header.hpp"
-#include "core/runtime.hpp"
+#include "core/connection_set.hpp"
+#include "core/listener_runtime.hpp"
+#include "core/route_registry.hpp"
 
 using namespace vlessbench;
 

@@ -16,27 +16,29 @@ namespace {
 
 struct fixture {
   asio::io_context io;
-  runtime rt;
+  access_log log;
+  route_registry routes;
+  connection_set connections;
+  std::atomic<bool> stopping{false};
+  target::target_context ctx{log, routes, connections, stopping, [] { return limits_config{}; }};
   std::shared_ptr<listener_runtime> listener = std::make_shared<listener_runtime>();
   tcp::acceptor acceptor{io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)};
   std::filesystem::path log_path;
 
   fixture() {
-    auto cfg = std::make_shared<config>();
-    rt.cfg = cfg;
     listener->name = "http";
     listener->kind = "target";
     log_path = std::filesystem::temp_directory_path() /
                ("vlessbench-target-test-" + std::to_string(::getpid()) + ".jsonl");
     std::filesystem::remove(log_path);
-    rt.log.open(log_path.string());
+    log.open(log_path.string());
   }
   ~fixture() { std::filesystem::remove(log_path); }
 
   awaitable<void> accept_one() {
     tcp::endpoint peer;
     auto s = co_await acceptor.async_accept(peer, use_awaitable);
-    co_await target::serve_connection(rt, listener, std::move(s), peer);
+    co_await target::serve_connection(ctx, listener, std::move(s), peer);
   }
 
   std::string log_text() const {
@@ -85,7 +87,7 @@ TEST_CASE("target marks a registered upstream endpoint as a VLESS route", "[targ
     info->phases.tls_done = 1500;
     info->phases.header_complete = 1600;
     info->phases.upstream_connected = 1700;
-    route_registration reg(f.rt.routes, flow_id::tcp(s.local_endpoint(), s.remote_endpoint()), info);
+    route_registration reg(f.routes, flow_id::tcp(s.local_endpoint(), s.remote_endpoint()), info);
     vless_reply = co_await exchange(
         s, "GET /generate_204 HTTP/1.1\r\nHost: t\r\nX-Vlessbench-Run: r1\r\nX-Vlessbench-Seq: 7\r\n"
            "X-Vlessbench-Path: ctl\r\nConnection: close\r\n\r\n");
@@ -104,7 +106,7 @@ TEST_CASE("target marks a registered upstream endpoint as a VLESS route", "[targ
   CHECK(vless_reply.find("X-Vlessbench-Route: vless session=42 user=tester\r\n") != std::string::npos);
   CHECK(vless_reply.find("Server-Timing: tls;dur=1.500, vless;dur=0.100, upstream;dur=0.100\r\n") !=
         std::string::npos);
-  CHECK(f.rt.routes.size() == 0);  // unregistered when the registration ended
+  CHECK(f.routes.size() == 0);  // unregistered when the registration ended
 
   const auto log = f.log_text();
   CHECK(log.find("\"route\":\"direct\"") != std::string::npos);

@@ -1,39 +1,15 @@
 #pragma once
-// State the daemon's parts share while it runs. With [limits] threads = 1 everything runs on one
-// io_context thread; with more, VLESS sessions run on worker threads too, so what they share with
-// the main thread (listeners, log, routes, connection set, counters) is locked or atomic, and the
-// rest (the config, the listener's name) is copied into the session when it is accepted.
-#include <atomic>
+// The set of open connections a drain closes; thread-safe (connections run on several threads).
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <mutex>
-#include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
-#include "core/access_log.hpp"
 #include "core/asio_compat.hpp"
-#include "core/config.hpp"
-#include "core/live_config.hpp"
-#include "core/pending_set.hpp"
-#include "core/route_registry.hpp"
-#include "core/socket_policy.hpp"
 
 namespace vlessbench {
-
-// A listener's settings as open connections see them: a reload updates the object in place, so
-// a connection picks the new policy up at its next read. Only the policies are read off the main
-// thread; name, generation and closed are the main thread's.
-struct listener_runtime {
-  std::string name;
-  std::string kind;  // "vless" or "target"
-  asio::ip::tcp::endpoint endpoint;
-  shared_tcp_policy tcp;
-  shared_tcp_policy upstream_tcp;
-  std::uint64_t generation = 0;
-  bool closed = false;
-};
 
 // Open connections, so that a drain can close idle ones at once and the rest at its deadline.
 // Connections live on different threads: a closer always runs on its connection's executor, so
@@ -101,19 +77,6 @@ class connection_registration {
  private:
   connection_set& set_;
   std::uint64_t id_;
-};
-
-struct runtime {
-  std::shared_ptr<const config> cfg;  // main thread only: a session copies it at accept
-  live_config live;                   // thread-safe: what sessions admit users and destinations by
-  std::uint64_t generation = 1;       // main thread only
-  access_log log;                     // thread-safe
-  route_registry routes;              // thread-safe
-  connection_set connections;         // thread-safe
-  pending_set pending;                // thread-safe: connections not yet admitted ([limits] max_pending)
-  std::atomic<std::uint64_t> next_session_id{1};
-  std::atomic<std::size_t> vless_sessions{0};  // authorised sessions ([limits] max_sessions)
-  std::atomic<bool> stopping{false};
 };
 
 }  // namespace vlessbench

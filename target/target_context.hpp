@@ -1,0 +1,23 @@
+#pragma once
+// What a target sees of the daemon that runs it: the log, the route registry, the open-connection
+// set a drain closes, whether a drain has begun, and the running config's limits. Nothing else:
+// the targets never read the daemon's session counters, users or TLS state.
+#include <atomic>
+#include <functional>
+
+#include "core/access_log.hpp"
+#include "core/config.hpp"
+#include "core/connection_set.hpp"
+#include "core/route_registry.hpp"
+
+namespace vlessbench::target {
+
+struct target_context {
+  access_log& log;
+  route_registry& routes;
+  connection_set& connections;
+  const std::atomic<bool>& stopping;
+  std::function<limits_config()> limits;  // the running config's: a reload may change them
+};
+
+}  // namespace vlessbench::target
