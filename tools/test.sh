@@ -8,21 +8,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/deps.sh --test
 jobs=$(nproc)
-# Sanitizer trees: -O1 and line tables only (what the sanitizers' docs suggest, enough for
-# symbolized reports): a quarter less compile time than RelWithDebInfo's -O2 -g.
-san_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG"
-           -DCMAKE_CXX_COMPILER=clang++-14)
-
-cmake -S . -B build-asan -G Ninja "${san_flags[@]}" -DVLESSBENCH_SANITIZE=address -DVLESSBENCH_FUZZ=ON >/dev/null
+# Sanitizer trees from CMakePresets.json (asan, tsan: clang 14, -O1 and line tables only, what the
+# sanitizers' docs suggest, a quarter less compile time than RelWithDebInfo's -O2 -g).
+cmake --preset asan >/dev/null
 cmake --build build-asan -j "$jobs" --target unit_tests vlessbenchd fuzzers
 
-cmake -S . -B build-tsan -G Ninja "${san_flags[@]}" -DVLESSBENCH_SANITIZE=thread >/dev/null
+cmake --preset tsan >/dev/null
 cmake --build build-tsan -j "$jobs" --target unit_tests vlessbenchd vlessbench_load vlessbench
 
 # The Release tree is configured as the package is (tools/package-flags.sh), so the package is
 # made from the binaries the suite tests, without a tree of its own.
 source tools/package-flags.sh
-cmake -S . -B build -G Ninja "${package_flags[@]}" -DVLESSBENCH_RUNNER_OPENSSL=ON \
+cmake --preset release "${package_flags[@]}" -DVLESSBENCH_RUNNER_OPENSSL=ON \
   -DVLESSBENCH_SANITIZER_BUILD="$PWD/build-asan" -DVLESSBENCH_TSAN_BUILD="$PWD/build-tsan" >/dev/null
 cmake --build build -j "$jobs"
 VLESSBENCH_JOBS=$jobs VLESSBENCH_PACKAGE_BUILD=build tools/package.sh --lintian
