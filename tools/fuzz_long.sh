@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Longer fuzz runs than the suite's 30 s per target (ctest label fuzz), one target after another.
-#   tools/fuzz_long.sh [SECONDS_PER_TARGET] [TARGET...]      default: 3600, all five
+#   tools/fuzz_long.sh [SECONDS_PER_TARGET] [TARGET...]      default: 3600, every target
 # Needs the sanitizer tree (tools/test.sh builds build-asan/ with clang 14, ASan+UBSan, libFuzzer).
 # The growing corpus is kept in build-asan/fuzz-corpus/TARGET (seeds: tests/fuzz/corpus/TARGET);
 # crashes land as crash-*/leak-*/timeout-* files in build-asan/fuzz-out/. Log: fuzz-out/TARGET.log.
@@ -9,7 +9,10 @@ cd "$(dirname "$0")/.."
 seconds=${1:-3600}
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(vless_header http_request http_response share_link config)
+# Every target, as tests/fuzz/fuzzers.cmake names them (the one list).
+[[ ${#targets[@]} -gt 0 ]] ||
+  read -r -a targets < <(sed -n 's/^set(VLESSBENCH_FUZZERS \(.*\))$/\1/p' tests/fuzz/fuzzers.cmake)
+[[ ${#targets[@]} -gt 0 ]] || { echo "no fuzz targets found in tests/fuzz/fuzzers.cmake" >&2; exit 2; }
 san=build-asan
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 mkdir -p "$san/fuzz-out"

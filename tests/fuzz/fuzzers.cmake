@@ -1,4 +1,5 @@
 # The libFuzzer targets, named once: tests/fuzz/CMakeLists.txt builds fuzz_NAME for each (in the
 # ASan tree, target `fuzzers` builds them all) and tests/CMakeLists.txt runs each as "fuzz: NAME"
-# with seeds from corpus/NAME.
+# with seeds from corpus/NAME; tools/fuzz_long.sh reads the list from the set() line below, so keep
+# it on one line.
 set(VLESSBENCH_FUZZERS http_request http_response vless_header share_link config)
