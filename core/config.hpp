@@ -1,6 +1,7 @@
 #pragma once
 // The daemon's configuration: a plain immutable value, parsed from TOML and validated in one
-// place (config.cpp). The running daemon holds shared_ptr<const config> and swaps it on reload.
+// place (config.cpp: the schema; core/toml_reader: TOML and its errors; core/net_address:
+// endpoints and networks). The running daemon holds shared_ptr<const config> and swaps it on reload.
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -13,7 +14,7 @@
 #include <asio/ip/tcp.hpp>
 
 #include "core/access_log.hpp"
-#include "core/net_address.hpp"  // parse_endpoint, format_endpoint: listeners are endpoints
+#include "core/net_address.hpp"  // endpoints (listeners) and ip_network (destinations)
 
 namespace vlessbench {
 
@@ -94,15 +95,6 @@ struct limits_config {
   unsigned threads = 1;
 };
 
-// An IP network in CIDR form ("10.0.0.0/8", "fd00::/8"); a bare address is a single host.
-struct ip_network {
-  asio::ip::address address;  // host bits are zero
-  unsigned prefix = 0;        // 0..32 (IPv4) or 0..128 (IPv6)
-  // Same family only: an IPv4 network never matches an IPv6 address (map ::ffff:a.b.c.d first).
-  bool contains(const asio::ip::address& a) const;
-  bool operator==(const ip_network&) const = default;
-};
-
 // Where VLESS sessions may connect. The daemon's own [[target]] listeners and loopback addresses
 // are always allowed; anything else needs a network in allow (so the daemon is no open relay).
 struct destinations_config {
@@ -137,10 +129,5 @@ config load_config_file(const std::filesystem::path& file);
 // DESIGN.md §3: two VLESS listeners (8443 kernel, 8444 quickack on) and a target on 8080, all on
 // 127.0.0.1, one user with a random UUID, in-memory certificate.
 config default_config();
-
-// "10.0.0.0/8", "::/0", "192.0.2.7" (a /32) -> network; false with a reason on error (including
-// host bits set past the prefix, which usually means a typo).
-bool parse_ip_network(std::string_view text, ip_network& out, std::string& reason);
-std::string format_ip_network(const ip_network& n);
 
 }  // namespace vlessbench

@@ -104,4 +104,66 @@ std::string format_endpoint(const asio::ip::tcp::endpoint& ep) {
   return format_host_port(ep.address().to_string(), ep.port());
 }
 
+namespace {
+
+// a with every bit past the first prefix bits cleared; IPv6 scope ids are dropped.
+asio::ip::address network_part(const asio::ip::address& a, unsigned prefix) {
+  if (a.is_v4()) {
+    const std::uint32_t mask = prefix == 0 ? 0 : ~std::uint32_t{0} << (32 - std::min(prefix, 32u));
+    return asio::ip::address_v4(a.to_v4().to_uint() & mask);
+  }
+  auto bytes = a.to_v6().to_bytes();
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    const std::size_t first_bit = i * 8;
+    const unsigned bits = prefix > first_bit ? static_cast<unsigned>(std::min<std::size_t>(8, prefix - first_bit)) : 0;
+    bytes[i] = static_cast<std::uint8_t>(bytes[i] & (bits == 0 ? 0 : 0xff << (8 - bits)));
+  }
+  return asio::ip::address_v6(bytes);
+}
+
+}  // namespace
+
+bool ip_network::contains(const asio::ip::address& a) const {
+  return a.is_v4() == address.is_v4() && network_part(a, prefix) == address;
+}
+
+bool parse_ip_network(std::string_view text, ip_network& out, std::string& reason) {
+  const auto slash = text.find('/');
+  const std::string host(text.substr(0, slash));
+  asio::error_code ec;
+  const asio::ip::address address = asio::ip::make_address(host, ec);
+  if (ec || host.empty() || host.find('%') != std::string::npos) {
+    reason = "not an IP address or CIDR network (e.g. \"10.0.0.0/8\", \"fd00::/8\", \"0.0.0.0/0\")";
+    return false;
+  }
+  const unsigned max_prefix = address.is_v4() ? 32 : 128;
+  unsigned prefix = max_prefix;
+  if (slash != std::string_view::npos) {
+    const auto digits = text.substr(slash + 1);
+    if (digits.empty() || digits.size() > 3 || !std::all_of(digits.begin(), digits.end(), is_digit)) {
+      reason = "prefix length must be a number";
+      return false;
+    }
+    prefix = 0;
+    for (const char c : digits) prefix = prefix * 10 + static_cast<unsigned>(c - '0');
+    if (prefix > max_prefix) {
+      reason = "prefix length out of range (0.." + std::to_string(max_prefix) + ")";
+      return false;
+    }
+  }
+  // The network address itself: a set host bit usually means a typo in the address or prefix.
+  const ip_network masked{network_part(address, prefix), prefix};
+  if (masked.address != address) {
+    // The suggestion is hex digits, dots, colons and a slash: quoted as is.
+    reason = "host bits set past the prefix (did you mean \"" + format_ip_network(masked) + "\"?)";
+    return false;
+  }
+  out = masked;
+  return true;
+}
+
+std::string format_ip_network(const ip_network& n) {
+  return n.address.to_string() + "/" + std::to_string(n.prefix);
+}
+
 }  // namespace vlessbench

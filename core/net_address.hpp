@@ -1,6 +1,7 @@
 #pragma once
 // Addresses as text and as values, in one place: the one HOST:PORT parser (config listeners,
-// share links, the runner's paths and target, the load generator) and one normal form for IP
+// share links, the runner's paths and target, the load generator), the one CIDR parser (the
+// config's [destinations] allow) and one normal form for IP
 // addresses, so that the same host never compares unequal to itself: an IPv4-mapped IPv6 address
 // (::ffff:a.b.c.d) is the IPv4 address, and an IPv6 scope id is dropped (addresses compare as bytes).
 #include <cstdint>
@@ -37,5 +38,19 @@ std::string format_host_port(std::string_view host, std::uint16_t port);
 // "127.0.0.1:8080", "[::1]:8443" -> endpoint (address_only); returns false with a reason on error.
 bool parse_endpoint(std::string_view text, asio::ip::tcp::endpoint& out, std::string& reason);
 std::string format_endpoint(const asio::ip::tcp::endpoint& ep);
+
+// An IP network in CIDR form ("10.0.0.0/8", "fd00::/8"); a bare address is a single host.
+struct ip_network {
+  asio::ip::address address;  // host bits are zero
+  unsigned prefix = 0;        // 0..32 (IPv4) or 0..128 (IPv6)
+  // Same family only: an IPv4 network never matches an IPv6 address (map ::ffff:a.b.c.d first).
+  bool contains(const asio::ip::address& a) const;
+  bool operator==(const ip_network&) const = default;
+};
+
+// "10.0.0.0/8", "::/0", "192.0.2.7" (a /32) -> network; false with a reason on error (including
+// host bits set past the prefix, which usually means a typo).
+bool parse_ip_network(std::string_view text, ip_network& out, std::string& reason);
+std::string format_ip_network(const ip_network& n);
 
 }  // namespace vlessbench

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <iostream>
@@ -17,6 +18,7 @@
 #include "core/logging.hpp"
 #include "core/share_link.hpp"
 #include "core/tls.hpp"
+#include "server/reload_plan.hpp"
 #include "server/vless_server.hpp"
 #include "core/watchdog.hpp"
 
@@ -32,16 +34,6 @@ void log_exception(std::exception_ptr e, std::string_view what) {
   } catch (const std::exception& ex) {
     spdlog::error("{}: unexpected exception: {}", what, ex.what());
   }
-}
-
-bool same_tls(const tls_config& a, const tls_config& b) {
-  return a.cert == b.cert && a.key == b.key && a.generate == b.generate && a.names == b.names &&
-         a.session_tickets == b.session_tickets &&
-         a.min_version == b.min_version;
-}
-
-std::string policy_text(const tcp_policy& p) {
-  return fmt::format("nodelay={} quickack={}", p.nodelay, to_string(p.quickack));
 }
 
 void notify(const char* state) { sd_notify(0, state); }
@@ -294,8 +286,8 @@ std::vector<std::string> daemon::describe_listeners() const {
 
 int daemon::run() {
   const auto& cfg = *rt_.cfg;
-  for (const auto& v : cfg.vless) listeners_.push_back(open_listener("vless", v.name, v.listen, v.tcp, v.upstream_tcp));
-  for (const auto& t : cfg.target) listeners_.push_back(open_listener("target", t.name, t.listen, t.tcp, t.tcp));
+  for (const auto& l : listeners_of(cfg))
+    listeners_.push_back(open_listener(l.kind, l.name, l.listen, l.tcp, l.upstream_tcp));
   start_workers(cfg.limits.threads);  // before any accept loop hands sessions to them
   for (auto& l : listeners_) {
     spdlog::info("{} listener \"{}\" on {} ({})", l->state->kind, l->state->name,
@@ -406,12 +398,13 @@ void daemon::reload() {
     return fail(e.what());
   }
 
-  if (next->limits.threads != rt_.cfg->limits.threads)
-    return fail(fmt::format("limits.threads {} -> {}: the thread count changes at a restart only",
-                            rt_.cfg->limits.threads, next->limits.threads));
+  // What changes is decided from the two configs alone (server/reload_plan); the rest applies it.
+  // Everything that can fail (certificate, binding, the log file) is done before the commit.
+  reload_plan plan = plan_reload(*rt_.cfg, *next);
+  if (plan.refused) return fail(*plan.refused);
 
   auto tls = tls_;
-  if (!same_tls(next->tls, rt_.cfg->tls)) {
+  if (plan.tls_changed) {
     try {
       tls::ensure_certificate(next->tls);
       tls = std::make_shared<asio::ssl::context>(tls::make_server_context(next->tls));
@@ -420,17 +413,6 @@ void daemon::reload() {
     }
   }
 
-  // Diff listeners by endpoint: kept ones (same kind) are updated in place, so their open
-  // connections see the new policy at their next read.
-  struct wanted {
-    std::string kind, name;
-    tcp::endpoint ep;
-    tcp_policy policy, upstream;
-  };
-  std::vector<wanted> want;
-  for (const auto& v : next->vless) want.push_back({"vless", v.name, v.listen, v.tcp, v.upstream_tcp});
-  for (const auto& t : next->target) want.push_back({"target", t.name, t.listen, t.tcp, t.tcp});
-
   std::vector<std::shared_ptr<listener>> opened;
   auto abandon_opened = [&] {
     for (auto& o : opened) {
@@ -438,95 +420,80 @@ void daemon::reload() {
       o->acceptor.close(ignored);
     }
   };
-  std::vector<std::pair<std::size_t, const wanted*>> kept;  // index into listeners_, new settings
-  // An endpoint that moves to a listener of the other kind keeps its socket, taken over by the
-  // new listener: binding it anew would fail while the old listener holds it (a swap of two
-  // listeners' ports), and the port stays open throughout.
-  std::vector<std::pair<std::size_t, const wanted*>> taken_over;
-  std::vector<bool> reused(listeners_.size(), false);
-  for (const auto& w : want) {
-    std::size_t i = 0;
-    while (i < listeners_.size() && (reused[i] || listeners_[i]->state->endpoint != w.ep)) ++i;
-    if (i < listeners_.size()) {
-      reused[i] = true;
-      (listeners_[i]->state->kind == w.kind ? kept : taken_over).emplace_back(i, &w);
-      continue;
-    }
+  for (const auto& w : plan.open) {
     try {
-      opened.push_back(open_listener(w.kind, w.name, w.ep, w.policy, w.upstream));
+      opened.push_back(open_listener(w.kind, w.name, w.listen, w.tcp, w.upstream_tcp));
     } catch (const std::exception& e) {
       abandon_opened();
       return fail(e.what());
     }
   }
 
-  // A file is reopened even when its path is unchanged, so that rotating it (mv, then SIGHUP)
-  // starts a new file instead of writing on into the renamed one.
-  std::string access_target = next->log.access;
-  if (access_target != rt_.log.target() || access_target != "stdout") {
+  if (plan.reopen_access_log) {
     try {
-      rt_.log.open(access_target);
+      rt_.log.open(next->log.access);
     } catch (const std::exception& e) {
       abandon_opened();
       return fail(e.what());
     }
   }
 
-  // Commit.
+  // Commit. listeners_ always holds the running config's listeners, so every endpoint the plan
+  // keeps, takes over or closes is open.
   const auto generation = rt_.generation + 1;
-  std::vector<std::string> changes;
+  auto take_running = [&](const tcp::endpoint& ep) {
+    auto it = std::find_if(listeners_.begin(), listeners_.end(),
+                           [&](const auto& l) { return l && l->state->endpoint == ep; });
+    return it == listeners_.end() ? nullptr : std::move(*it);
+  };
   std::vector<std::shared_ptr<listener>> next_listeners;
-  for (const auto& [i, w] : kept) {
-    auto& st = *listeners_[i]->state;
-    if (st.tcp.load() != w->policy || st.upstream_tcp.load() != w->upstream || st.name != w->name)
-      changes.push_back(fmt::format("{} \"{}\" on {}: {} -> {}{}", st.kind, w->name,
-                                    format_endpoint(st.endpoint), policy_text(st.tcp.load()), policy_text(w->policy),
-                                    st.kind == "vless" ? " (upstream " + policy_text(w->upstream) + ")" : ""));
-    st.name = w->name;
-    st.tcp = w->policy;
-    st.upstream_tcp = w->upstream;
+  for (const auto& k : plan.keep) {
+    auto l = take_running(k.to.listen);
+    if (!l) continue;
+    auto& st = *l->state;
+    st.name = k.to.name;
+    st.tcp = k.to.tcp;
+    st.upstream_tcp = k.to.upstream_tcp;
     st.generation = generation;
-    next_listeners.push_back(std::move(listeners_[i]));
+    next_listeners.push_back(std::move(l));
   }
-  for (const auto& [i, w] : taken_over) {
-    auto& l = listeners_[i];
-    changes.push_back(fmt::format("{} \"{}\" on {} is now {} \"{}\" ({})", l->state->kind, l->state->name,
-                                  format_endpoint(w->ep), w->kind, w->name, policy_text(w->policy)));
+  for (const auto& t : plan.take_over) {
+    auto l = take_running(t.to.listen);
+    if (!l) continue;
     l->state->closed = true;  // its open connections keep the old settings
     std::error_code ignored;
     l->acceptor.cancel(ignored);  // ends its accept loop; the socket stays bound and listening
-    l->state = make_listener_state(w->kind, w->name, w->ep, w->policy, w->upstream);
+    l->state = make_listener_state(t.to.kind, t.to.name, t.to.listen, t.to.tcp, t.to.upstream_tcp);
     l->state->generation = generation;
     start_accepting(l);
     next_listeners.push_back(std::move(l));
   }
-  for (auto& l : listeners_) {
-    if (!l) continue;  // kept or taken over
-    changes.push_back(fmt::format("closed {} \"{}\" on {}", l->state->kind, l->state->name,
-                                  format_endpoint(l->state->endpoint)));
+  for (const auto& c : plan.close) {
+    auto l = take_running(c.listen);
+    if (!l) continue;
     l->state->closed = true;
     std::error_code ignored;
     l->acceptor.close(ignored);  // its accept loop holds the listener until it winds down
   }
   for (auto& o : opened) {
     o->state->generation = generation;
-    changes.push_back(fmt::format("opened {} \"{}\" on {} ({})", o->state->kind, o->state->name,
-                                  format_endpoint(o->state->endpoint), policy_text(o->state->tcp.load())));
     start_accepting(o);
     next_listeners.push_back(std::move(o));
   }
+  // In the next config's order, as listeners_of lists it.
+  const auto wanted = listeners_of(*next);
+  auto rank = [&](const std::shared_ptr<listener>& l) {
+    return std::find_if(wanted.begin(), wanted.end(), [&](const auto& w) { return w.listen == l->state->endpoint; }) -
+           wanted.begin();
+  };
+  std::stable_sort(next_listeners.begin(), next_listeners.end(),
+                   [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
   listeners_ = std::move(next_listeners);
 
   tls_ = std::move(tls);
-  if (next->log.queue_bytes != rt_.cfg->log.queue_bytes) {
-    changes.push_back(fmt::format("log queue {} -> {} bytes", rt_.cfg->log.queue_bytes, next->log.queue_bytes));
-    rt_.log.set_queue_bytes(next->log.queue_bytes);
-  }
-  if (next->log.level != rt_.cfg->log.level) {
-    changes.push_back("log level " + rt_.cfg->log.level + " -> " + next->log.level);
-    setup_logging(next->log.level);
-  }
-  if (next->users.size() != rt_.cfg->users.size()) changes.push_back(fmt::format("{} user(s)", next->users.size()));
+  if (plan.log_queue_changed) rt_.log.set_queue_bytes(next->log.queue_bytes);
+  if (plan.log_level_changed) setup_logging(next->log.level);
+  auto changes = std::move(plan.changes);
   if (const auto ended = rt_.live.publish(next); ended > 0)
     changes.push_back(fmt::format("ending {} session(s) of removed users", ended));
   rt_.cfg = std::move(next);

@@ -1,6 +1,7 @@
 #pragma once
 // vlessbenchd's lifecycle: listeners, signals (SIGHUP reload, SIGUSR1 reopen the access log,
-// SIGTERM/SIGINT/SIGQUIT drain, SIGUSR2/SIGALRM ignored), reload diff.
+// SIGTERM/SIGINT/SIGQUIT drain, SIGUSR2/SIGALRM ignored), applying a reload (what it changes is
+// decided by server/reload_plan).
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -23,7 +24,7 @@ class daemon {
   // Binds every listener (throws std::runtime_error naming the listener that failed), then serves
   // until a signal stops it. Returns the process exit code.
   int run();
-  // For tests and reload: the listeners currently open, "kind name endpoint".
+  // For tests: the listeners currently open, "kind name endpoint", in the config's order.
   std::vector<std::string> describe_listeners() const;
 
  private:

@@ -1,0 +1,80 @@
+#include "server/reload_plan.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace vlessbench {
+
+namespace {
+
+bool same_tls(const tls_config& a, const tls_config& b) {
+  return a.cert == b.cert && a.key == b.key && a.generate == b.generate && a.names == b.names &&
+         a.session_tickets == b.session_tickets && a.min_version == b.min_version;
+}
+
+}  // namespace
+
+std::string policy_text(const tcp_policy& p) {
+  return fmt::format("nodelay={} quickack={}", p.nodelay, to_string(p.quickack));
+}
+
+std::vector<planned_listener> listeners_of(const config& c) {
+  std::vector<planned_listener> out;
+  out.reserve(c.vless.size() + c.target.size());
+  for (const auto& v : c.vless) out.push_back({"vless", v.name, v.listen, v.tcp, v.upstream_tcp});
+  for (const auto& t : c.target) out.push_back({"target", t.name, t.listen, t.tcp, t.tcp});
+  return out;
+}
+
+reload_plan plan_reload(const config& current, const config& next) {
+  reload_plan plan;
+  if (next.limits.threads != current.limits.threads) {
+    plan.refused = fmt::format("limits.threads {} -> {}: the thread count changes at a restart only",
+                               current.limits.threads, next.limits.threads);
+    return plan;
+  }
+  plan.tls_changed = !same_tls(next.tls, current.tls);
+
+  const auto running = listeners_of(current);
+  std::vector<bool> matched(running.size(), false);
+  for (const auto& want : listeners_of(next)) {
+    // A valid config never has two listeners on one endpoint, so at most one matches.
+    const auto it =
+        std::find_if(running.begin(), running.end(), [&](const auto& r) { return r.listen == want.listen; });
+    if (it == running.end()) {
+      plan.open.push_back(want);
+      continue;
+    }
+    matched[static_cast<std::size_t>(it - running.begin())] = true;
+    (it->kind == want.kind ? plan.keep : plan.take_over).push_back({*it, want});
+  }
+  for (std::size_t i = 0; i < running.size(); ++i)
+    if (!matched[i]) plan.close.push_back(running[i]);
+
+  for (const auto& [from, to] : plan.keep) {
+    if (from.tcp != to.tcp || from.upstream_tcp != to.upstream_tcp || from.name != to.name)
+      plan.changes.push_back(fmt::format(
+          "{} \"{}\" on {}: {} -> {}{}", from.kind, to.name, format_endpoint(from.listen), policy_text(from.tcp),
+          policy_text(to.tcp), from.kind == "vless" ? " (upstream " + policy_text(to.upstream_tcp) + ")" : ""));
+  }
+  for (const auto& [from, to] : plan.take_over)
+    plan.changes.push_back(fmt::format("{} \"{}\" on {} is now {} \"{}\" ({})", from.kind, from.name,
+                                       format_endpoint(to.listen), to.kind, to.name, policy_text(to.tcp)));
+  for (const auto& l : plan.close)
+    plan.changes.push_back(fmt::format("closed {} \"{}\" on {}", l.kind, l.name, format_endpoint(l.listen)));
+  for (const auto& l : plan.open)
+    plan.changes.push_back(
+        fmt::format("opened {} \"{}\" on {} ({})", l.kind, l.name, format_endpoint(l.listen), policy_text(l.tcp)));
+
+  plan.reopen_access_log = next.log.access != current.log.access || next.log.access != "stdout";
+  plan.log_queue_changed = next.log.queue_bytes != current.log.queue_bytes;
+  if (plan.log_queue_changed)
+    plan.changes.push_back(fmt::format("log queue {} -> {} bytes", current.log.queue_bytes, next.log.queue_bytes));
+  plan.log_level_changed = next.log.level != current.log.level;
+  if (plan.log_level_changed) plan.changes.push_back("log level " + current.log.level + " -> " + next.log.level);
+  if (next.users.size() != current.users.size()) plan.changes.push_back(fmt::format("{} user(s)", next.users.size()));
+  return plan;
+}
+
+}  // namespace vlessbench

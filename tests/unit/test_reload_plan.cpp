@@ -1,0 +1,238 @@
+// plan_reload (server/reload_plan): what a SIGHUP keeps, opens, closes and logs, decided from two
+// configs alone. The integration tests (test_lifecycle, test_signals, test_reload_admission) drive
+// the same through a running daemon.
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "core/config.hpp"
+#include "server/reload_plan.hpp"
+
+using namespace vlessbench;
+
+namespace {
+
+const char* const user =
+    "[[users]]\nname = \"u\"\nuuid = "
+    "\"0bc2f2bd-f35f-4c1e-8b9b-befe527996d0\"\n";
+
+config parse(const std::string& text) { return parse_config(std::string(user) + text, "x.toml"); }
+
+const char* const base = R"(
+[[vless]]
+name = "a"
+listen = "127.0.0.1:8443"
+
+[[vless]]
+name = "b"
+listen = "127.0.0.1:8444"
+tcp = { quickack = "on" }
+
+[[target]]
+name = "http"
+listen = "127.0.0.1:8080"
+)";
+
+asio::ip::tcp::endpoint ep(const char* addr, unsigned short port) { return {asio::ip::make_address(addr), port}; }
+
+}  // namespace
+
+TEST_CASE("listeners_of lists vless then target, in file order", "[reload_plan]") {
+  const auto ls = listeners_of(parse(base));
+  REQUIRE(ls.size() == 3);
+  CHECK(ls[0] == planned_listener{"vless", "a", ep("127.0.0.1", 8443), {}, {}});
+  CHECK(ls[1].name == "b");
+  CHECK(ls[1].tcp.quickack == quickack_mode::on);
+  CHECK(ls[1].upstream_tcp.quickack == quickack_mode::kernel);
+  CHECK(ls[2].kind == "target");
+  CHECK(ls[2].upstream_tcp == ls[2].tcp);
+  CHECK(policy_text(ls[1].tcp) == "nodelay=true quickack=on");
+}
+
+TEST_CASE("the same config: every listener kept, nothing to log", "[reload_plan]") {
+  const config c = parse(base);
+  const reload_plan p = plan_reload(c, c);
+  CHECK_FALSE(p.refused);
+  CHECK(p.keep.size() == 3);
+  for (const auto& k : p.keep) CHECK(k.from == k.to);
+  CHECK(p.open.empty());
+  CHECK(p.close.empty());
+  CHECK(p.take_over.empty());
+  CHECK_FALSE(p.tls_changed);
+  CHECK_FALSE(p.log_level_changed);
+  CHECK_FALSE(p.log_queue_changed);
+  CHECK_FALSE(p.reopen_access_log);  // stdout stays stdout
+  CHECK(p.changes.empty());
+}
+
+TEST_CASE("an added listener is opened", "[reload_plan]") {
+  const reload_plan p =
+      plan_reload(parse(base), parse(std::string(base) + "[[target]]\nname = \"t2\"\nlisten = \"127.0.0.1:8081\"\n"));
+  CHECK(p.keep.size() == 3);
+  REQUIRE(p.open.size() == 1);
+  CHECK(p.open[0] == planned_listener{"target", "t2", ep("127.0.0.1", 8081), {}, {}});
+  CHECK(p.close.empty());
+  CHECK(p.changes == std::vector<std::string>{"opened target \"t2\" on 127.0.0.1:8081 "
+                                              "(nodelay=true quickack=kernel)"});
+}
+
+TEST_CASE("a removed listener is closed", "[reload_plan]") {
+  const reload_plan p = plan_reload(parse(base), parse(R"(
+[[vless]]
+name = "a"
+listen = "127.0.0.1:8443"
+[[target]]
+name = "http"
+listen = "127.0.0.1:8080"
+)"));
+  CHECK(p.keep.size() == 2);
+  REQUIRE(p.close.size() == 1);
+  CHECK(p.close[0].name == "b");
+  CHECK(p.open.empty());
+  CHECK(p.changes == std::vector<std::string>{"closed vless \"b\" on 127.0.0.1:8444"});
+}
+
+TEST_CASE("a kept listener with a new policy or name is updated in place", "[reload_plan]") {
+  const reload_plan p = plan_reload(parse(base), parse(R"(
+[[vless]]
+name = "a"
+listen = "127.0.0.1:8443"
+tcp = { nodelay = false }
+upstream_tcp = { quickack = "off" }
+
+[[vless]]
+name = "b2"
+listen = "127.0.0.1:8444"
+tcp = { quickack = "on" }
+
+[[target]]
+name = "http"
+listen = "127.0.0.1:8080"
+tcp = { quickack = "on" }
+)"));
+  REQUIRE(p.keep.size() == 3);
+  CHECK(p.keep[0].to.tcp.nodelay == false);
+  CHECK(p.keep[0].to.upstream_tcp.quickack == quickack_mode::off);
+  CHECK(p.open.empty());
+  CHECK(p.close.empty());
+  CHECK(p.changes == std::vector<std::string>{
+                         "vless \"a\" on 127.0.0.1:8443: nodelay=true "
+                         "quickack=kernel -> nodelay=false quickack=kernel "
+                         "(upstream nodelay=true quickack=off)",
+                         // A new name alone is a change too: the log line says the policy stayed.
+                         "vless \"b2\" on 127.0.0.1:8444: nodelay=true "
+                         "quickack=on -> nodelay=true quickack=on "
+                         "(upstream nodelay=true quickack=kernel)",
+                         "target \"http\" on 127.0.0.1:8080: nodelay=true "
+                         "quickack=kernel -> nodelay=true quickack=on",
+                     });
+}
+
+TEST_CASE("a listener that changes its address is closed and opened", "[reload_plan]") {
+  const reload_plan p = plan_reload(parse(base), parse(R"(
+[[vless]]
+name = "a"
+listen = "127.0.0.1:9443"
+[[vless]]
+name = "b"
+listen = "127.0.0.1:8444"
+tcp = { quickack = "on" }
+[[target]]
+name = "http"
+listen = "127.0.0.1:8080"
+)"));
+  CHECK(p.keep.size() == 2);
+  REQUIRE(p.close.size() == 1);
+  REQUIRE(p.open.size() == 1);
+  CHECK(p.close[0].listen == ep("127.0.0.1", 8443));
+  CHECK(p.open[0].listen == ep("127.0.0.1", 9443));
+  CHECK(p.open[0].name == "a");
+  // Closed before opened, as the daemon logs them.
+  CHECK(p.changes == std::vector<std::string>{
+                         "closed vless \"a\" on 127.0.0.1:8443",
+                         "opened vless \"a\" on 127.0.0.1:9443 (nodelay=true quickack=kernel)",
+                     });
+}
+
+TEST_CASE("an endpoint that moves to the other kind is taken over", "[reload_plan]") {
+  // The VLESS listener and the target swap ports.
+  const reload_plan p = plan_reload(parse(R"(
+[[vless]]
+name = "v"
+listen = "127.0.0.1:8443"
+[[target]]
+name = "t"
+listen = "127.0.0.1:8080"
+)"),
+                                    parse(R"(
+[[vless]]
+name = "v"
+listen = "127.0.0.1:8080"
+[[target]]
+name = "t"
+listen = "127.0.0.1:8443"
+)"));
+  CHECK(p.keep.empty());
+  CHECK(p.open.empty());
+  CHECK(p.close.empty());
+  REQUIRE(p.take_over.size() == 2);
+  CHECK(p.take_over[0].from.kind == "target");
+  CHECK(p.take_over[0].to.kind == "vless");
+  CHECK(p.changes == std::vector<std::string>{
+                         "target \"t\" on 127.0.0.1:8080 is now vless \"v\" "
+                         "(nodelay=true quickack=kernel)",
+                         "vless \"v\" on 127.0.0.1:8443 is now target \"t\" "
+                         "(nodelay=true quickack=kernel)",
+                     });
+}
+
+TEST_CASE("a TLS change rebuilds the context and lists no listener change", "[reload_plan]") {
+  const config c = parse(base);
+  CHECK(plan_reload(c, parse(std::string("[tls]\ncert = \"/c.pem\"\nkey = \"/k.pem\"\n") + base)).tls_changed);
+  CHECK(plan_reload(c, parse(std::string("[tls]\nmin_version = \"1.3\"\n") + base)).tls_changed);
+  CHECK(plan_reload(c, parse(std::string("[tls]\nnames = [\"example.org\"]\n") + base)).tls_changed);
+  const reload_plan p = plan_reload(c, parse(std::string("[tls]\nsession_tickets = true\n") + base));
+  CHECK(p.tls_changed);
+  CHECK(p.keep.size() == 3);
+  CHECK(p.changes.empty());
+}
+
+TEST_CASE("log and user changes are listed after the listeners", "[reload_plan]") {
+  const config c = parse(base);
+  const reload_plan p = plan_reload(c, parse(std::string("[log]\nlevel = \"debug\"\nqueue_bytes = "
+                                                         "131072\n[[users]]\nname = \"w\"\n"
+                                                         "uuid = \"1bc2f2bd-f35f-4c1e-8b9b-befe527996d0\"\n") +
+                                             base + "[[target]]\nname = \"t2\"\nlisten = \"127.0.0.1:8081\"\n"));
+  CHECK(p.log_level_changed);
+  CHECK(p.log_queue_changed);
+  CHECK(p.changes == std::vector<std::string>{
+                         "opened target \"t2\" on 127.0.0.1:8081 (nodelay=true "
+                         "quickack=kernel)",
+                         "log queue 4194304 -> 131072 bytes",
+                         "log level info -> debug",
+                         "2 user(s)",
+                     });
+}
+
+TEST_CASE(
+    "an access log file is reopened at every reload, stdout only when it "
+    "changes",
+    "[reload_plan]") {
+  const config out = parse(base);
+  const config file = parse(std::string("[log]\naccess = \"/var/log/a.jsonl\"\n") + base);
+  CHECK_FALSE(plan_reload(out, out).reopen_access_log);
+  CHECK(plan_reload(out, file).reopen_access_log);
+  CHECK(plan_reload(file, file).reopen_access_log);  // rotation: mv, then SIGHUP
+  CHECK(plan_reload(file, out).reopen_access_log);
+}
+
+TEST_CASE("a new thread count is refused with nothing else planned", "[reload_plan]") {
+  const reload_plan p = plan_reload(parse(base), parse(std::string("[limits]\nthreads = 2\n") + base +
+                                                       "[[target]]\n"
+                                                       "name = \"t2\"\nlisten = \"127.0.0.1:8081\"\n"));
+  REQUIRE(p.refused);
+  CHECK(*p.refused == "limits.threads 1 -> 2: the thread count changes at a restart only");
+  CHECK(p.keep.empty());
+  CHECK(p.open.empty());
+  CHECK(p.changes.empty());
+}
