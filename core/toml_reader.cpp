@@ -411,10 +411,9 @@ std::optional<unicode_patch> patch_unicode(std::string_view text) {
         (c == '"' || c == '\'') && (previous == '\n' || previous == '=' || previous == '[' || previous == '{' ||
                                     previous == ',' || (previous == '.' && keys));
     if (!starts_string) {
-      if (c == '\n' && open.empty()) keys = true;
+      if ((c == '\n' && open.empty()) || c == '{') keys = true;
       else if (c == '=') keys = false;
       else if (c == '[') keys = (open.empty() && previous == '\n') || (previous == '[' && keys);  // header or array
-      else if (c == '{') keys = true;
       else if (c == ',') keys = !open.empty() && open.back() == '{';
       if (c == '[' || c == '{') open += c;
       else if ((c == ']' || c == '}') && !open.empty()) open.pop_back();
