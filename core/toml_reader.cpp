@@ -24,6 +24,14 @@ std::string escape_controls(std::string_view s) {
   return out;
 }
 
+// "\\u00E9": a code point of the Basic Multilingual Plane as a TOML escape.
+std::string fmt_escape(char32_t c) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string out = "\\u";
+  for (int shift = 12; shift >= 0; shift -= 4) out += hex[(c >> shift) & 0xFU];
+  return out;
+}
+
 bool is_bare_key(std::string_view k) {
   if (k.empty()) return false;
   return std::all_of(k.begin(), k.end(), [](char c) {
@@ -237,7 +245,7 @@ std::optional<toml_defect> find_toml_defect(std::string_view text) {
   std::size_t line_offset = 0;
   std::string open;  // '[' and '{' not yet closed
   bool line_start = true;
-  std::size_t i = 0;
+  std::size_t i = text.starts_with("\xEF\xBB\xBF") ? 3 : 0;  // toml++ skips a byte order mark
   auto newline = [&](std::size_t at) {
     ++line;
     line_offset = at + 1;
@@ -317,19 +325,192 @@ std::optional<toml_defect> find_toml_defect(std::string_view text) {
   return std::nullopt;
 }
 
-// One toml++ call; nullopt with the syntax error added to errors on failure.
+// toml++ 3.3's is_non_ascii_horizontal_whitespace() reaches TOML_UNREACHABLE (undefined behaviour
+// in a release build) for most code points in U+00A1..U+FEFE ('é', Cyrillic, ...): the bit test
+// below is its own, and only the blocks it then switches on are handled. It is asked about every
+// code point outside strings and comments (where any non-ASCII text is an error anyway), and about
+// the first one after a backslash in a """ string (an escape or a line-ending backslash: valid
+// TOML).
+bool trips_whitespace_check(char32_t c) {
+  if (c <= 0xA0 || c >= 0xFEFF || c == 0x3000) return false;
+  const auto block = (static_cast<std::uint64_t>(c) - 0xA0) / 0x3FA;
+  if (((1ULL << block) & 0x7FFFFFFFFFFFF75EULL) != 0) return false;
+  return block != 5 && block != 7;
+}
+
+// The code point of the well-formed 2- or 3-byte UTF-8 sequence at text[i] (the only lengths
+// trips_whitespace_check can be true for), and its length; 0 when there is none.
+std::pair<char32_t, std::size_t> utf8_at(std::string_view text, std::size_t i) {
+  const auto b = [&](std::size_t k) { return i + k < text.size() ? static_cast<unsigned char>(text[i + k]) : 0U; };
+  const auto cont = [&](std::size_t k) { return (b(k) & 0xC0U) == 0x80; };
+  const unsigned lead = b(0);
+  if (lead >= 0xC2 && lead <= 0xDF && cont(1)) return {((lead & 0x1FU) << 6) | (b(1) & 0x3FU), 2};
+  if (lead >= 0xE0 && lead <= 0xEF && cont(1) && cont(2)) {
+    const char32_t c = ((lead & 0x0FU) << 12) | ((b(1) & 0x3FU) << 6) | (b(2) & 0x3FU);
+    if (c >= 0x800 && (c < 0xD800 || c > 0xDFFF)) return {c, 3};
+  }
+  return {0, 0};
+}
+
+bool is_toml_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+// What toml++ 3.3 also skips after a line-ending backslash (its list, none of them tripping).
+bool is_non_ascii_horizontal_space(char32_t c) {
+  return c == 0xA0 || c == 0x1680 || c == 0x180E || (c >= 0x2000 && c <= 0x200B) || c == 0x202F ||
+         (c >= 0x205F && c <= 0x2060) || c == 0x3000 || c == 0xFEFF;
+}
+
+// The text toml++ may safely be given. Outside strings and comments each code point that trips it
+// becomes '`', one per byte (toml++ treats '`' as it would the code point once fixed: no
+// whitespace, no key character, no value, so it stops there with the same message); right after a
+// backslash in a """ string too (an invalid escape either way); after a line-ending backslash it
+// becomes its \uXXXX escape (the same string). Like find_toml_defect it only has to be exact up to
+// toml++'s first error.
+struct unicode_patch {
+  std::string text;
+  std::vector<std::pair<std::size_t, std::string>> placeholders;  // where in text, the bytes replaced
+};
+
+std::optional<unicode_patch> patch_unicode(std::string_view text) {
+  const bool any = std::any_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) >= 0xC2; });
+  if (!any) return std::nullopt;
+  unicode_patch out;
+  const std::size_t n = text.size();
+  std::size_t i = 0;
+  auto copy = [&](std::size_t count) {
+    out.text.append(text.substr(i, count));
+    i += count;
+  };
+  auto placeholder_if_tripping = [&]() {
+    const auto [c, len] = utf8_at(text, i);
+    if (len == 0 || !trips_whitespace_check(c)) return false;
+    // As many bytes as it replaces: toml++ decodes ahead in blocks, and an invalid UTF-8 sequence
+    // further on must fall in the same block as before.
+    out.placeholders.emplace_back(out.text.size(), std::string(text.substr(i, len)));
+    out.text.append(len, '`');
+    i += len;
+    return true;
+  };
+  // A quote starts a string only where a key or value starts: inside a bare value ("1.2'x") toml++
+  // reads on to the next space, ',', ']', '}' or '#' before it reports the value as invalid.
+  std::string open;      // '[' and '{' not yet closed
+  bool keys = true;      // where a key, not a value, comes next
+  char previous = '\n';  // the last character outside strings, comments and blanks
+  while (i < n) {
+    const char c = text[i];
+    if (c == '#') {
+      const auto end = std::min(text.find('\n', i), n);
+      copy(end - i);
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r') {
+      copy(1);
+      continue;
+    }
+    const bool starts_string =
+        (c == '"' || c == '\'') && (previous == '\n' || previous == '=' || previous == '[' || previous == '{' ||
+                                    previous == ',' || (previous == '.' && keys));
+    if (!starts_string) {
+      if ((c == '\n' && open.empty()) || c == '{') keys = true;
+      else if (c == '=') keys = false;
+      else if (c == '[') keys = (open.empty() && previous == '\n') || (previous == '[' && keys);  // header or array
+      else if (c == ',') keys = !open.empty() && open.back() == '{';
+      if (c == '[' || c == '{') open += c;
+      else if ((c == ']' || c == '}') && !open.empty()) open.pop_back();
+      previous = c;
+      if (!placeholder_if_tripping()) copy(1);
+      continue;
+    }
+    previous = c;
+    const bool basic = c == '"';
+    const bool multiline = i + 2 < n && text[i + 1] == c && text[i + 2] == c;
+    copy(multiline ? 3 : 1);
+    while (i < n) {
+      if (basic && text[i] == '\\') {
+        copy(1);
+        if (!multiline) {
+          copy(std::min<std::size_t>(1, n - i));
+          continue;
+        }
+        if (placeholder_if_tripping()) continue;
+        if (i < n && is_toml_space(text[i])) {
+          while (i < n) {
+            if (is_toml_space(text[i])) {
+              copy(1);
+              continue;
+            }
+            const auto [w, len] = utf8_at(text, i);
+            if (len == 0 || !is_non_ascii_horizontal_space(w)) break;
+            copy(len);
+          }
+          if (const auto [w, len] = utf8_at(text, i); len != 0 && trips_whitespace_check(w)) {
+            out.text += fmt_escape(w);
+            i += len;
+          }
+          continue;
+        }
+        copy(std::min<std::size_t>(1, n - i));
+        continue;
+      }
+      if (text[i] == '\n' && !multiline) break;  // invalid TOML; toml++ reports it
+      if (text[i] == c) {
+        if (!multiline) {
+          copy(1);
+          break;
+        }
+        std::size_t run = 0;
+        while (i + run < n && text[i + run] == c) ++run;
+        if (run >= 3) {
+          copy(std::min<std::size_t>(run, 5));  // up to two quotes may end the content
+          break;
+        }
+        copy(run);
+        continue;
+      }
+      copy(1);
+    }
+  }
+  if (out.placeholders.empty() && out.text == text) return std::nullopt;
+  return out;
+}
+
+// One toml++ call; nullopt with the syntax error added to errors on failure. An error toml++
+// reports at a placeholder of patch_unicode names the code point it stands for.
 std::optional<toml::table> parse_toml(std::string_view text, std::string_view source_name, error_list& errors) {
+  const auto patch = patch_unicode(text);
+  if (patch) text = patch->text;
+  auto fail = [&](const toml::source_region& where, std::string description) {
+    for (const auto& [offset, original] :
+         patch ? patch->placeholders : std::vector<std::pair<std::size_t, std::string>>{}) {
+      // toml++ counts lines from 1 and columns in code points from 1.
+      const auto before = text.substr(0, offset);
+      const auto line_start = before.rfind('\n') == std::string_view::npos ? 0 : before.rfind('\n') + 1;
+      const auto line = 1 + std::count(before.begin(), before.end(), '\n');
+      const auto column = 1 + std::count_if(before.begin() + static_cast<std::ptrdiff_t>(line_start), before.end(),
+                                            [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0U) != 0x80; });
+      // At it, or at the backslash before it ("unknown escape sequence '\`'").
+      if (static_cast<std::uint32_t>(line) != where.begin.line ||
+          (where.begin.column != column && where.begin.column + 1 != column))
+        continue;
+      // toml++ prints the code point raw, except after a '\r' (as \uXXXX).
+      const bool escaped = description.find("after '\\r', saw '`'") != std::string::npos;
+      if (const auto at = description.find("`'"); at != std::string::npos)
+        description.replace(at, 1, escaped ? fmt_escape(utf8_at(original, 0).first) : original);
+      break;
+    }
+    errors.add(line_of(where), "syntax", escape_controls(description));
+  };
 #if TOML_EXCEPTIONS
   try {
     return toml::parse(text, source_name);
   } catch (const toml::parse_error& e) {
-    errors.add(line_of(e.source()), "syntax", escape_controls(e.description()));
+    fail(e.source(), std::string(e.description()));
     return std::nullopt;
   }
 #else
   toml::parse_result result = toml::parse(text, source_name);
   if (!result) {
-    errors.add(line_of(result.error().source()), "syntax", escape_controls(result.error().description()));
+    fail(result.error().source(), std::string(result.error().description()));
     return std::nullopt;
   }
   return std::move(result).table();
