@@ -158,12 +158,56 @@ TEST_CASE("samples.csv rows", "[runner]") {
   s.timing.upstream = 0.08;
   auto f = make_sample("vl", sample_mode::reuse, 0, 18, 0, false);
   f.error = "response head: timeout after 5000 ms, then \"reset\"";
-  const auto csv = samples_csv({s, f});
+  auto h = make_sample("tls", sample_mode::new_connection, 3, 19, 4.0);  // https://: the inner handshake
+  h.inner_tls_ns = 2'500'000;
+  auto b = make_sample("vl/down", sample_mode::reuse, 1, 20, 2.0);  // bulk: 8 MB in 2 ms
+  b.bytes = 8'000'000;
+  const auto csv = samples_csv({s, f, h, b});
   CHECK(csv ==
         "round,path,mode,seq,ns,ok,error,status,route,session,user,tls_ms,vless_ms,resolve_ms,"
-        "upstream_ms,route_mismatch\n"
-        "3,vl,new,17,1500000,1,,200,vless,9,default,1.234,0.050,,0.080,0\n"
-        "0,vl,reuse,18,0,0,\"response head: timeout after 5000 ms, then \"\"reset\"\"\",,unknown,,,,,,,0\n");
+        "upstream_ms,route_mismatch,inner_tls_ms,bytes,mbps\n"
+        "3,vl,new,17,1500000,1,,200,vless,9,default,1.234,0.050,,0.080,0,,,\n"
+        "0,vl,reuse,18,0,0,\"response head: timeout after 5000 ms, then \"\"reset\"\"\",,unknown,,,,,,,0,,,\n"
+        "3,tls,new,19,4000000,1,,200,unknown,,,,,,,0,2.500,,\n"
+        "1,vl/down,reuse,20,2000000,1,,200,unknown,,,,,,,0,,8000000,4000.000\n");
+}
+
+TEST_CASE("inner TLS phase and bulk throughput reach the table and summary.json", "[runner]") {
+  std::vector<path_spec> paths(2);
+  paths[0].name = "direct/down";
+  paths[1].name = "p/down";
+  paths[1].kind = path_kind::http_connect;
+  std::vector<sample> samples;
+  for (int i = 0; i < 3; ++i) {
+    for (std::size_t p = 0; p < 2; ++p) {
+      auto s = make_sample(paths[p].name, sample_mode::new_connection, i, static_cast<std::uint64_t>(10 * i + p),
+                           p == 0 ? 1.0 + i : 2.0 + i);
+      s.bytes = 1'000'000;                 // 1 MB in 1, 2, 3 ms (direct) or 2, 3, 4 ms
+      s.inner_tls_ns = 500'000 * (i + 1);  // 0.5, 1.0, 1.5 ms
+      samples.push_back(s);
+    }
+  }
+  const auto res = analyze(paths, 0, samples, {}, 1);
+  REQUIRE(res[0].fresh.mbps);
+  CHECK(res[0].fresh.mbps->n == 3);
+  CHECK(res[0].fresh.mbps->median == Approx(500.0));  // 1 MB / 2 ms
+  // Type-7 quantile of {333.3, 500, 1000}: P5 = 333.3 + 0.1 * (500 - 333.3), P95 = 500 + 0.9 * 500.
+  CHECK(res[0].fresh.mbps->p5 == Approx(1e6 / 3e3 + 0.1 * (500.0 - 1e6 / 3e3)));
+  CHECK(res[0].fresh.mbps->p95 == Approx(950.0));
+  CHECK(res[1].fresh.mbps->median == Approx(1e6 / 3e3));
+  REQUIRE(res[0].fresh.inner_tls_median);
+  CHECK(*res[0].fresh.inner_tls_median == Approx(1.0));
+  const auto table = format_table(res);
+  CHECK_THAT(table, Catch::Contains("inner TLS handshake with the target"));
+  CHECK_THAT(table, Catch::Contains("median 500.0"));
+  run_metadata meta;
+  meta.run_id = "r2";
+  meta.bulk_bytes = 1'000'000;
+  const auto j = nlohmann::json::parse(summary_json(meta, res));
+  CHECK(j["run"]["bulk_bytes"] == 1'000'000);
+  CHECK(j["paths"]["direct/down"]["new"]["throughput_mbps"]["median"].get<double>() == Approx(500.0));
+  CHECK(j["paths"]["p/down"]["new"]["inner_tls_median_ms"].get<double>() == Approx(1.0));
+  CHECK_FALSE(j["paths"]["p/down"]["reuse"].contains("throughput_mbps"));
 }
 
 TEST_CASE("summary.json carries the statistics and run metadata", "[runner]") {
