@@ -303,6 +303,49 @@ TEST_CASE("verify matches samples to the access log by run id and seq", "[runner
   CHECK_THAT(format_verify_report(r), Catch::Contains("verify: OK"));
 }
 
+TEST_CASE("verify: banner samples by the session their banner named; bulk adds the server's MB/s", "[runner]") {
+  const std::string summary =
+      R"({"run":{"id":"b1","target":"banner://127.0.0.1:8082"},"paths":{"direct":{"kind":"direct"},)"
+      R"("vl":{"kind":"vless"}}})";
+  std::vector<sample> samples;
+  auto d = make_sample("direct", sample_mode::new_connection, 0, 1, 0.1);
+  d.route.kind = route_kind::direct;
+  auto v = make_sample("vl", sample_mode::new_connection, 0, 2, 0.8);
+  v.route.kind = route_kind::vless;
+  v.route.session = 5;
+  samples = {d, v};
+  const std::string csv = samples_csv(samples);
+  std::istringstream none("");
+  auto r = verify_run(summary, csv, none);
+  CHECK(r.unseen_ok == 2);
+  CHECK_FALSE(r.ok());
+  std::istringstream log(
+      R"({"event":"banner.connection","listener":"banner","route":"direct","bytes_in":0})" "\n"
+      R"({"event":"banner.connection","listener":"banner","route":"vless","vless_session":5})" "\n");
+  r = verify_run(summary, csv, log);
+  CHECK(r.log_banners == 2);
+  CHECK(r.matched == 2);
+  CHECK(r.ok());
+  std::istringstream other(R"({"event":"banner.connection","route":"vless","vless_session":6})" "\n");
+  r = verify_run(summary, csv, other);
+  CHECK(r.unseen_ok == 2);  // session 5 never logged, and no direct connection at all
+
+  const std::string bulk_summary =
+      R"({"run":{"id":"k1","target":"http://127.0.0.1:8080/","bulk_bytes":1000000},"paths":{"direct/down":{"kind":"direct"}}})";
+  auto k = make_sample("direct/down", sample_mode::reuse, 0, 3, 2.0);  // 1 MB in 2 ms: 500 MB/s
+  k.bytes = 1'000'000;
+  k.route.kind = route_kind::direct;
+  std::istringstream klog(
+      R"({"event":"http.request","run":"k1","seq":"3","path_label":"direct/down","route":"direct","status":200,)"
+      R"("bytes":1000000,"duration_us":1000})" "\n");
+  r = verify_run(bulk_summary, samples_csv({k}), klog);
+  CHECK(r.ok());
+  REQUIRE(r.bulk.size() == 1);
+  CHECK(r.bulk[0].client_mbps == Approx(500.0));
+  CHECK(r.bulk[0].server_mbps == Approx(1000.0));
+  CHECK_THAT(format_verify_report(r), Catch::Contains("server    1000.0"));
+}
+
 TEST_CASE("compare lays runs side by side", "[runner]") {
   fixture f;
   const auto res = analyze(f.paths, 0, f.samples, {}, 1);
