@@ -103,4 +103,27 @@ std::string format_event(const http_request_event& e) {
   return line.finish();
 }
 
+std::string format_event(const target_reject_event& e) {
+  json_line line("target.reject");
+  line.add("listener", e.listener).add("peer", e.peer).add("reason", e.reason).add("bytes_seen", e.bytes_seen);
+  add_if(line, "detail", e.detail);
+  if (e.duration_us) line.add("duration_us", *e.duration_us);
+  return line.finish();
+}
+
+std::string format_event(const banner_connection_event& e) {
+  json_line line("banner.connection");
+  line.add("listener", e.listener).add("peer", e.peer).add("route", e.route ? "vless" : "direct");
+  if (e.route) {
+    line.add("vless_session", e.route->session_id)
+        .add("vless_user", e.route->user)
+        .add("vless_client", e.route->client)
+        .add("vless_listener", e.route->listener);
+  }
+  line.add("bytes_in", e.bytes_in).add("bytes_out", e.bytes_out);
+  if (e.banner_us) line.add("banner_us", *e.banner_us);
+  line.add("duration_us", e.duration_us).add("close_reason", e.close_reason);
+  return line.finish();
+}
+
 }  // namespace vlessbench

@@ -74,4 +74,29 @@ struct http_request_event {
 };
 std::string format_event(const http_request_event& e);
 
+// A target connection refused before it served anything: TLS garbage or a handshake that did not
+// finish in time on a `tls = true` target (docs/targets.md).
+struct target_reject_event {
+  std::string_view listener;
+  std::string_view peer;
+  std::string_view reason;       // "tls_handshake_failed", "handshake_timeout"
+  std::uint64_t bytes_seen = 0;  // bytes the peer sent before the refusal
+  std::string_view detail;       // the TLS library's error, when it named one
+  std::optional<std::int64_t> duration_us;
+};
+std::string format_event(const target_reject_event& e);
+
+// A [[banner]] connection at its close: the banner it was sent, what it echoed, why it ended.
+struct banner_connection_event {
+  std::string_view listener;
+  std::string_view peer;
+  const route_info* route = nullptr;      // the relaying session; nullptr: direct
+  std::uint64_t bytes_in = 0;             // bytes the peer sent (all echoed unless cut short)
+  std::uint64_t bytes_out = 0;            // banner + echo bytes written
+  std::optional<std::int64_t> banner_us;  // accept -> banner written; absent when it never was
+  std::int64_t duration_us = 0;
+  std::string_view close_reason;  // "peer_eof", "slow_transfer", "idle_timeout", "pending_timeout", ...
+};
+std::string format_event(const banner_connection_event& e);
+
 }  // namespace vlessbench

@@ -310,11 +310,23 @@ struct vless_schema {
 
 struct target_schema {
   static constexpr std::string_view table = "target";
+  static constexpr std::array<std::string_view, 4> keys{"name", "listen", "tcp", "tls"};
+  static std::optional<target_listener_config> read(const table_reader& r, const listener_fields& f) {
+    auto tcp = read_tcp_policy(r, "tcp");
+    const bool tls = r.boolean("tls").value_or(false);
+    if (!f.name || !f.listen || !tcp) return std::nullopt;
+    return target_listener_config{*f.name, *f.listen, *tcp, tls};
+  }
+};
+
+// [[banner]]: a server-first target (docs/target.md), one of the daemon's own targets.
+struct banner_schema {
+  static constexpr std::string_view table = "banner";
   static constexpr std::array<std::string_view, 3> keys{"name", "listen", "tcp"};
   static std::optional<target_listener_config> read(const table_reader& r, const listener_fields& f) {
     auto tcp = read_tcp_policy(r, "tcp");
     if (!f.name || !f.listen || !tcp) return std::nullopt;
-    return target_listener_config{*f.name, *f.listen, *tcp};
+    return target_listener_config{*f.name, *f.listen, *tcp, false, true};
   }
 };
 
@@ -401,7 +413,7 @@ config validate(const toml::table& root_table, std::string_view source_name) {
   config cfg;
   cfg.source = std::string(source_name);
   const table_reader root(root_table, "", errors);
-  root.reject_unknown({"log", "tls", "users", "vless", "target", "limits", "destinations"});
+  root.reject_unknown({"log", "tls", "users", "vless", "target", "banner", "limits", "destinations"});
 
   read_log(root, cfg.log);
   read_tls(root, cfg.tls);
@@ -412,6 +424,7 @@ config validate(const toml::table& root_table, std::string_view source_name) {
   listener_registry registry;
   std::size_t declared_listeners = read_listeners<vless_schema>(root, registry, cfg.vless);
   declared_listeners += read_listeners<target_schema>(root, registry, cfg.target);
+  declared_listeners += read_listeners<banner_schema>(root, registry, cfg.target);
   if (declared_listeners == 0) errors.add(1, "vless", "no listeners: add at least one [[vless]] or [[target]] entry");
 
   // DESIGN.md §3: a random UUID is only acceptable while nobody else can reach the daemon.
@@ -474,6 +487,8 @@ config default_config() {
   cfg.vless.push_back({"default-ack", {loopback, 8443}, kernel, kernel});
   cfg.vless.push_back({"quickack", {loopback, 8444}, quick, quick});
   cfg.target.push_back({"http", {loopback, 8080}, kernel});
+  cfg.target.push_back({"https", {loopback, 8081}, kernel, true});
+  cfg.target.push_back({"banner", {loopback, 8082}, kernel, false, true});
   cfg.users.push_back(random_user("default"));
   cfg.source = "<embedded default>";
   return cfg;

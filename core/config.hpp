@@ -44,10 +44,16 @@ struct vless_listener_config {
   bool operator==(const vless_listener_config&) const = default;
 };
 
+// A [[target]] (HTTP, or HTTPS with tls = true and [tls]'s certificate) or a [[banner]] listener
+// (server speaks first, then echoes): the daemon's own destinations (docs/targets.md).
 struct target_listener_config {
   std::string name;
   asio::ip::tcp::endpoint listen;
   tcp_policy tcp;
+  bool tls = false;
+  bool banner = false;
+  // The listener kind the daemon logs and diffs reloads by: "target", "https" or "banner".
+  std::string_view kind() const { return banner ? "banner" : tls ? "https" : "target"; }
   bool operator==(const target_listener_config&) const = default;
 };
 

@@ -13,7 +13,7 @@ namespace vlessbench {
 // thread; name, generation and closed are the main thread's.
 struct listener_runtime {
   std::string name;
-  std::string kind;  // "vless" or "target"
+  std::string kind;  // "vless", "target" (HTTP), "https" or "banner"
   asio::ip::tcp::endpoint endpoint;
   shared_tcp_policy tcp;
   shared_tcp_policy upstream_tcp;

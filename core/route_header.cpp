@@ -72,6 +72,51 @@ route_label parse_route_header(std::string_view value) {
   return label;
 }
 
+namespace {
+constexpr std::string_view banner_prefix = "VLESSBENCH-BANNER ";
+
+parse_result<banner_line> refuse(std::string_view reason) {
+  parse_result<banner_line> r;
+  r.status = parse_status::invalid;
+  r.reason = reason;
+  return r;
+}
+}  // namespace
+
+std::string format_banner_line(std::string_view listener, const route_info* session) {
+  std::string out(banner_prefix);
+  out.append(listener).append(" ").append(format_route_header(session)).append("\r\n");
+  if (out.size() > max_banner_line) {  // a long user name: the route's user is cut, the session kept
+    out.resize(max_banner_line - 2);
+    out.append("\r\n");
+  }
+  return out;
+}
+
+parse_result<banner_line> parse_banner_line(std::string_view bytes) {
+  const std::string_view want = banner_prefix.substr(0, std::min(bytes.size(), banner_prefix.size()));
+  if (bytes.substr(0, want.size()) != want) return refuse("not a vlessbench banner");
+  const auto lf = bytes.find('\n');
+  if (lf == std::string_view::npos) {
+    if (bytes.size() >= max_banner_line) return refuse("banner line too long");
+    return {};
+  }
+  if (lf < banner_prefix.size()) return refuse("banner line cut short");
+  if (lf + 1 > max_banner_line) return refuse("banner line too long");
+  std::string_view line = bytes.substr(banner_prefix.size(), lf - banner_prefix.size());
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  for (const char c : line)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return refuse("control byte in banner line");
+  const auto sp = line.find(' ');
+  if (sp == 0 || sp == std::string_view::npos) return refuse("banner line names no listener and route");
+  parse_result<banner_line> r;
+  r.value.listener = std::string(line.substr(0, sp));
+  r.value.route = parse_route_header(line.substr(sp + 1));
+  r.status = parse_status::complete;
+  r.consumed = lf + 1;
+  return r;
+}
+
 std::string format_server_timing(const session_phases& p, std::string_view quickack) {
   std::string out;
   auto add = [&](const char* name, std::int64_t from, std::int64_t to) {

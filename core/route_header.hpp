@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/parse_result.hpp"
 #include "core/session_info.hpp"
 
 namespace vlessbench {
@@ -48,5 +49,18 @@ struct server_phases_ms {
 std::string format_server_timing(const session_phases& p, std::string_view quickack = {});
 // W3C Server-Timing: `name;dur=1.234, name2;desc="x";dur=2`. Unknown metrics are ignored.
 server_phases_ms parse_server_timing(std::string_view value);
+
+// The [[banner]] target's first line, its route proof (docs/targets.md):
+//   VLESSBENCH-BANNER <listener> <route header value>\r\n
+// e.g. "VLESSBENCH-BANNER banner vless session=7 user=default\r\n". At most max_banner_line bytes.
+inline constexpr std::size_t max_banner_line = 256;
+struct banner_line {
+  std::string listener;
+  route_label route;
+};
+std::string format_banner_line(std::string_view listener, const route_info* session);
+// Pure: complete (consumed = through the LF), need_more (no LF yet, under the cap) or invalid
+// (another prefix, no listener, over the cap, a control byte in the line).
+parse_result<banner_line> parse_banner_line(std::string_view bytes);
 
 }  // namespace vlessbench

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -48,7 +49,26 @@ struct run_args {
   std::string vless_writes = "one";
   bool allow_mismatch = false;
   int abort_after = 5;
+  std::string bulk;  // --bulk SIZE
 };
+
+// "64M", "1G", "4096", "512K": binary units (KiB, MiB, GiB); false on anything else.
+bool parse_size(std::string_view text, std::uint64_t& out) {
+  if (text.empty()) return false;
+  std::uint64_t unit = 1;
+  switch (text.back()) {
+    case 'k': case 'K': unit = 1ull << 10; break;
+    case 'm': case 'M': unit = 1ull << 20; break;
+    case 'g': case 'G': unit = 1ull << 30; break;
+    default: break;
+  }
+  if (unit != 1) text.remove_suffix(1);
+  std::uint64_t v = 0;
+  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || p != text.data() + text.size() || v == 0 || v > (64ull << 30) / unit) return false;
+  out = v * unit;
+  return true;
+}
 
 std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -121,10 +141,24 @@ int do_run(const run_args& a, const std::string& command_line) {
     return exit_usage;
   }
   o.baseline = *baseline;
+  const std::size_t given_paths = o.paths.size();
+  if (!a.bulk.empty()) {
+    if (!parse_size(a.bulk, o.bulk_bytes)) {
+      std::cerr << "--bulk: expected a size such as 64M, 1G or 1048576 (at most 64G), got '" << a.bulk << "'\n";
+      return exit_usage;
+    }
+    if (o.target.scheme == target_scheme::banner) {
+      std::cerr << "--bulk: needs an http:// or https:// target (GET /bytes/N, POST /sink)\n";
+      return exit_usage;
+    }
+    o.paths = bulk_paths(o.paths);
+  }
+  const bool bulk = o.bulk_bytes > 0;
   const bool vless_profile = a.profile == "vless";
-  o.new_count = a.new_count >= 0 ? a.new_count : (vless_profile ? 100 : 300);
-  o.reuse_count = a.reuse_count >= 0 ? a.reuse_count : (vless_profile ? 200 : 500);
-  o.warmup = a.warmup >= 0 ? a.warmup : (vless_profile ? 10 : 20);
+  // A bulk sample moves SIZE bytes: a handful per path and direction, not hundreds.
+  o.new_count = a.new_count >= 0 ? a.new_count : (bulk ? 3 : vless_profile ? 100 : 300);
+  o.reuse_count = a.reuse_count >= 0 ? a.reuse_count : (bulk ? 5 : vless_profile ? 200 : 500);
+  o.warmup = a.warmup >= 0 ? a.warmup : (bulk ? 1 : vless_profile ? 10 : 20);
   if (o.new_count + o.reuse_count == 0) {
     std::cerr << "--new and --reuse are both 0: nothing to measure\n";
     return exit_usage;
@@ -151,6 +185,7 @@ int do_run(const run_args& a, const std::string& command_line) {
   meta.time_utc = utc_now();
   meta.command_line = command_line;
   meta.target = a.target;
+  meta.bulk_bytes = o.bulk_bytes;
   meta.new_count = o.new_count;
   meta.reuse_count = o.reuse_count;
   meta.warmup = o.warmup;
@@ -167,7 +202,18 @@ int do_run(const run_args& a, const std::string& command_line) {
   const auto started = std::chrono::steady_clock::now();
   const auto samples = measure(o, &meta.aborted);
   meta.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  const auto results = analyze(o.paths, o.baseline, samples, o.vless_defaults, o.seed);
+  std::vector<path_result> results;
+  if (!bulk) {
+    results = analyze(o.paths, o.baseline, samples, o.vless_defaults, o.seed);
+  } else {
+    // Downloads and uploads each against their own direct baseline.
+    for (std::size_t half = 0; half < 2; ++half) {
+      const std::vector<path_spec> part(o.paths.begin() + static_cast<std::ptrdiff_t>(half * given_paths),
+                                        o.paths.begin() + static_cast<std::ptrdiff_t>((half + 1) * given_paths));
+      auto r = analyze(part, o.baseline, samples, o.vless_defaults, o.seed);
+      results.insert(results.end(), std::make_move_iterator(r.begin()), std::make_move_iterator(r.end()));
+    }
+  }
 
   write_file(out / "samples.csv", samples_csv(samples));
   write_file(out / "summary.json", summary_json(meta, results));
@@ -224,7 +270,13 @@ int run_cli(int argc, char** argv) {
 
   run_args ra;
   auto* run = app.add_subcommand("run", "measure paths, print the table, write samples.csv, summary.json, report.svg");
-  run->add_option("--target", ra.target, "HTTP target URL (the daemon's target)")->capture_default_str();
+  run->add_option("--target", ra.target,
+                  "target URL: http://H:P/PATH, https://H:P/PATH (inner TLS handshake reported as its own "
+                  "phase) or banner://H:P (the daemon's server-first target: time to first byte, echo)")
+      ->capture_default_str();
+  run->add_option("--bulk", ra.bulk,
+                  "bulk run: every path becomes NAME/down (GET /bytes/SIZE) and NAME/up (POST /sink), "
+                  "throughput in MB/s; SIZE like 64M or 1G (default counts 3 new + 5 reused after 1)");
   run->add_option("--path", ra.paths,
                   "NAME=SPEC; SPEC is direct, http://H:P (CONNECT), socks5://H:P or a vless:// link "
                   "(extra query parameters nodelay=on|off and writes=one|split set that path's client)")

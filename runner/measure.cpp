@@ -63,6 +63,7 @@ struct state {
   const measure_options& opts;
   asio::io_context& io;
   std::vector<path_plan> plans;
+  std::vector<route_label> banner_routes;  // banner:// reuse: the route each path's tunnel proved
   std::vector<sample> samples;
   std::uint64_t seq = 0;
   stats::prng rng;
@@ -97,41 +98,100 @@ sample start_sample(state& st, std::size_t p, int round, sample_mode mode) {
   return s;
 }
 
+// What one sample of path p sends: a GET, or on a bulk path GET /bytes/N or POST /sink + N bytes.
+struct request_plan {
+  std::string head;
+  std::uint64_t upload = 0;
+  std::uint64_t bytes = 0;  // bulk: body bytes this sample moves
+};
+
+request_plan plan_request(const state& st, std::size_t p, std::uint64_t seq, const std::string& name) {
+  const auto& o = st.opts;
+  switch (st.plans[p].spec->bulk) {
+    case bulk_direction::down: {
+      target_url t = o.target;
+      t.path = "/bytes/" + std::to_string(o.bulk_bytes);
+      return {format_get(t, o.run_id, seq, name), 0, o.bulk_bytes};
+    }
+    case bulk_direction::up:
+      return {format_post_sink(o.target, o.run_id, seq, name, o.bulk_bytes), o.bulk_bytes, o.bulk_bytes};
+    case bulk_direction::none: break;
+  }
+  return {format_get(o.target, o.run_id, seq, name), 0, 0};
+}
+
+void record_banner(sample& s, const banner_line& b, const std::string& err, path_kind kind) {
+  s.route = b.route;
+  s.route_mismatch = is_route_mismatch(kind, s.route.kind);
+  s.ok = err.empty();
+  s.error = err;
+}
+
 awaitable<sample> new_connection_sample(state& st, std::size_t p, int round) {
   const auto& plan = st.plans[p];
+  const auto scheme = st.opts.target.scheme;
   sample s = start_sample(st, p, round, sample_mode::new_connection);
-  const std::string request = format_get(st.opts.target, st.opts.run_id, s.seq, s.path);
+  const request_plan request = plan_request(st, p, s.seq, s.path);
   auto t = std::make_shared<tunnel>(st.io.get_executor(), plan, st.opts.timeout);
   t->arm();
   const auto t0 = std::chrono::steady_clock::now();
   std::string err = co_await t->open();
+  if (err.empty() && scheme == target_scheme::https) {
+    const auto opened = std::chrono::steady_clock::now();
+    err = co_await t->start_tls();
+    if (err.empty()) s.inner_tls_ns = elapsed_ns(opened, std::chrono::steady_clock::now());
+  }
+  if (scheme == target_scheme::banner) {
+    banner_line b;
+    auto first = std::chrono::steady_clock::now();
+    if (err.empty()) err = co_await t->read_banner(b, first);
+    const auto t1 = err.empty() ? first : std::chrono::steady_clock::now();
+    t->disarm();
+    t->close();
+    s.ns = elapsed_ns(t0, t1);
+    record_banner(s, b, err, plan.spec->kind);
+    co_return s;
+  }
   exchange_result r;
-  if (err.empty()) r = co_await t->exchange(request);
+  if (err.empty()) r = co_await t->exchange(request.head, request.upload);
   const auto t1 = std::chrono::steady_clock::now();
   t->disarm();
   t->close();
   if (!err.empty()) r.error = std::move(err);
   s.ns = elapsed_ns(t0, t1);
+  s.bytes = request.bytes;
   record_response(s, r, plan.spec->kind);
   co_return s;
+}
+
+// Outside the clock: a tunnel for reused samples, with the target's TLS session (https://) and a
+// first exchange (a GET, or the banner) done, so a reused sample measures one exchange, nothing else.
+awaitable<std::string> open_reusable(state& st, std::size_t p, const sample& s, std::shared_ptr<tunnel>& t) {
+  const auto scheme = st.opts.target.scheme;
+  t = std::make_shared<tunnel>(st.io.get_executor(), st.plans[p], st.opts.timeout);
+  t->arm();
+  auto err = co_await t->open();
+  if (err.empty() && scheme == target_scheme::https) err = co_await t->start_tls();
+  if (err.empty() && scheme == target_scheme::banner) {
+    banner_line b;
+    auto first = std::chrono::steady_clock::now();
+    err = co_await t->read_banner(b, first);
+    st.banner_routes[p] = b.route;
+  } else if (err.empty()) {
+    // "Reused" means another request on a tunnel that already carried one: the first request
+    // still pays for a VLESS header sent with it, or a proxy that dials upstream lazily.
+    const auto first = co_await t->exchange(format_get(st.opts.target, st.opts.run_id, ++st.seq, s.path));
+    if (!first.error.empty()) err = "first request: " + first.error;
+  }
+  t->disarm();
+  co_return err;
 }
 
 awaitable<sample> reuse_sample(state& st, std::size_t p, int round, std::shared_ptr<tunnel>& t) {
   const auto& plan = st.plans[p];
   sample s = start_sample(st, p, round, sample_mode::reuse);
   if (!t || !t->reusable()) {
-    // Outside the clock: a reused sample measures one GET on an open tunnel, nothing else.
-    t = std::make_shared<tunnel>(st.io.get_executor(), plan, st.opts.timeout);
-    t->arm();
-    auto err = co_await t->open();
-    if (err.empty()) {
-      // "Reused" means another request on a tunnel that already carried one: the first request
-      // still pays for a VLESS header sent with it, or a proxy that dials upstream lazily.
-      const auto first = co_await t->exchange(
-          format_get(st.opts.target, st.opts.run_id, ++st.seq, s.path));
-      if (!first.error.empty()) err = "first request: " + first.error;
-    }
-    t->disarm();
+    auto err = co_await open_reusable(st, p, s, t);
     if (!err.empty()) {
       t.reset();
       s.ok = false;
@@ -139,13 +199,25 @@ awaitable<sample> reuse_sample(state& st, std::size_t p, int round, std::shared_
       co_return s;
     }
   }
-  const std::string request = format_get(st.opts.target, st.opts.run_id, s.seq, s.path);
+  if (st.opts.target.scheme == target_scheme::banner) {
+    const std::string line = format_echo_line(st.opts.run_id, s.seq, s.path);
+    t->arm();
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto err = co_await t->echo(line);
+    const auto t1 = std::chrono::steady_clock::now();
+    t->disarm();
+    s.ns = elapsed_ns(t0, t1);
+    record_banner(s, banner_line{{}, st.banner_routes[p]}, err, plan.spec->kind);
+    co_return s;
+  }
+  const request_plan request = plan_request(st, p, s.seq, s.path);
   t->arm();
   const auto t0 = std::chrono::steady_clock::now();
-  const auto r = co_await t->exchange(request);
+  const auto r = co_await t->exchange(request.head, request.upload);
   const auto t1 = std::chrono::steady_clock::now();
   t->disarm();
   s.ns = elapsed_ns(t0, t1);
+  s.bytes = request.bytes;
   record_response(s, r, plan.spec->kind);
   co_return s;
 }
@@ -205,6 +277,24 @@ std::string format_get(const target_url& target, std::string_view run_id, std::u
   return r;
 }
 
+std::string format_post_sink(const target_url& target, std::string_view run_id, std::uint64_t seq,
+                             std::string_view path_name, std::uint64_t bytes) {
+  std::string r;
+  r.reserve(224);
+  r.append("POST /sink HTTP/1.1\r\nHost: ").append(target.authority());
+  r.append("\r\nUser-Agent: vlessbench\r\nContent-Length: ").append(std::to_string(bytes));
+  r.append("\r\nX-Vlessbench-Run: ").append(run_id);
+  r.append("\r\nX-Vlessbench-Seq: ").append(std::to_string(seq));
+  r.append("\r\nX-Vlessbench-Path: ").append(path_name).append("\r\n\r\n");
+  return r;
+}
+
+std::string format_echo_line(std::string_view run_id, std::uint64_t seq, std::string_view path_name) {
+  std::string r("vlessbench run=");
+  r.append(run_id).append(" seq=").append(std::to_string(seq)).append(" path=").append(path_name).append("\n");
+  return r;
+}
+
 void shuffle_order(std::vector<std::size_t>& order, stats::prng& rng) {
   for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
 }
@@ -214,7 +304,8 @@ std::vector<sample> measure(const measure_options& opts, std::string* aborted) {
   const auto phase = [&](int count) { return count > 0 ? count + opts.warmup : 0; };
   const auto per_path =
       static_cast<std::size_t>(phase(opts.new_count)) + static_cast<std::size_t>(phase(opts.reuse_count));
-  state st{opts, io, {}, {}, 0, stats::prng(opts.seed), progress_bar(opts.progress, per_path * opts.paths.size()), 0, {}};
+  state st{opts, io, {}, std::vector<route_label>(opts.paths.size()), {}, 0, stats::prng(opts.seed),
+           progress_bar(opts.progress, per_path * opts.paths.size()), 0, {}};
   st.plans.reserve(opts.paths.size());
   for (const auto& p : opts.paths) st.plans.push_back(make_plan(io, p, opts.target, opts.vless_defaults));
   st.samples.reserve(opts.paths.size() * static_cast<std::size_t>(opts.new_count + opts.reuse_count));

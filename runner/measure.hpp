@@ -28,11 +28,19 @@ struct measure_options {
   // Stop early when every sample of this many consecutive rounds (warm-ups included) failed: the
   // server or the proxy is gone, and the rest of the run would only add failures. 0 = never.
   int abort_after_failed_rounds = 5;
+  // --bulk SIZE: paths are NAME/down and NAME/up (bulk_paths); each sample moves this many bytes.
+  std::uint64_t bulk_bytes = 0;
 };
 
 // The GET every path sends; formatted before a sample's clock starts.
 std::string format_get(const target_url& target, std::string_view run_id, std::uint64_t seq,
                        std::string_view path_name);
+
+// A bulk upload's head: POST /sink with Content-Length bytes and the same labels as format_get.
+std::string format_post_sink(const target_url& target, std::string_view run_id, std::uint64_t seq,
+                             std::string_view path_name, std::uint64_t bytes);
+// A banner:// reuse sample's line, echoed back by the target.
+std::string format_echo_line(std::string_view run_id, std::uint64_t seq, std::string_view path_name);
 
 // Fisher-Yates with the runner's PRNG: the same seed replays the same interleaving.
 void shuffle_order(std::vector<std::size_t>& order, stats::prng& rng);

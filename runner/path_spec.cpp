@@ -104,15 +104,61 @@ vless_client_options path_spec::client_options(const vless_client_options& defau
 
 std::string target_url::authority() const { return format_host_port(host, port); }
 
+std::string_view to_string(target_scheme s) {
+  switch (s) {
+    case target_scheme::http: return "http";
+    case target_scheme::https: return "https";
+    case target_scheme::banner: return "banner";
+  }
+  return "?";
+}
+
+std::string_view to_string(bulk_direction d) {
+  switch (d) {
+    case bulk_direction::none: return "";
+    case bulk_direction::down: return "down";
+    case bulk_direction::up: return "up";
+  }
+  return "?";
+}
+
+std::vector<path_spec> bulk_paths(const std::vector<path_spec>& paths) {
+  std::vector<path_spec> out;
+  out.reserve(paths.size() * 2);
+  for (const auto d : {bulk_direction::down, bulk_direction::up}) {
+    for (const auto& p : paths) {
+      out.push_back(p);
+      out.back().name = p.name + "/" + std::string(to_string(d));
+      out.back().bulk = d;
+    }
+  }
+  return out;
+}
+
 std::optional<target_url> parse_target_url(std::string_view text, std::string& reason) {
-  if (!starts_with_icase(text, "http://")) {
-    reason = "target must be an http:// URL (got '" + std::string(text) + "')";
+  target_url url;
+  std::size_t scheme_len = 0;
+  if (starts_with_icase(text, "http://")) {
+    scheme_len = 7;
+  } else if (starts_with_icase(text, "https://")) {
+    url.scheme = target_scheme::https;
+    url.port = 443;
+    scheme_len = 8;
+  } else if (starts_with_icase(text, "banner://")) {
+    url.scheme = target_scheme::banner;
+    url.port = 0;
+    scheme_len = 9;
+  } else {
+    reason = "target must be an http://, https:// or banner:// URL (got '" + std::string(text) + "')";
     return std::nullopt;
   }
-  std::string_view rest = text.substr(7);
+  std::string_view rest = text.substr(scheme_len);
   const auto slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
-  target_url url;
+  if (url.scheme == target_scheme::banner && slash != std::string_view::npos && slash + 1 != rest.size()) {
+    reason = "a banner:// target has no path";
+    return std::nullopt;
+  }
   url.path = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
   if (authority.find('@') != std::string_view::npos) {
     reason = "credentials in the target URL are not supported";
@@ -136,6 +182,10 @@ std::optional<target_url> parse_target_url(std::string_view text, std::string& r
   }
   if (url.host.empty()) {
     reason = "target URL has no host";
+    return std::nullopt;
+  }
+  if (url.port == 0) {
+    reason = "a banner:// target needs a port (banner://HOST:PORT)";
     return std::nullopt;
   }
   if (url.path.find_first_of(" \r\n") != std::string::npos) {

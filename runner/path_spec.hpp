@@ -26,8 +26,14 @@ struct vless_client_options {
   write_mode writes = write_mode::one;
 };
 
+// A bulk run (`run --bulk SIZE`) measures each path twice per round, as two paths of its own:
+// NAME/down (GET /bytes/SIZE) and NAME/up (POST /sink with SIZE bytes).
+enum class bulk_direction { none, down, up };
+std::string_view to_string(bulk_direction d);  // "", "down", "up"
+
 struct path_spec {
   std::string name;
+  bulk_direction bulk = bulk_direction::none;
   path_kind kind = path_kind::direct;
   std::string spec;        // as given, for the report
   std::string host;        // proxy or VLESS server; empty for direct
@@ -41,15 +47,26 @@ struct path_spec {
   vless_client_options client_options(const vless_client_options& defaults) const;
 };
 
+// What the target speaks (docs/runner.md "Target kinds"): plain HTTP, HTTP inside a TLS session
+// the runner opens through the tunnel (its handshake is the inner_tls phase), or a server that
+// speaks first (the daemon's [[banner]]: time to the first server byte, then an echo).
+enum class target_scheme { http, https, banner };
+std::string_view to_string(target_scheme s);  // "http", "https", "banner"
+
 struct target_url {
+  target_scheme scheme = target_scheme::http;
   std::string host;  // without brackets
   std::uint16_t port = 80;
   std::string path = "/";
   std::string authority() const;  // for Host and CONNECT: "host:port", IPv6 in brackets
 };
 
-// `http://HOST[:PORT][/PATH]`; https is refused because the runner measures plain HTTP targets.
+// `http://HOST[:PORT][/PATH]`, `https://HOST[:PORT][/PATH]` (port 443 by default) or
+// `banner://HOST:PORT` (a port is required, no path).
 std::optional<target_url> parse_target_url(std::string_view text, std::string& reason);
+
+// --bulk: every path becomes NAME/down and NAME/up (in that order, baseline's first).
+std::vector<path_spec> bulk_paths(const std::vector<path_spec>& paths);
 
 // `NAME=SPEC`; SPEC is `direct`, `http://H:P`, `socks5://H:P` or a vless:// share link.
 std::optional<path_spec> parse_path_arg(std::string_view arg, std::string& reason);

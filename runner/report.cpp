@@ -144,12 +144,14 @@ std::vector<path_result> analyze(const std::vector<path_spec>& paths, std::size_
     ++m.attempted;
     if (s.ok) {
       m.sorted_ms.push_back(s.ms());
+      if (s.inner_tls_ns >= 0) m.inner_tls_ms.push_back(static_cast<double>(s.inner_tls_ns) / 1e6);
+      if (s.bytes > 0) m.sorted_mbps.push_back(s.mbps());
       if (s.round >= 0) byr[static_cast<std::size_t>(s.round)] = s.ms();
     } else {
       ++m.failed;
       ++m.errors[s.error.empty() ? "unknown error" : s.error];
     }
-    if (s.status != 0) ++r.routes[std::string(to_string(s.route.kind))];
+    if (s.status != 0 || s.route.kind != route_kind::unknown) ++r.routes[std::string(to_string(s.route.kind))];
     if (s.route_mismatch) ++r.route_mismatches;
     if (fresh) fresh_samples[it->second].push_back(s);
   }
@@ -159,6 +161,14 @@ std::vector<path_result> analyze(const std::vector<path_spec>& paths, std::size_
       auto& m = mode == 0 ? r.fresh : r.reuse;
       std::sort(m.sorted_ms.begin(), m.sorted_ms.end());
       m.latency = stats::summarize(m.sorted_ms, mix_seed(seed, r.name, mode));
+      std::sort(m.inner_tls_ms.begin(), m.inner_tls_ms.end());
+      m.inner_tls_median = stats::median(m.inner_tls_ms);
+      m.inner_tls_p95 = stats::quantile(m.inner_tls_ms, 0.95);
+      std::sort(m.sorted_mbps.begin(), m.sorted_mbps.end());
+      if (!m.sorted_mbps.empty())
+        m.mbps = mode_result::throughput{m.sorted_mbps.size(), *stats::median(m.sorted_mbps),
+                                         stats::sorted_quantile(m.sorted_mbps, 0.05),
+                                         stats::sorted_quantile(m.sorted_mbps, 0.95)};
       if (i == baseline) continue;
       const auto& mine = mode == 0 ? rounds[i].fresh : rounds[i].reuse;
       const auto& base = mode == 0 ? rounds[baseline].fresh : rounds[baseline].reuse;
@@ -228,6 +238,25 @@ std::string format_table(const std::vector<path_result>& results) {
                     std::to_string(n) + " x " + why + "\n";
   if (!failures.empty()) t += "\nfailures:\n" + failures;
 
+  std::string inner, bulk;
+  for (const auto& r : results) {
+    for (int mode = 0; mode < 2; ++mode) {
+      const auto& m = mode == 0 ? r.fresh : r.reuse;
+      const std::string label = "  " + pad(r.name, name_w) + "  " + (mode == 0 ? "new  " : "reuse") + "  ";
+      if (m.inner_tls_median)
+        inner += label + "median " + fmt_ms(m.inner_tls_median) + "  p95 " + fmt_ms(m.inner_tls_p95) + "  (n " +
+                 std::to_string(m.inner_tls_ms.size()) + ")\n";
+      if (m.mbps) {
+        char buf[128];
+        std::snprintf(buf, sizeof buf, "median %.1f  p5 %.1f  p95 %.1f  (n %zu)", m.mbps->median, m.mbps->p5,
+                      m.mbps->p95, m.mbps->n);
+        bulk += label + buf + "\n";
+      }
+    }
+  }
+  if (!inner.empty()) t += "\ninner TLS handshake with the target (ms, part of the new-connection time):\n" + inner;
+  if (!bulk.empty()) t += "\nthroughput (MB/s = 10^6 bytes/s; the client's view, `verify` adds the server's):\n" + bulk;
+
   t += "\nstall verdict (server phase TLS done -> VLESS header >= 30 ms):\n";
   for (const auto& r : results) t += "  " + pad(r.name, name_w) + "  " + r.stall.text + "\n";
   return t;
@@ -274,7 +303,7 @@ std::vector<std::string> parse_csv_line(std::string_view line) {
 std::string samples_csv(const std::vector<sample>& samples) {
   std::string out =
       "round,path,mode,seq,ns,ok,error,status,route,session,user,tls_ms,vless_ms,resolve_ms,"
-      "upstream_ms,route_mismatch\n";
+      "upstream_ms,route_mismatch,inner_tls_ms,bytes,mbps\n";
   auto opt = [](const std::optional<double>& v) { return v ? fmt_ms(v) : std::string(); };
   for (const auto& s : samples) {
     out += std::to_string(s.round) + ',' + csv_field(s.path) + ',' + std::string(to_string(s.mode)) +
@@ -285,7 +314,10 @@ std::string samples_csv(const std::vector<sample>& samples) {
            (s.route.session ? std::to_string(*s.route.session) : std::string()) + ',' +
            csv_field(s.route.user) + ',' + opt(s.timing.tls) + ',' + opt(s.timing.vless) + ',' +
            opt(s.timing.resolve) + ',' + opt(s.timing.upstream) + ',' +
-           (s.route_mismatch ? "1" : "0") + '\n';
+           (s.route_mismatch ? "1" : "0") + ',' +
+           (s.inner_tls_ns >= 0 ? fmt_ms(static_cast<double>(s.inner_tls_ns) / 1e6) : std::string()) + ',' +
+           (s.bytes ? std::to_string(s.bytes) : std::string()) + ',' +
+           (s.bytes && s.ok ? fmt_ms(s.mbps()) : std::string()) + '\n';
   }
   return out;
 }
@@ -316,6 +348,15 @@ std::string summary_json(const run_metadata& meta, const std::vector<path_result
       j["paired_delta_ci_low_ms"] = num(m.paired_delta_ci ? std::optional(m.paired_delta_ci->low) : std::nullopt);
       j["paired_delta_ci_high_ms"] = num(m.paired_delta_ci ? std::optional(m.paired_delta_ci->high) : std::nullopt);
     }
+    if (m.inner_tls_median) {
+      j["inner_tls_median_ms"] = num(m.inner_tls_median);
+      j["inner_tls_p95_ms"] = num(m.inner_tls_p95);
+    }
+    if (m.mbps)
+      j["throughput_mbps"] = {{"n", m.mbps->n},
+                              {"median", round6(m.mbps->median)},
+                              {"p5", round6(m.mbps->p5)},
+                              {"p95", round6(m.mbps->p95)}};
     j["errors"] = json::object();
     for (const auto& [why, n] : m.errors) j["errors"][why] = n;
     return j;
@@ -328,6 +369,7 @@ std::string summary_json(const run_metadata& meta, const std::vector<path_result
   run["host"] = meta.host;
   run["command_line"] = meta.command_line;
   run["target"] = meta.target;
+  if (meta.bulk_bytes > 0) run["bulk_bytes"] = meta.bulk_bytes;
   run["versions"] = {{"vlessbench", meta.version}, {"tls", meta.tls_library}, {"asio", meta.asio_version}};
   run["counts"] = {{"new", meta.new_count}, {"reuse", meta.reuse_count}, {"warmup", meta.warmup}};
   run["timeout_ms"] = meta.timeout_ms;

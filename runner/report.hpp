@@ -40,6 +40,16 @@ struct mode_result {
   std::optional<stats::interval> paired_delta_ci;
   std::map<std::string, std::size_t> errors;  // reason -> count
   std::vector<double> sorted_ms;              // for the CDF
+  // https:// targets (new connections): the inner TLS handshake phase of the ok samples, ms.
+  std::vector<double> inner_tls_ms;  // sorted
+  std::optional<double> inner_tls_median, inner_tls_p95;
+  // Bulk paths: throughput of the ok samples, MB/s (10^6 bytes/s).
+  struct throughput {
+    std::size_t n = 0;
+    double median = 0, p5 = 0, p95 = 0;
+  };
+  std::vector<double> sorted_mbps;
+  std::optional<throughput> mbps;
 };
 
 struct path_result {
@@ -65,6 +75,7 @@ struct run_metadata {
   std::string time_utc;
   std::string command_line;
   std::string target;
+  std::uint64_t bulk_bytes = 0;  // --bulk SIZE; 0: not a bulk run
   int new_count = 0, reuse_count = 0, warmup = 0;
   int timeout_ms = 0, pause_ms = 0;
   vless_client_options vless_defaults;

@@ -32,8 +32,14 @@ struct sample {
   route_label route;
   server_phases_ms timing;
   bool route_mismatch = false;
+  // https:// targets, new connections: the TLS handshake with the target inside the tunnel (part
+  // of ns, reported as its own phase); -1 when there was none.
+  std::int64_t inner_tls_ns = -1;
+  std::uint64_t bytes = 0;  // bulk samples: body bytes moved (down: response, up: request)
 
   double ms() const { return static_cast<double>(ns) / 1e6; }
+  // Bulk throughput in MB/s (10^6 bytes per second); 0 when not a bulk sample or no time passed.
+  double mbps() const { return bytes > 0 && ns > 0 ? static_cast<double>(bytes) * 1e3 / static_cast<double>(ns) : 0; }
 };
 
 // A proxy path answered by a direct request bypassed the proxy; a direct request that arrived

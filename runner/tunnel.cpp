@@ -57,6 +57,11 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
       break;
     }
   }
+  if (target.scheme == target_scheme::https) {
+    plan.inner_tls.verify = false;
+    plan.inner_tls.sni = is_ip_literal(target.host) ? "" : target.host;
+    plan.inner_tls_context = std::make_shared<asio::ssl::context>(tls::make_client_context(plan.inner_tls));
+  }
   return plan;
 }
 
@@ -119,10 +124,19 @@ std::string tunnel::describe(const std::error_code& ec) const {
 }
 
 awaitable<std::error_code> tunnel::write_all(std::string_view data) {
-  return vless_ ? vless_->write(data) : socket_write_all(data);
+  wrote_ = true;
+  return tls_ ? tls_->write(data) : raw_write_all(data);
 }
 
 awaitable<std::error_code> tunnel::read_some(char* data, std::size_t size, std::size_t& n) {
+  return tls_ ? tls_->read_some(data, size, n) : raw_read_some(data, size, n);
+}
+
+awaitable<std::error_code> tunnel::raw_write_all(std::string_view data) {
+  return vless_ ? vless_->write(data) : socket_write_all(data);
+}
+
+awaitable<std::error_code> tunnel::raw_read_some(char* data, std::size_t size, std::size_t& n) {
   return vless_ ? vless_->read_some(data, size, n) : socket_read_some(data, size, n);
 }
 
@@ -218,7 +232,73 @@ awaitable<std::string> tunnel::open() {
   co_return std::string{};
 }
 
-awaitable<exchange_result> tunnel::exchange(const std::string& request) {
+awaitable<std::string> tunnel::start_tls() {
+  touch("inner tls handshake");
+  tls_ = std::make_unique<inner_tls>(
+      *plan_.inner_tls_context, plan_.inner_tls, [this](std::string_view d) { return raw_write_all(d); },
+      [this](char* d, std::size_t size, std::size_t& n) { return raw_read_some(d, size, n); });
+  wrote_ = true;  // the ClientHello (with the VLESS header on vless paths)
+  if (const auto ec = co_await tls_->handshake()) {
+    reusable_ = false;
+    const std::string why = tls_->last_error();
+    co_return describe(ec) + (why.empty() ? "" : " (" + why + ")");
+  }
+  co_return std::string{};
+}
+
+awaitable<std::string> tunnel::read_banner(banner_line& out, clock::time_point& first_byte) {
+  if (vless_ && !wrote_ && !vless_->splits_header()) {
+    touch("vless header");
+    wrote_ = true;
+    if (const auto ec = co_await vless_->write({})) co_return describe(ec);  // the header alone
+  }
+  touch("banner");
+  bool first = in_.empty();
+  if (!first) first_byte = clock::now();  // a proxy's reply brought it along
+  for (;;) {
+    const auto r = parse_banner_line(in_);
+    if (r.complete()) {
+      out = r.value;
+      in_.erase(0, r.consumed);
+      co_return std::string{};
+    }
+    if (r.invalid()) {
+      reusable_ = false;
+      co_return "bad banner: " + std::string(r.reason);
+    }
+    if (const auto ec = co_await read_more()) {
+      reusable_ = false;
+      co_return describe(ec);
+    }
+    if (first) {
+      first = false;
+      first_byte = clock::now();
+    }
+  }
+}
+
+awaitable<std::string> tunnel::echo(std::string_view line) {
+  touch("echo");
+  if (const auto ec = co_await write_all(line)) {
+    reusable_ = false;
+    co_return describe(ec);
+  }
+  while (in_.size() < line.size()) {
+    if (const auto ec = co_await read_more()) {
+      reusable_ = false;
+      co_return describe(ec);
+    }
+  }
+  const bool same = std::string_view(in_).substr(0, line.size()) == line;
+  in_.erase(0, line.size());
+  if (!same) {
+    reusable_ = false;
+    co_return std::string("echo: the bytes that came back differ");
+  }
+  co_return std::string{};
+}
+
+awaitable<exchange_result> tunnel::exchange(const std::string& request, std::uint64_t upload_bytes) {
   exchange_result out;
   touch("request");
   // On a vless path the first request carries the VLESS header in the same TLS record.
@@ -226,6 +306,20 @@ awaitable<exchange_result> tunnel::exchange(const std::string& request) {
     reusable_ = false;
     out.error = describe(ec);
     co_return out;
+  }
+  if (upload_bytes > 0) {
+    touch("request body");
+    static const std::string block(scratch_size, 'u');
+    for (std::uint64_t left = upload_bytes; left > 0;) {
+      const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left, block.size()));
+      if (const auto ec = co_await write_all(std::string_view(block.data(), n))) {
+        reusable_ = false;
+        out.error = describe(ec);
+        co_return out;
+      }
+      left -= n;
+      touch("request body");
+    }
   }
 
   touch("response head");
@@ -282,6 +376,7 @@ awaitable<exchange_result> tunnel::exchange(const std::string& request) {
       co_return out;
     }
     remaining -= n;
+    if (remaining > 0) touch("response body");  // a bulk body: the timeout is per read, not per body
   }
   co_return out;
 }

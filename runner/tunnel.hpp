@@ -10,8 +10,10 @@
 
 #include "core/asio_compat.hpp"
 #include "core/http_parser.hpp"
-#include "runner/path_spec.hpp"
+#include "core/route_header.hpp"
 #include "core/vless_client.hpp"
+#include "runner/inner_tls.hpp"
+#include "runner/path_spec.hpp"
 
 namespace vlessbench::runner {
 
@@ -24,6 +26,10 @@ struct path_plan {
   std::string target_authority;        // host:port of the HTTP target
   std::string proxy_request;           // CONNECT request or SOCKS5 CONNECT request
   vless::client_plan vless;            // vless paths: TLS context, header, socket policy
+  // https:// targets: the inner TLS session's context (no certificate check: the daemon's
+  // certificate is self-signed; what is measured is the handshake's cost, not its trust).
+  std::shared_ptr<asio::ssl::context> inner_tls_context;
+  tls::client_options inner_tls;
 };
 
 // Resolves and prepares; never throws for network reasons (the reason lands in entry_error and
@@ -52,9 +58,18 @@ class tunnel : public std::enable_shared_from_this<tunnel> {
 
   // TCP connect plus the path's setup. Returns an error reason, empty on success.
   awaitable<std::string> open();
-  // Writes the request (after the VLESS header when it is still pending) and reads one whole
-  // response: head, then exactly Content-Length body bytes.
-  awaitable<exchange_result> exchange(const std::string& request);
+  // https:// targets, after open(): the TLS handshake with the target inside the tunnel; every
+  // later read and write goes through that session.
+  awaitable<std::string> start_tls();
+  // Writes the request (after the VLESS header when it is still pending), then upload_bytes of
+  // body (POST /sink), and reads one whole response: head, then exactly Content-Length body bytes.
+  awaitable<exchange_result> exchange(const std::string& request, std::uint64_t upload_bytes = 0);
+  // banner:// targets, after open(): reads the server's first line; first_byte is when its first
+  // byte arrived. A VLESS path that has not written yet sends its header alone first (the
+  // built-in client does not wait for the application).
+  awaitable<std::string> read_banner(banner_line& out, clock::time_point& first_byte);
+  // banner:// reuse: writes line and reads the same number of bytes back.
+  awaitable<std::string> echo(std::string_view line);
 
   bool reusable() const { return open_ && reusable_; }
   void close();
@@ -67,6 +82,9 @@ class tunnel : public std::enable_shared_from_this<tunnel> {
   // awaitable (no coroutine frame of their own), so every path pays the same per operation.
   awaitable<std::error_code> write_all(std::string_view data);
   awaitable<std::error_code> read_some(char* data, std::size_t size, std::size_t& n);
+  // The tunnel's own byte stream, under the inner TLS session when there is one.
+  awaitable<std::error_code> raw_write_all(std::string_view data);
+  awaitable<std::error_code> raw_read_some(char* data, std::size_t size, std::size_t& n);
   awaitable<std::error_code> socket_write_all(std::string_view data);
   awaitable<std::error_code> socket_read_some(char* data, std::size_t size, std::size_t& n);
   awaitable<std::error_code> read_more();  // appends to in_
@@ -76,6 +94,8 @@ class tunnel : public std::enable_shared_from_this<tunnel> {
   std::chrono::milliseconds timeout_;
   tcp::socket socket_;
   std::optional<vless::client> vless_;
+  std::unique_ptr<inner_tls> tls_;  // https:// targets, after start_tls()
+  bool wrote_ = false;              // anything written since open()
   asio::steady_timer timer_;
   clock::time_point deadline_ = clock::time_point::max();
   const char* phase_ = "idle";

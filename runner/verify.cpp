@@ -1,6 +1,8 @@
 #include "runner/verify.hpp"
 
+#include <cstdio>
 #include <map>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -8,6 +10,7 @@
 
 #include "runner/report.hpp"
 #include "runner/sample.hpp"
+#include "runner/stats.hpp"
 
 namespace vlessbench::runner {
 
@@ -20,6 +23,8 @@ struct log_entry {
   std::string path_label;
   std::optional<std::uint64_t> session;
   int status = 0;
+  std::uint64_t bytes = 0;  // response body, or request body (bytes_in) when larger
+  std::int64_t duration_us = 0;
 };
 
 std::optional<path_kind> kind_from_string(const std::string& s) {
@@ -58,13 +63,25 @@ verify_report verify_run(const std::string& summary_json, const std::string& sam
   for (const auto& [name, p] : summary["paths"].items())
     if (auto k = kind_from_string(p.value("kind", ""))) kinds[name] = *k;
 
+  const bool banner_run = summary["run"].value("target", "").rfind("banner://", 0) == 0;
   std::map<std::uint64_t, log_entry> log;
+  std::map<std::uint64_t, std::string> banner_sessions;  // session -> route, from banner.connection
+  std::size_t banner_direct = 0;
   std::string line;
   while (std::getline(access_log, line)) {
     if (line.empty()) continue;
     const auto j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) {
       ++rep.log_unparsed;
+      continue;
+    }
+    if (banner_run && j.value("event", "") == "banner.connection") {
+      ++rep.log_banners;
+      if (j.contains("vless_session")) {
+        if (const auto id = as_u64(j["vless_session"])) banner_sessions[*id] = j.value("route", "");
+      } else if (j.value("route", "") == "direct") {
+        ++banner_direct;
+      }
       continue;
     }
     if (j.value("event", "") != "http.request" || !j.contains("run") || !j["run"].is_string() ||
@@ -78,6 +95,10 @@ verify_report verify_run(const std::string& summary_json, const std::string& sam
     e.path_label = j.value("path_label", "");
     if (j.contains("vless_session")) e.session = as_u64(j["vless_session"]);
     if (j.contains("status") && j["status"].is_number_integer()) e.status = j["status"].get<int>();
+    for (const char* k : {"bytes", "bytes_in"})
+      if (j.contains(k) && j[k].is_number_unsigned()) e.bytes = std::max(e.bytes, j[k].get<std::uint64_t>());
+    if (j.contains("duration_us") && j["duration_us"].is_number_integer())
+      e.duration_us = j["duration_us"].get<std::int64_t>();
     log[*seq] = std::move(e);
   }
 
@@ -91,6 +112,7 @@ verify_report verify_run(const std::string& summary_json, const std::string& sam
   auto problem = [&](std::string text) {
     if (rep.problems.size() < max_listed) rep.problems.push_back(std::move(text));
   };
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> bulk;  // client, server MB/s
   while (std::getline(csv, line)) {
     if (line.empty()) continue;
     const auto cells = parse_csv_line(line);
@@ -100,6 +122,35 @@ verify_report verify_run(const std::string& summary_json, const std::string& sam
     const std::uint64_t seq = std::stoull(cells[col["seq"]]);
     const bool ok = cells[col["ok"]] == "1";
     const std::string where = "seq " + std::to_string(seq) + " (" + path + ")";
+    if (banner_run) {
+      // A banner sample is proven by the connection it named: the session's banner.connection line.
+      const std::string& route = cells[col["route"]];
+      const std::string& session = cells[col["session"]];
+      bool seen = false;
+      if (route == "vless" && !session.empty()) {
+        const auto b = banner_sessions.find(std::stoull(session));
+        seen = b != banner_sessions.end();
+      } else if (route == "direct") {
+        seen = banner_direct > 0;
+      }
+      if (!seen) {
+        if (ok) {
+          ++rep.unseen_ok;
+          problem(where + ": succeeded but the server logged no banner.connection for route " + route +
+                  (session.empty() ? "" : " session " + session));
+        } else {
+          ++rep.unseen_failed;
+        }
+        continue;
+      }
+      ++rep.matched;
+      const auto kind = kinds.find(path);
+      if (kind != kinds.end() && is_route_mismatch(kind->second, route_from_string(route))) {
+        ++rep.route_mismatches;
+        problem(where + ": " + std::string(to_string(kind->second)) + " path, but the banner named route " + route);
+      }
+      continue;
+    }
     const auto it = log.find(seq);
     if (it == log.end()) {
       if (ok) {
@@ -139,7 +190,15 @@ verify_report verify_run(const std::string& summary_json, const std::string& sam
       problem(where + ": response status " + status + ", log says " + std::to_string(e.status));
     }
     if (disagrees) ++rep.disagreements;
+    if (col.count("bytes") && col.count("mbps") && ok && !cells[col["mbps"]].empty() && e.duration_us > 0) {
+      auto& [client, server] = bulk[path];
+      client.push_back(std::stod(cells[col["mbps"]]));
+      server.push_back(static_cast<double>(e.bytes) / static_cast<double>(e.duration_us));
+    }
   }
+  for (auto& [path, views] : bulk)
+    rep.bulk.push_back({path, views.first.size(), stats::median(views.first).value_or(0),
+                        stats::median(views.second).value_or(0)});
   return rep;
 }
 
@@ -152,6 +211,16 @@ std::string format_verify_report(const verify_report& r) {
   o << "  route mismatches (log route vs path kind): " << r.route_mismatches << "\n";
   o << "  disagreements (path label, route, session, status): " << r.disagreements << "\n";
   if (r.log_unparsed) o << "  access-log lines that are not JSON: " << r.log_unparsed << "\n";
+  if (r.log_banners) o << "  banner.connection lines in the log: " << r.log_banners << "\n";
+  if (!r.bulk.empty()) {
+    o << "  throughput, median MB/s (client: request to last byte; server: its http.request duration_us):\n";
+    for (const auto& b : r.bulk) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "    %-24s n %-4zu client %9.1f  server %9.1f\n", b.path.c_str(), b.n,
+                    b.client_mbps, b.server_mbps);
+      o << buf;
+    }
+  }
   for (const auto& p : r.problems) o << "  - " << p << "\n";
   o << (r.ok() ? "verify: OK\n" : "verify: FAILED\n");
   return o.str();

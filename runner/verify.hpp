@@ -19,6 +19,17 @@ struct verify_report {
   std::size_t log_requests = 0;      // http.request lines of this run
   std::size_t log_unparsed = 0;      // lines that are not JSON
   std::vector<std::string> problems;  // first few, human-readable
+  // banner:// runs: banner.connection lines (matched by the session each banner named; direct
+  // samples by count, as a direct banner connection carries no label).
+  std::size_t log_banners = 0;
+  // Bulk runs, per path: median MB/s as the client measured it and as the server logged it
+  // (http.request bytes or bytes_in over its duration_us).
+  struct bulk_view {
+    std::string path;
+    std::size_t n = 0;
+    double client_mbps = 0, server_mbps = 0;
+  };
+  std::vector<bulk_view> bulk;
 
   bool ok() const {
     return samples > 0 && unseen_ok == 0 && route_mismatches == 0 && disagreements == 0;

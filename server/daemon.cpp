@@ -14,6 +14,7 @@
 
 #include "core/access_events.hpp"
 #include "core/destination_policy.hpp"
+#include "target/banner_target.hpp"
 #include "target/http_target.hpp"
 #include "core/logging.hpp"
 #include "core/share_link.hpp"
@@ -179,10 +180,18 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
       co_await backoff.async_wait(as_tuple_awaitable);
       continue;
     }
+    if (state->kind == "banner") {
+      asio::co_spawn(io_,
+                     target::serve_banner(target_, state, std::move(socket), peer,
+                                          admit_pending(*state, io_.get_executor())),
+                     [](std::exception_ptr e) { log_exception(e, "banner connection"); });
+      continue;
+    }
     if (!vless) {
       asio::co_spawn(io_,
                      target::serve_connection(target_, state, std::move(socket), peer,
-                                              admit_pending(*state, io_.get_executor())),
+                                              admit_pending(*state, io_.get_executor()),
+                                              state->kind == "https" ? tls_ : nullptr),
                      [](std::exception_ptr e) { log_exception(e, "target connection"); });
       continue;
     }

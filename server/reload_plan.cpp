@@ -23,7 +23,7 @@ std::vector<planned_listener> listeners_of(const config& c) {
   std::vector<planned_listener> out;
   out.reserve(c.vless.size() + c.target.size());
   for (const auto& v : c.vless) out.push_back({"vless", v.name, v.listen, v.tcp, v.upstream_tcp});
-  for (const auto& t : c.target) out.push_back({"target", t.name, t.listen, t.tcp, t.tcp});
+  for (const auto& t : c.target) out.push_back({std::string(t.kind()), t.name, t.listen, t.tcp, t.tcp});
   return out;
 }
 

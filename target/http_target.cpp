@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <type_traits>
 
 #include "core/access_events.hpp"
 #include "core/delivery_watch.hpp"
@@ -35,10 +36,56 @@ const std::array<char, read_chunk>& pattern_block() {
 
 std::string endpoint_text(const tcp::endpoint& ep) { return format_endpoint(ep); }
 
+// A policy_stream that counts what it reads: under TLS, how much a peer sent before its
+// handshake failed (target.reject's bytes_seen).
+class counted_stream {
+ public:
+  using executor_type = policy_stream::executor_type;
+  using lowest_layer_type = policy_stream::lowest_layer_type;
+  explicit counted_stream(policy_stream next) : next_(std::move(next)) {}
+  executor_type get_executor() { return next_.get_executor(); }
+  lowest_layer_type& lowest_layer() { return next_.lowest_layer(); }
+  const lowest_layer_type& lowest_layer() const { return next_.lowest_layer(); }
+  tcp::socket& socket() { return next_.socket(); }
+  std::uint64_t bytes_read() const { return read_; }
+
+  template <class MutableBufferSequence, class ReadToken>
+  auto async_read_some(const MutableBufferSequence& buffers, ReadToken&& token) {
+    return asio::async_compose<ReadToken, void(std::error_code, std::size_t)>(
+        [this, buffers, started = false](auto& self, std::error_code ec = {}, std::size_t n = 0) mutable {
+          if (!started) {
+            started = true;
+            next_.async_read_some(buffers, std::move(self));
+            return;
+          }
+          read_ += n;
+          self.complete(ec, n);
+        },
+        token, next_.socket());
+  }
+  template <class ConstBufferSequence, class WriteToken>
+  auto async_write_some(const ConstBufferSequence& buffers, WriteToken&& token) {
+    return next_.async_write_some(buffers, std::forward<WriteToken>(token));
+  }
+
+ private:
+  policy_stream next_;
+  std::uint64_t read_ = 0;
+};
+
+using tls_target_stream = asio::ssl::stream<counted_stream>;
+
+tcp::socket& raw_socket(policy_stream& s) { return s.socket(); }
+tcp::socket& raw_socket(tls_target_stream& s) { return s.next_layer().socket(); }
+
+// One connection of the HTTP target, plain (Stream = policy_stream) or HTTPS (tls_target_stream:
+// the TLS handshake first, then the very same request loop).
+template <class Stream>
 struct connection {
+  static constexpr bool is_tls = std::is_same_v<Stream, tls_target_stream>;
   target_context& ctx;
   std::shared_ptr<listener_runtime> listener;
-  policy_stream stream;
+  Stream stream;
   std::string peer;
   flow_id id;  // this connection's identity: its peer and our local endpoint
   // Looked up at the first request head and kept: a connection is one flow for its whole life, so
@@ -58,6 +105,7 @@ struct connection {
   steady_clock::time_point write_idle_at = steady_clock::time_point::max();
   bool writing = false;
   delivery_watch to_peer{};
+  bool handshaking = is_tls;  // a TLS target before its handshake completed
 
   limits_config limits() const { return ctx.limits(); }
 
@@ -106,8 +154,14 @@ struct connection {
   bool on_deadline() {
     const auto l = limits();
     const auto now = steady_clock::now();
+    if (handshaking) {
+      if constexpr (is_tls) reject_handshake("handshake_timeout", {});
+      handshaking = false;
+      close();
+      return true;
+    }
     if (writing && l.min_rate_bytes > 0 && now < write_idle_at) {
-      const auto acked = read_bytes_acked(stream.socket().native_handle()).value_or(0);
+      const auto acked = read_bytes_acked(raw_socket(stream).native_handle()).value_or(0);
       if (to_peer.on_window(true, acked, l.min_rate_bytes)) {
         deadline = std::min(write_idle_at, now + l.min_rate_window);
         return false;
@@ -122,7 +176,32 @@ struct connection {
 
   void close() {
     std::error_code ignored;
-    stream.socket().close(ignored);
+    raw_socket(stream).close(ignored);
+  }
+
+  void reject_handshake(std::string_view reason, std::string_view detail) {
+    ctx.log.write(format_event(target_reject_event{
+        .listener = listener->name,
+        .peer = peer,
+        .reason = reason,
+        .bytes_seen = stream.next_layer().bytes_read(),
+        .detail = detail,
+        .duration_us = std::chrono::duration_cast<std::chrono::microseconds>(steady_clock::now() - accepted).count()}));
+  }
+
+  // The TLS handshake, bounded by [limits] handshake_timeout (and the pending deadline); a failure
+  // is a target.reject line with the TLS library's reason.
+  awaitable<bool> handshake() {
+    deadline = head_deadline(steady_clock::now() + limits().handshake_timeout);
+    auto [ec] = co_await stream.async_handshake(asio::ssl::stream_base::server, as_tuple_awaitable);
+    if (!handshaking) co_return false;  // the deadline logged it
+    handshaking = false;
+    if (ec) {
+      // A peer that connected and left without a byte is no TLS garbage: nothing to report.
+      if (stream.next_layer().bytes_read() > 0) reject_handshake("tls_handshake_failed", ec.message());
+      co_return false;
+    }
+    co_return true;
   }
 
   // Reads more bytes into buf; returns 0 on EOF/error.
@@ -160,6 +239,9 @@ struct connection {
   }
 
   awaitable<void> run() {
+    if constexpr (is_tls) {
+      if (!co_await handshake()) co_return;
+    }
     buf.resize(head_chunk);
     for (;;) {
       // Wait for a whole head: idle timeout before the first byte, header timeout after it.
@@ -325,17 +407,11 @@ struct connection {
   }
 };
 
-}  // namespace
-
-awaitable<void> serve_connection(target_context& ctx, std::shared_ptr<listener_runtime> listener,
-                                 tcp::socket socket, tcp::endpoint peer_ep, pending_set::ticket pending) {
-  std::error_code ec;
-  auto local_ep = socket.local_endpoint(ec);  // getsockname() still works after a reset
-  if (ec) co_return;
-  if (auto err = apply_on_open(socket.native_handle(), listener->tcp.load()))
-    spdlog::warn("target {}: setsockopt: {}", listener->name, err.message());
-  connection c{ctx, listener, policy_stream(std::move(socket), &listener->tcp), endpoint_text(peer_ep),
-               flow_id::tcp(peer_ep, local_ep), {}, {}, 0, {}, false, std::move(pending)};
+template <class Stream>
+awaitable<void> serve(target_context& ctx, std::shared_ptr<listener_runtime> listener, Stream stream,
+                      tcp::endpoint peer_ep, tcp::endpoint local_ep, pending_set::ticket pending) {
+  connection<Stream> c{ctx, listener, std::move(stream), endpoint_text(peer_ep), flow_id::tcp(peer_ep, local_ep),
+                       {}, {}, 0, {}, false, std::move(pending)};
   if (!c.pending.arm([&c] { c.close(); })) co_return;  // evicted before it started
   const connection_registration registered(ctx.connections, c.stream.get_executor(), [&c](bool force) {
     if (force || !c.busy) c.close();
@@ -343,6 +419,26 @@ awaitable<void> serve_connection(target_context& ctx, std::shared_ptr<listener_r
   c.deadline = c.head_deadline(steady_clock::now() + c.limits().idle_timeout);
   co_await (c.run() || watchdog(c.deadline, [&c] { return c.on_deadline(); }));
   c.close();
+}
+
+}  // namespace
+
+awaitable<void> serve_connection(target_context& ctx, std::shared_ptr<listener_runtime> listener, tcp::socket socket,
+                                 tcp::endpoint peer_ep, pending_set::ticket pending,
+                                 std::shared_ptr<asio::ssl::context> tls) {
+  std::error_code ec;
+  auto local_ep = socket.local_endpoint(ec);  // getsockname() still works after a reset
+  if (ec) co_return;
+  if (auto err = apply_on_open(socket.native_handle(), listener->tcp.load()))
+    spdlog::warn("target {}: setsockopt: {}", listener->name, err.message());
+  policy_stream plain(std::move(socket), &listener->tcp);
+  if (!tls) {
+    co_await serve(ctx, std::move(listener), std::move(plain), peer_ep, local_ep, std::move(pending));
+    co_return;
+  }
+  // tls (the daemon's context when accepted) stays alive with this frame: a reload may swap it.
+  tls_target_stream secured(counted_stream(std::move(plain)), *tls);
+  co_await serve(ctx, std::move(listener), std::move(secured), peer_ep, local_ep, std::move(pending));
 }
 
 }  // namespace vlessbench::target

@@ -2,7 +2,9 @@
 # The demo: start vlessbenchd on its embedded defaults (loopback only), measure direct vs the
 # built-in VLESS client (TCP_NODELAY on, and a Nagle-prone one) against the default-ACK and the
 # QUICKACK listener, and v2ray's client when installed. The seed's ~40 ms stall appears on the
-# default-ACK listener with the Nagle-prone client, and disappears with QUICKACK.
+# default-ACK listener with the Nagle-prone client, and disappears with QUICKACK. Then the other
+# targets, direct vs built-in vs v2ray: HTTPS (:8081, the inner TLS handshake as its own phase),
+# the server-first banner (:8082, time to the first server byte) and a bulk run (64 MiB each way).
 # Usage: tools/demo.sh [--vm] [--full]   (--full: the seed's counts instead of short ones;
 #   --vm: the seed's layout, host -> VM: the daemon in a qemu guest booted by tools/vm.sh, the
 #   runner in the host-side network namespace, through the guest's virtual NIC; root only)
@@ -28,7 +30,7 @@ if ((vm)); then
   client=(tools/vm.sh exec)
   link_kernel=$(tools/vm.sh links | grep '#default-ack-default')
   link_quick=$(tools/vm.sh links | grep '#quickack-default')
-  echo "vlessbenchd is up in the guest: VLESS+TLS on $host:8443 (default ACK) and :8444 (QUICKACK), target on :8080"
+  echo "vlessbenchd is up in the guest: VLESS+TLS on $host:8443 (default ACK) and :8444 (QUICKACK), targets on :8080 (HTTP), :8081 (HTTPS), :8082 (banner)"
 else
   "$bin/vlessbenchd" >"$work/access.jsonl" 2>"$work/daemon.log" &
   pids+=($!)
@@ -39,10 +41,11 @@ else
   grep -q "ready" "$work/daemon.log" || { cat "$work/daemon.log" >&2; exit 1; }
   link_kernel=$(grep -o 'vless://[^ ]*#default-ack-default' "$work/daemon.log")
   link_quick=$(grep -o 'vless://[^ ]*#quickack-default' "$work/daemon.log")
-  echo "vlessbenchd is up: VLESS+TLS on 127.0.0.1:8443 (default ACK) and :8444 (QUICKACK), target on :8080"
+  echo "vlessbenchd is up: VLESS+TLS on 127.0.0.1:8443 (default ACK) and :8444 (QUICKACK), targets on :8080 (HTTP), :8081 (HTTPS), :8082 (banner)"
 fi
 uuid=${link_kernel#vless://}; uuid=${uuid%%@*}
 
+other_paths=()  # the HTTPS, banner and bulk runs: direct, built-in (default ACK), v2ray
 paths=(--path "vless-kernel=$link_kernel" --path "vless-quickack=$link_quick"
        --path "nagle-kernel=$link_kernel" --path "nagle-quickack=$link_quick")
 if command -v v2ray >/dev/null; then
@@ -57,16 +60,27 @@ JSON
   pids+=($!)
   sleep 0.5
   paths+=(--path "v2ray-http=http://127.0.0.1:18080")
+  other_paths=(--path "v2ray-http=http://127.0.0.1:18080")
 fi
 counts=(--new 40 --reuse 60 --warmup 5)
 [[ "${1:-}" == "--full" ]] && counts=()
 
 "${client[@]}" "$bin/vlessbench" run --target "http://$host:8080/" "${paths[@]}" "${counts[@]}" \
   --nagle-paths nagle-kernel,nagle-quickack --out "$work/run"
+other_paths=(--path "vless-kernel=$link_kernel" "${other_paths[@]}")
+for target in "https://$host:8081/" "banner://$host:8082"; do
+  name=${target%%:*}
+  echo
+  "${client[@]}" "$bin/vlessbench" run --target "$target" "${other_paths[@]}" "${counts[@]}" --out "$work/$name"
+done
 echo
+"${client[@]}" "$bin/vlessbench" run --target "http://$host:8080/" --bulk 64M "${other_paths[@]}" --out "$work/bulk"
+echo
+runs="$work/run $work/https $work/banner $work/bulk"
 if ((vm)); then
-  echo "Files: $work/run (samples.csv, summary.json, report.svg); the access log stays in the guest"
+  echo "Files: $runs (samples.csv, summary.json, report.svg); the access log stays in the guest"
   exit 0
 fi
-echo "Files: $work/run (samples.csv, summary.json, report.svg); daemon access log: $work/access.jsonl"
-"$bin/vlessbench" verify "$work/run" --log "$work/access.jsonl"
+echo "Files: $runs (samples.csv, summary.json, report.svg); daemon access log: $work/access.jsonl"
+sleep 3  # banner.connection lines are written at close: v2ray closes its upstream a moment later
+for run in $runs; do "$bin/vlessbench" verify "$run" --log "$work/access.jsonl"; done

@@ -213,7 +213,8 @@ def non_2xx_is_a_failure_and_all_failed_exits_1():
 @suite.test
 def usage_errors_exit_2():
     for argv in (["run", "--path", "nonsense"], ["run", "--path", "x=ftp://h:1"], ["run", "--new", "-1"],
-                 ["run", "--target", "https://127.0.0.1/"], ["bogus"], []):
+                 ["run", "--target", "ftp://127.0.0.1/"], ["run", "--target", "banner://127.0.0.1"],
+                 ["run", "--bulk", "lots"], ["run", "--target", "banner://127.0.0.1:1", "--bulk", "1M"], ["bogus"], []):
         r = runner(*argv)
         check(r.returncode == 2, f"{argv}: rc {r.returncode} {r.stderr}")
 

@@ -126,3 +126,47 @@ TEST_CASE("vless.session: policies, phases (resolved only when reached), tcp_inf
             R"("tcp_info":{"rtt_us":50,"rttvar_us":25,"ato_us":40000,"retransmits":0,"unacked":0,)"
             R"("delivery_rate":1000000},)" + end);
 }
+
+TEST_CASE("target.reject: TLS garbage with the library's reason, a handshake timeout without", "[access_log]") {
+  CHECK(without_ts(format_event(target_reject_event{.listener = "https",
+                                                    .peer = "127.0.0.1:40002",
+                                                    .reason = "tls_handshake_failed",
+                                                    .bytes_seen = 17,
+                                                    .detail = "WRONG_VERSION_NUMBER",
+                                                    .duration_us = 120})) ==
+        R"({"event":"target.reject","ts":"T","listener":"https","peer":"127.0.0.1:40002",)"
+        R"("reason":"tls_handshake_failed","bytes_seen":17,"detail":"WRONG_VERSION_NUMBER","duration_us":120})"
+        "\n");
+  CHECK(without_ts(format_event(target_reject_event{
+            .listener = "https", .peer = "127.0.0.1:40003", .reason = "handshake_timeout"})) ==
+        R"({"event":"target.reject","ts":"T","listener":"https","peer":"127.0.0.1:40003",)"
+        R"("reason":"handshake_timeout","bytes_seen":0})"
+        "\n");
+}
+
+TEST_CASE("banner.connection: relayed with its session, and a direct one cut before its banner", "[access_log]") {
+  route_info session;
+  session.session_id = 4;
+  session.user = "carol";
+  session.client = "192.0.2.3:7000";
+  session.listener = "kernel";
+  CHECK(without_ts(format_event(banner_connection_event{.listener = "banner",
+                                                        .peer = "127.0.0.1:40004",
+                                                        .route = &session,
+                                                        .bytes_in = 6,
+                                                        .bytes_out = 50,
+                                                        .banner_us = 30,
+                                                        .duration_us = 900,
+                                                        .close_reason = "peer_eof"})) ==
+        R"({"event":"banner.connection","ts":"T","listener":"banner","peer":"127.0.0.1:40004","route":"vless",)"
+        R"("vless_session":4,"vless_user":"carol","vless_client":"192.0.2.3:7000","vless_listener":"kernel",)"
+        R"("bytes_in":6,"bytes_out":50,"banner_us":30,"duration_us":900,"close_reason":"peer_eof"})"
+        "\n");
+  CHECK(without_ts(format_event(banner_connection_event{.listener = "banner",
+                                                        .peer = "127.0.0.1:40005",
+                                                        .duration_us = 5000,
+                                                        .close_reason = "slow_transfer"})) ==
+        R"({"event":"banner.connection","ts":"T","listener":"banner","peer":"127.0.0.1:40005","route":"direct",)"
+        R"("bytes_in":0,"bytes_out":0,"duration_us":5000,"close_reason":"slow_transfer"})"
+        "\n");
+}

@@ -680,10 +680,17 @@ TEST_CASE("default_config is DESIGN.md's embedded default", "[config]") {
   CHECK(c.vless[1].listen == ep("127.0.0.1", 8444));
   CHECK(c.vless[1].tcp == tcp_policy{true, quickack_mode::on});
   CHECK(c.vless[1].upstream_tcp == tcp_policy{true, quickack_mode::on});
-  REQUIRE(c.target.size() == 1);
+  REQUIRE(c.target.size() == 3);
   CHECK(c.target[0].name == "http");
   CHECK(c.target[0].listen == ep("127.0.0.1", 8080));
   CHECK(c.target[0].tcp == tcp_policy{true, quickack_mode::kernel});
+  CHECK(c.target[0].kind() == "target");
+  CHECK(c.target[1].name == "https");
+  CHECK(c.target[1].listen == ep("127.0.0.1", 8081));
+  CHECK(c.target[1].kind() == "https");
+  CHECK(c.target[2].name == "banner");
+  CHECK(c.target[2].listen == ep("127.0.0.1", 8082));
+  CHECK(c.target[2].kind() == "banner");
   REQUIRE(c.users.size() == 1);
   CHECK(c.users[0].name == "default");
   CHECK(is_canonical_v4_uuid(c.users[0].uuid_text));
@@ -747,7 +754,7 @@ TEST_CASE("the shipped config files are valid", "[config]") {
 
   config example = load_config_file(config_dir / "vlessbenchd.example.toml");
   CHECK(example.vless.size() == 2);
-  CHECK(example.target.size() == 1);
+  CHECK(example.target.size() == 3);
   REQUIRE(example.users.size() == 1);
   CHECK(example.users[0].name == "mac");
   // The example claims to show every default; hold it to that.
@@ -777,9 +784,33 @@ TEST_CASE("the shipped config files are valid", "[config]") {
   CHECK(vm.vless[1].name == "quickack");
   CHECK(vm.vless[1].listen == ep("0.0.0.0", 8444));
   CHECK(vm.vless[1].tcp.quickack == quickack_mode::on);
-  REQUIRE(vm.target.size() == 1);
+  REQUIRE(vm.target.size() == 3);
   CHECK(vm.target[0].listen == ep("0.0.0.0", 8080));
+  CHECK(vm.target[1].listen == ep("0.0.0.0", 8081));
+  CHECK(vm.target[1].tls);
+  CHECK(vm.target[2].listen == ep("0.0.0.0", 8082));
+  CHECK(vm.target[2].banner);
   REQUIRE(vm.users.size() == 1);
   CHECK(vm.users[0].uuid_text == "00000000-0000-4000-8000-000000000000");
   CHECK(vm.destinations.allow.empty());  // a VM install is no open relay
+}
+
+TEST_CASE("[[target]] tls and [[banner]]: the daemon's HTTPS and server-first targets", "[config]") {
+  const config c = parse_config(
+      "[[target]]\nname = \"s\"\nlisten = \"127.0.0.1:9443\"\ntls = true\n"
+      "[[banner]]\nname = \"b\"\nlisten = \"127.0.0.1:9022\"\n",
+      "x.toml");
+  REQUIRE(c.target.size() == 2);
+  CHECK(c.target[0].tls);
+  CHECK_FALSE(c.target[0].banner);
+  CHECK(c.target[0].kind() == "https");
+  CHECK(c.target[1].banner);
+  CHECK(c.target[1].kind() == "banner");
+  CHECK(error_of("[[banner]]\nname = \"b\"\nlisten = \"127.0.0.1:9022\"\ntls = true\n") ==
+        "x.toml:4: banner[0].tls: unknown key");
+  CHECK(error_of("[[target]]\nname = \"t\"\nlisten = \"127.0.0.1:9022\"\ntls = 1\n") ==
+        "x.toml:4: target[0].tls: expected a boolean, got an integer");
+  CHECK(error_of("[[target]]\nname = \"t\"\nlisten = \"127.0.0.1:9022\"\n[[banner]]\nname = \"t\"\n"
+                 "listen = \"127.0.0.1:9023\"\n")
+            .find("duplicate listener name") != std::string::npos);
 }

@@ -122,9 +122,37 @@ TEST_CASE("target URL parsing", "[runner]") {
   CHECK(c->path == "/");
   CHECK(c->authority() == "[::1]:8080");
 
-  CHECK_FALSE(parse_target_url("https://127.0.0.1/", reason));
+  CHECK(a->scheme == target_scheme::http);
+  auto s = parse_target_url("https://127.0.0.1/generate_204", reason);
+  REQUIRE(s);
+  CHECK(s->scheme == target_scheme::https);
+  CHECK(s->port == 443);
+  CHECK(s->path == "/generate_204");
+  auto banner = parse_target_url("banner://127.0.0.1:8082", reason);
+  REQUIRE(banner);
+  CHECK(banner->scheme == target_scheme::banner);
+  CHECK(banner->port == 8082);
+  CHECK(parse_target_url("banner://127.0.0.1:8082/", reason));
+  CHECK_FALSE(parse_target_url("banner://127.0.0.1/", reason));
+  CHECK_THAT(reason, Catch::Contains("needs a port"));
+  CHECK_FALSE(parse_target_url("banner://127.0.0.1:8082/x", reason));
+  CHECK_FALSE(parse_target_url("ftp://127.0.0.1/", reason));
   CHECK_FALSE(parse_target_url("http://:80/", reason));
   CHECK_FALSE(parse_target_url("http://h:99999/", reason));
+}
+
+TEST_CASE("--bulk: each path becomes NAME/down and NAME/up, downloads first", "[runner]") {
+  std::string reason;
+  std::vector<path_spec> paths{*parse_path_arg("direct=direct", reason), *parse_path_arg("p=http://127.0.0.1:1", reason)};
+  const auto bulk = bulk_paths(paths);
+  REQUIRE(bulk.size() == 4);
+  CHECK(bulk[0].name == "direct/down");
+  CHECK(bulk[0].bulk == bulk_direction::down);
+  CHECK(bulk[1].name == "p/down");
+  CHECK(bulk[1].kind == path_kind::http_connect);
+  CHECK(bulk[2].name == "direct/up");
+  CHECK(bulk[3].name == "p/up");
+  CHECK(bulk[3].bulk == bulk_direction::up);
 }
 
 TEST_CASE("the direct baseline is always present and names are unique", "[runner]") {

@@ -156,3 +156,36 @@ TEST_CASE("round order shuffles are permutations replayed by the seed", "[runner
   }
   CHECK(moved);
 }
+
+TEST_CASE("banner line: format and parse round-trip, partial input, refusals", "[runner]") {
+  route_info session;
+  session.session_id = 31;
+  session.user = "default";
+  const std::string relayed = format_banner_line("banner", &session);
+  CHECK(relayed == "VLESSBENCH-BANNER banner vless session=31 user=default\r\n");
+  const auto r = parse_banner_line(relayed + "echoed");
+  REQUIRE(r.complete());
+  CHECK(r.consumed == relayed.size());
+  CHECK(r.value.listener == "banner");
+  CHECK(r.value.route.kind == route_kind::vless);
+  CHECK(r.value.route.session == 31u);
+  CHECK(r.value.route.user == "default");
+
+  const auto direct = parse_banner_line(format_banner_line("b2", nullptr));
+  REQUIRE(direct.complete());
+  CHECK(direct.value.route.kind == route_kind::direct);
+  CHECK(direct.value.listener == "b2");
+
+  CHECK(parse_banner_line("").need_more());
+  CHECK(parse_banner_line("VLESS").need_more());
+  CHECK(parse_banner_line(relayed.substr(0, relayed.size() - 1)).need_more());
+  CHECK(parse_banner_line("SSH-2.0-OpenSSH\r\n").invalid());
+  CHECK(parse_banner_line("VLESSBENCH-BANNER \r\n").invalid());
+  CHECK(parse_banner_line("VLESSBENCH-BANNER b direct\x01\r\n").invalid());
+  CHECK(parse_banner_line("VLESSBENCH-BANNER " + std::string(300, 'x')).invalid());
+
+  session.user = std::string(400, 'u');  // capped, still one parseable line
+  const std::string capped = format_banner_line("banner", &session);
+  CHECK(capped.size() == max_banner_line);
+  CHECK(parse_banner_line(capped).complete());
+}

@@ -158,12 +158,56 @@ TEST_CASE("samples.csv rows", "[runner]") {
   s.timing.upstream = 0.08;
   auto f = make_sample("vl", sample_mode::reuse, 0, 18, 0, false);
   f.error = "response head: timeout after 5000 ms, then \"reset\"";
-  const auto csv = samples_csv({s, f});
+  auto h = make_sample("tls", sample_mode::new_connection, 3, 19, 4.0);  // https://: the inner handshake
+  h.inner_tls_ns = 2'500'000;
+  auto b = make_sample("vl/down", sample_mode::reuse, 1, 20, 2.0);  // bulk: 8 MB in 2 ms
+  b.bytes = 8'000'000;
+  const auto csv = samples_csv({s, f, h, b});
   CHECK(csv ==
         "round,path,mode,seq,ns,ok,error,status,route,session,user,tls_ms,vless_ms,resolve_ms,"
-        "upstream_ms,route_mismatch\n"
-        "3,vl,new,17,1500000,1,,200,vless,9,default,1.234,0.050,,0.080,0\n"
-        "0,vl,reuse,18,0,0,\"response head: timeout after 5000 ms, then \"\"reset\"\"\",,unknown,,,,,,,0\n");
+        "upstream_ms,route_mismatch,inner_tls_ms,bytes,mbps\n"
+        "3,vl,new,17,1500000,1,,200,vless,9,default,1.234,0.050,,0.080,0,,,\n"
+        "0,vl,reuse,18,0,0,\"response head: timeout after 5000 ms, then \"\"reset\"\"\",,unknown,,,,,,,0,,,\n"
+        "3,tls,new,19,4000000,1,,200,unknown,,,,,,,0,2.500,,\n"
+        "1,vl/down,reuse,20,2000000,1,,200,unknown,,,,,,,0,,8000000,4000.000\n");
+}
+
+TEST_CASE("inner TLS phase and bulk throughput reach the table and summary.json", "[runner]") {
+  std::vector<path_spec> paths(2);
+  paths[0].name = "direct/down";
+  paths[1].name = "p/down";
+  paths[1].kind = path_kind::http_connect;
+  std::vector<sample> samples;
+  for (int i = 0; i < 3; ++i) {
+    for (std::size_t p = 0; p < 2; ++p) {
+      auto s = make_sample(paths[p].name, sample_mode::new_connection, i, static_cast<std::uint64_t>(10 * i + p),
+                           p == 0 ? 1.0 + i : 2.0 + i);
+      s.bytes = 1'000'000;                 // 1 MB in 1, 2, 3 ms (direct) or 2, 3, 4 ms
+      s.inner_tls_ns = 500'000 * (i + 1);  // 0.5, 1.0, 1.5 ms
+      samples.push_back(s);
+    }
+  }
+  const auto res = analyze(paths, 0, samples, {}, 1);
+  REQUIRE(res[0].fresh.mbps);
+  CHECK(res[0].fresh.mbps->n == 3);
+  CHECK(res[0].fresh.mbps->median == Approx(500.0));  // 1 MB / 2 ms
+  // Type-7 quantile of {333.3, 500, 1000}: P5 = 333.3 + 0.1 * (500 - 333.3), P95 = 500 + 0.9 * 500.
+  CHECK(res[0].fresh.mbps->p5 == Approx(1e6 / 3e3 + 0.1 * (500.0 - 1e6 / 3e3)));
+  CHECK(res[0].fresh.mbps->p95 == Approx(950.0));
+  CHECK(res[1].fresh.mbps->median == Approx(1e6 / 3e3));
+  REQUIRE(res[0].fresh.inner_tls_median);
+  CHECK(*res[0].fresh.inner_tls_median == Approx(1.0));
+  const auto table = format_table(res);
+  CHECK_THAT(table, Catch::Contains("inner TLS handshake with the target"));
+  CHECK_THAT(table, Catch::Contains("median 500.0"));
+  run_metadata meta;
+  meta.run_id = "r2";
+  meta.bulk_bytes = 1'000'000;
+  const auto j = nlohmann::json::parse(summary_json(meta, res));
+  CHECK(j["run"]["bulk_bytes"] == 1'000'000);
+  CHECK(j["paths"]["direct/down"]["new"]["throughput_mbps"]["median"].get<double>() == Approx(500.0));
+  CHECK(j["paths"]["p/down"]["new"]["inner_tls_median_ms"].get<double>() == Approx(1.0));
+  CHECK_FALSE(j["paths"]["p/down"]["reuse"].contains("throughput_mbps"));
 }
 
 TEST_CASE("summary.json carries the statistics and run metadata", "[runner]") {
@@ -257,6 +301,49 @@ TEST_CASE("verify matches samples to the access log by run id and seq", "[runner
   r = verify_run(summary, csv, log3);
   CHECK(r.ok());
   CHECK_THAT(format_verify_report(r), Catch::Contains("verify: OK"));
+}
+
+TEST_CASE("verify: banner samples by the session their banner named; bulk adds the server's MB/s", "[runner]") {
+  const std::string summary =
+      R"({"run":{"id":"b1","target":"banner://127.0.0.1:8082"},"paths":{"direct":{"kind":"direct"},)"
+      R"("vl":{"kind":"vless"}}})";
+  std::vector<sample> samples;
+  auto d = make_sample("direct", sample_mode::new_connection, 0, 1, 0.1);
+  d.route.kind = route_kind::direct;
+  auto v = make_sample("vl", sample_mode::new_connection, 0, 2, 0.8);
+  v.route.kind = route_kind::vless;
+  v.route.session = 5;
+  samples = {d, v};
+  const std::string csv = samples_csv(samples);
+  std::istringstream none("");
+  auto r = verify_run(summary, csv, none);
+  CHECK(r.unseen_ok == 2);
+  CHECK_FALSE(r.ok());
+  std::istringstream log(
+      R"({"event":"banner.connection","listener":"banner","route":"direct","bytes_in":0})" "\n"
+      R"({"event":"banner.connection","listener":"banner","route":"vless","vless_session":5})" "\n");
+  r = verify_run(summary, csv, log);
+  CHECK(r.log_banners == 2);
+  CHECK(r.matched == 2);
+  CHECK(r.ok());
+  std::istringstream other(R"({"event":"banner.connection","route":"vless","vless_session":6})" "\n");
+  r = verify_run(summary, csv, other);
+  CHECK(r.unseen_ok == 2);  // session 5 never logged, and no direct connection at all
+
+  const std::string bulk_summary =
+      R"({"run":{"id":"k1","target":"http://127.0.0.1:8080/","bulk_bytes":1000000},"paths":{"direct/down":{"kind":"direct"}}})";
+  auto k = make_sample("direct/down", sample_mode::reuse, 0, 3, 2.0);  // 1 MB in 2 ms: 500 MB/s
+  k.bytes = 1'000'000;
+  k.route.kind = route_kind::direct;
+  std::istringstream klog(
+      R"({"event":"http.request","run":"k1","seq":"3","path_label":"direct/down","route":"direct","status":200,)"
+      R"("bytes":1000000,"duration_us":1000})" "\n");
+  r = verify_run(bulk_summary, samples_csv({k}), klog);
+  CHECK(r.ok());
+  REQUIRE(r.bulk.size() == 1);
+  CHECK(r.bulk[0].client_mbps == Approx(500.0));
+  CHECK(r.bulk[0].server_mbps == Approx(1000.0));
+  CHECK_THAT(format_verify_report(r), Catch::Contains("server    1000.0"));
 }
 
 TEST_CASE("compare lays runs side by side", "[runner]") {
