@@ -298,13 +298,22 @@ struct listener_fields {
 
 struct vless_schema {
   static constexpr std::string_view table = "vless";
-  static constexpr std::array<std::string_view, 4> keys{"name", "listen", "tcp", "upstream_tcp"};
+  static constexpr std::array<std::string_view, 10> keys{"name", "listen", "tcp", "upstream_tcp", "transport",
+                                                         "tls",  "path",   "host", "max_early_data",
+                                                         "early_data_header"};
   // Reads every key of the kind (so all its errors are reported), then builds the listener.
   static std::optional<vless_listener_config> read(const table_reader& r, const listener_fields& f) {
     auto tcp = read_tcp_policy(r, "tcp");
     auto upstream = read_tcp_policy(r, "upstream_tcp");
-    if (!f.name || !f.listen || !tcp || !upstream) return std::nullopt;
-    return vless_listener_config{*f.name, *f.listen, *tcp, *upstream};
+    // The transport's keys are checked in core/transport_config.cpp.
+    transport_config transport;
+    const auto transport_errors = validate_transport({r.string("transport"), r.boolean("tls"), r.string("path"),
+                                                      r.string("host"), r.integer("max_early_data"),
+                                                      r.string("early_data_header")},
+                                                     transport);
+    for (const auto& [key, message] : transport_errors) r.error(key, message);
+    if (!f.name || !f.listen || !tcp || !upstream || !transport_errors.empty()) return std::nullopt;
+    return vless_listener_config{*f.name, *f.listen, *tcp, *upstream, std::move(transport)};
   }
 };
 

@@ -15,6 +15,7 @@
 
 #include "core/access_log.hpp"
 #include "core/net_address.hpp"  // endpoints (listeners) and ip_network (destinations)
+#include "core/transport_config.hpp"
 
 namespace vlessbench {
 
@@ -41,6 +42,7 @@ struct vless_listener_config {
   asio::ip::tcp::endpoint listen;
   tcp_policy tcp;           // accepted client sockets
   tcp_policy upstream_tcp;  // sockets the daemon dials
+  transport_config transport;  // what carries the VLESS stream (core/transport_config.hpp)
   bool operator==(const vless_listener_config&) const = default;
 };
 

@@ -224,8 +224,18 @@ TEST_CASE("unknown keys are errors at every level", "[config]") {
   CHECK(error_of(std::string(loopback_target) +
                  "[[users]]\nname = \"mac\"\nuuid = \"0bc2f2bd-f35f-4c1e-8b9b-befe527996d0\"\nflow = \"x\"\n") ==
         "x.toml:7: users[0].flow: unknown key");
+  CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\nserver = \"example.com\"\n") ==
+        "x.toml:4: vless[0].server: unknown key");
+  // A transport's key on another transport (core/transport_config.cpp).
   CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\nhost = \"example.com\"\n") ==
-        "x.toml:4: vless[0].host: unknown key");
+        "x.toml:4: vless[0].host: only for transport = \"ws\" or \"httpupgrade\"");
+  CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\ntransport = \"grpc\"\n") ==
+        "x.toml:4: vless[0].transport: \"grpc\": expected \"tls\", \"ws\" or \"httpupgrade\"");
+  CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\ntransport = \"ws\"\npath = \"ws\"\n") ==
+        "x.toml:5: vless[0].path: \"ws\": expected a path starting with '/', without query or spaces");
+  CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\ntransport = \"httpupgrade\"\n"
+                 "max_early_data = 10\n") ==
+        "x.toml:5: vless[0].max_early_data: only for transport = \"ws\" (httpupgrade clients send early data after the head)");
   CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\ntcp = { nodely = false }\n") ==
         "x.toml:4: vless[0].tcp.nodely: unknown key");
   CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\n[vless.upstream_tcp]\nquick_ack = \"on\"\n") ==
