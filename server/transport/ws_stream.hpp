@@ -185,7 +185,9 @@ class ws_stream {
           }
           if (state == 1) {
             state = 2;
-            if (ec) return self.complete(ec);
+            // The client closed first and has our answer: the close handshake is done (RFC 6455
+            // §7.1.1: the server closes TCP now), with no TLS close_notify round to wait for.
+            if (ec || decoder_.close_received()) return self.complete(ec);
             return lower_.async_shutdown([s = std::move(self)](std::error_code e) mutable { s(e, 0); });
           }
           self.complete(ec);
