@@ -482,6 +482,9 @@ config default_config() {
   const tcp_policy quick{true, quickack_mode::on};
   cfg.vless.push_back({"default-ack", {loopback, 8443}, kernel, kernel});
   cfg.vless.push_back({"quickack", {loopback, 8444}, quick, quick});
+  // One listener per transport (issue 13), so one batch compares them.
+  cfg.vless.push_back({"ws", {loopback, 8445}, kernel, kernel, {transport_kind::ws, true, "/ws", "", 2048, ""}});
+  cfg.vless.push_back({"httpupgrade", {loopback, 8446}, kernel, kernel, {transport_kind::httpupgrade, true, "/up", "", 0, ""}});
   cfg.target.push_back({"http", {loopback, 8080}, kernel});
   cfg.users.push_back(random_user("default"));
   cfg.source = "<embedded default>";

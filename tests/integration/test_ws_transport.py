@@ -19,6 +19,7 @@ import base64
 import csv
 import json
 import os
+import re
 import struct
 import time
 
@@ -263,6 +264,52 @@ def v2ray_434_client_over_ws_with_and_without_max_early_data():
         check(all(s["transport"] == "ws" and s["tls_version"] for s in found), found[0])
         # v2ray 4.34 predates maxEarlyData (v4.37): the key is ignored and nothing rides along.
         check(all(s["early_data"] == 0 for s in found), (early, [s["early_data"] for s in found]))
+
+
+def sections(text: str) -> dict[str, str]:
+    """`vlessbenchd links` output by "## NAME" section."""
+    return {m.group(1): m.group(2) for m in re.finditer(r"^## (\S+) .*?\n(.*?)(?=^## |\Z)", text, re.S | re.M)}
+
+
+def json_after(section: str, title: str) -> dict:
+    return json.loads(re.search(re.escape(title) + r"\n(\{.*?\n\})\n", section, re.S).group(1))
+
+
+@suite.test
+def links_name_each_transport_and_v2ray_runs_the_printed_ws_outbound():
+    r = h.run_daemon(["links", "--config", D.config_path, "--host", LOOPBACK, "--no-qr"])
+    check(r.returncode == 0, r.stderr)
+    parts = sections(r.stdout)
+    check(set(parts) == {"tls-tester", "ws-tester", "up-tester", "wsplain-tester"}, list(parts))
+    ws = parts["ws-tester"]
+    check(re.search(r"^vless://\S+&type=ws&path=%2Fws&ed=2048#ws-tester$", ws, re.M), ws)
+    check("network: ws\n" in ws and "max-early-data: 2048\n" in ws and 'path: "/ws"' in ws, ws)
+    sing = json_after(ws, "sing-box (outbounds):")
+    check(sing["transport"] == {"type": "ws", "path": "/ws", "max_early_data": 2048,
+                                "early_data_header_name": "Sec-WebSocket-Protocol"}, sing)
+    v2 = json_after(ws, "v2ray / Xray (outbounds):")
+    check(v2["streamSettings"]["wsSettings"]["maxEarlyData"] == 2048, v2)
+    up = parts["up-tester"]
+    check(re.search(r"^vless://\S+&type=httpupgrade&path=%2Fup#up-tester$", up, re.M), up)
+    check("v2ray-http-upgrade: true" in up, up)
+    check(json_after(up, "sing-box (outbounds):")["transport"] == {"type": "httpupgrade", "path": "/up"}, up)
+    check(json_after(up, "v2ray / Xray (outbounds):")["streamSettings"]["network"] == "httpupgrade", up)
+    plain = parts["wsplain-tester"]
+    check("security=none" in plain and "tls: false" in plain, plain)
+    check("tls" not in json_after(plain, "sing-box (outbounds):"), plain)
+    tls = parts["tls-tester"]
+    check("&type=tcp#tls-tester" in tls and "ws-opts" not in tls, tls)
+    # The printed v2ray outbound, pasted into v2ray 4.34 behind an http inbound, reaches the target.
+    http_port = h.free_port()
+    cfg = h.v2ray_client_config(http_port, D.port("ws"), D.uuid)
+    cfg["outbounds"] = [v2]
+    mark = D.mark()
+    with h.V2ray(cfg, http_port) as v:
+        r = h.curl(["-p", "-x", f"http://{LOOPBACK}:{http_port}", "-D", "-", "-o", "/dev/null",
+                    f"http://{LOOPBACK}:{D.target_port}/"])
+        check(r.returncode == 0, f"curl rc {r.returncode}: {r.stderr}\n{v.output()}")
+        check(h.curl_headers(r.stdout)["x-vlessbench-route"].endswith(" transport=ws"), r.stdout)
+    wait_sessions(1, mark, listener="ws")
 
 
 def expect_http_reject(send: bytes, status: int, reason: str, listener: str = "wsplain") -> None:

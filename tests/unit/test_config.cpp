@@ -651,7 +651,7 @@ TEST_CASE("values echoed in errors are escaped and capped", "[config]") {
 TEST_CASE("default_config is DESIGN.md's embedded default", "[config]") {
   config c = default_config();
   CHECK(c.source == "<embedded default>");
-  REQUIRE(c.vless.size() == 2);
+  REQUIRE(c.vless.size() == 4);
   CHECK(c.vless[0].name == "default-ack");
   CHECK(c.vless[0].listen == ep("127.0.0.1", 8443));
   CHECK(c.vless[0].tcp == tcp_policy{true, quickack_mode::kernel});
@@ -660,6 +660,16 @@ TEST_CASE("default_config is DESIGN.md's embedded default", "[config]") {
   CHECK(c.vless[1].listen == ep("127.0.0.1", 8444));
   CHECK(c.vless[1].tcp == tcp_policy{true, quickack_mode::on});
   CHECK(c.vless[1].upstream_tcp == tcp_policy{true, quickack_mode::on});
+  CHECK(c.vless[0].transport.kind == transport_kind::tls);
+  CHECK(c.vless[2].name == "ws");
+  CHECK(c.vless[2].listen == ep("127.0.0.1", 8445));
+  CHECK(c.vless[2].transport.kind == transport_kind::ws);
+  CHECK(c.vless[2].transport.path == "/ws");
+  CHECK(c.vless[2].transport.max_early_data == 2048u);
+  CHECK(c.vless[3].name == "httpupgrade");
+  CHECK(c.vless[3].listen == ep("127.0.0.1", 8446));
+  CHECK(c.vless[3].transport.kind == transport_kind::httpupgrade);
+  CHECK(c.vless[3].transport.path == "/up");
   REQUIRE(c.target.size() == 1);
   CHECK(c.target[0].name == "http");
   CHECK(c.target[0].listen == ep("127.0.0.1", 8080));
@@ -726,7 +736,7 @@ TEST_CASE("the shipped config files are valid", "[config]") {
   const auto config_dir = std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "config";
 
   config example = load_config_file(config_dir / "vlessbenchd.example.toml");
-  CHECK(example.vless.size() == 2);
+  CHECK(example.vless.size() == 4);
   CHECK(example.target.size() == 1);
   REQUIRE(example.users.size() == 1);
   CHECK(example.users[0].name == "mac");
@@ -750,13 +760,17 @@ TEST_CASE("the shipped config files are valid", "[config]") {
   CHECK(example.target == embedded.target);
 
   config vm = load_config_file(config_dir / "vlessbenchd.toml");
-  REQUIRE(vm.vless.size() == 2);
+  REQUIRE(vm.vless.size() == 4);
   CHECK(vm.vless[0].name == "default-ack");
   CHECK(vm.vless[0].listen == ep("0.0.0.0", 8443));
   CHECK(vm.vless[0].tcp.quickack == quickack_mode::kernel);
   CHECK(vm.vless[1].name == "quickack");
   CHECK(vm.vless[1].listen == ep("0.0.0.0", 8444));
   CHECK(vm.vless[1].tcp.quickack == quickack_mode::on);
+  CHECK(vm.vless[2].listen == ep("0.0.0.0", 8445));
+  CHECK(vm.vless[2].transport == default_config().vless[2].transport);
+  CHECK(vm.vless[3].listen == ep("0.0.0.0", 8446));
+  CHECK(vm.vless[3].transport == default_config().vless[3].transport);
   REQUIRE(vm.target.size() == 1);
   CHECK(vm.target[0].listen == ep("0.0.0.0", 8080));
   REQUIRE(vm.users.size() == 1);
