@@ -38,6 +38,7 @@ std::string format_event(const vless_session_event& e) {
       .add("cipher", e.cipher)
       .add("sni", e.sni)
       .add("alpn", e.alpn);
+  if (!e.transport.empty() && e.transport != "tls") line.add("transport", e.transport).add("early_data", e.early_data);
   line.begin_object("policy")
       .add("nodelay", e.policy.nodelay)
       .add("quickack", to_string(e.policy.quickack))
@@ -46,8 +47,9 @@ std::string format_event(const vless_session_event& e) {
       .add("generation", e.generation)
       .end_object();
   line.begin_object("phases_us")
-      .add("tls_done", p.tls_done.get())
-      .add("first_vless_byte", p.first_vless_byte.get())
+      .add("tls_done", p.tls_done.get());
+  if (p.upgrade_done >= 0) line.add("upgrade_done", p.upgrade_done.get());
+  line.add("first_vless_byte", p.first_vless_byte.get())
       .add("header_complete", p.header_complete.get());
   if (p.resolved >= 0) line.add("resolved", p.resolved.get());
   line.add("upstream_connected", p.upstream_connected.get())

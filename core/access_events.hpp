@@ -37,6 +37,8 @@ struct vless_session_event {
   std::string_view dest;
   std::string_view cmd;  // "tcp"
   std::string_view tls_version, cipher, sni, alpn;
+  std::string_view transport;  // "tls" (left out: the lines of raw TLS stay as they were), "ws", ...
+  std::uint64_t early_data = 0;  // bytes of the VLESS stream that came with the upgrade request
   tcp_policy policy;           // the listener's policies at accept, with their generation
   tcp_policy upstream_policy;
   std::uint64_t generation = 0;

@@ -15,6 +15,7 @@
 
 #include "core/access_log.hpp"
 #include "core/net_address.hpp"  // endpoints (listeners) and ip_network (destinations)
+#include "core/transport_config.hpp"
 
 namespace vlessbench {
 
@@ -41,6 +42,7 @@ struct vless_listener_config {
   asio::ip::tcp::endpoint listen;
   tcp_policy tcp;           // accepted client sockets
   tcp_policy upstream_tcp;  // sockets the daemon dials
+  transport_config transport;  // what carries the VLESS stream (core/transport_config.hpp)
   bool operator==(const vless_listener_config&) const = default;
 };
 
@@ -132,8 +134,9 @@ class config_error : public std::runtime_error {
 // Parses and validates; throws config_error listing every problem. source_name is used in messages.
 config parse_config(std::string_view toml_text, std::string_view source_name);
 config load_config_file(const std::filesystem::path& file);
-// DESIGN.md §3: two VLESS listeners (8443 kernel, 8444 quickack on) and a target on 8080, all on
-// 127.0.0.1, one user with a random UUID, in-memory certificate.
+// DESIGN.md §3: two VLESS+TLS listeners (8443 kernel, 8444 quickack on), WebSocket on 8445 (path
+// /ws, early data up to 2048 bytes) and HTTPUpgrade on 8446 (path /up), and a target on 8080, all
+// on 127.0.0.1, one user with a random UUID, in-memory certificate.
 config default_config();
 
 }  // namespace vlessbench

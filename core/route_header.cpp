@@ -39,7 +39,9 @@ std::string_view to_string(route_kind r) {
 
 std::string format_route_header(const route_info* session) {
   if (session == nullptr) return "direct";
-  return "vless session=" + std::to_string(session->session_id) + " user=" + session->user;
+  std::string out = "vless session=" + std::to_string(session->session_id) + " user=" + session->user;
+  if (!session->transport.empty() && session->transport != "tls") out += " transport=" + session->transport;
+  return out;
 }
 
 route_label parse_route_header(std::string_view value) {
@@ -67,6 +69,8 @@ route_label parse_route_header(std::string_view value) {
       if (ec == std::errc{} && p == val.data() + val.size()) label.session = id;
     } else if (key == "user") {
       label.user = std::string(val);
+    } else if (key == "transport" && !val.empty()) {
+      label.transport = std::string(val);
     }
   }
   return label;
@@ -127,7 +131,8 @@ std::string format_server_timing(const session_phases& p, std::string_view quick
     out += buf;
   };
   add("tls", 0, p.tls_done);
-  add("vless", p.tls_done, p.header_complete);
+  add("upgrade", p.tls_done >= 0 ? p.tls_done : 0, p.upgrade_done);
+  add("vless", p.upgrade_done >= 0 ? p.upgrade_done : p.tls_done, p.header_complete);
   add("resolve", p.header_complete, p.resolved);
   add("upstream", p.resolved >= 0 ? p.resolved : p.header_complete, p.upstream_connected);
   if (!quickack.empty()) {
@@ -166,6 +171,7 @@ server_phases_ms parse_server_timing(std::string_view value) {
     if (name == "ack" && desc) t.ack = std::string(*desc);
     if (!dur) continue;
     if (name == "tls") t.tls = dur;
+    else if (name == "upgrade") t.upgrade = dur;
     else if (name == "vless") t.vless = dur;
     else if (name == "resolve") t.resolve = dur;
     else if (name == "upstream") t.upstream = dur;

@@ -1,8 +1,9 @@
 #pragma once
 // The route proof's response headers as format + parse pairs (DESIGN.md §3): the daemon's target
 // writes them, the runner reads them, and both use this one definition.
-//   X-Vlessbench-Route: direct | vless session=ID user=NAME
-//   Server-Timing: tls;dur=1.234, vless;dur=0.050, resolve;dur=..., upstream;dur=0.100   (ms)
+//   X-Vlessbench-Route: direct | vless session=ID user=NAME [transport=ws|httpupgrade]
+//   Server-Timing: tls;dur=1.234, [upgrade;dur=0.2,] vless;dur=0.050, resolve;dur=..., upstream;dur=0.100   (ms)
+// Raw TLS sessions (the transport before there were others) keep the lines they always had.
 // And the one stall threshold: a TLS-done -> VLESS-header gap at least this long is a suspected
 // Nagle/delayed-ACK stall, in the daemon's log and in the runner's verdict alike.
 #include <cstdint>
@@ -26,18 +27,20 @@ struct route_label {
   route_kind kind = route_kind::unknown;
   std::optional<std::uint64_t> session;
   std::string user;
+  std::string transport = "tls";  // absent from the header: raw TLS
 };
 
 // session: the relaying session, or nullptr for a direct request.
 std::string format_route_header(const route_info* session);
-// `direct` or `vless session=ID user=NAME` (further key=value items ignored); anything else, or
+// `direct` or `vless session=ID user=NAME [transport=T]` (further key=value items ignored); anything else, or
 // an absent header, is unknown.
 route_label parse_route_header(std::string_view value);
 
 // A VLESS session's phases in ms, as Server-Timing carries them; absent when not reached.
 struct server_phases_ms {
   std::optional<double> tls;       // accept -> TLS handshake done
-  std::optional<double> vless;     // TLS done -> VLESS header complete (the stall shows here)
+  std::optional<double> upgrade;   // TLS done (accept over plain TCP) -> 101 sent (ws, httpupgrade)
+  std::optional<double> vless;     // TLS done (or upgrade done) -> VLESS header complete (the stall shows here)
   std::optional<double> resolve;   // domain destinations only
   std::optional<double> upstream;  // header complete (or resolved) -> upstream connected
   // The VLESS listener's ACK policy (`ack;desc=on`): a stall on a listener that re-arms

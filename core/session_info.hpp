@@ -27,6 +27,7 @@ class phase_us {
 
 struct session_phases {
   phase_us tls_done;
+  phase_us upgrade_done;  // ws / httpupgrade: the 101 sent (the upgrade request read before it)
   phase_us first_vless_byte;
   phase_us header_complete;
   phase_us resolved;
@@ -44,6 +45,7 @@ struct route_info {
   std::string client;    // original client address "ip:port"
   std::string listener;  // VLESS listener name
   std::string quickack;  // the listener's ACK policy for this session: "kernel", "on", "off"
+  std::string transport; // "tls", "ws", "httpupgrade" (the route header names all but "tls")
   session_phases phases;
 };
 

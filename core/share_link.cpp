@@ -141,19 +141,50 @@ std::optional<share_link> parse_share_link(std::string_view text, std::string& r
   if (const auto* v = param("encryption"); v && *v != "none")
     return fail(reason, "encryption=" + *v + " is not supported: VLESS has no encryption, use encryption=none");
 
-  // Absent means "none" too, and the built-in client only ever dials TLS.
-  const std::string security = param("security") ? *param("security") : "none";
-  if (security != "tls")
-    return fail(reason, "security=" + security +
-                            " is not supported: the built-in client speaks VLESS over TLS only (use security=tls)");
-  link.security = security;
-
   const std::string type = param("type") ? *param("type") : "tcp";
-  if (type != "tcp")
-    return fail(reason, "type=" + type + " is not supported: only the raw TCP transport (type=tcp) is");
+  if (type != "tcp" && type != "ws" && type != "httpupgrade")
+    return fail(reason, "type=" + type + " is not supported: the transports are tcp, ws and httpupgrade");
   link.type = type;
+  const bool upgrade = type != "tcp";
   if (const auto* v = param("headerType"); v && *v != "none" && !v->empty())
     return fail(reason, "headerType=" + *v + " is not supported: no HTTP obfuscation over TCP");
+
+  // Absent means "none" too. Raw TCP is only ever dialled with TLS; ws and httpupgrade may run
+  // without it (a proxy in front terminates TLS).
+  const std::string security = param("security") ? *param("security") : "none";
+  if (security != "tls" && !(upgrade && security == "none"))
+    return fail(reason, "security=" + security +
+                            " is not supported: the built-in client speaks VLESS over TLS only (use security=tls), "
+                            "or over plain TCP with type=ws or type=httpupgrade (security=none)");
+  link.security = security;
+
+  if (upgrade) {
+    link.path = "/";
+    if (const auto* v = param("path"); v && !v->empty()) link.path = *v;
+    if (const auto* v = param("host")) link.http_host = *v;
+    if (!link.path.empty() && link.path.front() != '/') return fail(reason, "path=" + link.path + " does not start with '/'");
+    // Xray writes early data into the path: /ws?ed=2048.
+    std::string ed_text;
+    if (const auto q = link.path.find("?ed="); q != std::string::npos) {
+      ed_text = link.path.substr(q + 4);
+      link.path.erase(q);
+      if (link.path.empty()) link.path = "/";
+    }
+    if (const auto* v = param("ed")) {
+      if (!ed_text.empty() && ed_text != *v) return fail(reason, "ed= and the path's ?ed= disagree");
+      ed_text = *v;
+    }
+    if (!ed_text.empty()) {
+      if (type != "ws") return fail(reason, "ed= is for type=ws only");
+      std::uint32_t ed = 0;
+      for (char c : ed_text) {
+        if (c < '0' || c > '9' || ed > 100'000) return fail(reason, "ed=" + ed_text + " is not a byte count (0..100000)");
+        ed = ed * 10 + static_cast<std::uint32_t>(c - '0');
+      }
+      if (ed > 100'000) return fail(reason, "ed=" + ed_text + " is not a byte count (0..100000)");
+      link.early_data = ed;
+    }
+  }
 
   if (const auto* v = param("flow"); v && !v->empty())
     return fail(reason, "flow=" + *v + " is not supported: XTLS Vision and other flows are not implemented");
@@ -192,6 +223,11 @@ std::string format_share_link(const share_link& link) {
   if (!link.sni.empty()) out += "&sni=" + percent_encode(link.sni);
   out += link.allow_insecure ? "&allowInsecure=1" : "&allowInsecure=0";
   out += "&type=" + percent_encode(link.type);
+  if (link.type != "tcp") {
+    out += "&path=" + percent_encode(link.path.empty() ? std::string("/") : link.path);
+    if (!link.http_host.empty()) out += "&host=" + percent_encode(link.http_host);
+    if (link.early_data > 0) out += "&ed=" + std::to_string(link.early_data);
+  }
   if (!link.flow.empty()) out += "&flow=" + percent_encode(link.flow);
   if (!link.name.empty()) out += "#" + percent_encode(link.name);
   return out;

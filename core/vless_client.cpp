@@ -1,7 +1,11 @@
 #include "core/vless_client.hpp"
 
+#include "core/http_parser.hpp"
+
 #include <algorithm>
 #include <cstring>
+
+#include <openssl/rand.h>
 
 namespace vlessbench::vless {
 
@@ -43,7 +47,13 @@ class client_category_impl : public std::error_category {
  public:
   const char* name() const noexcept override { return "vless client"; }
   std::string message(int e) const override {
-    return e == static_cast<int>(client_errc::bad_response) ? "vless response: bad_version" : "vless client error";
+    switch (static_cast<client_errc>(e)) {
+      case client_errc::bad_response: return "vless response: bad_version";
+      case client_errc::upgrade_refused: return "upgrade: refused by the server (not 101)";
+      case client_errc::bad_upgrade_response: return "upgrade: bad response (not a valid 101)";
+      case client_errc::bad_frame: return "websocket: bad frame from the server";
+    }
+    return "vless client error";
   }
 };
 
@@ -65,19 +75,121 @@ awaitable<std::error_code> client::connect() {
 }
 
 awaitable<std::error_code> client::handshake() {
-  tls_.emplace(socket_, *plan_.tls_context);
-  tls::prepare_client(tls_->native_handle(), plan_.tls);
-  auto [ec] = co_await tls_->async_handshake(asio::ssl::stream_base::client, as_tuple_awaitable);
-  if (ec) co_return ec;
+  const client_transport& t = plan_.transport;
+  if (t.tls) {
+    tls_.emplace(socket_, *plan_.tls_context);
+    tls::prepare_client(tls_->native_handle(), plan_.tls);
+    auto [ec] = co_await tls_->async_handshake(asio::ssl::stream_base::client, as_tuple_awaitable);
+    if (ec) co_return ec;
+  }
+  if (t.upgrades()) {
+    std::array<unsigned char, 16> nonce{};
+    RAND_bytes(nonce.data(), nonce.size());
+    ws_key_ = ws::base64_encode(std::string_view(reinterpret_cast<const char*>(nonce.data()), nonce.size()), false);
+    if (t.type == "ws") decoder_.emplace(ws::frame_rules{false, std::uint64_t{1} << 40});
+    upgrade_unread_ = true;
+    if (t.max_early_data > 0) {
+      upgrade_deferred_ = true;  // goes with the first write
+    } else {
+      if (auto ec = co_await raw_write(upgrade_request({}))) co_return ec;
+      if (auto ec = co_await read_upgrade_response()) co_return ec;
+    }
+  }
   header_pending_ = !plan_.split_header;
   response_pending_ = true;
   co_return std::error_code{};
 }
 
-awaitable<std::error_code> client::send_header() {
-  auto [ec, n] = co_await asio::async_write(*tls_, asio::buffer(plan_.header), as_tuple_awaitable);
+std::string client::upgrade_request(std::string_view early) const {
+  const client_transport& t = plan_.transport;
+  std::string host = t.host;
+  if (host.empty()) host = !plan_.tls.sni.empty() ? plan_.tls.sni : plan_.server.address().to_string();
+  return ws::format_upgrade_request({t.type == "ws" ? ws::upgrade_kind::websocket : ws::upgrade_kind::httpupgrade,
+                                     t.path, host, ws_key_, early, t.early_data_header});
+}
+
+void client::frame_into(std::string& out, std::string_view data) {
+  if (upgrade_deferred_) {
+    upgrade_deferred_ = false;
+    std::string_view early;
+    if (decoder_) {  // ws: the first bytes in the request, the rest in a frame behind it
+      early = data.substr(0, std::min(data.size(), plan_.transport.max_early_data));
+      data.remove_prefix(early.size());
+    }
+    out += upgrade_request(early);
+  }
+  if (!decoder_) {
+    out += data;
+    return;
+  }
+  if (data.empty()) return;
+  ws::mask_key key{};
+  RAND_bytes(key.data(), key.size());
+  char head[ws::max_header_bytes];
+  out.append(head, ws::encode_frame_header(head, ws::opcode::binary, true, data.size(), &key));
+  const std::size_t at = out.size();
+  out += data;
+  ws::apply_mask(out.data() + at, data.size(), key, 0);
+}
+
+awaitable<std::error_code> client::raw_write(std::string_view data) {
+  if (tls_) {
+    auto [ec, n] = co_await asio::async_write(*tls_, asio::buffer(data.data(), data.size()), as_tuple_awaitable);
+    (void)n;
+    co_return ec;
+  }
+  auto [ec, n] = co_await asio::async_write(socket_, asio::buffer(data.data(), data.size()), as_tuple_awaitable);
   (void)n;
   co_return ec;
+}
+
+awaitable<std::error_code> client::raw_read(char* data, std::size_t size, std::size_t& n) {
+  if (!raw_in_.empty()) {
+    n = std::min(size, raw_in_.size());
+    std::memcpy(data, raw_in_.data(), n);
+    raw_in_.erase(0, n);
+    co_return std::error_code{};
+  }
+  if (tls_) {
+    auto [ec, got] = co_await tls_->async_read_some(asio::buffer(data, size), as_tuple_awaitable);
+    n = got;
+    co_return ec;
+  }
+  auto [ec, got] = co_await socket_.async_read_some(asio::buffer(data, size), as_tuple_awaitable);
+  n = got;
+  co_return ec;
+}
+
+awaitable<std::error_code> client::read_upgrade_response() {
+  upgrade_unread_ = false;
+  const auto kind = decoder_ ? ws::upgrade_kind::websocket : ws::upgrade_kind::httpupgrade;
+  std::string head;
+  char buf[4096];
+  for (;;) {
+    std::size_t n = 0;
+    if (auto ec = co_await raw_read(buf, sizeof buf, n)) co_return ec;
+    head.append(buf, n);
+    const auto r = ws::parse_upgrade_response(head, kind, ws_key_);
+    if (r.complete()) {
+      raw_in_ = head.substr(r.consumed);
+      co_return std::error_code{};
+    }
+    if (r.invalid()) {
+      upgrade_error_ = head.substr(0, head.find("\r\n"));
+      if (const auto body = head.find("\r\n\r\n"); body != std::string::npos) upgrade_error_ += " " + head.substr(body + 4);
+      while (!upgrade_error_.empty() && upgrade_error_.back() == '\n') upgrade_error_.pop_back();
+      co_return make_error_code(r.reason == "upgrade_refused" ? client_errc::upgrade_refused
+                                                              : client_errc::bad_upgrade_response);
+    }
+    if (head.size() > http::max_head_bytes) co_return make_error_code(client_errc::bad_upgrade_response);
+  }
+}
+
+awaitable<std::error_code> client::send_header() {
+  if (!plan_.transport.upgrades()) co_return co_await raw_write(plan_.header);
+  std::string wire;
+  frame_into(wire, plan_.header);
+  co_return co_await raw_write(wire);
 }
 
 awaitable<std::error_code> client::write(std::string_view data) {
@@ -89,8 +201,17 @@ awaitable<std::error_code> client::write(std::string_view data) {
     out_ += data;
     out = out_;
   }
-  auto [ec, n] = co_await asio::async_write(*tls_, asio::buffer(out.data(), out.size()), as_tuple_awaitable);
-  (void)n;
+  std::error_code ec;
+  if (plan_.transport.upgrades()) {
+    std::string wire;
+    wire.reserve(out.size() + 64);
+    wire += pong_;
+    pong_.clear();
+    frame_into(wire, out);
+    ec = co_await raw_write(wire);
+  } else {
+    ec = co_await raw_write(out);
+  }
   out_.clear();
   co_return ec;
 }
@@ -120,9 +241,32 @@ bool client::strip_response(char* data, std::size_t& n) {
 
 awaitable<std::error_code> client::read_some(char* data, std::size_t size, std::size_t& n) {
   for (;;) {
-    auto [ec, got] = co_await tls_->async_read_some(asio::buffer(data, size), as_tuple_awaitable);
+    n = 0;
+    if (upgrade_unread_) {
+      if (upgrade_deferred_) co_return make_error_code(client_errc::bad_upgrade_response);  // nothing sent yet
+      if (auto ec = co_await read_upgrade_response()) co_return ec;
+    }
+    if (eof_) co_return asio::error::eof;
+    std::size_t got = 0;
+    if (auto ec = co_await raw_read(data, size, got)) co_return ec;
+    if (decoder_) {
+      const auto step = decoder_->decode(data, got);
+      if (!step.reason.empty()) co_return make_error_code(client_errc::bad_frame);
+      for (const auto& c : decoder_->controls()) {
+        if (c.op == ws::opcode::close) eof_ = true;
+        if (c.op != ws::opcode::ping) continue;
+        // Answered with the next write (this client never writes while a read is pending).
+        ws::mask_key key{};
+        char head[ws::max_header_bytes];
+        pong_.assign(head, ws::encode_frame_header(head, ws::opcode::pong, true, c.payload.size(), &key));
+        pong_ += c.payload;  // a zero key leaves the payload as it is
+      }
+      decoder_->controls().clear();
+      got = step.payload;
+      if (got == 0) continue;
+    }
     n = got;
-    if (ec || !response_pending_) co_return ec;
+    if (!response_pending_) co_return std::error_code{};
     if (!strip_response(data, n)) {
       n = 0;
       co_return make_error_code(client_errc::bad_response);

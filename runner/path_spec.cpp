@@ -249,11 +249,7 @@ std::optional<path_spec> parse_path_arg(std::string_view arg, std::string& reaso
       reason = "path '" + p.name + "': bad vless link: " + why;
       return std::nullopt;
     }
-    if (parsed->security != "tls") {
-      reason = "path '" + p.name + "': the built-in client speaks VLESS over TLS only (security=" +
-               parsed->security + ")";
-      return std::nullopt;
-    }
+    // parse_share_link refuses what the client cannot dial (security, type, flow).
     if (!parsed->flow.empty()) {
       reason = "path '" + p.name + "': flow '" + parsed->flow + "' is not supported";
       return std::nullopt;

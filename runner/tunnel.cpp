@@ -54,6 +54,11 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
       const auto options = spec.client_options(defaults);
       plan.vless.nodelay = options.nodelay;
       plan.vless.split_header = options.writes == write_mode::split;
+      plan.vless.transport.type = link.type;
+      plan.vless.transport.tls = link.security == "tls";
+      plan.vless.transport.path = link.path.empty() ? "/" : link.path;
+      plan.vless.transport.host = link.http_host;
+      plan.vless.transport.max_early_data = link.early_data;
       break;
     }
   }

@@ -19,6 +19,7 @@
 #include "core/logging.hpp"
 #include "core/share_link.hpp"
 #include "core/tls.hpp"
+#include "server/links.hpp"
 #include "server/reload_plan.hpp"
 #include "server/vless_server.hpp"
 #include "core/watchdog.hpp"
@@ -273,14 +274,12 @@ void daemon::print_links() const {
   for (const auto& l : listeners_) {
     if (l->state->kind != "vless") continue;
     for (const auto& u : rt_.cfg->users) {
-      share_link link;
-      link.uuid = u.uuid;
+      const auto it = std::find_if(rt_.cfg->vless.begin(), rt_.cfg->vless.end(),
+                                   [&](const vless_listener_config& c) { return c.name == l->state->name; });
+      if (it == rt_.cfg->vless.end()) continue;
       auto addr = l->state->endpoint.address();
-      link.host = addr.is_unspecified() ? "YOUR-VM-ADDRESS" : addr.to_string();
-      link.port = l->state->endpoint.port();
-      link.sni = "localhost";
-      link.allow_insecure = rt_.cfg->tls.cert.empty() || rt_.cfg->tls.generate;
-      link.name = l->state->name + "-" + u.name;
+      const share_link link = listener_link(*it, u, addr.is_unspecified() ? "YOUR-VM-ADDRESS" : addr.to_string(),
+                                            "localhost", rt_.cfg->tls.cert.empty() || rt_.cfg->tls.generate);
       spdlog::info("share link ({} / {}): {}", l->state->name, u.name, format_share_link(link));
     }
   }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/config.hpp"
+#include "core/share_link.hpp"
 
 namespace vlessbench {
 
@@ -12,6 +13,10 @@ struct links_options {
   std::string sni = "localhost";
   bool qr = true;          // terminal QR code of each share link
 };
+
+// The share link of one listener for one user: its transport's type, path, host and early data.
+share_link listener_link(const vless_listener_config& l, const user_config& u, const std::string& host,
+                         const std::string& sni, bool insecure);
 
 // Throws std::runtime_error when a listener has no usable address and no host was given.
 void print_links(std::ostream& out, const config& cfg, const links_options& opts);

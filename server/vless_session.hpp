@@ -48,8 +48,8 @@ bool is_eof(const std::error_code& ec) {
   return ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
 }
 
-// One VLESS session over a client transport (server/transport/transport.hpp): raw TLS today, its
-// siblings later; the session never knows which.
+// One VLESS session over a client transport (server/transport/transport.hpp): raw TLS,
+// WebSocket or HTTPUpgrade; the session never knows which.
 template <transport::client_transport Transport>
 struct session {
   runtime& rt;
@@ -120,6 +120,7 @@ struct session {
     info->listener = listener_name;
     info->quickack = std::string(to_string(policy_at_accept.quickack));
     info->client = format_endpoint(start.client);
+    info->transport = std::string(client.facts().transport);
   }
 
   std::int64_t now_us() const {
@@ -233,6 +234,13 @@ struct session {
       if (ec) {
         // A TLS-level failure (a renegotiation attempt, a bad record) is not a short header.
         const bool tls_failed = !timed_out && !is_eof(ec) && ec.category() == asio::error::get_ssl_category();
+        // A transport's own violation (a WebSocket frame) is the reason.
+        if constexpr (requires { client.stream_failure(); }) {
+          if (!timed_out && !client.stream_failure().empty()) {
+            reject(client.stream_failure(), ec.message());
+            co_return 0;
+          }
+        }
         reject_io("header_timeout", tls_failed ? "tls_error" : (used ? "truncated_header" : "no_header"),
                   is_eof(ec) ? "" : ec.message());
         co_return 0;
@@ -567,6 +575,8 @@ struct session {
                                                   .cipher = t.cipher,
                                                   .sni = t.sni,
                                                   .alpn = t.alpn,
+                                                  .transport = t.transport,
+                                                  .early_data = t.early_data,
                                                   .policy = policy_at_accept,
                                                   .upstream_policy = upstream_policy_applied,
                                                   .generation = generation_at_accept,

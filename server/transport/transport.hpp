@@ -23,6 +23,7 @@
 //   facts()                                 what the log says of the transport
 #include <chrono>
 #include <concepts>
+#include <cstdint>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -44,11 +45,12 @@ struct open_clock {
 
 // What the vless.session line records of the transport, read once when the session ends.
 struct facts {
-  std::string_view transport;  // "tls", later "ws", "httpupgrade", "grpc"
+  std::string_view transport;  // "tls", "ws", "httpupgrade" (over TLS or plain TCP: tls_version says)
   std::string tls_version;
   std::string cipher;
   std::string sni;
   std::string alpn;
+  std::uint64_t early_data = 0;  // bytes of the VLESS stream that came with the upgrade request
 };
 
 template <class T>

@@ -15,7 +15,8 @@ namespace {
 bool same(const share_link& a, const share_link& b) {
   return a.uuid == b.uuid && a.host == b.host && a.port == b.port && a.security == b.security &&
          a.sni == b.sni && a.allow_insecure == b.allow_insecure && a.flow == b.flow &&
-         a.type == b.type && a.name == b.name;
+         a.type == b.type && a.name == b.name && a.path == b.path && a.http_host == b.http_host &&
+         a.early_data == b.early_data;
 }
 
 }  // namespace

@@ -254,8 +254,18 @@ TEST_CASE("unknown keys are errors at every level", "[config]") {
   CHECK(error_of(std::string(loopback_target) +
                  "[[users]]\nname = \"mac\"\nuuid = \"0bc2f2bd-f35f-4c1e-8b9b-befe527996d0\"\nflow = \"x\"\n") ==
         "x.toml:7: users[0].flow: unknown key");
+  CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\nserver = \"example.com\"\n") ==
+        "x.toml:4: vless[0].server: unknown key");
+  // A transport's key on another transport (core/transport_config.cpp).
   CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\nhost = \"example.com\"\n") ==
-        "x.toml:4: vless[0].host: unknown key");
+        "x.toml:4: vless[0].host: only for transport = \"ws\" or \"httpupgrade\"");
+  CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\ntransport = \"grpc\"\n") ==
+        "x.toml:4: vless[0].transport: \"grpc\": expected \"tls\", \"ws\" or \"httpupgrade\"");
+  CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\ntransport = \"ws\"\npath = \"ws\"\n") ==
+        "x.toml:5: vless[0].path: \"ws\": expected a path starting with '/', without query or spaces");
+  CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\ntransport = \"httpupgrade\"\n"
+                 "max_early_data = 10\n") ==
+        "x.toml:5: vless[0].max_early_data: only for transport = \"ws\" (httpupgrade clients send early data after the head)");
   CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\ntcp = { nodely = false }\n") ==
         "x.toml:4: vless[0].tcp.nodely: unknown key");
   CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\n[vless.upstream_tcp]\nquick_ack = \"on\"\n") ==
@@ -671,7 +681,7 @@ TEST_CASE("values echoed in errors are escaped and capped", "[config]") {
 TEST_CASE("default_config is DESIGN.md's embedded default", "[config]") {
   config c = default_config();
   CHECK(c.source == "<embedded default>");
-  REQUIRE(c.vless.size() == 2);
+  REQUIRE(c.vless.size() == 4);
   CHECK(c.vless[0].name == "default-ack");
   CHECK(c.vless[0].listen == ep("127.0.0.1", 8443));
   CHECK(c.vless[0].tcp == tcp_policy{true, quickack_mode::kernel});
@@ -680,6 +690,16 @@ TEST_CASE("default_config is DESIGN.md's embedded default", "[config]") {
   CHECK(c.vless[1].listen == ep("127.0.0.1", 8444));
   CHECK(c.vless[1].tcp == tcp_policy{true, quickack_mode::on});
   CHECK(c.vless[1].upstream_tcp == tcp_policy{true, quickack_mode::on});
+  CHECK(c.vless[0].transport.kind == transport_kind::tls);
+  CHECK(c.vless[2].name == "ws");
+  CHECK(c.vless[2].listen == ep("127.0.0.1", 8445));
+  CHECK(c.vless[2].transport.kind == transport_kind::ws);
+  CHECK(c.vless[2].transport.path == "/ws");
+  CHECK(c.vless[2].transport.max_early_data == 2048u);
+  CHECK(c.vless[3].name == "httpupgrade");
+  CHECK(c.vless[3].listen == ep("127.0.0.1", 8446));
+  CHECK(c.vless[3].transport.kind == transport_kind::httpupgrade);
+  CHECK(c.vless[3].transport.path == "/up");
   REQUIRE(c.target.size() == 3);
   CHECK(c.target[0].name == "http");
   CHECK(c.target[0].listen == ep("127.0.0.1", 8080));
@@ -753,7 +773,7 @@ TEST_CASE("the shipped config files are valid", "[config]") {
   const auto config_dir = std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "config";
 
   config example = load_config_file(config_dir / "vlessbenchd.example.toml");
-  CHECK(example.vless.size() == 2);
+  CHECK(example.vless.size() == 4);
   CHECK(example.target.size() == 3);
   REQUIRE(example.users.size() == 1);
   CHECK(example.users[0].name == "mac");
@@ -777,13 +797,17 @@ TEST_CASE("the shipped config files are valid", "[config]") {
   CHECK(example.target == embedded.target);
 
   config vm = load_config_file(config_dir / "vlessbenchd.toml");
-  REQUIRE(vm.vless.size() == 2);
+  REQUIRE(vm.vless.size() == 4);
   CHECK(vm.vless[0].name == "default-ack");
   CHECK(vm.vless[0].listen == ep("0.0.0.0", 8443));
   CHECK(vm.vless[0].tcp.quickack == quickack_mode::kernel);
   CHECK(vm.vless[1].name == "quickack");
   CHECK(vm.vless[1].listen == ep("0.0.0.0", 8444));
   CHECK(vm.vless[1].tcp.quickack == quickack_mode::on);
+  CHECK(vm.vless[2].listen == ep("0.0.0.0", 8445));
+  CHECK(vm.vless[2].transport == default_config().vless[2].transport);
+  CHECK(vm.vless[3].listen == ep("0.0.0.0", 8446));
+  CHECK(vm.vless[3].transport == default_config().vless[3].transport);
   REQUIRE(vm.target.size() == 3);
   CHECK(vm.target[0].listen == ep("0.0.0.0", 8080));
   CHECK(vm.target[1].listen == ep("0.0.0.0", 8081));

@@ -256,3 +256,72 @@ TEST_CASE("full stack: a wrong user is refused before any upstream connection", 
   CHECK(log.find("\"reason\":\"unknown_user\"") != std::string::npos);
   CHECK(log.find("\"event\":\"http.request\"") == std::string::npos);
 }
+
+TEST_CASE("full stack: WebSocket with early data and HTTPUpgrade name their transport", "[full_stack][route][ws]") {
+  // The embedded default's listeners of those names carry the transports (core/config.cpp).
+  for (const std::string listener : {"ws", "httpupgrade"}) {
+    stack s;
+    s.vless_listener->name = listener;
+    const auto uuid = s.rt.cfg->users.at(0).uuid;
+    tls::client_options opts;
+    opts.sni = "localhost";
+    auto plan = vless::make_client_plan(s.vless_acceptor.local_endpoint(), opts,
+                                        vless::tcp_request(uuid, "127.0.0.1", s.target_acceptor.local_endpoint().port()));
+    plan.transport.type = listener == "ws" ? "ws" : "httpupgrade";
+    plan.transport.path = listener == "ws" ? "/ws" : "/up";
+    plan.transport.max_early_data = listener == "ws" ? 2048 : 0;
+    std::optional<reply> got;
+    std::string failure;
+    asio::co_spawn(s.io, s.accept_vless(1), asio::detached);
+    asio::co_spawn(s.io, s.accept_target(1), asio::detached);
+    asio::co_spawn(
+        s.io,
+        [&]() -> awaitable<void> {
+          tcp::socket socket(s.io);
+          vless::client c(socket, plan);
+          if (auto ec = co_await c.connect()) throw std::system_error(ec);
+          if (auto ec = co_await c.handshake()) throw std::system_error(ec);
+          std::string buffer;
+          if (auto ec = co_await c.write("GET /bytes/10 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"))
+            throw std::system_error(ec);
+          got = co_await read_reply(c, buffer);
+          socket.close();
+        },
+        [&](std::exception_ptr e) {
+          if (!e) return;
+          try {
+            std::rethrow_exception(e);
+          } catch (const std::exception& ex) {
+            failure = ex.what();
+          }
+        });
+    s.io.run_for(std::chrono::seconds(10));
+    INFO(listener << ": " << failure);
+    REQUIRE(failure.empty());
+    REQUIRE(got);
+    CHECK(got->raw.ends_with("\r\n\r\nabcdefghij"));
+    const auto route = parse_route_header(header(*got, "X-Vlessbench-Route"));
+    CHECK(route.kind == route_kind::vless);
+    CHECK(route.user == "alice");
+    CHECK(route.transport == (listener == "ws" ? "ws" : "httpupgrade"));
+    const auto phases = parse_server_timing(header(*got, "Server-Timing"));
+    REQUIRE(phases.tls);
+    REQUIRE(phases.upgrade);
+    REQUIRE(phases.vless);
+    const auto log = s.log_text();
+    CHECK(log.find("\"transport\":\"" + plan.transport.type + "\"") != std::string::npos);
+    // ws with ed=2048: the VLESS header and the GET came in the upgrade request.
+    if (listener == "ws") CHECK(log.find("\"early_data\":0") == std::string::npos);
+    CHECK(log.find("\"upgrade_done\":") != std::string::npos);
+    CHECK(s.rt.routes.size() == 0);
+  }
+  // Raw TLS keeps its line: no transport item, and the parse says tls.
+  route_info raw;
+  raw.session_id = 7;
+  raw.user = "u";
+  raw.transport = "tls";
+  CHECK(format_route_header(&raw) == "vless session=7 user=u");
+  CHECK(parse_route_header(format_route_header(&raw)).transport == "tls");
+  raw.transport = "ws";
+  CHECK(parse_route_header(format_route_header(&raw)).transport == "ws");
+}

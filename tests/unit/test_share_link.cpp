@@ -29,7 +29,8 @@ std::string refusal(const std::string& text) {
 bool same(const share_link& a, const share_link& b) {
   return a.uuid == b.uuid && a.host == b.host && a.port == b.port && a.security == b.security &&
          a.sni == b.sni && a.allow_insecure == b.allow_insecure && a.flow == b.flow &&
-         a.type == b.type && a.name == b.name;
+         a.type == b.type && a.name == b.name && a.path == b.path && a.http_host == b.http_host &&
+         a.early_data == b.early_data;
 }
 
 }  // namespace
@@ -132,8 +133,12 @@ TEST_CASE("parse_share_link refuses what the built-in client cannot do", "[share
   CHECK_THAT(refusal(link_with("h:1", "security=reality")),
              Catch::Contains("security=reality is not supported"));
   CHECK_THAT(refusal(link_with("h:1", "security=TLS")), Catch::Contains("security=TLS"));
-  CHECK_THAT(refusal(link_with("h:1", "security=tls&type=ws")),
-             Catch::Contains("type=ws is not supported"));
+  CHECK_THAT(refusal(link_with("h:1", "security=tls&type=grpc")),
+             Catch::Contains("type=grpc is not supported"));
+  CHECK_THAT(refusal(link_with("h:1", "security=tls&type=httpupgrade&ed=2048")), Catch::Contains("ed= is for type=ws"));
+  CHECK_THAT(refusal(link_with("h:1", "security=tls&type=ws&ed=lots")), Catch::Contains("ed=lots"));
+  CHECK_THAT(refusal(link_with("h:1", "security=tls&type=ws&path=%2Fws%3Fed%3D1&ed=2")), Catch::Contains("disagree"));
+  CHECK_THAT(refusal(link_with("h:1", "security=none&type=tcp")), Catch::Contains("security=none"));
   CHECK_THAT(refusal(link_with("h:1", "security=tls&flow=xtls-rprx-vision")),
              Catch::Contains("XTLS Vision"));
   CHECK_THAT(refusal(link_with("h:1", "security=tls&encryption=aes-128-gcm")),
@@ -151,6 +156,27 @@ TEST_CASE("parse_share_link refuses bad percent-encoding and repeated keys", "[s
   CHECK_THAT(refusal(link_with("h:1", "security=tls&sni=a%4")), Catch::Contains("sni"));
   CHECK_THAT(refusal(link_with("h:1", "security=tls", "#name%")), Catch::Contains("name"));
   CHECK_THAT(refusal(link_with("h:1", "security=tls&sni=a&sni=b")), Catch::Contains("repeated"));
+}
+
+TEST_CASE("parse_share_link reads the ws and httpupgrade transports", "[share_link]") {
+  std::string reason;
+  auto link = parse_share_link(link_with("h:443", "security=tls&type=ws&path=%2Fws&host=cdn.example&ed=2048"), reason);
+  REQUIRE(link);
+  CHECK(link->type == "ws");
+  CHECK(link->path == "/ws");
+  CHECK(link->http_host == "cdn.example");
+  CHECK(link->early_data == 2048);
+  // Xray's early data in the path.
+  link = parse_share_link(link_with("h:443", "security=tls&type=ws&path=%2Fws%3Fed%3D2048"), reason);
+  REQUIRE(link);
+  CHECK(link->path == "/ws");
+  CHECK(link->early_data == 2048);
+  // Plain TCP below the upgrade, and the default path.
+  link = parse_share_link(link_with("h:80", "security=none&type=httpupgrade"), reason);
+  REQUIRE(link);
+  CHECK(link->security == "none");
+  CHECK(link->path == "/");
+  CHECK(format_share_link(*link).find("&type=httpupgrade&path=%2F") != std::string::npos);
 }
 
 TEST_CASE("format_share_link emits a canonical link that parses back", "[share_link]") {
@@ -175,6 +201,12 @@ TEST_CASE("format_share_link emits a canonical link that parses back", "[share_l
       l.host = host;
       l.sni = "x&y=z";
       l.allow_insecure = name.empty();
+      if (host == "::1") {
+        l.type = "ws";
+        l.path = "/a b?c";
+        l.http_host = "cdn.example";
+        l.early_data = 2048;
+      }
       std::string reason;
       const auto back = parse_share_link(format_share_link(l), reason);
       INFO(format_share_link(l) << " -> " << reason);
