@@ -14,6 +14,7 @@
 #include <asio/ip/tcp.hpp>
 
 #include "core/access_log.hpp"
+#include "core/listener_kind.hpp"
 #include "core/net_address.hpp"  // endpoints (listeners) and ip_network (destinations)
 #include "core/transport_config.hpp"
 
@@ -54,8 +55,8 @@ struct target_listener_config {
   tcp_policy tcp;
   bool tls = false;
   bool banner = false;
-  // The listener kind the daemon logs and diffs reloads by: "target", "https" or "banner".
-  std::string_view kind() const { return banner ? "banner" : tls ? "https" : "target"; }
+  // The listener kind the daemon logs and diffs reloads by.
+  listener_kind kind() const { return banner ? listener_kind::banner : tls ? listener_kind::https : listener_kind::target; }
   bool operator==(const target_listener_config&) const = default;
 };
 

@@ -4,16 +4,18 @@
 #include <string>
 
 #include "core/asio_compat.hpp"
+#include "core/listener_kind.hpp"
 #include "core/socket_policy.hpp"
 
 namespace vlessbench {
+
 
 // A listener's settings as open connections see them: a reload updates the object in place, so
 // a connection picks the new policy up at its next read. Only the policies are read off the main
 // thread; name, generation and closed are the main thread's.
 struct listener_runtime {
   std::string name;
-  std::string kind;  // "vless", "target" (HTTP), "https" or "banner"
+  listener_kind kind = listener_kind::target;
   asio::ip::tcp::endpoint endpoint;
   shared_tcp_policy tcp;
   shared_tcp_policy upstream_tcp;

@@ -108,7 +108,7 @@ asio::io_context& daemon::session_context() {
   return i == 0 ? io_ : workers_[i - 1]->io;
 }
 
-std::shared_ptr<listener_runtime> daemon::make_listener_state(const std::string& kind, const std::string& name,
+std::shared_ptr<listener_runtime> daemon::make_listener_state(listener_kind kind, const std::string& name,
                                                              const tcp::endpoint& ep, const tcp_policy& tcp,
                                                              const tcp_policy& upstream) const {
   auto st = std::make_shared<listener_runtime>();
@@ -121,7 +121,7 @@ std::shared_ptr<listener_runtime> daemon::make_listener_state(const std::string&
   return st;
 }
 
-std::shared_ptr<daemon::listener> daemon::open_listener(const std::string& kind, const std::string& name,
+std::shared_ptr<daemon::listener> daemon::open_listener(listener_kind kind, const std::string& name,
                                                         const tcp::endpoint& ep, const tcp_policy& tcp,
                                                         const tcp_policy& upstream) {
   auto l = std::make_shared<listener>(listener{make_listener_state(kind, name, ep, tcp, upstream), tcp::acceptor(io_)});
@@ -132,7 +132,7 @@ std::shared_ptr<daemon::listener> daemon::open_listener(const std::string& kind,
   if (!ec) l->acceptor.bind(ep, ec);
   if (!ec) l->acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec)
-    throw std::runtime_error(fmt::format("{} listener \"{}\" cannot listen on {}: {}", kind, name,
+    throw std::runtime_error(fmt::format("{} listener \"{}\" cannot listen on {}: {}", to_string(kind), name,
                                          format_endpoint(ep), ec.message()));
   return l;
 }
@@ -148,7 +148,7 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
   auto state = l->state;
   auto& acceptor = l->acceptor;
   asio::steady_timer backoff(io_);
-  const bool vless = state->kind == "vless";
+  const bool vless = state->kind == listener_kind::vless;
   for (;;) {
     keep_spare_fd();
     // A VLESS session runs on the context its socket is accepted into; the target stays here.
@@ -166,7 +166,7 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
       // pending connection could be shed (so the human log says so even then).
       const auto now = steady_clock::now();
       if (!out_of_fds || now - last_shed_warning_ >= std::chrono::seconds(1)) {
-        spdlog::warn("{} {}: accept: {}{}", state->kind, state->name, ec.message(),
+        spdlog::warn("{} {}: accept: {}{}", to_string(state->kind), state->name, ec.message(),
                      shed_count_ ? fmt::format(" ({} connection(s) closed at once since the last warning)",
                                                shed_count_)
                                  : std::string());
@@ -181,7 +181,7 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
       co_await backoff.async_wait(as_tuple_awaitable);
       continue;
     }
-    if (state->kind == "banner") {
+    if (state->kind == listener_kind::banner) {
       asio::co_spawn(io_,
                      target::serve_banner(target_, state, std::move(socket), peer,
                                           admit_pending(*state, io_.get_executor())),
@@ -192,7 +192,7 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
       asio::co_spawn(io_,
                      target::serve_connection(target_, state, std::move(socket), peer,
                                               admit_pending(*state, io_.get_executor()),
-                                              state->kind == "https" ? tls_ : nullptr),
+                                              state->kind == listener_kind::https ? tls_ : nullptr),
                      [](std::exception_ptr e) { log_exception(e, "target connection"); });
       continue;
     }
@@ -232,7 +232,7 @@ pending_set::ticket daemon::admit_pending(const listener_runtime& l, const asio:
     if (const auto now = steady_clock::now(); now - last_evict_warning_ >= std::chrono::seconds(1)) {
       spdlog::warn("{} {}: {} pending connection(s) closed to admit newer ones (pending cap {}: [limits] "
                    "max_pending, at most half the descriptor limit)",
-                   l.kind, l.name, evicted_count_, cap);
+                   to_string(l.kind), l.name, evicted_count_, cap);
       last_evict_warning_ = now;
       evicted_count_ = 0;
     }
@@ -257,7 +257,7 @@ bool daemon::shed_connection(listener& l) {
   keep_spare_fd();
   if (fd < 0) return false;  // nothing pending
   ++shed_count_;
-  if (l.state->kind == "vless") {
+  if (l.state->kind == listener_kind::vless) {
     tcp::endpoint peer;
     if (len <= peer.capacity()) {
       std::memcpy(peer.data(), &addr, len);
@@ -272,7 +272,7 @@ bool daemon::shed_connection(listener& l) {
 
 void daemon::print_links() const {
   for (const auto& l : listeners_) {
-    if (l->state->kind != "vless") continue;
+    if (l->state->kind != listener_kind::vless) continue;
     for (const auto& u : rt_.cfg->users) {
       const auto it = std::find_if(rt_.cfg->vless.begin(), rt_.cfg->vless.end(),
                                    [&](const vless_listener_config& c) { return c.name == l->state->name; });
@@ -288,7 +288,7 @@ void daemon::print_links() const {
 std::vector<std::string> daemon::describe_listeners() const {
   std::vector<std::string> out;
   for (const auto& l : listeners_)
-    out.push_back(l->state->kind + " " + l->state->name + " " + format_endpoint(l->state->endpoint));
+    out.push_back(std::string(to_string(l->state->kind)) + " " + l->state->name + " " + format_endpoint(l->state->endpoint));
   return out;
 }
 
@@ -298,7 +298,7 @@ int daemon::run() {
     listeners_.push_back(open_listener(l.kind, l.name, l.listen, l.tcp, l.upstream_tcp));
   start_workers(cfg.limits.threads);  // before any accept loop hands sessions to them
   for (auto& l : listeners_) {
-    spdlog::info("{} listener \"{}\" on {} ({})", l->state->kind, l->state->name,
+    spdlog::info("{} listener \"{}\" on {} ({})", to_string(l->state->kind), l->state->name,
                  format_endpoint(l->state->endpoint), policy_text(l->state->tcp.load()));
     start_accepting(l);
   }

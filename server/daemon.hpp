@@ -33,10 +33,10 @@ class daemon {
     tcp::acceptor acceptor;
   };
 
-  std::shared_ptr<listener_runtime> make_listener_state(const std::string& kind, const std::string& name,
+  std::shared_ptr<listener_runtime> make_listener_state(listener_kind kind, const std::string& name,
                                                        const tcp::endpoint& ep, const tcp_policy& tcp,
                                                        const tcp_policy& upstream) const;
-  std::shared_ptr<listener> open_listener(const std::string& kind, const std::string& name,
+  std::shared_ptr<listener> open_listener(listener_kind kind, const std::string& name,
                                           const tcp::endpoint& ep, const tcp_policy& tcp,
                                           const tcp_policy& upstream);
   void start_accepting(const std::shared_ptr<listener>& l);

@@ -22,8 +22,8 @@ std::string policy_text(const tcp_policy& p) {
 std::vector<planned_listener> listeners_of(const config& c) {
   std::vector<planned_listener> out;
   out.reserve(c.vless.size() + c.target.size());
-  for (const auto& v : c.vless) out.push_back({"vless", v.name, v.listen, v.tcp, v.upstream_tcp});
-  for (const auto& t : c.target) out.push_back({std::string(t.kind()), t.name, t.listen, t.tcp, t.tcp});
+  for (const auto& v : c.vless) out.push_back({listener_kind::vless, v.name, v.listen, v.tcp, v.upstream_tcp});
+  for (const auto& t : c.target) out.push_back({t.kind(), t.name, t.listen, t.tcp, t.tcp});
   return out;
 }
 
@@ -55,17 +55,17 @@ reload_plan plan_reload(const config& current, const config& next) {
   for (const auto& [from, to] : plan.keep) {
     if (from.tcp != to.tcp || from.upstream_tcp != to.upstream_tcp || from.name != to.name)
       plan.changes.push_back(fmt::format(
-          "{} \"{}\" on {}: {} -> {}{}", from.kind, to.name, format_endpoint(from.listen), policy_text(from.tcp),
-          policy_text(to.tcp), from.kind == "vless" ? " (upstream " + policy_text(to.upstream_tcp) + ")" : ""));
+          "{} \"{}\" on {}: {} -> {}{}", to_string(from.kind), to.name, format_endpoint(from.listen), policy_text(from.tcp),
+          policy_text(to.tcp), from.kind == listener_kind::vless ? " (upstream " + policy_text(to.upstream_tcp) + ")" : ""));
   }
   for (const auto& [from, to] : plan.take_over)
-    plan.changes.push_back(fmt::format("{} \"{}\" on {} is now {} \"{}\" ({})", from.kind, from.name,
-                                       format_endpoint(to.listen), to.kind, to.name, policy_text(to.tcp)));
+    plan.changes.push_back(fmt::format("{} \"{}\" on {} is now {} \"{}\" ({})", to_string(from.kind), from.name,
+                                       format_endpoint(to.listen), to_string(to.kind), to.name, policy_text(to.tcp)));
   for (const auto& l : plan.close)
-    plan.changes.push_back(fmt::format("closed {} \"{}\" on {}", l.kind, l.name, format_endpoint(l.listen)));
+    plan.changes.push_back(fmt::format("closed {} \"{}\" on {}", to_string(l.kind), l.name, format_endpoint(l.listen)));
   for (const auto& l : plan.open)
     plan.changes.push_back(
-        fmt::format("opened {} \"{}\" on {} ({})", l.kind, l.name, format_endpoint(l.listen), policy_text(l.tcp)));
+        fmt::format("opened {} \"{}\" on {} ({})", to_string(l.kind), l.name, format_endpoint(l.listen), policy_text(l.tcp)));
 
   plan.reopen_access_log = next.log.access != current.log.access || next.log.access != "stdout";
   plan.log_queue_changed = next.log.queue_bytes != current.log.queue_bytes;

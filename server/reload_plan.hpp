@@ -15,7 +15,7 @@ namespace vlessbench {
 
 // One listener of a config, whatever its kind, as the daemon runs it.
 struct planned_listener {
-  std::string kind;  // "vless" or "target", as listener_runtime::kind
+  listener_kind kind = listener_kind::vless;
   std::string name;
   asio::ip::tcp::endpoint listen;
   tcp_policy tcp;

@@ -704,13 +704,13 @@ TEST_CASE("default_config is DESIGN.md's embedded default", "[config]") {
   CHECK(c.target[0].name == "http");
   CHECK(c.target[0].listen == ep("127.0.0.1", 8080));
   CHECK(c.target[0].tcp == tcp_policy{true, quickack_mode::kernel});
-  CHECK(c.target[0].kind() == "target");
+  CHECK(c.target[0].kind() == listener_kind::target);
   CHECK(c.target[1].name == "https");
   CHECK(c.target[1].listen == ep("127.0.0.1", 8081));
-  CHECK(c.target[1].kind() == "https");
+  CHECK(c.target[1].kind() == listener_kind::https);
   CHECK(c.target[2].name == "banner");
   CHECK(c.target[2].listen == ep("127.0.0.1", 8082));
-  CHECK(c.target[2].kind() == "banner");
+  CHECK(c.target[2].kind() == listener_kind::banner);
   REQUIRE(c.users.size() == 1);
   CHECK(c.users[0].name == "default");
   CHECK(is_canonical_v4_uuid(c.users[0].uuid_text));
@@ -827,9 +827,9 @@ TEST_CASE("[[target]] tls and [[banner]]: the daemon's HTTPS and server-first ta
   REQUIRE(c.target.size() == 2);
   CHECK(c.target[0].tls);
   CHECK_FALSE(c.target[0].banner);
-  CHECK(c.target[0].kind() == "https");
+  CHECK(c.target[0].kind() == listener_kind::https);
   CHECK(c.target[1].banner);
-  CHECK(c.target[1].kind() == "banner");
+  CHECK(c.target[1].kind() == listener_kind::banner);
   CHECK(error_of("[[banner]]\nname = \"b\"\nlisten = \"127.0.0.1:9022\"\ntls = true\n") ==
         "x.toml:4: banner[0].tls: unknown key");
   CHECK(error_of("[[target]]\nname = \"t\"\nlisten = \"127.0.0.1:9022\"\ntls = 1\n") ==

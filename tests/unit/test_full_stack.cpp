@@ -45,10 +45,10 @@ struct stack {
     rt.cfg = cfg;
     rt.live.publish(rt.cfg);
     vless_listener->name = "raw-tls";
-    vless_listener->kind = "vless";
+    vless_listener->kind = listener_kind::vless;
     vless_listener->endpoint = vless_acceptor.local_endpoint();
     target_listener->name = "http";
-    target_listener->kind = "target";
+    target_listener->kind = listener_kind::target;
     target_listener->endpoint = target_acceptor.local_endpoint();
     log_path = std::filesystem::temp_directory_path() /
                ("vlessbench-full-stack-" + std::to_string(::getpid()) + ".jsonl");

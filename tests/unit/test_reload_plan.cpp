@@ -40,11 +40,11 @@ asio::ip::tcp::endpoint ep(const char* addr, unsigned short port) { return {asio
 TEST_CASE("listeners_of lists vless then target, in file order", "[reload_plan]") {
   const auto ls = listeners_of(parse(base));
   REQUIRE(ls.size() == 3);
-  CHECK(ls[0] == planned_listener{"vless", "a", ep("127.0.0.1", 8443), {}, {}});
+  CHECK(ls[0] == planned_listener{listener_kind::vless, "a", ep("127.0.0.1", 8443), {}, {}});
   CHECK(ls[1].name == "b");
   CHECK(ls[1].tcp.quickack == quickack_mode::on);
   CHECK(ls[1].upstream_tcp.quickack == quickack_mode::kernel);
-  CHECK(ls[2].kind == "target");
+  CHECK(ls[2].kind == listener_kind::target);
   CHECK(ls[2].upstream_tcp == ls[2].tcp);
   CHECK(policy_text(ls[1].tcp) == "nodelay=true quickack=on");
 }
@@ -70,7 +70,7 @@ TEST_CASE("an added listener is opened", "[reload_plan]") {
       plan_reload(parse(base), parse(std::string(base) + "[[target]]\nname = \"t2\"\nlisten = \"127.0.0.1:8081\"\n"));
   CHECK(p.keep.size() == 3);
   REQUIRE(p.open.size() == 1);
-  CHECK(p.open[0] == planned_listener{"target", "t2", ep("127.0.0.1", 8081), {}, {}});
+  CHECK(p.open[0] == planned_listener{listener_kind::target, "t2", ep("127.0.0.1", 8081), {}, {}});
   CHECK(p.close.empty());
   CHECK(p.changes == std::vector<std::string>{"opened target \"t2\" on 127.0.0.1:8081 "
                                               "(nodelay=true quickack=kernel)"});
@@ -176,8 +176,8 @@ listen = "127.0.0.1:8443"
   CHECK(p.open.empty());
   CHECK(p.close.empty());
   REQUIRE(p.take_over.size() == 2);
-  CHECK(p.take_over[0].from.kind == "target");
-  CHECK(p.take_over[0].to.kind == "vless");
+  CHECK(p.take_over[0].from.kind == listener_kind::target);
+  CHECK(p.take_over[0].to.kind == listener_kind::vless);
   CHECK(p.changes == std::vector<std::string>{
                          "target \"t\" on 127.0.0.1:8080 is now vless \"v\" "
                          "(nodelay=true quickack=kernel)",

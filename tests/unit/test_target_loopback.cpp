@@ -27,7 +27,7 @@ struct fixture {
 
   fixture() {
     listener->name = "http";
-    listener->kind = "target";
+    listener->kind = listener_kind::target;
     log_path = std::filesystem::temp_directory_path() /
                ("vlessbench-target-test-" + std::to_string(::getpid()) + ".jsonl");
     std::filesystem::remove(log_path);
