@@ -2,6 +2,7 @@
 // Route proof (DESIGN.md §3): VLESS sessions register the identity of every upstream connection
 // they dial; a target looks up each accepted connection here and so tells a relayed request
 // (which session, user, client) from one that arrived directly.
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -50,12 +51,29 @@ class route_registry {
     return routes_.size();
   }
 
+  // Dials in flight: sessions between starting connect() and registering its result (or giving
+  // up). The kernel completes a handshake, and a target may accept it, before the dialling session
+  // has run: a target that must name the route before the peer sends anything (the banner) waits,
+  // bounded, while this is non-zero; a direct connection, with no dial in flight, waits not at all.
+  class dial {
+   public:
+    explicit dial(route_registry& r) : r_(r) { r_.dialing_.fetch_add(1, std::memory_order_acq_rel); }
+    ~dial() { r_.dialing_.fetch_sub(1, std::memory_order_acq_rel); }
+    dial(const dial&) = delete;
+    dial& operator=(const dial&) = delete;
+
+   private:
+    route_registry& r_;
+  };
+  std::size_t dials_in_flight() const { return dialing_.load(std::memory_order_acquire); }
+
  private:
   struct flow_hash {
     std::size_t operator()(const flow_id& id) const noexcept;
   };
   mutable std::mutex mutex_;  // sessions on worker threads register; the target looks up
   std::unordered_map<flow_id, std::shared_ptr<const route_info>, flow_hash> routes_;
+  std::atomic<std::size_t> dialing_{0};
 };
 
 // Holds one registration for its lifetime (or until release()). owned() is false when the

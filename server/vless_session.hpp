@@ -352,6 +352,8 @@ struct session {
       }
       upstream_policy_applied = listener->upstream_tcp.load();
       (void)apply_on_open(sock.native_handle(), upstream_policy_applied);
+      // Until the connection is registered (or failed): a banner target waits for it (route_registry).
+      const route_registry::dial dialing(rt.routes);
       auto [cec] = co_await sock.async_connect(ep, as_tuple_awaitable);
       if (!cec) {
         info->phases.upstream_connected = now_us();

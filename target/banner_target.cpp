@@ -17,6 +17,8 @@ constexpr std::size_t echo_chunk = 16 * 1024;
 // completes, which on one io_context can run just after our accept: the lookup
 // yields this many times to let it.
 constexpr int route_yields = 4;
+constexpr int route_waits = 50;  // then up to 50 x 100 µs while a dial is in flight
+constexpr auto route_wait_step = std::chrono::microseconds(100);
 
 std::int64_t us_since(steady_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(steady_clock::now() - t).count();
@@ -86,6 +88,14 @@ struct banner_connection {
       if (!route) co_await asio::post(stream.get_executor(), asio::use_awaitable);
     }
     if (!route) route = ctx.routes.find(id);
+    // A session on another thread ([limits] threads > 1) may not have run since its connect
+    // completed: wait while any dial is in flight, bounded. With none, the connection is direct.
+    asio::steady_timer pause(stream.get_executor());
+    for (int i = 0; !route && i < route_waits && ctx.routes.dials_in_flight() > 0; ++i) {
+      pause.expires_after(route_wait_step);
+      co_await pause.async_wait(as_tuple_awaitable);
+      route = ctx.routes.find(id);
+    }
     const std::string banner = format_banner_line(listener->name, route.get());
     if (!co_await write(banner.data(), banner.size())) co_return;
     banner_us = us_since(accepted);

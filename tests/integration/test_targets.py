@@ -200,5 +200,35 @@ def banner_client_that_never_reads_is_cut_with_bounded_memory():
     check(grew < 16 * 1024, f"RSS grew by {grew} KiB")
 
 
+@suite.test
+def banner_route_holds_with_sessions_on_worker_threads():
+    # [limits] threads = 2: the session that dials the banner runs on a worker thread, the banner
+    # on the main one, so the banner may be accepted before the session registered it. Every
+    # relayed banner must still name its session (route_registry::dial), and direct ones direct.
+    d2 = Daemon({
+        "users": [{"name": "tester", "uuid": UUID}],
+        "vless": [{"name": "kernel", "listen": f"{LOOPBACK}:{free_port()}"}],
+        "banner": [{"name": "banner", "listen": f"{LOOPBACK}:{free_port()}"}],
+    }, limits={"threads": 2})
+    try:
+        wrong = []
+        for i in range(60):
+            with TlsClient(d2.port("kernel")) as c:
+                c.handshake()
+                c.send(vless_header(UUID, d2.port("banner")))
+                read_vless_response_header(c.stream)
+                route = banner_line(c.stream.read_until(b"\n"))
+            if not route.startswith("vless session="):
+                wrong.append((i, route))
+            if i % 10 == 0:
+                with tcp_connect(d2.port("banner")) as s:
+                    s.settimeout(5)
+                    direct = banner_line(read_line(s))
+                check(direct == "direct", direct)
+        check(not wrong, f"{len(wrong)}/60 relayed banners misnamed: {wrong[:3]}")
+    finally:
+        d2.stop()
+
+
 if __name__ == "__main__":
     suite.run()

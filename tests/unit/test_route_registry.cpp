@@ -77,3 +77,18 @@ TEST_CASE("route_registry: entries are owned; a second owner is refused and remo
   CHECK(again.owned());
   CHECK(routes.find(id) == bob);
 }
+
+TEST_CASE("route_registry: dials in flight are counted for their scope", "[route]") {
+  route_registry r;
+  CHECK(r.dials_in_flight() == 0);
+  {
+    const route_registry::dial a(r);
+    CHECK(r.dials_in_flight() == 1);
+    {
+      const route_registry::dial b(r);
+      CHECK(r.dials_in_flight() == 2);
+    }
+    CHECK(r.dials_in_flight() == 1);
+  }
+  CHECK(r.dials_in_flight() == 0);
+}
