@@ -1,0 +1,169 @@
+"""The browser probe (/probe, docs/probe.md) in a real browser: Debian's chromium, headless, loads
+/probe?auto=1&new=5&reuse=5 once directly and once through the real v2ray 4.34 client (http inbound
+-> vless outbound to the daemon). The page measures, shows route, phases and the stall verdict in
+its DOM, and posts its results; the daemon logs a probe.run whose samples name VLESS sessions
+(through v2ray) or direct (directly), and every VLESS session a sample names is one the daemon
+logged for that sample's request. Also: bad and oversized result posts are refused with a reason.
+Skipped (77) when chromium is not installed (tools/deps.sh installs it)."""
+import html
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+
+from harness import (V2ray, Daemon, Suite, check, http_request, free_port, plain_stream, require_binary, spawn,
+                     tcp_connect, tempdir, v2ray_client_config)
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+if not CHROMIUM:
+    print("chromium not installed (apt-get install chromium); skipping", file=sys.stderr)
+    sys.exit(77)
+
+suite = Suite("test_probe_page")
+require_binary()
+
+NEW, REUSE = 5, 5
+D = Daemon()
+TP = D.target_port
+PROXY_PORT = free_port()
+V = V2ray(v2ray_client_config(PROXY_PORT, D.port("kernel"), D.uuid), PROXY_PORT)
+
+
+def run_chromium(url: str, proxy: str | None) -> str:
+    """Loads url in headless chromium until the page has posted its results; returns the DOM.
+
+    chromium runs in a session of its own, and the whole process group is killed afterwards, so
+    its zygote, renderer and GPU processes go with it."""
+    profile = tempdir("vlessbench-chromium-")
+    argv = [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            "--disable-extensions", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--metrics-recording-only", "--no-default-browser-check",
+            f"--user-data-dir={profile}", "--virtual-time-budget=30000", "--dump-dom"]
+    if proxy:
+        # <-loopback>: chromium otherwise never sends 127.0.0.1 through a proxy.
+        argv += [f"--proxy-server={proxy}", "--proxy-bypass-list=<-loopback>"]
+    argv.append(url)
+    p = spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=45)
+    except subprocess.TimeoutExpired:
+        out, err = b"", b"timed out"
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait(timeout=5)
+    dom = out.decode("utf-8", "replace")
+    check('data-state="posted"' in dom, (dom[-3000:], err.decode("utf-8", "replace")[-3000:]))
+    return dom
+
+
+def dom_samples(dom: str) -> list[dict]:
+    """The page's per-sample rows: route, session and the cells as shown."""
+    rows = []
+    for m in re.finditer(r'<tr class="sample route-(\w+)" data-route="(\w+)"(?: data-session="(\d+)")?>(.*?)</tr>',
+                         dom, re.S):
+        cells = [html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", m.group(4), re.S)]
+        rows.append({"route": m.group(2), "session": int(m.group(3)) if m.group(3) else None, "cells": cells})
+    return rows
+
+
+def verdict_of(dom: str) -> str:
+    m = re.search(r'<div id="verdict" data-verdict="(\w+)">', dom)
+    check(m, dom[:2000])
+    return m.group(1)
+
+
+def probe_run(since: int) -> dict:
+    return D.wait_event("probe.run", since=since, timeout=10)
+
+
+def request_for(run: str, seq: int) -> dict:
+    """The daemon's http.request line of one probe sample (its path names run and seq)."""
+    pat = re.compile(rf"^/generate_204\?probe={run}&seq={seq}(&|$)")
+    hits = [e for e in D.events("http.request") if pat.match(e.get("path", ""))]
+    check(len(hits) == 1, (run, seq, hits))
+    return hits[0]
+
+
+@suite.test
+def direct_page_reports_direct():
+    mark = D.mark()
+    dom = run_chromium(f"http://127.0.0.1:{TP}/probe?auto=1&new={NEW}&reuse={REUSE}", None)
+    rows = dom_samples(dom)
+    check(len(rows) == NEW + REUSE and all(r["route"] == "direct" for r in rows), rows)
+    check(verdict_of(dom) == "no_vless", dom[:2000])
+    e = probe_run(mark)
+    check(e["route"] == "direct" and e["new"] == NEW and e["reuse"] == REUSE, e)
+    check(e["samples"] == NEW + REUSE and e["ok"] == NEW + REUSE, e)
+    check(e["direct_samples"] == NEW + REUSE and e["verdict"] == "no_vless" and e["page_verdict"] == "no_vless", e)
+    check("Chrome" in e.get("user_agent", ""), e)
+    check(e["new_median_ms"] >= 0 and e["reuse_median_ms"] >= 0, e)
+    for s in e["per_sample"]:
+        check(s["route"] == "direct" and "session" not in s, s)
+        r = request_for(e["run"], s["seq"])
+        check(r["route"] == "direct" and r["status"] == 204, r)
+
+
+@suite.test
+def page_through_v2ray_names_vless_sessions():
+    mark = D.mark()
+    dom = run_chromium(f"http://127.0.0.1:{TP}/probe?auto=1&new={NEW}&reuse={REUSE}", f"http://127.0.0.1:{PROXY_PORT}")
+    rows = dom_samples(dom)
+    check(len(rows) == NEW + REUSE, rows)
+    check(all(r["route"] == "vless" and r["session"] is not None for r in rows), rows)
+    check(verdict_of(dom) in ("no_stall", "stall"), dom[:2000])
+    # The VLESS phase cell (8th) shows the server's phase for every sample.
+    check(all(re.fullmatch(r"\d+\.\d{3}", r["cells"][7]) for r in rows), rows)
+    e = probe_run(mark)
+    check(e["route"] == "vless" and e["vless_samples"] == NEW + REUSE and e["ok"] == NEW + REUSE, e)
+    check(e["verdict"] == e["page_verdict"] == verdict_of(dom), e)
+    new_sessions = set()
+    for s in e["per_sample"]:
+        check(s["route"] == "vless" and "session" in s and "vless" in s and "tls" in s, s)
+        # Cross-check: the session the page read from X-Vlessbench-Route is the one the daemon
+        # logged for that very request, and it closed as a vless.session of our user.
+        r = request_for(e["run"], s["seq"])
+        check(r["route"] == "vless" and r["vless_session"] == s["session"], (s, r))
+        vs = D.wait_event("vless.session", session=s["session"], since=mark, timeout=10)
+        check(vs["user"] == D.user and vs["dest"] == f"127.0.0.1:{TP}", vs)
+        if s["mode"] == "new":
+            new_sessions.add(s["session"])
+    # Connection: close on every new-connection sample: each needed a session of its own.
+    check(len(new_sessions) == NEW, e["per_sample"])
+
+
+def ask(method: str, path: str, body: bytes = b"", headers: dict | None = None):
+    """One request on a connection of its own to the target; the parsed response."""
+    with tcp_connect(TP) as sock:
+        sock.sendall(http_request(method, path, headers=headers, body=body))
+        return plain_stream(sock).read_response()
+
+
+@suite.test
+def bad_results_are_refused_with_a_reason():
+    mark = D.mark()
+    r = ask("POST", "/probe/result", b'{"v":1,"run":"x"', {"Content-Type": "text/plain"})
+    check(r.status == 400 and b"unexpected end of body" in r.body, r)
+    e = D.wait_event("http.request", since=mark, path="/probe/result", status=400)
+    check(e["error"] == "unexpected end of body", e)
+    r = ask("POST", "/probe/result", b'{"v":1,"run":"<script>","new":0,"reuse":0,"verdict":"stall","samples":[]}')
+    check(r.status == 400 and b"bad run id" in r.body, r)
+    r = ask("POST", "/probe/result", headers={"Content-Length": str(10 << 20)})
+    check(r.status == 413, r)
+    e = D.wait_event("http.request", since=mark, path="/probe/result", status=413)
+    check(e["error"] == "probe result too large", e)
+    check(not D.events("probe.run", since=mark), "a refused body was logged as a run")
+    r = ask("GET", "/probe")
+    check(r.status == 200 and r.headers["content-type"].startswith("text/html") and b"<script>" in r.body, r)
+
+
+if __name__ == "__main__":
+    try:
+        suite.run()
+    finally:
+        V.stop()
+        D.stop()
