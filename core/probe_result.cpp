@@ -17,8 +17,8 @@ struct value {
   bool b = false;
   double num = 0;
   std::string str;
-  std::vector<std::pair<std::string, value>> members;
-  std::vector<value> items;
+  std::vector<std::string> keys;  // an object's member names; their values are in items
+  std::vector<value> items;       // an array's elements, or an object's member values
 };
 
 class reader {
@@ -26,7 +26,7 @@ class reader {
   explicit reader(std::string_view in) : in_(in) {}
 
   // Parses one value and the end of input; on failure reason() says why.
-  bool document(value &out) {
+  bool document(value& out) {
     skip_ws();
     if (!parse(out, 1)) return false;
     skip_ws();
@@ -50,7 +50,7 @@ class reader {
     return true;
   }
 
-  bool parse(value &out, std::size_t depth) {
+  bool parse(value& out, std::size_t depth) {
     if (depth > probe_max_depth) return fail("nested too deep");
     if (at_end()) return fail("unexpected end of body");
     switch (peek()) {
@@ -70,7 +70,7 @@ class reader {
     }
   }
 
-  bool object(value &out, std::size_t depth) {
+  bool object(value& out, std::size_t depth) {
     out.type = value::kind::object;
     ++pos_;  // '{'
     skip_ws();
@@ -83,15 +83,16 @@ class reader {
       if (at_end() || peek() != '"') return fail("expected a member name");
       std::string key;
       if (!string(key)) return false;
-      for (const auto &[k, v] : out.members)
+      for (const auto& k : out.keys)
         if (k == key) return fail("duplicate member");
       skip_ws();
       if (at_end() || peek() != ':') return fail("expected ':'");
       ++pos_;
       skip_ws();
-      if (out.members.size() >= 32) return fail("too many members");
-      out.members.emplace_back(std::move(key), value{});
-      if (!parse(out.members.back().second, depth + 1)) return false;
+      if (out.keys.size() >= 32) return fail("too many members");
+      out.keys.push_back(std::move(key));
+      out.items.emplace_back();
+      if (!parse(out.items.back(), depth + 1)) return false;
       skip_ws();
       if (at_end()) return fail("unexpected end of body");
       if (peek() == '}') {
@@ -103,7 +104,7 @@ class reader {
     }
   }
 
-  bool array(value &out, std::size_t depth) {
+  bool array(value& out, std::size_t depth) {
     out.type = value::kind::array;
     ++pos_;  // '['
     skip_ws();
@@ -128,7 +129,7 @@ class reader {
   }
 
   // Escapes are accepted for ASCII only (\uXXXX < 0x80): nothing in this document needs more.
-  bool string(std::string &out) {
+  bool string(std::string& out) {
     ++pos_;  // '"'
     for (;;) {
       if (at_end()) return fail("unterminated string");
@@ -166,7 +167,7 @@ class reader {
   }
 
   // JSON's number grammar, checked before from_chars (which would also take "inf", "nan", hex).
-  bool number(double &out) {
+  bool number(double& out) {
     const std::size_t start = pos_;
     auto digits = [&] {
       const std::size_t from = pos_;
@@ -203,23 +204,23 @@ class reader {
 // Field readers over one object: each member read once, unknown members refused.
 class fields {
  public:
-  explicit fields(const value &obj) : obj_(obj) {}
-  const value *take(std::string_view key) {
-    for (std::size_t i = 0; i < obj_.members.size(); ++i)
-      if (obj_.members[i].first == key) {
+  explicit fields(const value& obj) : obj_(obj) {}
+  const value* take(std::string_view key) {
+    for (std::size_t i = 0; i < obj_.keys.size(); ++i)
+      if (obj_.keys[i] == key) {
         ++taken_;
-        return &obj_.members[i].second;
+        return &obj_.items[i];
       }
     return nullptr;
   }
-  bool all_taken() const { return taken_ == obj_.members.size(); }
+  bool all_taken() const { return taken_ == obj_.keys.size(); }
 
  private:
-  const value &obj_;
+  const value& obj_;
   std::size_t taken_ = 0;
 };
 
-bool as_count(const value *v, std::uint64_t max, std::uint64_t &out) {
+bool as_count(const value* v, std::uint64_t max, std::uint64_t& out) {
   if (!v || v->type != value::kind::number || v->num < 0 || v->num > static_cast<double>(max) ||
       std::floor(v->num) != v->num)
     return false;
@@ -228,14 +229,14 @@ bool as_count(const value *v, std::uint64_t max, std::uint64_t &out) {
 }
 
 // A duration in ms: absent or null is "not measured"; anything else must be 0..1e7.
-bool as_ms(const value *v, std::optional<double> &out) {
+bool as_ms(const value* v, std::optional<double>& out) {
   if (!v || v->type == value::kind::null) return true;
   if (v->type != value::kind::number || v->num < 0 || v->num > 1e7) return false;
   out = v->num;
   return true;
 }
 
-bool one_of(const value *v, std::initializer_list<std::string_view> allowed, std::string &out) {
+bool one_of(const value* v, std::initializer_list<std::string_view> allowed, std::string& out) {
   if (!v || v->type != value::kind::string) return false;
   if (std::find(allowed.begin(), allowed.end(), v->str) == allowed.end()) return false;
   out = v->str;
@@ -243,7 +244,7 @@ bool one_of(const value *v, std::initializer_list<std::string_view> allowed, std
 }
 
 // The run id names the page's requests in the access log (?probe=RUN): letters and digits only.
-bool run_id(const value *v, std::string &out) {
+bool run_id(const value* v, std::string& out) {
   if (!v || v->type != value::kind::string || v->str.empty() || v->str.size() > 32) return false;
   for (char c : v->str)
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) return false;
@@ -251,19 +252,19 @@ bool run_id(const value *v, std::string &out) {
   return true;
 }
 
-std::string_view read_sample(const value &v, probe_sample &s) {
+std::string_view read_sample(const value& v, probe_sample& s) {
   if (v.type != value::kind::object) return "sample is not an object";
   fields f(v);
   if (!as_count(f.take("seq"), probe_max_samples * 4, s.seq)) return "sample: bad seq";
   if (!one_of(f.take("path"), {"target", "control"}, s.path)) return "sample: bad path";
   if (!one_of(f.take("mode"), {"new", "reuse"}, s.mode)) return "sample: bad mode";
-  const value *ok = f.take("ok");
+  const value* ok = f.take("ok");
   if (!ok || ok->type != value::kind::boolean) return "sample: bad ok";
   s.ok = ok->b;
   if (!as_ms(f.take("ms"), s.ms)) return "sample: bad ms";
   if (s.ok && !s.ms) return "sample: ok without ms";
   if (!one_of(f.take("route"), {"vless", "direct", "unknown"}, s.route)) return "sample: bad route";
-  if (const value *session = f.take("session"); session && session->type != value::kind::null) {
+  if (const value* session = f.take("session"); session && session->type != value::kind::null) {
     std::uint64_t id = 0;
     if (!as_count(session, 1ULL << 52, id)) return "sample: bad session";
     s.session = id;
@@ -295,11 +296,11 @@ parse_result<probe_result> parse_probe_result(std::string_view body) {
   if (!as_count(f.take("new"), probe_max_count, r.value.new_count)) return invalid("bad new count");
   if (!as_count(f.take("reuse"), probe_max_count, r.value.reuse_count)) return invalid("bad reuse count");
   if (!one_of(f.take("verdict"), {"stall", "no_stall", "no_vless"}, r.value.verdict)) return invalid("bad verdict");
-  const value *samples = f.take("samples");
+  const value* samples = f.take("samples");
   if (!samples || samples->type != value::kind::array) return invalid("samples is not an array");
   if (!f.all_taken()) return invalid("unknown member");
   r.value.samples.reserve(samples->items.size());
-  for (const value &v : samples->items) {
+  for (const value& v : samples->items) {
     probe_sample s;
     if (auto why = read_sample(v, s); !why.empty()) return invalid(why);
     r.value.samples.push_back(std::move(s));
@@ -309,14 +310,14 @@ parse_result<probe_result> parse_probe_result(std::string_view body) {
   return r;
 }
 
-bool probe_sample_stalled(const probe_sample &s) {
+bool probe_sample_stalled(const probe_sample& s) {
   return s.route == "vless" && s.vless && *s.vless >= stall_threshold_ms;
 }
 
-probe_summary summarize_probe(const probe_result &r) {
+probe_summary summarize_probe(const probe_result& r) {
   probe_summary sum;
   std::vector<double> fresh, reused;
-  for (const auto &s : r.samples) {
+  for (const auto& s : r.samples) {
     if (!s.ok) {
       ++sum.failed;
       continue;

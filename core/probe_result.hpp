@@ -59,7 +59,7 @@ struct probe_summary {
       reuse_p95_ms;          // path "target"
   std::string_view verdict;  // "stall", "no_stall" (VLESS samples, none stalled), "no_vless"
 };
-probe_summary summarize_probe(const probe_result &r);
-bool probe_sample_stalled(const probe_sample &s);
+probe_summary summarize_probe(const probe_result& r);
+bool probe_sample_stalled(const probe_sample& s);
 
 }  // namespace vlessbench

@@ -9,8 +9,8 @@
 
 using namespace vlessbench;
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size) {
-  const std::string_view input(reinterpret_cast<const char *>(data), size);
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view input(reinterpret_cast<const char*>(data), size);
   const auto r = parse_probe_result(input);
   if (r.need_more()) __builtin_trap();  // a body is always complete
   if (r.invalid()) {
@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
   }
   if (r.consumed != size || r.value.samples.size() > probe_max_samples) __builtin_trap();
   if (r.value.run.empty() || r.value.run.size() > 32) __builtin_trap();
-  for (const auto &s : r.value.samples) {
+  for (const auto& s : r.value.samples) {
     if (s.route != "vless" && s.route != "direct" && s.route != "unknown") __builtin_trap();
     if (s.ok && !s.ms) __builtin_trap();
   }

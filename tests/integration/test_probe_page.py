@@ -31,6 +31,27 @@ PROXY_PORT = free_port()
 V = V2ray(v2ray_client_config(PROXY_PORT, D.port("kernel"), D.uuid), PROXY_PORT)
 
 
+def kill_leftovers(marker: str) -> list[int]:
+    """Live processes whose command line names marker (this run's profile directory: every
+    chromium helper, the crash handler in its own session included), each killed; their pids."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = open(f"/proc/{entry}/cmdline", "rb").read().decode("utf-8", "replace")
+            state = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in cmdline and state != "Z":
+            found.append(int(entry))
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    return found
+
+
 def run_chromium(url: str, proxy: str | None) -> str:
     """Loads url in headless chromium until the page has posted its results; returns the DOM.
 
@@ -39,7 +60,8 @@ def run_chromium(url: str, proxy: str | None) -> str:
     profile = tempdir("vlessbench-chromium-")
     argv = [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
             "--disable-extensions", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--metrics-recording-only", "--no-default-browser-check",
+            "--disable-sync", "--metrics-recording-only", "--no-default-browser-check", "--disable-breakpad",
+            "--disable-crash-reporter",
             f"--user-data-dir={profile}", "--virtual-time-budget=30000", "--dump-dom"]
     if proxy:
         # <-loopback>: chromium otherwise never sends 127.0.0.1 through a proxy.
@@ -56,6 +78,8 @@ def run_chromium(url: str, proxy: str | None) -> str:
         except ProcessLookupError:
             pass
         p.wait(timeout=5)
+    leaked = kill_leftovers(str(profile))
+    check(not leaked, f"chromium processes outlived the browser: {leaked}")
     dom = out.decode("utf-8", "replace")
     check('data-state="posted"' in dom, (dom[-3000:], err.decode("utf-8", "replace")[-3000:]))
     return dom

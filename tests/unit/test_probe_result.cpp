@@ -43,7 +43,7 @@ TEST_CASE("probe result: a valid body is read field by field", "[probe]") {
   CHECK(r.value.reuse_count == 1);
   CHECK(r.value.verdict == "stall");
   REQUIRE(r.value.samples.size() == 4);
-  const auto &s = r.value.samples[0];
+  const auto& s = r.value.samples[0];
   CHECK(s.seq == 2);
   CHECK(s.path == "target");
   CHECK(s.mode == "new");
