@@ -5,16 +5,21 @@ its DOM, and posts its results; the daemon logs a probe.run whose samples name V
 (through v2ray) or direct (directly), and every VLESS session a sample names is one the daemon
 logged for that sample's request. Also: bad and oversized result posts are refused with a reason.
 Skipped (77) when chromium is not installed (tools/deps.sh installs it)."""
+import base64
 import html
+import json
 import os
 import re
+import select
 import shutil
 import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 from harness import (V2ray, Daemon, Suite, check, http_request, free_port, plain_stream, require_binary, spawn,
-                     tcp_connect, tempdir, v2ray_client_config)
+                     stop_process, tcp_connect, tempdir, v2ray_client_config)
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if not CHROMIUM:
@@ -52,36 +57,97 @@ def kill_leftovers(marker: str) -> list[int]:
     return found
 
 
-def run_chromium(url: str, proxy: str | None) -> str:
-    """Loads url in headless chromium until the page has posted its results; returns the DOM.
+class DevTools:
+    """Chromium's DevTools protocol over --remote-debugging-pipe (fd 3: commands in, fd 4: replies
+    out, each message NUL-terminated): no websocket library, no port."""
 
-    chromium runs in a session of its own, and the whole process group is killed afterwards, so
-    its zygote, renderer and GPU processes go with it."""
+    def __init__(self, argv):
+        to_r, self.to_w = os.pipe()
+        self.from_r, from_w = os.pipe()
+        # chromium runs in a session of its own: the whole process group is killed afterwards.
+        self.proc = spawn(["sh", "-c", f'exec "$@" 3<&{to_r} 4>&{from_w}', "sh", *argv], pass_fds=(to_r, from_w),
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        os.close(to_r)
+        os.close(from_w)
+        self.buf = b""
+        self.last_id = 0
+
+    def call(self, method: str, params: dict | None = None, session: str | None = None, timeout: float = 10.0):
+        self.last_id += 1
+        msg = {"id": self.last_id, "method": method, "params": params or {}}
+        if session:
+            msg["sessionId"] = session
+        os.write(self.to_w, json.dumps(msg).encode() + b"\0")
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\0" in self.buf:
+                raw, self.buf = self.buf.split(b"\0", 1)
+                reply = json.loads(raw)
+                if reply.get("id") == self.last_id:
+                    check("error" not in reply, (method, reply))
+                    return reply["result"]
+            left = deadline - time.monotonic()
+            check(left > 0, f"chromium did not answer {method} within {timeout}s")
+            ready, _, _ = select.select([self.from_r], [], [], left)
+            if ready:
+                chunk = os.read(self.from_r, 1 << 16)
+                check(chunk, f"chromium closed its pipe during {method}")
+                self.buf += chunk
+
+    def close(self) -> None:
+        """Asks the browser to quit (it ends its helpers), then kills its process group anyway."""
+        try:
+            os.write(self.to_w, json.dumps({"id": 0, "method": "Browser.close"}).encode() + b"\0")
+            self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        stop_process(self.proc, signal.SIGKILL, 5)
+        os.close(self.to_w)
+        os.close(self.from_r)
+
+
+def run_chromium(url: str, proxy: str | None, screenshot: str) -> str:
+    """Opens url in headless chromium, waits (bounded) until the page has posted its results and
+    returns the DOM. With VLESSBENCH_PROBE_SCREENSHOTS=DIR set, saves the page there as PNG."""
     profile = tempdir("vlessbench-chromium-")
     argv = [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
             "--disable-extensions", "--disable-background-networking", "--disable-component-update",
             "--disable-sync", "--metrics-recording-only", "--no-default-browser-check", "--disable-breakpad",
-            "--disable-crash-reporter",
-            f"--user-data-dir={profile}", "--virtual-time-budget=30000", "--dump-dom"]
+            "--disable-crash-reporter", "--remote-debugging-pipe", "--window-size=800,1000",
+            f"--user-data-dir={profile}"]
     if proxy:
         # <-loopback>: chromium otherwise never sends 127.0.0.1 through a proxy.
         argv += [f"--proxy-server={proxy}", "--proxy-bypass-list=<-loopback>"]
-    argv.append(url)
-    p = spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    browser = DevTools(argv)
     try:
-        out, err = p.communicate(timeout=45)
-    except subprocess.TimeoutExpired:
-        out, err = b"", b"timed out"
+        target = browser.call("Target.createTarget", {"url": url}, timeout=20)
+        session = browser.call("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})["sessionId"]
+        state_js = "(function(){var e=document.getElementById('status');return e?e.getAttribute('data-state'):'';})()"
+        deadline = time.monotonic() + 45
+        state = ""
+        while state not in ("posted", "post-failed") and time.monotonic() < deadline:
+            time.sleep(0.2)
+            state = browser.call("Runtime.evaluate", {"expression": state_js, "returnByValue": True},
+                                 session)["result"].get("value")
+        dom = browser.call("Runtime.evaluate", {"expression": "document.documentElement.outerHTML",
+                                                "returnByValue": True}, session)["result"]["value"]
+        shots = os.environ.get("VLESSBENCH_PROBE_SCREENSHOTS")
+        if shots:
+            png = browser.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session)
+            Path(shots, screenshot).write_bytes(base64.b64decode(png["data"]))
     finally:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.wait(timeout=5)
-    leaked = kill_leftovers(str(profile))
-    check(not leaked, f"chromium processes outlived the browser: {leaked}")
-    dom = out.decode("utf-8", "replace")
-    check('data-state="posted"' in dom, (dom[-3000:], err.decode("utf-8", "replace")[-3000:]))
+        browser.close()
+        # A helper outside the group (the crash handler has a session of its own) is killed too;
+        # none may be left alive after that.
+        kill_leftovers(str(profile))
+        time.sleep(0.2)
+        leaked = kill_leftovers(str(profile))
+    check(not leaked, f"chromium processes survived SIGKILL: {leaked}")
+    check(state == "posted", (state, dom[-3000:]))
     return dom
 
 
@@ -116,7 +182,7 @@ def request_for(run: str, seq: int) -> dict:
 @suite.test
 def direct_page_reports_direct():
     mark = D.mark()
-    dom = run_chromium(f"http://127.0.0.1:{TP}/probe?auto=1&new={NEW}&reuse={REUSE}", None)
+    dom = run_chromium(f"http://127.0.0.1:{TP}/probe?auto=1&new={NEW}&reuse={REUSE}", None, "probe-direct.png")
     rows = dom_samples(dom)
     check(len(rows) == NEW + REUSE and all(r["route"] == "direct" for r in rows), rows)
     check(verdict_of(dom) == "no_vless", dom[:2000])
@@ -135,7 +201,8 @@ def direct_page_reports_direct():
 @suite.test
 def page_through_v2ray_names_vless_sessions():
     mark = D.mark()
-    dom = run_chromium(f"http://127.0.0.1:{TP}/probe?auto=1&new={NEW}&reuse={REUSE}", f"http://127.0.0.1:{PROXY_PORT}")
+    dom = run_chromium(f"http://127.0.0.1:{TP}/probe?auto=1&new={NEW}&reuse={REUSE}", f"http://127.0.0.1:{PROXY_PORT}",
+                       "probe-v2ray.png")
     rows = dom_samples(dom)
     check(len(rows) == NEW + REUSE, rows)
     check(all(r["route"] == "vless" and r["session"] is not None for r in rows), rows)
