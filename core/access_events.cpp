@@ -8,6 +8,9 @@ namespace {
 void add_if(json_line& line, std::string_view key, std::string_view value) {
   if (!value.empty()) line.add(key, value);
 }
+void add_if(json_line& line, std::string_view key, const std::optional<double>& value) {
+  if (value) line.add(key, *value);
+}
 }  // namespace
 
 std::string format_event(const vless_reject_event& e) {
@@ -125,6 +128,44 @@ std::string format_event(const banner_connection_event& e) {
   line.add("bytes_in", e.bytes_in).add("bytes_out", e.bytes_out);
   if (e.banner_us) line.add("banner_us", *e.banner_us);
   line.add("duration_us", e.duration_us).add("close_reason", e.close_reason);
+  return line.finish();
+}
+
+std::string format_event(const probe_run_event& e) {
+  const probe_result& r = *e.result;
+  const probe_summary& sum = *e.summary;
+  json_line line("probe.run");
+  line.add("listener", e.listener).add("peer", e.peer).add("route", e.route ? "vless" : "direct");
+  if (e.route) line.add("vless_session", e.route->session_id);
+  add_if(line, "user_agent", e.user_agent);
+  line.add("run", r.run)
+      .add("new", r.new_count)
+      .add("reuse", r.reuse_count)
+      .add("samples", static_cast<std::uint64_t>(r.samples.size()))
+      .add("ok", static_cast<std::uint64_t>(sum.ok))
+      .add("failed", static_cast<std::uint64_t>(sum.failed))
+      .add("vless_samples", static_cast<std::uint64_t>(sum.vless_samples))
+      .add("direct_samples", static_cast<std::uint64_t>(sum.direct_samples));
+  add_if(line, "new_median_ms", sum.new_median_ms);
+  add_if(line, "new_p95_ms", sum.new_p95_ms);
+  add_if(line, "reuse_median_ms", sum.reuse_median_ms);
+  add_if(line, "reuse_p95_ms", sum.reuse_p95_ms);
+  line.add("stall_samples", static_cast<std::uint64_t>(sum.stall_samples))
+      .add("verdict", sum.verdict)
+      .add("page_verdict", r.verdict);
+  line.begin_array("per_sample");
+  for (const probe_sample& s : r.samples) {
+    line.begin_element().add("seq", s.seq).add("path", s.path).add("mode", s.mode).add("ok", s.ok);
+    add_if(line, "ms", s.ms);
+    line.add("route", s.route);
+    if (s.session) line.add("session", *s.session);
+    add_if(line, "tls", s.tls);
+    add_if(line, "vless", s.vless);
+    add_if(line, "upstream", s.upstream);
+    if (s.route == "vless") line.add("stall", probe_sample_stalled(s));
+    line.end_object();
+  }
+  line.end_array();
   return line.finish();
 }
 

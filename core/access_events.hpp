@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "core/config.hpp"
+#include "core/probe_result.hpp"
 #include "core/session_info.hpp"
 #include "core/tcp_info.hpp"
 
@@ -100,5 +101,16 @@ struct banner_connection_event {
   std::string_view close_reason;  // "peer_eof", "slow_transfer", "idle_timeout", "pending_timeout", ...
 };
 std::string format_event(const banner_connection_event& e);
+// A browser probe's results as the page posted them (POST /probe/result, docs/probe.md), with the
+// daemon's own summary of them; `route` is the route of the post itself.
+struct probe_run_event {
+  std::string_view listener;
+  std::string_view peer;
+  const route_info* route = nullptr;
+  std::string_view user_agent;
+  const probe_result* result = nullptr;    // required
+  const probe_summary* summary = nullptr;  // required: summarize_probe(*result)
+};
+std::string format_event(const probe_run_event& e);
 
 }  // namespace vlessbench

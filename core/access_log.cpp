@@ -115,6 +115,26 @@ json_line& json_line::end_object() {
   return *this;
 }
 
+json_line& json_line::begin_array(std::string_view k) {
+  key(k);
+  out_ += '[';
+  first_ = true;
+  return *this;
+}
+
+json_line& json_line::begin_element() {
+  if (!first_) out_ += ',';
+  out_ += '{';
+  first_ = true;
+  return *this;
+}
+
+json_line& json_line::end_array() {
+  out_ += ']';
+  first_ = false;
+  return *this;
+}
+
 const std::string& json_line::finish() {
   out_ += "}\n";
   return out_;

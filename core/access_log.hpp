@@ -34,6 +34,11 @@ class json_line {
   // Opens a nested object; close it with end_object().
   json_line& begin_object(std::string_view key);
   json_line& end_object();
+  // An array of objects: begin_array(key), then per element begin_element() ... end_object(),
+  // then end_array().
+  json_line& begin_array(std::string_view key);
+  json_line& begin_element();
+  json_line& end_array();
   const std::string& finish();  // closes the object and appends '\n'
 
  private:

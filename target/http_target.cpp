@@ -283,7 +283,7 @@ struct connection {
       // connection closed, the body never read (RFC 9110 §10.1.1).
       if (req.content_length > 0 && req.version_minor == 1 && used == 0) {
         if (auto expect = req.find("Expect"); expect && http::iequals(*expect, "100-continue")) {
-          if (!plan.sink) {
+          if (!plan.sink && !plan.probe_result) {
             const std::string head = format_head(plan, plan.content_length(), route_value, "", false);
             const bool ok = co_await write_all(asio::buffer(head), asio::buffer(plan.body));
             log_request(req, plan.status, route.get(), ok ? plan.body.size() : 0, 0, started_at, ok);
@@ -317,8 +317,12 @@ struct connection {
         }
         end_rate();
         plan.body = std::to_string(body_in) + "\n";
-      } else if (req.content_length > 0) {
-        // Endpoints that take no body still have to skip it to keep the framing.
+      } else if (plan.probe_result) {
+        body_in = co_await read_probe_result(req, plan, route.get());
+        if (!plan.probe_result) co_return log_slow(req, route.get(), body_in, started_at);
+      } else if (req.content_length > 0 && !(plan.close && plan.status >= 400)) {
+        // Endpoints that take no body still have to skip it to keep the framing (a refusal that
+        // closes does not read it).
         std::uint64_t left = req.content_length;
         auto rate = start_rate();
         while (left > 0) {
@@ -339,7 +343,7 @@ struct connection {
       }
 
       // Decided now, not when the head arrived: a drain that began during /delay must say close.
-      const bool keep_alive = req.keep_alive && !ctx.stopping;
+      const bool keep_alive = req.keep_alive && !ctx.stopping && !plan.close;
       const std::string timing = route ? format_server_timing(route->phases, route->quickack) : std::string();
       const std::uint64_t length = plan.content_length();
       const std::string head = format_head(plan, length, route_value, timing, keep_alive);
@@ -367,7 +371,7 @@ struct connection {
         }
       }
       log_request(req, plan.status, route.get(), sent, body_in, started_at, ok,
-                  slow ? "slow_transfer" : "response not completed");
+                  slow ? "slow_transfer" : "response not completed", plan.note);
       busy = false;
       if (!ok || !keep_alive) co_return;
       if (used == 0 && buf.size() > head_chunk) {  // a burst grew it: idle at the small size again
@@ -375,6 +379,35 @@ struct connection {
         buf.shrink_to_fit();
       }
     }
+  }
+
+  // POST /probe/result: the body (plan_response capped its length) read whole, then judged by
+  // handle_probe_result, which replaces the plan and may give a probe.run line. On a read error
+  // the plan's probe_result flag is cleared. Returns the body bytes read.
+  awaitable<std::uint64_t> read_probe_result(const http::request& req, response_plan& plan, const route_info* route) {
+    std::string body;
+    body.reserve(static_cast<std::size_t>(req.content_length));
+    std::uint64_t left = req.content_length;
+    auto rate = start_rate();
+    while (left > 0) {
+      arm_body_deadline();
+      if (used == 0 && co_await read_more() == 0) {
+        plan.probe_result = false;
+        co_return body.size();
+      }
+      const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left, used));
+      body.append(buf.data(), n);
+      consume(n);
+      left -= n;
+      count_rate(rate, n);
+    }
+    end_rate();
+    const auto agent = req.find("User-Agent");
+    auto outcome = handle_probe_result(body, agent ? *agent : std::string_view(), listener->name, peer, route);
+    plan = std::move(outcome.plan);
+    plan.probe_result = true;
+    if (!outcome.log_line.empty()) ctx.log.write(outcome.log_line);
+    co_return body.size();
   }
 
   // A body cut by the rate rule gets a line of its own; any other read error ends silently.
@@ -385,7 +418,7 @@ struct connection {
 
   void log_request(const http::request& req, int status, const route_info* route, std::uint64_t sent,
                    std::uint64_t received, steady_clock::time_point started_at, bool complete,
-                   std::string_view error = "response not completed") {
+                   std::string_view error = "response not completed", std::string_view note = {}) {
     auto label = [&](const char* header) {
       const auto v = req.find(header);
       return v ? v->substr(0, max_label) : std::string_view();
@@ -400,7 +433,7 @@ struct connection {
         .bytes = sent,
         .bytes_in = received,
         .duration_us = std::chrono::duration_cast<std::chrono::microseconds>(steady_clock::now() - started_at).count(),
-        .error = complete ? std::string_view() : error,
+        .error = complete ? note : error,
         .run = label("X-Vlessbench-Run"),
         .seq = label("X-Vlessbench-Seq"),
         .path_label = label("X-Vlessbench-Path")}));

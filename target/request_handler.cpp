@@ -1,6 +1,11 @@
 #include "target/request_handler.hpp"
 
 #include <charconv>
+#include <optional>
+
+#include "core/access_events.hpp"
+#include "core/probe_result.hpp"
+#include "target/probe_page.hpp"
 
 namespace vlessbench::target {
 namespace {
@@ -14,6 +19,28 @@ bool parse_count(std::string_view s, std::uint64_t max, std::uint64_t& value) {
 
 std::string_view path_of(std::string_view target) {
   return target.substr(0, target.find('?'));
+}
+
+// The value of query parameter `name` (the first one), if present.
+std::optional<std::string_view> query_param(std::string_view target, std::string_view name) {
+  const auto q = target.find('?');
+  if (q == std::string_view::npos) return std::nullopt;
+  std::string_view rest = target.substr(q + 1);
+  while (!rest.empty()) {
+    const auto amp = rest.find('&');
+    const std::string_view item = rest.substr(0, amp);
+    const auto eq = item.find('=');
+    if (item.substr(0, eq) == name) return eq == std::string_view::npos ? std::string_view() : item.substr(eq + 1);
+    if (amp == std::string_view::npos) break;
+    rest = rest.substr(amp + 1);
+  }
+  return std::nullopt;
+}
+
+// The probe's sample flags, on the endpoints it samples.
+void probe_flags(const http::request& req, response_plan& p) {
+  p.close = query_param(req.target, "close") == std::string_view("1");
+  p.cors = query_param(req.target, "probe").has_value();
 }
 
 }  // namespace
@@ -50,11 +77,30 @@ response_plan plan_response(const http::request& req) {
   if (path == "/") {
     if (!get && !head) return error_response(405, "use GET or HEAD");
     p.body = "vlessbench target\n";
+    probe_flags(req, p);
     return p;
   }
   if (path == "/generate_204") {
     if (!get && !head) return error_response(405, "use GET or HEAD");
     p.status = 204;
+    probe_flags(req, p);
+    return p;
+  }
+  if (path == "/probe") {
+    if (!get && !head) return error_response(405, "use GET or HEAD");
+    p.body = std::string(probe_page());
+    p.content_type = "text/html; charset=utf-8";
+    return p;
+  }
+  if (path == "/probe/result") {
+    if (req.method != "POST") return error_response(405, "use POST");
+    if (req.content_length > probe_max_body) {
+      auto e = error_response(413, "probe result too large");
+      e.note = "probe result too large";
+      e.close = true;  // the body is not read: its framing is lost
+      return e;
+    }
+    p.probe_result = true;
     return p;
   }
   if (path.starts_with("/bytes/")) {
@@ -99,6 +145,11 @@ std::string format_head(const response_plan& plan, std::uint64_t content_length,
     h += std::to_string(content_length);
     h += "\r\n";
   }
+  if (plan.cors) {
+    // The probe's control samples come from another origin: let it read the route and phases.
+    h += "Access-Control-Allow-Origin: *\r\nAccess-Control-Expose-Headers: X-Vlessbench-Route, Server-Timing\r\n"
+         "Timing-Allow-Origin: *\r\n";
+  }
   h += "Cache-Control: no-store\r\nX-Vlessbench-Route: ";
   h += route_value;
   h += "\r\n";
@@ -109,6 +160,27 @@ std::string format_head(const response_plan& plan, std::uint64_t content_length,
   }
   h += keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
   return h;
+}
+
+probe_post_outcome handle_probe_result(std::string_view body, std::string_view user_agent,
+                                       std::string_view listener, std::string_view peer,
+                                       const route_info* route) {
+  probe_post_outcome out;
+  const auto parsed = parse_probe_result(body);
+  if (!parsed.complete()) {
+    out.plan = error_response(400, std::string("probe result: ") + std::string(parsed.reason));
+    out.plan.note = parsed.reason;
+    return out;
+  }
+  const probe_summary summary = summarize_probe(parsed.value);
+  out.log_line = format_event(probe_run_event{.listener = listener,
+                                              .peer = peer,
+                                              .route = route,
+                                              .user_agent = user_agent,
+                                              .result = &parsed.value,
+                                              .summary = &summary});
+  out.plan.body = "logged run " + parsed.value.run + ": " + std::string(summary.verdict) + "\n";
+  return out;
 }
 
 }  // namespace vlessbench::target

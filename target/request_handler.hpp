@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "core/http_parser.hpp"
+#include "core/session_info.hpp"
 
 namespace vlessbench::target {
 
@@ -19,6 +20,10 @@ struct response_plan {
   bool sink = false;                   // POST /sink: read and count the body, answer the count
   std::chrono::milliseconds delay{0};  // /delay/MS
   bool head_only = false;              // HEAD: headers as for GET, no body
+  bool close = false;                  // ?close=1: answer Connection: close (the probe's new samples)
+  bool cors = false;                   // ?probe=RUN: readable by the probe page from another origin
+  bool probe_result = false;           // POST /probe/result: read the body, then handle_probe_result
+  std::string_view note;               // logged with the request as its error (a refused probe result)
   std::string_view content_type = "text/plain";
   std::uint64_t content_length() const { return generated_bytes ? generated_bytes : body.size(); }
 };
@@ -27,6 +32,17 @@ response_plan plan_response(const http::request& req);
 // For 400 / 431 / 404-style errors decided before or outside plan_response.
 response_plan error_response(int status, std::string_view why);
 std::string_view status_text(int status);
+
+// POST /probe/result: the posted body (at most probe_max_body bytes, core/probe_result.hpp) in;
+// the answer and, for a valid body, the probe.run line out. A refused body is a 400 whose reason
+// is the plan's note.
+struct probe_post_outcome {
+  response_plan plan;
+  std::string log_line;  // empty when refused
+};
+probe_post_outcome handle_probe_result(std::string_view body, std::string_view user_agent,
+                                       std::string_view listener, std::string_view peer,
+                                       const route_info* route);
 
 // The response head, CRLF-terminated. route_value is the X-Vlessbench-Route value; timing is the
 // Server-Timing value (omitted when empty).

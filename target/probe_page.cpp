@@ -1,0 +1,300 @@
+#include "target/probe_page.hpp"
+
+#include <cstdio>
+#include <string>
+
+#include "core/probe_result.hpp"
+#include "core/route_header.hpp"
+
+namespace vlessbench::target {
+namespace {
+
+// The page with @STALL_MS@ and @MAX_COUNT@ where the daemon's constants go. Samples are taken as
+// the runner takes them (docs/runner.md): warm-up round, then rounds of one sample per path in a
+// fresh random order, all new-connection rounds first, then all reused ones. A new-connection
+// sample asks for ?close=1, so the target answers Connection: close and the next request needs a
+// new TCP connection (through a proxy client: a new VLESS session).
+constexpr std::string_view page_template = R"PAGE(<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>vlessbench probe</title>
+<style>
+body{font-family:system-ui,-apple-system,sans-serif;margin:0 auto;padding:12px;max-width:760px;color:#222}
+h1{font-size:1.3em;margin:0 0 8px}
+button{font-size:1.1em;padding:10px 18px;border-radius:8px;border:1px solid #246;background:#2a6fdb;color:#fff}
+button:disabled{background:#999;border-color:#777}
+label{margin-right:10px}
+input{width:4.5em;font-size:1em}
+#verdict{font-size:1.15em;font-weight:bold;padding:10px;border-radius:8px;margin:10px 0;background:#eee}
+#verdict[data-verdict=stall]{background:#fdd;color:#900}
+#verdict[data-verdict=no_stall]{background:#dfd;color:#060}
+table{border-collapse:collapse;width:100%;font-size:.85em}
+td,th{border-bottom:1px solid #ddd;padding:3px 4px;text-align:right}
+td:first-child,th:first-child{text-align:left}
+.stall{color:#900;font-weight:bold}
+.hist{display:flex;align-items:flex-end;height:80px;gap:2px;margin:6px 0;border-bottom:1px solid #999}
+.hist div{flex:1;background:#2a6fdb;min-height:1px}
+.hist div.reuse{background:#7bb36b}
+.small{font-size:.8em;color:#555}
+</style></head><body>
+<h1>vlessbench browser probe</h1>
+<p class="small">Open this page through the client under test (its TUN or proxy mode). New-connection
+samples make the target close each connection, so every one needs a new TCP connection and, through
+a client, a new VLESS session; reused samples keep one connection. The server's phases come from its
+Server-Timing header; a VLESS phase (TLS done &rarr; VLESS header) of @STALL_MS@ ms or more is a
+suspected Nagle / delayed-ACK stall.</p>
+<div><label>new <input id="n-new" type="number" min="1" max="@MAX_COUNT@" value="20"></label>
+<label>reused <input id="n-reuse" type="number" min="1" max="@MAX_COUNT@" value="20"></label>
+<button id="start" type="button">Run probe</button></div>
+<p id="status" data-state="idle">idle</p>
+<div id="verdict" data-verdict="none">no run yet</div>
+<table id="stats"><thead><tr><th>path / mode</th><th>n</th><th>median ms</th><th>P95 ms</th>
+<th>route</th></tr></thead><tbody></tbody></table>
+<div class="hist" id="hist"></div><p class="small">histogram: new (blue) and reused (green), target path</p>
+<table id="samples"><thead><tr><th>seq</th><th>path</th><th>mode</th><th>ms</th><th>route</th>
+<th>session</th><th>tls</th><th>vless</th><th>upstream</th></tr></thead><tbody></tbody></table>
+<script>
+'use strict';
+(function () {
+  var STALL_MS = @STALL_MS@;
+  var MAX_COUNT = @MAX_COUNT@;
+  var params = new URLSearchParams(location.search);
+  var el = function (id) { return document.getElementById(id); };
+  var samples = [];
+  var running = false;
+
+  function clampCount(v, d) {
+    var n = parseInt(v, 10);
+    if (!(n >= 1)) return d;
+    return Math.min(n, MAX_COUNT);
+  }
+  if (params.has('new')) el('n-new').value = clampCount(params.get('new'), 20);
+  if (params.has('reuse')) el('n-reuse').value = clampCount(params.get('reuse'), 20);
+
+  function runId() {
+    var s = '';
+    var chars = 'abcdefghijklmnopqrstuvwxyz0123456789';
+    for (var i = 0; i < 12; i++) s += chars.charAt(Math.floor(Math.random() * chars.length));
+    return s;
+  }
+  function shuffle(a) {
+    for (var i = a.length - 1; i > 0; i--) {
+      var j = Math.floor(Math.random() * (i + 1));
+      var t = a[i]; a[i] = a[j]; a[j] = t;
+    }
+    return a;
+  }
+  function quantile(values, q) {
+    if (!values.length) return null;
+    var s = values.slice().sort(function (a, b) { return a - b; });
+    var pos = (s.length - 1) * q, lo = Math.floor(pos), hi = Math.ceil(pos);
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo);
+  }
+  function fmt(v) { return v === null || v === undefined ? '' : v.toFixed(3); }
+  // X-Vlessbench-Route: "direct" or "vless session=ID user=NAME".
+  function parseRoute(v) {
+    if (!v) return { route: 'unknown', session: null };
+    if (v === 'direct') return { route: 'direct', session: null };
+    var m = /^vless session=(\d+)(?: |$)/.exec(v);
+    return m ? { route: 'vless', session: parseInt(m[1], 10) } : { route: 'unknown', session: null };
+  }
+  // Server-Timing: "tls;dur=1.2, vless;dur=0.05, upstream;dur=0.1, ack;desc=on".
+  function parseTiming(v) {
+    var out = {};
+    if (!v) return out;
+    v.split(',').forEach(function (metric) {
+      var parts = metric.trim().split(';');
+      for (var i = 1; i < parts.length; i++) {
+        var kv = parts[i].trim().split('=');
+        if (kv[0] === 'dur') { var d = parseFloat(kv[1]); if (isFinite(d)) out[parts[0].trim()] = d; }
+      }
+    });
+    return out;
+  }
+  // The Resource Timing entry's serverTiming, where the header itself is not readable.
+  function timingFromEntry(url) {
+    var out = {};
+    if (!window.performance || !performance.getEntriesByName) return out;
+    var list = performance.getEntriesByName(url);
+    var e = list.length ? list[list.length - 1] : null;
+    if (e && e.serverTiming) e.serverTiming.forEach(function (m) { out[m.name] = m.duration; });
+    return out;
+  }
+
+  async function sample(run, path, mode, seq, record) {
+    var url = path.base + '/generate_204?probe=' + run + '&seq=' + seq + (mode === 'new' ? '&close=1' : '');
+    var abs = new URL(url, location.href).href;
+    var ctl = window.AbortController ? new AbortController() : null;
+    var timer = ctl ? setTimeout(function () { ctl.abort(); }, 10000) : null;
+    var s = { seq: seq, path: path.name, mode: mode, ok: false, ms: null, route: 'unknown', session: null,
+              tls: null, vless: null, upstream: null };
+    try {
+      var t0 = performance.now();
+      var res = await fetch(abs, { cache: 'no-store', credentials: 'omit', signal: ctl ? ctl.signal : undefined });
+      await res.arrayBuffer();
+      var t1 = performance.now();
+      s.ok = res.status === 204;
+      s.ms = t1 - t0;
+      var r = parseRoute(res.headers.get('X-Vlessbench-Route'));
+      s.route = r.route; s.session = r.session;
+      var t = parseTiming(res.headers.get('Server-Timing'));
+      if (t.tls === undefined && t.vless === undefined) t = timingFromEntry(abs);
+      if (t.tls !== undefined) s.tls = t.tls;
+      if (t.vless !== undefined) s.vless = t.vless;
+      if (t.upstream !== undefined) s.upstream = t.upstream;
+    } catch (err) {
+      s.ok = false;
+      s.ms = null;
+    }
+    if (timer) clearTimeout(timer);
+    if (s.ok === false) s.ms = null;
+    if (record) { samples.push(s); show(s); }
+    return s;
+  }
+
+  function stalled(s) { return s.route === 'vless' && s.vless !== null && s.vless >= STALL_MS; }
+  function verdictOf() {
+    var vless = 0, stalls = 0;
+    samples.forEach(function (s) { if (s.ok && s.route === 'vless') vless++; if (s.ok && stalled(s)) stalls++; });
+    return { verdict: stalls ? 'stall' : vless ? 'no_stall' : 'no_vless', vless: vless, stalls: stalls };
+  }
+
+  function cell(tr, text, cls) {
+    var td = document.createElement('td');
+    td.textContent = text;
+    if (cls) td.className = cls;
+    tr.appendChild(td);
+  }
+  function show(s) {
+    var tr = document.createElement('tr');
+    tr.className = 'sample route-' + s.route;
+    tr.setAttribute('data-route', s.route);
+    if (s.session !== null) tr.setAttribute('data-session', String(s.session));
+    cell(tr, String(s.seq)); cell(tr, s.path); cell(tr, s.mode);
+    cell(tr, s.ok ? fmt(s.ms) : 'failed');
+    cell(tr, s.route); cell(tr, s.session === null ? '' : String(s.session));
+    cell(tr, fmt(s.tls)); cell(tr, fmt(s.vless), stalled(s) ? 'stall' : ''); cell(tr, fmt(s.upstream));
+    el('samples').tBodies[0].appendChild(tr);
+    render();
+  }
+  function render() {
+    var groups = {};
+    samples.forEach(function (s) {
+      var k = s.path + ' / ' + s.mode;
+      if (!groups[k]) groups[k] = { ms: [], routes: {} };
+      if (s.ok) groups[k].ms.push(s.ms);
+      groups[k].routes[s.route] = true;
+    });
+    var body = el('stats').tBodies[0];
+    while (body.firstChild) body.removeChild(body.firstChild);
+    Object.keys(groups).forEach(function (k) {
+      var tr = document.createElement('tr');
+      cell(tr, k); cell(tr, String(groups[k].ms.length));
+      cell(tr, fmt(quantile(groups[k].ms, 0.5))); cell(tr, fmt(quantile(groups[k].ms, 0.95)));
+      cell(tr, Object.keys(groups[k].routes).join(' '));
+      body.appendChild(tr);
+    });
+    var v = verdictOf();
+    var box = el('verdict');
+    box.setAttribute('data-verdict', v.verdict);
+    box.textContent = v.verdict === 'stall'
+      ? 'STALL suspected: ' + v.stalls + ' of ' + v.vless + ' VLESS samples waited ' + STALL_MS + ' ms or more for the VLESS header'
+      : v.verdict === 'no_stall'
+        ? 'no stall: ' + v.vless + ' VLESS samples, none waited ' + STALL_MS + ' ms for the VLESS header'
+        : 'no VLESS samples: these requests did not come through a VLESS client (route direct or unknown)';
+    histogram();
+  }
+  function histogram() {
+    var target = samples.filter(function (s) { return s.ok && s.path === 'target'; });
+    var h = el('hist');
+    while (h.firstChild) h.removeChild(h.firstChild);
+    if (!target.length) return;
+    var bins = 16, max = Math.max.apply(null, target.map(function (s) { return s.ms; })) || 1;
+    ['new', 'reuse'].forEach(function (mode) {
+      var counts = new Array(bins).fill(0);
+      target.forEach(function (s) { if (s.mode === mode) counts[Math.min(bins - 1, Math.floor(s.ms / max * bins))]++; });
+      var top = Math.max.apply(null, counts) || 1;
+      counts.forEach(function (c, i) {
+        var d = document.createElement('div');
+        d.className = mode;
+        d.style.height = Math.round(c / top * 100) + '%';
+        d.title = mode + ' ' + (i * max / bins).toFixed(1) + '-' + ((i + 1) * max / bins).toFixed(1) + ' ms: ' + c;
+        h.appendChild(d);
+      });
+    });
+  }
+
+  function setStatus(state, text) {
+    var p = el('status');
+    p.setAttribute('data-state', state);
+    p.textContent = text;
+  }
+
+  async function runProbe() {
+    if (running) return;
+    running = true;
+    el('start').disabled = true;
+    samples = [];
+    var rows = el('samples').tBodies[0];
+    while (rows.firstChild) rows.removeChild(rows.firstChild);
+    var nNew = clampCount(el('n-new').value, 20), nReuse = clampCount(el('n-reuse').value, 20);
+    var run = runId();
+    var paths = [{ name: 'target', base: '' }];
+    var control = params.get('control');
+    if (control && /^https?:\/\/[^\/?#]+$/.test(control)) paths.push({ name: 'control', base: control });
+    var seq = 0;
+    var phases = [['new', nNew], ['reuse', nReuse]];
+    for (var p = 0; p < phases.length; p++) {
+      var mode = phases[p][0], rounds = phases[p][1];
+      setStatus('running', 'run ' + run + ': warm-up (' + mode + ')');
+      var warm = shuffle(paths.slice());
+      for (var w = 0; w < warm.length; w++) await sample(run, warm[w], mode, ++seq, false);
+      for (var r = 0; r < rounds; r++) {
+        setStatus('running', 'run ' + run + ': ' + mode + ' round ' + (r + 1) + ' of ' + rounds);
+        var order = shuffle(paths.slice());
+        for (var i = 0; i < order.length; i++) await sample(run, order[i], mode, ++seq, true);
+      }
+    }
+    render();
+    var v = verdictOf();
+    var doc = { v: 1, run: run, 'new': nNew, reuse: nReuse, verdict: v.verdict, samples: samples };
+    try {
+      var res = await fetch('/probe/result', { method: 'POST', cache: 'no-store',
+        headers: { 'Content-Type': 'text/plain' }, body: JSON.stringify(doc) });
+      setStatus(res.ok ? 'posted' : 'post-failed',
+        'run ' + run + ' done; results ' + (res.ok ? 'logged by the daemon' : 'refused: ' + res.status));
+    } catch (err) {
+      setStatus('post-failed', 'run ' + run + ' done; posting the results failed');
+    }
+    el('start').disabled = false;
+    running = false;
+  }
+
+  el('start').addEventListener('click', function () { runProbe(); });
+  if (params.get('auto') === '1') runProbe();
+})();
+</script>
+</body></html>
+)PAGE";
+
+std::string replace_all(std::string text, std::string_view what, std::string_view with) {
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + with.size()))
+    text.replace(at, what.size(), with);
+  return text;
+}
+
+}  // namespace
+
+std::string_view probe_page() {
+  static const std::string page = [] {
+    char ms[32];
+    std::snprintf(ms, sizeof ms, "%g", stall_threshold_ms);
+    // new and reuse at most a quarter of the parser's sample cap each: both modes on both paths
+    // fit.
+    const auto max_count = std::to_string(probe_max_samples / 4);
+    return replace_all(replace_all(std::string(page_template), "@STALL_MS@", ms), "@MAX_COUNT@", max_count);
+  }();
+  return page;
+}
+
+}  // namespace vlessbench::target

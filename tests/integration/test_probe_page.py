@@ -1,0 +1,260 @@
+"""The browser probe (/probe, docs/probe.md) in a real browser: Debian's chromium, headless, loads
+/probe?auto=1&new=5&reuse=5 once directly and once through the real v2ray 4.34 client (http inbound
+-> vless outbound to the daemon). The page measures, shows route, phases and the stall verdict in
+its DOM, and posts its results; the daemon logs a probe.run whose samples name VLESS sessions
+(through v2ray) or direct (directly), and every VLESS session a sample names is one the daemon
+logged for that sample's request. Also: bad and oversized result posts are refused with a reason.
+Skipped (77) when chromium is not installed (tools/deps.sh installs it)."""
+import base64
+import html
+import json
+import os
+import re
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness import (V2ray, Daemon, Suite, check, http_request, free_port, plain_stream, require_binary, spawn,
+                     stop_process, tcp_connect, tempdir, v2ray_client_config)
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+if not CHROMIUM:
+    print("chromium not installed (apt-get install chromium); skipping", file=sys.stderr)
+    sys.exit(77)
+
+suite = Suite("test_probe_page")
+require_binary()
+
+NEW, REUSE = 5, 5
+D = Daemon()
+TP = D.target_port
+PROXY_PORT = free_port()
+V = V2ray(v2ray_client_config(PROXY_PORT, D.port("kernel"), D.uuid), PROXY_PORT)
+
+
+def kill_leftovers(marker: str) -> list[int]:
+    """Live processes whose command line names marker (this run's profile directory: every
+    chromium helper, the crash handler in its own session included), each killed; their pids."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = open(f"/proc/{entry}/cmdline", "rb").read().decode("utf-8", "replace")
+            state = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in cmdline and state != "Z":
+            found.append(int(entry))
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    return found
+
+
+class DevTools:
+    """Chromium's DevTools protocol over --remote-debugging-pipe (fd 3: commands in, fd 4: replies
+    out, each message NUL-terminated): no websocket library, no port."""
+
+    def __init__(self, argv):
+        to_r, self.to_w = os.pipe()
+        self.from_r, from_w = os.pipe()
+        # chromium runs in a session of its own: the whole process group is killed afterwards.
+        self.proc = spawn(["sh", "-c", f'exec "$@" 3<&{to_r} 4>&{from_w}', "sh", *argv], pass_fds=(to_r, from_w),
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        os.close(to_r)
+        os.close(from_w)
+        self.buf = b""
+        self.last_id = 0
+
+    def call(self, method: str, params: dict | None = None, session: str | None = None, timeout: float = 10.0):
+        self.last_id += 1
+        msg = {"id": self.last_id, "method": method, "params": params or {}}
+        if session:
+            msg["sessionId"] = session
+        os.write(self.to_w, json.dumps(msg).encode() + b"\0")
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\0" in self.buf:
+                raw, self.buf = self.buf.split(b"\0", 1)
+                reply = json.loads(raw)
+                if reply.get("id") == self.last_id:
+                    check("error" not in reply, (method, reply))
+                    return reply["result"]
+            left = deadline - time.monotonic()
+            check(left > 0, f"chromium did not answer {method} within {timeout}s")
+            ready, _, _ = select.select([self.from_r], [], [], left)
+            if ready:
+                chunk = os.read(self.from_r, 1 << 16)
+                check(chunk, f"chromium closed its pipe during {method}")
+                self.buf += chunk
+
+    def close(self) -> None:
+        """Asks the browser to quit (it ends its helpers), then kills its process group anyway."""
+        try:
+            os.write(self.to_w, json.dumps({"id": 0, "method": "Browser.close"}).encode() + b"\0")
+            self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        stop_process(self.proc, signal.SIGKILL, 5)
+        os.close(self.to_w)
+        os.close(self.from_r)
+
+
+def run_chromium(url: str, proxy: str | None, screenshot: str) -> str:
+    """Opens url in headless chromium, waits (bounded) until the page has posted its results and
+    returns the DOM. With VLESSBENCH_PROBE_SCREENSHOTS=DIR set, saves the page there as PNG."""
+    profile = tempdir("vlessbench-chromium-")
+    argv = [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            "--disable-extensions", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--metrics-recording-only", "--no-default-browser-check", "--disable-breakpad",
+            "--disable-crash-reporter", "--remote-debugging-pipe", "--window-size=800,1000",
+            f"--user-data-dir={profile}"]
+    if proxy:
+        # <-loopback>: chromium otherwise never sends 127.0.0.1 through a proxy.
+        argv += [f"--proxy-server={proxy}", "--proxy-bypass-list=<-loopback>"]
+    browser = DevTools(argv)
+    try:
+        target = browser.call("Target.createTarget", {"url": url}, timeout=20)
+        session = browser.call("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})["sessionId"]
+        state_js = "(function(){var e=document.getElementById('status');return e?e.getAttribute('data-state'):'';})()"
+        deadline = time.monotonic() + 45
+        state = ""
+        while state not in ("posted", "post-failed") and time.monotonic() < deadline:
+            time.sleep(0.2)
+            state = browser.call("Runtime.evaluate", {"expression": state_js, "returnByValue": True},
+                                 session)["result"].get("value")
+        dom = browser.call("Runtime.evaluate", {"expression": "document.documentElement.outerHTML",
+                                                "returnByValue": True}, session)["result"]["value"]
+        shots = os.environ.get("VLESSBENCH_PROBE_SCREENSHOTS")
+        if shots:
+            png = browser.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session)
+            Path(shots, screenshot).write_bytes(base64.b64decode(png["data"]))
+    finally:
+        browser.close()
+        # A helper outside the group (the crash handler has a session of its own) is killed too;
+        # none may be left alive after that.
+        kill_leftovers(str(profile))
+        time.sleep(0.2)
+        leaked = kill_leftovers(str(profile))
+    check(not leaked, f"chromium processes survived SIGKILL: {leaked}")
+    check(state == "posted", (state, dom[-3000:]))
+    return dom
+
+
+def dom_samples(dom: str) -> list[dict]:
+    """The page's per-sample rows: route, session and the cells as shown."""
+    rows = []
+    for m in re.finditer(r'<tr class="sample route-(\w+)" data-route="(\w+)"(?: data-session="(\d+)")?>(.*?)</tr>',
+                         dom, re.S):
+        cells = [html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", m.group(4), re.S)]
+        rows.append({"route": m.group(2), "session": int(m.group(3)) if m.group(3) else None, "cells": cells})
+    return rows
+
+
+def verdict_of(dom: str) -> str:
+    m = re.search(r'<div id="verdict" data-verdict="(\w+)">', dom)
+    check(m, dom[:2000])
+    return m.group(1)
+
+
+def probe_run(since: int) -> dict:
+    return D.wait_event("probe.run", since=since, timeout=10)
+
+
+def request_for(run: str, seq: int) -> dict:
+    """The daemon's http.request line of one probe sample (its path names run and seq)."""
+    pat = re.compile(rf"^/generate_204\?probe={run}&seq={seq}(&|$)")
+    hits = [e for e in D.events("http.request") if pat.match(e.get("path", ""))]
+    check(len(hits) == 1, (run, seq, hits))
+    return hits[0]
+
+
+@suite.test
+def direct_page_reports_direct():
+    mark = D.mark()
+    dom = run_chromium(f"http://127.0.0.1:{TP}/probe?auto=1&new={NEW}&reuse={REUSE}", None, "probe-direct.png")
+    rows = dom_samples(dom)
+    check(len(rows) == NEW + REUSE and all(r["route"] == "direct" for r in rows), rows)
+    check(verdict_of(dom) == "no_vless", dom[:2000])
+    e = probe_run(mark)
+    check(e["route"] == "direct" and e["new"] == NEW and e["reuse"] == REUSE, e)
+    check(e["samples"] == NEW + REUSE and e["ok"] == NEW + REUSE, e)
+    check(e["direct_samples"] == NEW + REUSE and e["verdict"] == "no_vless" and e["page_verdict"] == "no_vless", e)
+    check("Chrome" in e.get("user_agent", ""), e)
+    check(e["new_median_ms"] >= 0 and e["reuse_median_ms"] >= 0, e)
+    for s in e["per_sample"]:
+        check(s["route"] == "direct" and "session" not in s, s)
+        r = request_for(e["run"], s["seq"])
+        check(r["route"] == "direct" and r["status"] == 204, r)
+
+
+@suite.test
+def page_through_v2ray_names_vless_sessions():
+    mark = D.mark()
+    dom = run_chromium(f"http://127.0.0.1:{TP}/probe?auto=1&new={NEW}&reuse={REUSE}", f"http://127.0.0.1:{PROXY_PORT}",
+                       "probe-v2ray.png")
+    rows = dom_samples(dom)
+    check(len(rows) == NEW + REUSE, rows)
+    check(all(r["route"] == "vless" and r["session"] is not None for r in rows), rows)
+    check(verdict_of(dom) in ("no_stall", "stall"), dom[:2000])
+    # The VLESS phase cell (8th) shows the server's phase for every sample.
+    check(all(re.fullmatch(r"\d+\.\d{3}", r["cells"][7]) for r in rows), rows)
+    e = probe_run(mark)
+    check(e["route"] == "vless" and e["vless_samples"] == NEW + REUSE and e["ok"] == NEW + REUSE, e)
+    check(e["verdict"] == e["page_verdict"] == verdict_of(dom), e)
+    new_sessions = set()
+    for s in e["per_sample"]:
+        check(s["route"] == "vless" and "session" in s and "vless" in s and "tls" in s, s)
+        # Cross-check: the session the page read from X-Vlessbench-Route is the one the daemon
+        # logged for that very request, and it closed as a vless.session of our user.
+        r = request_for(e["run"], s["seq"])
+        check(r["route"] == "vless" and r["vless_session"] == s["session"], (s, r))
+        vs = D.wait_event("vless.session", session=s["session"], since=mark, timeout=10)
+        check(vs["user"] == D.user and vs["dest"] == f"127.0.0.1:{TP}", vs)
+        if s["mode"] == "new":
+            new_sessions.add(s["session"])
+    # Connection: close on every new-connection sample: each needed a session of its own.
+    check(len(new_sessions) == NEW, e["per_sample"])
+
+
+def ask(method: str, path: str, body: bytes = b"", headers: dict | None = None):
+    """One request on a connection of its own to the target; the parsed response."""
+    with tcp_connect(TP) as sock:
+        sock.sendall(http_request(method, path, headers=headers, body=body))
+        return plain_stream(sock).read_response()
+
+
+@suite.test
+def bad_results_are_refused_with_a_reason():
+    mark = D.mark()
+    r = ask("POST", "/probe/result", b'{"v":1,"run":"x"', {"Content-Type": "text/plain"})
+    check(r.status == 400 and b"unexpected end of body" in r.body, r)
+    e = D.wait_event("http.request", since=mark, path="/probe/result", status=400)
+    check(e["error"] == "unexpected end of body", e)
+    r = ask("POST", "/probe/result", b'{"v":1,"run":"<script>","new":0,"reuse":0,"verdict":"stall","samples":[]}')
+    check(r.status == 400 and b"bad run id" in r.body, r)
+    r = ask("POST", "/probe/result", headers={"Content-Length": str(10 << 20)})
+    check(r.status == 413, r)
+    e = D.wait_event("http.request", since=mark, path="/probe/result", status=413)
+    check(e["error"] == "probe result too large", e)
+    check(not D.events("probe.run", since=mark), "a refused body was logged as a run")
+    r = ask("GET", "/probe")
+    check(r.status == 200 and r.headers["content-type"].startswith("text/html") and b"<script>" in r.body, r)
+
+
+if __name__ == "__main__":
+    try:
+        suite.run()
+    finally:
+        V.stop()
+        D.stop()
