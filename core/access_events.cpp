@@ -11,6 +11,15 @@ void add_if(json_line& line, std::string_view key, std::string_view value) {
 void add_if(json_line& line, std::string_view key, const std::optional<double>& value) {
   if (value) line.add(key, *value);
 }
+// What a target saw of a connection's route: "direct", or "vless" with the relaying session.
+void add_route(json_line& line, const route_info* route) {
+  line.add("route", route ? "vless" : "direct");
+  if (!route) return;
+  line.add("vless_session", route->session_id)
+      .add("vless_user", route->user)
+      .add("vless_client", route->client)
+      .add("vless_listener", route->listener);
+}
 }  // namespace
 
 std::string format_event(const vless_reject_event& e) {
@@ -88,13 +97,8 @@ std::string format_event(const config_reload_event& e) {
 
 std::string format_event(const http_request_event& e) {
   json_line line("http.request");
-  line.add("listener", e.listener).add("peer", e.peer).add("route", e.route ? "vless" : "direct");
-  if (e.route) {
-    line.add("vless_session", e.route->session_id)
-        .add("vless_user", e.route->user)
-        .add("vless_client", e.route->client)
-        .add("vless_listener", e.route->listener);
-  }
+  line.add("listener", e.listener).add("peer", e.peer);
+  add_route(line, e.route);
   add_if(line, "method", e.method);
   add_if(line, "path", e.path);
   line.add("status", e.status);
@@ -118,13 +122,8 @@ std::string format_event(const target_reject_event& e) {
 
 std::string format_event(const banner_connection_event& e) {
   json_line line("banner.connection");
-  line.add("listener", e.listener).add("peer", e.peer).add("route", e.route ? "vless" : "direct");
-  if (e.route) {
-    line.add("vless_session", e.route->session_id)
-        .add("vless_user", e.route->user)
-        .add("vless_client", e.route->client)
-        .add("vless_listener", e.route->listener);
-  }
+  line.add("listener", e.listener).add("peer", e.peer);
+  add_route(line, e.route);
   line.add("bytes_in", e.bytes_in).add("bytes_out", e.bytes_out);
   if (e.banner_us) line.add("banner_us", *e.banner_us);
   line.add("duration_us", e.duration_us).add("close_reason", e.close_reason);
