@@ -3,6 +3,9 @@
 Python 3 standard library only. Every process started here is killed at exit (atexit, and the
 kernel's parent-death signal if this interpreter is killed outright); every wait is bounded in
 time; everything listens and connects on 127.0.0.1 / ::1 only.
+
+One module (~800 lines) on purpose: every test imports it, and the process bookkeeping that
+guarantees the cleanup above must be one registry, not one per file.
 """
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ UUID, bad version, unknown command/address type, port 0, flow, TLS garbage, sile
 in test_vless_reject.py and the HTTP parser's error paths in test_target.py; this suite adds the
 sweeps, the timing, the slow and the never-reading clients, renegotiation and the destination
 policy. Every loop is bounded in count and time; everything stays on 127.0.0.1 / ::1.
+~700 lines: the cases share one daemon per class to keep the suite's run time down.
 """
 import os
 import random

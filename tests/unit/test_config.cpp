@@ -1,3 +1,5 @@
+// Config from strings and the shipped files: one or more cases per key, its default, its errors
+// (with file line). ~850 lines because the schema has ~60 keys; split by key group if it grows.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
