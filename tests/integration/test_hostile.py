@@ -4,7 +4,8 @@ UUID, bad version, unknown command/address type, port 0, flow, TLS garbage, sile
 in test_vless_reject.py and the HTTP parser's error paths in test_target.py; this suite adds the
 sweeps, the timing, the slow and the never-reading clients, renegotiation and the destination
 policy. Every loop is bounded in count and time; everything stays on 127.0.0.1 / ::1.
-~700 lines: the cases share one daemon per class to keep the suite's run time down.
+~700 lines: all cases share one daemon (D below), which keeps the suite fast and shows that no
+case disturbs the sessions of the others.
 """
 import os
 import random
