@@ -303,7 +303,7 @@ std::vector<std::string> parse_csv_line(std::string_view line) {
 std::string samples_csv(const std::vector<sample>& samples) {
   std::string out =
       "round,path,mode,seq,ns,ok,error,status,route,session,user,tls_ms,vless_ms,resolve_ms,"
-      "upstream_ms,route_mismatch,inner_tls_ms,bytes,mbps\n";
+      "upstream_ms,route_mismatch,inner_tls_ms,bytes,mbps,transport,upgrade_ms\n";
   auto opt = [](const std::optional<double>& v) { return v ? fmt_ms(v) : std::string(); };
   for (const auto& s : samples) {
     out += std::to_string(s.round) + ',' + csv_field(s.path) + ',' + std::string(to_string(s.mode)) +
@@ -317,7 +317,9 @@ std::string samples_csv(const std::vector<sample>& samples) {
            (s.route_mismatch ? "1" : "0") + ',' +
            (s.inner_tls_ns >= 0 ? fmt_ms(static_cast<double>(s.inner_tls_ns) / 1e6) : std::string()) + ',' +
            (s.bytes ? std::to_string(s.bytes) : std::string()) + ',' +
-           (s.bytes && s.ok ? fmt_ms(s.mbps()) : std::string()) + '\n';
+           (s.bytes && s.ok ? fmt_ms(s.mbps()) : std::string()) + ',' +
+           (s.route.kind == route_kind::vless ? csv_field(s.route.transport) : std::string()) + ',' +
+           opt(s.timing.upgrade) + '\n';
   }
   return out;
 }

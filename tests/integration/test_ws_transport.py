@@ -160,6 +160,14 @@ def builtin_client_over_each_transport():
     check(all(s["ok"] == "1" for s in samples), [s for s in samples if s["ok"] != "1"][:3])
     check(all(s["route"] == ("direct" if s["path"] == "direct" else "vless") for s in samples),
           [s for s in samples if s["route"] not in ("vless", "direct")][:3])
+    # The runner's CSV names each sample's transport, and new connections over ws/httpupgrade carry
+    # the server's upgrade phase.
+    want_transport = {"tls": "tls", "ws": "ws", "wsed": "ws", "up": "httpupgrade", "wsplain": "ws", "direct": ""}
+    check(all(s["transport"] == want_transport[s["path"]] for s in samples),
+          [(s["path"], s["transport"]) for s in samples if s["transport"] != want_transport[s["path"]]][:3])
+    upgraded_new = [s for s in samples if s["mode"] == "new" and s["path"] in ("ws", "wsed", "up", "wsplain")]
+    check(all(s["upgrade_ms"] != "" and float(s["upgrade_ms"]) >= 0 for s in upgraded_new), upgraded_new[:2])
+    check(all(s["upgrade_ms"] == "" for s in samples if s["path"] in ("tls", "direct")), "upgrade on tls/direct")
     summary = json.loads((out / "summary.json").read_text())
     check(summary["route_mismatches"] == 0, summary["route_mismatches"])
     # Each path's sessions on its listener, named by their transport; warm-ups included.
