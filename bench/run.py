@@ -5,12 +5,13 @@ Starts, on loopback ports >= 20000:
   - an HTTP target (a target-only vlessbenchd) that both servers relay to, and the direct floor uses;
   - our VLESS+TLS server (a VLESS-only vlessbenchd) and v2ray's (vless inbound, freedom outbound),
     same ECDSA P-256 certificate, TLS 1.3 only, TCP_NODELAY on (v2ray/Go sets it by default);
-  - two v2ray clients (http inbound -> vless outbound), one per server;
+  - the same pair over WebSocket (path /ws, TLS below): our ws listener and a v2ray ws inbound;
+  - four v2ray clients (http inbound -> vless outbound), one per server and transport;
   - socat, a plain TCP forwarder in front of the target: the floor of what any relay adds.
 Then measures, ours and v2ray's alternately:
   1. new-connection / reused added latency (paired median vs direct; `vlessbench run`, all paths
      interleaved at random in one run), with the runner's built-in VLESS client and with v2ray's
-     client (HTTP CONNECT inbound);
+     client (HTTP CONNECT inbound), over raw TLS and over WebSocket;
   2. handshakes/s: closed loop, W workers for T s (TCP + TLS 1.3 + VLESS + GET /generate_204);
   3. bulk: 1 GiB download (/bytes/N) and 1 GiB upload (POST /sink) through one session, and the
      same 1 GiB split over 16 parallel sessions;
@@ -186,6 +187,10 @@ class Setup:
                        check=True, capture_output=True, timeout=30)
         self.target_port, self.ours_port, self.v2_port = free_port(), free_port(), free_port()
         self.ours_http, self.v2_http = free_port(), free_port()
+        # The same over WebSocket (path /ws, TLS below): our ws listener and a v2ray ws inbound, and a
+        # v2ray ws client for each (v2ray 4.34 sends no early data, so neither does anyone here).
+        self.ours_ws_port, self.v2_ws_port = free_port(), free_port()
+        self.ours_ws_http, self.v2_ws_http = free_port(), free_port()
         policy = '{ nodelay = true, quickack = "kernel" }'
         # The target runs in its own vlessbenchd, so that the servers under test only relay: the
         # CPU and RSS read from /proc are the relay's alone, for ours and for v2ray alike.
@@ -199,27 +204,38 @@ class Setup:
             f'[limits]\nmax_sessions = 100000\nthreads = {threads}\n'
             f'[[users]]\nname = "bench"\nuuid = "{self.uuid}"\n'
             f'[[vless]]\nname = "vless"\nlisten = "{HOST}:{self.ours_port}"\ntcp = {policy}\n'
-            f'upstream_tcp = {policy}\n')
+            f'upstream_tcp = {policy}\n'
+            f'[[vless]]\nname = "ws"\nlisten = "{HOST}:{self.ours_ws_port}"\ntcp = {policy}\n'
+            f'upstream_tcp = {policy}\ntransport = "ws"\npath = "/ws"\n')
         tls_server = {"minVersion": "1.3",
                       "certificates": [{"certificateFile": str(self.cert), "keyFile": str(self.key)}]}
         v2_server = {
             "log": {"loglevel": "warning"},
             "inbounds": [{"listen": HOST, "port": self.v2_port, "protocol": "vless",
                           "settings": {"clients": [{"id": self.uuid}], "decryption": "none"},
-                          "streamSettings": {"network": "tcp", "security": "tls", "tlsSettings": tls_server}}],
+                          "streamSettings": {"network": "tcp", "security": "tls", "tlsSettings": tls_server}},
+                         {"listen": HOST, "port": self.v2_ws_port, "protocol": "vless",
+                          "settings": {"clients": [{"id": self.uuid}], "decryption": "none"},
+                          "streamSettings": {"network": "ws", "security": "tls", "tlsSettings": tls_server,
+                                             "wsSettings": {"path": "/ws"}}}],
             "outbounds": [{"protocol": "freedom", "settings": {}}],
         }
         (work / "v2ray-server.json").write_text(json.dumps(v2_server, indent=1))
-        for name, http_port, server_port in (("ours", self.ours_http, self.ours_port),
-                                             ("v2ray", self.v2_http, self.v2_port)):
+        client_tls = {"serverName": "localhost", "allowInsecure": True}
+        for name, http_port, server_port, network in (("ours", self.ours_http, self.ours_port, "tcp"),
+                                                      ("v2ray", self.v2_http, self.v2_port, "tcp"),
+                                                      ("ours-ws", self.ours_ws_http, self.ours_ws_port, "ws"),
+                                                      ("v2ray-ws", self.v2_ws_http, self.v2_ws_port, "ws")):
+            stream = {"network": network, "security": "tls", "tlsSettings": client_tls}
+            if network == "ws":
+                stream["wsSettings"] = {"path": "/ws"}
             cfg = {
                 "log": {"loglevel": "warning"},
                 "inbounds": [{"listen": HOST, "port": http_port, "protocol": "http", "settings": {}}],
                 "outbounds": [{"protocol": "vless",
                                "settings": {"vnext": [{"address": HOST, "port": server_port,
                                                        "users": [{"id": self.uuid, "encryption": "none"}]}]},
-                               "streamSettings": {"network": "tcp", "security": "tls",
-                                                  "tlsSettings": {"serverName": "localhost", "allowInsecure": True}}}],
+                               "streamSettings": stream}],
             }
             (work / f"v2ray-client-{name}.json").write_text(json.dumps(cfg, indent=1))
 
@@ -233,12 +249,16 @@ class Setup:
                         stderr=subprocess.STDOUT)
         self.clients = [spawn([v2ray, "-config", work / f"v2ray-client-{n}.json"],
                               stdout=open(work / f"v2ray-client-{n}.log", "wb"), stderr=subprocess.STDOUT)
-                        for n in ("ours", "v2ray")]
+                        for n in ("ours", "v2ray", "ours-ws", "v2ray-ws")]
         wait_port(self.target_port, self.target, "target vlessbenchd")
         wait_port(self.ours_port, self.ours, "our vlessbenchd")
         wait_port(self.v2_port, self.v2, "v2ray server")
         wait_port(self.ours_http, self.clients[0], "v2ray client (ours)")
         wait_port(self.v2_http, self.clients[1], "v2ray client (v2ray)")
+        wait_port(self.ours_ws_port, self.ours, "our vlessbenchd (ws)")
+        wait_port(self.v2_ws_port, self.v2, "v2ray server (ws)")
+        wait_port(self.ours_ws_http, self.clients[2], "v2ray ws client (ours)")
+        wait_port(self.v2_ws_http, self.clients[3], "v2ray ws client (v2ray)")
         # The relay floor: socat, a plain user-space TCP forwarder (no TLS, no protocol), in front of
         # the target. What it adds is what any relay with its own upstream connection pays.
         self.relay_port = free_port()
@@ -250,10 +270,11 @@ class Setup:
     def server(self, which: str) -> tuple[int, subprocess.Popen]:
         return (self.ours_port, self.ours) if which == "ours" else (self.v2_port, self.v2)
 
-    def link(self, which: str) -> str:
-        port = self.server(which)[0]
+    def link(self, which: str, ws: bool = False) -> str:
+        port = (self.ours_ws_port if which == "ours" else self.v2_ws_port) if ws else self.server(which)[0]
+        kind = "ws&path=%2Fws" if ws else "tcp"
         return (f"vless://{self.uuid}@{HOST}:{port}?encryption=none&security=tls&sni=localhost"
-                f"&allowInsecure=1&type=tcp#{which}")
+                f"&allowInsecure=1&type={kind}#{which}")
 
     def load_args(self, which: str) -> list:
         """vlessbench_load arguments for a server, or the direct floor (which == 'direct'; not in
@@ -307,7 +328,9 @@ def measure_latency(s: Setup, new: int, reuse: int, warmup: int) -> dict:
     runner = s.bindir / "vlessbench"
     paths = ["direct=direct", f"ours-builtin={s.link('ours')}", f"v2ray-builtin={s.link('v2ray')}",
              f"ours-v2client=http://{HOST}:{s.ours_http}", f"v2ray-v2client=http://{HOST}:{s.v2_http}",
-             f"relay-floor=tcp://{HOST}:{s.relay_port}"]
+             f"relay-floor=tcp://{HOST}:{s.relay_port}",
+             f"ours-ws-builtin={s.link('ours', ws=True)}", f"v2ray-ws-builtin={s.link('v2ray', ws=True)}",
+             f"ours-ws-v2client=http://{HOST}:{s.ours_ws_http}", f"v2ray-ws-v2client=http://{HOST}:{s.v2_ws_http}"]
     argv = [runner, "run", "--target", f"http://{HOST}:{s.target_port}/",
             *[a for p in paths for a in ("--path", p)],
             "--new", new, "--reuse", reuse, "--warmup", warmup, "--out", out_dir,
@@ -414,11 +437,14 @@ def table(results: dict) -> list[dict]:
         rows.append({"metric": metric, "unit": unit, "ours": ours, "v2ray": v2, "ratio": ratio,
                      "target": f"{target_op} {target}", "met": met, "direct_floor": floor})
 
-    for data, client, suffix in ((lat, "built-in client", "builtin"), (lat, "v2ray client", "v2client")):
+    for data, client, suffix in ((lat, "built-in client", "builtin"), (lat, "v2ray client", "v2client"),
+                                 (lat, "WebSocket, built-in client", "ws-builtin"),
+                                 (lat, "WebSocket, v2ray client", "ws-v2client")):
         for mode, label, tgt in (("new", "new-connection added latency", 0.75),
                                  ("reuse", "reused added latency", 0.5)):
+            # WebSocket rows (issue 13): ours no slower than v2ray's, ratio <= 1.
             row(f"{label} ({client})", "ms", data[f"ours-{suffix}"][mode]["paired_delta_median_ms"],
-                data[f"v2ray-{suffix}"][mode]["paired_delta_median_ms"], "<=", tgt,
+                data[f"v2ray-{suffix}"][mode]["paired_delta_median_ms"], "<=", 1.0 if "ws" in suffix else tgt,
                 data["direct"][mode]["median_ms"])
     # Not a comparison: what a plain relay adds (socat forks per connection, so its new-connection
     # figure includes a fork and is no floor; its reused figure is).
