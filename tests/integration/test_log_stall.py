@@ -125,12 +125,24 @@ def stalled_stdout_never_blocks_serving_and_the_drop_is_reported():
         check(len(dropped) >= 1 and lost > 0, "nothing dropped: the test did not fill pipe and queue")
         check(len(logged) + lost == expected, f"{len(logged)} logged + {lost} dropped != {expected} produced")
         check(dropped[-1]["total_lines"] == lost, f"total_lines {dropped[-1]['total_lines']} != {lost}")
-        # Lines were dropped only while the queue was full, so what was logged is the start of the
-        # direct requests' sequence, in order, with no gap before the drop report.
-        seqs = [int(e["seq"]) for e in logged if e["event"] == "http.request" and "seq" in e]
-        check(seqs == list(range(len(seqs))), f"logged sequence numbers not a prefix in order: {seqs[:20]}…")
-        first_drop = events.index(dropped[0])
-        check(all(i < first_drop for i, e in enumerate(events) if "seq" in e), "a direct request logged after the gap")
+        # The direct requests' lines keep their order, and wherever their sequence skips numbers a
+        # log.dropped report stands in the gap. (Usually the drops begin once the pipe is full and
+        # nothing follows them; when the writer thread is slow, as under TSan on a busy machine,
+        # the queue can fill while the pipe still takes data, and later lines fit again after a
+        # report: still no line lost without one.)
+        last, drop_since_last, gaps = -1, False, 0
+        for e in events:
+            if e["event"] == "log.dropped":
+                drop_since_last = True
+            elif e["event"] == "http.request" and "seq" in e:
+                seq = int(e["seq"])
+                check(seq > last, f"direct request {seq} logged after {last}")
+                if seq != last + 1:
+                    gaps += 1
+                    check(drop_since_last, f"direct requests {last + 1}..{seq - 1} missing without a log.dropped")
+                last, drop_since_last = seq, False
+        check(last >= 0, "no direct request logged at all")
+        print(f"FIGURE stalled_stdout_gaps = {gaps}", flush=True)
         check(f"{lost} line(s) dropped in all" in d.stderr(), "the drop total at exit")
     finally:
         d.stop()

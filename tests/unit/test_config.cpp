@@ -821,7 +821,7 @@ TEST_CASE("the shipped config files are valid", "[config]") {
   CHECK(vm.destinations.allow.empty());  // a VM install is no open relay
 }
 
-TEST_CASE("[[target]] tls and [[banner]]: the daemon's HTTPS and server-first targets", "[config]") {
+TEST_CASE("target tables: tls = true and [[banner]], the daemon's HTTPS and server-first targets", "[config]") {
   const config c = parse_config(
       "[[target]]\nname = \"s\"\nlisten = \"127.0.0.1:9443\"\ntls = true\n"
       "[[banner]]\nname = \"b\"\nlisten = \"127.0.0.1:9022\"\n",

@@ -104,7 +104,7 @@ TEST_CASE("valid HEAD on HTTP/1.0 with keep-alive", "[http]") {
   CHECK(r.value.keep_alive);
 }
 
-TEST_CASE("valid POST with content-length; body is not consumed", "[http]") {
+TEST_CASE("valid POST with content-length, body is not consumed", "[http]") {
   const auto r = parse_request(post_request + "hello");
   REQUIRE(r.complete());
   CHECK(r.consumed == post_request.size());

@@ -165,7 +165,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "target: a posted probe result becomes one probe.run line; a bad one "
+    "target: a posted probe result becomes one probe.run line, a bad one "
     "a 400 with a reason",
     "[probe]") {
   route_info session;

@@ -53,7 +53,7 @@ TEST_CASE("route_registry: IPv4-mapped IPv6 and IPv4 are one address", "[route]"
   CHECK(!(flow_id::tcp(ep("::1", 1), ep("::1", 2)) == flow_id::tcp(ep("127.0.0.1", 1), ep("127.0.0.1", 2))));
 }
 
-TEST_CASE("route_registry: entries are owned; a second owner is refused and removes nothing", "[route]") {
+TEST_CASE("route_registry: entries are owned, a second owner is refused and removes nothing", "[route]") {
   route_registry routes;
   const auto id = flow_id::tcp(ep("127.0.0.1", 40002), ep("127.0.0.1", 8080));
   const auto alice = session(1, "alice");

@@ -141,7 +141,7 @@ TEST_CASE("target URL parsing", "[runner]") {
   CHECK_FALSE(parse_target_url("http://h:99999/", reason));
 }
 
-TEST_CASE("--bulk: each path becomes NAME/down and NAME/up, downloads first", "[runner]") {
+TEST_CASE("bulk runs: each path becomes NAME/down and NAME/up, downloads first", "[runner]") {
   std::string reason;
   std::vector<path_spec> paths{*parse_path_arg("direct=direct", reason), *parse_path_arg("p=http://127.0.0.1:1", reason)};
   const auto bulk = bulk_paths(paths);

@@ -314,7 +314,7 @@ TEST_CASE("verify matches samples to the access log by run id and seq", "[runner
   CHECK_THAT(format_verify_report(r), Catch::Contains("verify: OK"));
 }
 
-TEST_CASE("verify: banner samples by the session their banner named; bulk adds the server's MB/s", "[runner]") {
+TEST_CASE("verify: banner samples by the session their banner named, bulk adds the server's MB/s", "[runner]") {
   const std::string summary =
       R"({"run":{"id":"b1","target":"banner://127.0.0.1:8082"},"paths":{"direct":{"kind":"direct"},)"
       R"("vl":{"kind":"vless"}}})";

@@ -37,7 +37,7 @@ TEST_CASE("apply_on_open sets TCP_NODELAY as configured", "[socket_policy]") {
   CHECK(get_int(s.fd, TCP_NODELAY) == 0);
 }
 
-TEST_CASE("quickack on/off is set and re-armed after reads; kernel leaves it alone", "[socket_policy]") {
+TEST_CASE("quickack on/off is set and re-armed after reads, kernel leaves it alone", "[socket_policy]") {
   tcp_fd s;
   REQUIRE(s.fd >= 0);
   CHECK_FALSE(apply_on_open(s.fd, tcp_policy{true, quickack_mode::on}));

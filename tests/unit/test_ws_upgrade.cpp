@@ -120,7 +120,7 @@ TEST_CASE("ws upgrade: refusals and their HTTP status", "[ws]") {
   CHECK(r.value.protocol.empty());
 }
 
-TEST_CASE("httpupgrade: no key, no accept; the stream follows the head", "[ws]") {
+TEST_CASE("httpupgrade: no key, no accept, the stream follows the head", "[ws]") {
   upgrade_rules rules{upgrade_kind::httpupgrade, "/up", "", 0, ""};
   const std::string text = format_upgrade_request({upgrade_kind::httpupgrade, "/up", "h", "", "", ""}) + "VLESS";
   const auto r = parse_upgrade_request(text, rules);
