@@ -117,16 +117,43 @@ std::string header(const reply& r, std::string_view name) {
   return v ? std::string(*v) : std::string();
 }
 
+// The client's plan: to the stack's VLESS listener, for its target, as user uuid.
+vless::client_plan plan_for(const stack& s, const uuid_bytes& uuid) {
+  tls::client_options opts;
+  opts.sni = "localhost";
+  return vless::make_client_plan(s.vless_acceptor.local_endpoint(), opts,
+                                 vless::tcp_request(uuid, "127.0.0.1", s.target_acceptor.local_endpoint().port()));
+}
+
+// TCP connect and the transport's opening (TLS, and an upgrade where the plan has one).
+awaitable<void> open_tunnel(vless::client& c) {
+  if (auto ec = co_await c.connect()) throw std::system_error(ec);
+  if (auto ec = co_await c.handshake()) throw std::system_error(ec);
+}
+
+// One request through the tunnel and its response.
+awaitable<reply> exchange(vless::client& c, std::string_view request, std::string& buffer) {
+  if (auto ec = co_await c.write(request)) throw std::system_error(ec);
+  co_return co_await read_reply(c, buffer);
+}
+
+// A completion handler that keeps the client coroutine's exception text for the test to report.
+auto keep_failure(std::string& failure) {
+  return [&failure](std::exception_ptr e) {
+    if (!e) return;
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      failure = ex.what();
+    }
+  };
+}
+
 }  // namespace
 
 TEST_CASE("full stack: a request through the VLESS session proves its route and phases", "[full_stack][route]") {
   stack s;
-  const auto uuid = s.rt.cfg->users.at(0).uuid;
-  const auto target_port = s.target_acceptor.local_endpoint().port();
-  tls::client_options opts;
-  opts.sni = "localhost";
-  const auto plan = vless::make_client_plan(s.vless_acceptor.local_endpoint(), opts,
-                                            vless::tcp_request(uuid, "127.0.0.1", target_port));
+  const auto plan = plan_for(s, s.rt.cfg->users.at(0).uuid);
   std::vector<reply> tunnelled;
   std::optional<reply> direct;
   std::string failure;
@@ -139,16 +166,12 @@ TEST_CASE("full stack: a request through the VLESS session proves its route and 
         // A new VLESS session and two requests on it (the second one reuses the tunnel).
         tcp::socket socket(s.io);
         vless::client c(socket, plan);
-        if (auto ec = co_await c.connect()) throw std::system_error(ec);
-        if (auto ec = co_await c.handshake()) throw std::system_error(ec);
+        co_await open_tunnel(c);
         std::string buffer;
-        if (auto ec = co_await c.write("GET /generate_204 HTTP/1.1\r\nHost: t\r\nX-Vlessbench-Seq: 1\r\n\r\n"))
-          throw std::system_error(ec);
-        tunnelled.push_back(co_await read_reply(c, buffer));
-        if (auto ec = co_await c.write("GET /bytes/10 HTTP/1.1\r\nHost: t\r\nX-Vlessbench-Seq: 2\r\n"
-                                       "Connection: close\r\n\r\n"))
-          throw std::system_error(ec);
-        tunnelled.push_back(co_await read_reply(c, buffer));
+        tunnelled.push_back(
+            co_await exchange(c, "GET /generate_204 HTTP/1.1\r\nHost: t\r\nX-Vlessbench-Seq: 1\r\n\r\n", buffer));
+        tunnelled.push_back(co_await exchange(
+            c, "GET /bytes/10 HTTP/1.1\r\nHost: t\r\nX-Vlessbench-Seq: 2\r\nConnection: close\r\n\r\n", buffer));
         socket.close();
 
         // The same target, straight from the client: no session in between.
@@ -167,14 +190,7 @@ TEST_CASE("full stack: a request through the VLESS session proves its route and 
         if (!parsed.complete()) throw std::runtime_error("direct reply incomplete");
         direct = reply{parsed.value, got};
       },
-      [&](std::exception_ptr e) {
-        if (!e) return;
-        try {
-          std::rethrow_exception(e);
-        } catch (const std::exception& ex) {
-          failure = ex.what();
-        }
-      });
+      keep_failure(failure));
   s.io.run_for(std::chrono::seconds(10));
 
   INFO(failure);
@@ -228,11 +244,7 @@ TEST_CASE("full stack: a wrong user is refused before any upstream connection", 
   stack s;
   auto uuid = s.rt.cfg->users.at(0).uuid;
   uuid[0] ^= 0xff;  // nobody's
-  tls::client_options opts;
-  opts.sni = "localhost";
-  const auto plan = vless::make_client_plan(
-      s.vless_acceptor.local_endpoint(), opts,
-      vless::tcp_request(uuid, "127.0.0.1", s.target_acceptor.local_endpoint().port()));
+  const auto plan = plan_for(s, uuid);
   std::error_code read_error;
   asio::co_spawn(s.io, s.accept_vless(1), asio::detached);
   asio::co_spawn(
@@ -262,11 +274,7 @@ TEST_CASE("full stack: WebSocket with early data and HTTPUpgrade name their tran
   for (const std::string listener : {"ws", "httpupgrade"}) {
     stack s;
     s.vless_listener->name = listener;
-    const auto uuid = s.rt.cfg->users.at(0).uuid;
-    tls::client_options opts;
-    opts.sni = "localhost";
-    auto plan = vless::make_client_plan(s.vless_acceptor.local_endpoint(), opts,
-                                        vless::tcp_request(uuid, "127.0.0.1", s.target_acceptor.local_endpoint().port()));
+    auto plan = plan_for(s, s.rt.cfg->users.at(0).uuid);
     plan.transport.type = listener == "ws" ? "ws" : "httpupgrade";
     plan.transport.path = listener == "ws" ? "/ws" : "/up";
     plan.transport.max_early_data = listener == "ws" ? 2048 : 0;
@@ -279,22 +287,12 @@ TEST_CASE("full stack: WebSocket with early data and HTTPUpgrade name their tran
         [&]() -> awaitable<void> {
           tcp::socket socket(s.io);
           vless::client c(socket, plan);
-          if (auto ec = co_await c.connect()) throw std::system_error(ec);
-          if (auto ec = co_await c.handshake()) throw std::system_error(ec);
+          co_await open_tunnel(c);
           std::string buffer;
-          if (auto ec = co_await c.write("GET /bytes/10 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"))
-            throw std::system_error(ec);
-          got = co_await read_reply(c, buffer);
+          got = co_await exchange(c, "GET /bytes/10 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", buffer);
           socket.close();
         },
-        [&](std::exception_ptr e) {
-          if (!e) return;
-          try {
-            std::rethrow_exception(e);
-          } catch (const std::exception& ex) {
-            failure = ex.what();
-          }
-        });
+        keep_failure(failure));
     s.io.run_for(std::chrono::seconds(10));
     INFO(listener << ": " << failure);
     REQUIRE(failure.empty());
