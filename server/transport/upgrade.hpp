@@ -23,10 +23,15 @@ inline ws::upgrade_rules upgrade_rules_for(const transport_config& t) {
           t.kind == transport_kind::ws ? t.max_early_data : 0u, t.early_data_header};
 }
 
-// Lower is tls_stream or plain_stream, opened already.
+// Opens Lower (tls_stream or plain_stream), then reads and answers the upgrade request. On failure
+// out.reason names it: the lower transport's open_failure(), or the upgrade's reject reason.
 template <class Lower>
-awaitable<std::error_code> accept_upgrade(Lower& lower, const transport_config& t, const open_clock& clock,
-                                          upgrade_outcome& out) {
+awaitable<std::error_code> open_upgraded(Lower& lower, const transport_config& t, const open_clock& clock,
+                                         upgrade_outcome& out) {
+  if (auto ec = co_await lower.open(clock)) {
+    out.reason = lower.open_failure();
+    co_return ec;
+  }
   const ws::upgrade_rules rules = upgrade_rules_for(t);
   std::string head(http::max_head_bytes, '\0');
   std::size_t used = 0;

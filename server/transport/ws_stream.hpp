@@ -47,12 +47,8 @@ class ws_stream {
   }
 
   awaitable<std::error_code> open(const transport::open_clock& clock) {
-    if (auto ec = co_await lower_.open(clock)) {
-      failure_ = lower_.open_failure();
-      co_return ec;
-    }
     transport::upgrade_outcome out;
-    if (auto ec = co_await transport::accept_upgrade(lower_, t_, clock, out)) {
+    if (auto ec = co_await transport::open_upgraded(lower_, t_, clock, out)) {
       failure_ = out.reason;
       co_return ec;
     }
