@@ -347,6 +347,18 @@ class Daemon:
         except FileNotFoundError:
             return ""
 
+    def wait_stderr(self, *texts: str, timeout: float = 10.0) -> str:
+        """Waits until the human log holds every one of texts (it is written after the ports
+        open, and late under the sanitizers); returns it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            text = self.stderr()
+            if all(t in text for t in texts):
+                return text
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{texts!r} not all in stderr within {timeout} s:\n{text[-2000:]}")
+            time.sleep(0.02)
+
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 

@@ -127,7 +127,7 @@ def exposed_listener_needs_users():
     cfg = base_cfg()
     del cfg["users"]
     with Daemon(cfg) as d2:
-        check("vless://" in d2.stderr() and "default" in d2.stderr(), d2.stderr())
+        d2.wait_stderr("vless://", "default")
 
 
 @suite.test
@@ -193,7 +193,7 @@ def reload_changes_policy():
         s0 = d.wait_event("vless.session", session=sid)
         p = s0["policy"]
         check((p["quickack"], p["upstream_quickack"], p["generation"]) == ("kernel", "kernel", 1), s0)
-        check("reload ok" in d.stderr() and "generation 2" in d.stderr(), d.stderr())
+        d.wait_stderr("reload ok", "generation 2")
 
 
 @suite.test
@@ -239,7 +239,7 @@ def reload_adds_and_removes_listeners():
         check(e1["peer"] == e2["peer"], (e1, e2))
         direct.close()
         tunnel.close()
-        check("closed target \"t2\"" in d.stderr() and "opened target \"t3\"" in d.stderr(), d.stderr())
+        d.wait_stderr('closed target "t2"', 'opened target "t3"')
 
 
 @suite.test

@@ -24,14 +24,6 @@ def direct_get(d: Daemon, seq: str) -> None:
         check(r.status == 204, r)
 
 
-def wait_stderr(d: Daemon, text: str, timeout: float = 5.0) -> None:
-    deadline = time.monotonic() + timeout
-    while text not in d.stderr():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{text!r} not in stderr within {timeout} s:\n{d.stderr()[-2000:]}")
-        time.sleep(0.02)
-
-
 def seqs(path) -> list[str]:
     return [e["seq"] for e in read_events(path) if e["event"] == "http.request" and "seq" in e]
 
@@ -51,7 +43,7 @@ def ignored_signals_are_logged_and_survived():
                           (signal.SIGPIPE, None)):
             d.signal(sig)
             if line:
-                wait_stderr(d, line)
+                d.wait_stderr(line)
             else:
                 time.sleep(0.2)  # SIGPIPE is ignored outright (SIG_IGN): nothing to wait for
             check(d.running(), f"{sig.name} ended the daemon: {d.stderr()[-1000:]}")
@@ -71,7 +63,7 @@ def sigusr1_reopens_the_access_log_file():
         direct_get(d, "renamed")  # still written to the renamed file: nothing reopened it yet
         wait_seq(rotated, "renamed")
         d.signal(signal.SIGUSR1)
-        wait_stderr(d, f"signal SIGUSR1: reopened access log {d.access}")
+        d.wait_stderr(f"signal SIGUSR1: reopened access log {d.access}")
         check(d.access.exists(), "no new file at the configured path")
         direct_get(d, "after")
         wait_seq(d.access, "after")
@@ -88,7 +80,7 @@ def sigusr1_that_cannot_reopen_keeps_the_old_file():
         d.access.rename(rotated)
         d.access.mkdir()  # the path is now a directory: open(2) fails
         d.signal(signal.SIGUSR1)
-        wait_stderr(d, "signal SIGUSR1: access log")
+        d.wait_stderr("signal SIGUSR1: access log")
         check(d.running(), "the daemon ended")
         direct_get(d, "kept")
         wait_seq(rotated, "kept")
@@ -102,7 +94,7 @@ def sigusr1_with_stdout_is_a_no_op():
     d.write_config(d.cfg)
     with d.start():
         d.signal(signal.SIGUSR1)
-        wait_stderr(d, "signal SIGUSR1: the access log is stdout: nothing to reopen")
+        d.wait_stderr("signal SIGUSR1: the access log is stdout: nothing to reopen")
         direct_get(d, "stdout")
         check(d.stop() == 0, "exit code")
         check(b'"seq":"stdout"' in d.stdout_path.read_bytes(), "the line after SIGUSR1 went missing")
