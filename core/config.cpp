@@ -230,6 +230,39 @@ void read_destinations(const table_reader& root, destinations_config& out) {
   }
 }
 
+// [admin]: enabled = false or listen = "" turn it off; off loopback a token is required.
+void read_admin(const table_reader& root, admin_config& out) {
+  if (!root.find("admin")) return;
+  const auto r = root.table("admin");
+  if (!r) return;
+  r->reject_unknown({"enabled", "listen", "token"});
+  bool enabled = true;
+  if (auto b = r->boolean("enabled")) enabled = *b;
+  if (auto text = r->string("listen")) {
+    asio::ip::tcp::endpoint ep;
+    std::string reason;
+    if (text->empty()) out.listen.reset();
+    else if (parse_endpoint(*text, ep, reason)) out.listen = ep;
+    else r->error("listen", quote(*text) + ": " + reason);
+  }
+  if (auto token = r->string("token")) {
+    const bool printable = std::all_of(token->begin(), token->end(),
+                                       [](unsigned char c) { return c > 0x20 && c < 0x7f; });
+    if (token->size() < admin_config::min_token || token->size() > admin_config::max_token)
+      r->error("token", "must be " + std::to_string(admin_config::min_token) + " to " +
+                            std::to_string(admin_config::max_token) + " characters long");
+    else if (!printable)
+      r->error("token", "must be printable ASCII without spaces (it travels in a URL and a header)");
+    else out.token = *token;
+  }
+  if (!enabled) out.listen.reset();
+  if (out.listen && out.token.empty() && !unmapped(out.listen->address()).is_loopback() && !r->find("token"))
+    r->error("listen", quote(format_endpoint(*out.listen)) +
+                           ": the admin listener off loopback requires admin.token (at least " +
+                           std::to_string(admin_config::min_token) +
+                           " characters; send it as \"Authorization: Bearer TOKEN\" or ?token=TOKEN)");
+}
+
 // Where a name or UUID was first seen, for duplicate messages that point back.
 struct first_seen {
   std::string key;
@@ -422,18 +455,33 @@ config validate(const toml::table& root_table, std::string_view source_name) {
   config cfg;
   cfg.source = std::string(source_name);
   const table_reader root(root_table, "", errors);
-  root.reject_unknown({"log", "tls", "users", "vless", "target", "banner", "limits", "destinations"});
+  root.reject_unknown({"log", "tls", "users", "vless", "target", "banner", "limits", "destinations",
+                        "admin"});
 
   read_log(root, cfg.log);
   read_tls(root, cfg.tls);
   read_limits(root, cfg.limits);
   read_destinations(root, cfg.destinations);
+  read_admin(root, cfg.admin);
   const std::size_t declared_users = read_users(root, cfg.users);
 
   listener_registry registry;
   std::size_t declared_listeners = read_listeners<vless_schema>(root, registry, cfg.vless);
   declared_listeners += read_listeners<target_schema>(root, registry, cfg.target);
   declared_listeners += read_listeners<banner_schema>(root, registry, cfg.target);
+  if (cfg.admin.listen) {
+    std::vector<asio::ip::tcp::endpoint> endpoints;
+    for (const auto& v : cfg.vless) endpoints.push_back(v.listen);
+    for (const auto& t : cfg.target) endpoints.push_back(t.listen);
+    for (const auto& ep : endpoints) {
+      if (!endpoints_clash(ep, *cfg.admin.listen)) continue;
+      const toml::node* admin = root.find("admin");
+      errors.add(admin ? toml_reader::line_of(admin->source()) : 1, "admin.listen",
+                 quote(format_endpoint(*cfg.admin.listen)) + ": overlaps the listener on " +
+                     quote(format_endpoint(ep)) + (admin ? "" : " (the admin listener's default: set [admin] listen)"));
+      break;
+    }
+  }
   if (declared_listeners == 0) errors.add(1, "vless", "no listeners: add at least one [[vless]] or [[target]] entry");
 
   // DESIGN.md §3: a random UUID is only acceptable while nobody else can reach the daemon.

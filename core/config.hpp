@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -111,6 +112,17 @@ struct destinations_config {
   bool operator==(const destinations_config&) const = default;
 };
 
+// The admin listener (docs/dashboard.md): dashboard, /api/state and /metrics, read-only. Off when
+// listen is empty. A listener off loopback requires a token; it is compared in constant time.
+struct admin_config {
+  static constexpr std::uint16_t default_port = 9090;
+  static constexpr std::size_t min_token = 16, max_token = 256;
+  std::optional<asio::ip::tcp::endpoint> listen =
+      asio::ip::tcp::endpoint(asio::ip::make_address_v4("127.0.0.1"), default_port);
+  std::string token;  // empty: none (loopback only)
+  bool operator==(const admin_config&) const = default;
+};
+
 struct config {
   log_config log;
   tls_config tls;
@@ -119,6 +131,7 @@ struct config {
   std::vector<target_listener_config> target;
   limits_config limits;
   destinations_config destinations;
+  admin_config admin;
   std::string source = "<embedded default>";  // file the config came from
 };
 

@@ -49,13 +49,16 @@ struct reload_plan {
   std::vector<planned_listener> open;   // endpoints only the next config has: bound before commit
   std::vector<planned_listener> close;  // endpoints only the running config has
 
+  // [admin]: the listener moves (closed, then the next endpoint bound before commit) when its
+  // endpoint changes; a token change applies to the next request.
+  bool admin_rebind = false;
   bool tls_changed = false;        // build a new TLS context (and certificate, tls.generate)
   bool reopen_access_log = false;  // a file is reopened even at the same path (rotation: mv, SIGHUP)
   bool log_level_changed = false;
   bool log_queue_changed = false;
 
-  // What the "reload ok" line lists, in order: listeners updated, taken over, closed, opened, then
-  // log queue, log level, user count. The daemon appends what only applying can tell (sessions of
+  // What the "reload ok" line lists, in order: listeners updated, taken over, closed, opened, admin
+  // listener and token, then log queue, log level, user count. The daemon appends what only applying can tell (sessions of
   // removed users ended).
   std::vector<std::string> changes;
 };

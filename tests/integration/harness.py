@@ -185,9 +185,9 @@ def policy(nodelay: bool = True, quickack: str = "kernel") -> dict:
 
 
 def toml_text(cfg: dict) -> str:
-    """cfg: {"log", "tls", "limits", "destinations": {...}, "users", "vless", "target": [...]}."""
+    """cfg: {"log", "tls", "limits", "destinations", "admin": {...}, "users", "vless", "target": [...]}."""
     out = []
-    for table in ("log", "tls", "limits", "destinations"):
+    for table in ("log", "tls", "limits", "destinations", "admin"):
         if table in cfg:
             out.append(f"[{table}]")
             out += [f"{k} = {_toml_value(v)}" for k, v in cfg[table].items()]
@@ -291,6 +291,8 @@ class Daemon:
             users = cfg.get("users") or []
             self.user = users[0]["name"] if users else None
             self.uuid = users[0]["uuid"] if users else None
+        # The admin listener's default port (9090) would clash between daemons run side by side.
+        cfg.setdefault("admin", {"enabled": False})
         cfg.setdefault("log", {})
         cfg["log"].setdefault("access", str(self.access))
         cfg["log"].setdefault("level", "info")

@@ -840,3 +840,42 @@ TEST_CASE("target tables: tls = true and [[banner]], the daemon's HTTPS and serv
                  "listen = \"127.0.0.1:9023\"\n")
             .find("duplicate listener name") != std::string::npos);
 }
+
+TEST_CASE("[admin]: loopback 9090 by default, off by enabled = false or an empty listen", "[config]") {
+  const config d = parse_config(loopback_target, "x.toml");
+  REQUIRE(d.admin.listen);
+  CHECK(*d.admin.listen == ep("127.0.0.1", admin_config::default_port));
+  CHECK(d.admin.token.empty());
+  CHECK(default_config().admin == d.admin);
+  CHECK_FALSE(parse_config(std::string(loopback_target) + "[admin]\nenabled = false\n", "x.toml").admin.listen);
+  CHECK_FALSE(parse_config(std::string(loopback_target) + "[admin]\nlisten = \"\"\n", "x.toml").admin.listen);
+  const config c = parse_config(std::string(loopback_target) + "[admin]\nlisten = \"[::1]:9191\"\n", "x.toml");
+  CHECK(*c.admin.listen == ep("::1", 9191));
+}
+
+TEST_CASE("[admin]: off loopback a token is required, 16 to 256 printable characters", "[config]") {
+  const std::string t = loopback_target;
+  const std::string users = "[[users]]\nname = \"mac\"\nuuid = \"0bc2f2bd-f35f-4c1e-8b9b-befe527996d0\"\n";
+  CHECK(error_of(t + "[admin]\nlisten = \"0.0.0.0:9090\"\n") ==
+        "x.toml:5: admin.listen: \"0.0.0.0:9090\": the admin listener off loopback requires admin.token (at least "
+        "16 characters; send it as \"Authorization: Bearer TOKEN\" or ?token=TOKEN)");
+  CHECK(error_of(t + "[admin]\nlisten = \"10.0.0.1:9090\"\ntoken = \"short\"\n") ==
+        "x.toml:6: admin.token: must be 16 to 256 characters long");
+  CHECK(error_of(t + "[admin]\ntoken = \"0123456789 abcdef\"\n") ==
+        "x.toml:5: admin.token: must be printable ASCII without spaces (it travels in a URL and a header)");
+  const config c =
+      parse_config(users + t + "[admin]\nlisten = \"0.0.0.0:9090\"\ntoken = \"0123456789abcdef\"\n", "x.toml");
+  CHECK(*c.admin.listen == ep("0.0.0.0", 9090));
+  CHECK(c.admin.token == "0123456789abcdef");
+  // Disabled, no token is needed wherever listen points.
+  CHECK_FALSE(parse_config(t + "[admin]\nenabled = false\nlisten = \"0.0.0.0:9090\"\n", "x.toml").admin.listen);
+  CHECK(error_of(t + "[admin]\nport = 1\n") == "x.toml:5: admin.port: unknown key");
+}
+
+TEST_CASE("[admin]: its endpoint may not overlap a listener's", "[config]") {
+  CHECK(error_of("[[target]]\nname = \"http\"\nlisten = \"127.0.0.1:9090\"\n") ==
+        "x.toml:1: admin.listen: \"127.0.0.1:9090\": overlaps the listener on \"127.0.0.1:9090\" (the admin "
+        "listener's default: set [admin] listen)");
+  CHECK(error_of(std::string(loopback_target) + "[admin]\nlisten = \"0.0.0.0:8080\"\ntoken = \"0123456789abcdef\"\n") ==
+        "x.toml:4: admin.listen: \"0.0.0.0:8080\": overlaps the listener on \"127.0.0.1:8080\"");
+}

@@ -236,3 +236,18 @@ TEST_CASE("a new thread count is refused with nothing else planned", "[reload_pl
   CHECK(p.open.empty());
   CHECK(p.changes.empty());
 }
+
+TEST_CASE("the admin listener moves when its endpoint changes; a token change is listed", "[reload_plan]") {
+  const config c = parse(base);
+  CHECK_FALSE(plan_reload(c, c).admin_rebind);
+  const reload_plan moved = plan_reload(c, parse(std::string(base) + "[admin]\nlisten = \"127.0.0.1:9191\"\n"));
+  CHECK(moved.admin_rebind);
+  CHECK(moved.changes == std::vector<std::string>{"admin 127.0.0.1:9090 -> 127.0.0.1:9191"});
+  const reload_plan off = plan_reload(c, parse(std::string(base) + "[admin]\nenabled = false\n"));
+  CHECK(off.admin_rebind);
+  CHECK(off.changes == std::vector<std::string>{"admin 127.0.0.1:9090 -> off"});
+  const reload_plan token =
+      plan_reload(c, parse(std::string(base) + "[admin]\ntoken = \"0123456789abcdef\"\n"));
+  CHECK_FALSE(token.admin_rebind);
+  CHECK(token.changes == std::vector<std::string>{"admin token changed"});
+}
