@@ -201,8 +201,10 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
     if (rt_.vless_sessions >= rt_.cfg->limits.max_sessions) {
       std::error_code ignored;
       const auto client = format_endpoint(peer);
-      rt_.log.write(format_event(vless_reject_event{
-          .listener = state->name, .client = client, .reason = "too_many_sessions", .phase = "accept"}));
+      const vless_reject_event event{
+          .listener = state->name, .client = client, .reason = "too_many_sessions", .phase = "accept"};
+      rt_.log.write(format_event(event));
+      rt_.hub.rejected(event);
       socket.close(ignored);
       continue;
     }
@@ -264,8 +266,10 @@ bool daemon::shed_connection(listener& l) {
       peer.resize(len);
     }
     const auto client = format_endpoint(peer);
-    rt_.log.write(format_event(vless_reject_event{
-        .listener = l.state->name, .client = client, .reason = "fd_exhausted", .phase = "accept"}));
+    const vless_reject_event event{
+        .listener = l.state->name, .client = client, .reason = "fd_exhausted", .phase = "accept"};
+    rt_.log.write(format_event(event));
+    rt_.hub.rejected(event);
   }
   return true;
 }
@@ -285,6 +289,22 @@ void daemon::print_links() const {
   }
 }
 
+void daemon::publish_listeners() {
+  std::vector<listener_view> views;
+  for (const auto& l : listeners_) {
+    const auto& st = *l->state;
+    listener_view v{std::string(to_string(st.kind)), st.name, format_endpoint(st.endpoint), policy_text(st.tcp.load()),
+                    st.kind == listener_kind::vless ? policy_text(st.upstream_tcp.load()) : std::string(), ""};
+    if (st.kind == listener_kind::vless) {
+      const auto it = std::find_if(rt_.cfg->vless.begin(), rt_.cfg->vless.end(),
+                                   [&](const vless_listener_config& c) { return c.name == st.name; });
+      if (it != rt_.cfg->vless.end()) v.transport = std::string(to_string(it->transport.kind));
+    }
+    views.push_back(std::move(v));
+  }
+  rt_.hub.set_listeners(rt_.generation, std::move(views));
+}
+
 std::vector<std::string> daemon::describe_listeners() const {
   std::vector<std::string> out;
   for (const auto& l : listeners_)
@@ -296,12 +316,16 @@ int daemon::run() {
   const auto& cfg = *rt_.cfg;
   for (const auto& l : listeners_of(cfg))
     listeners_.push_back(open_listener(l.kind, l.name, l.listen, l.tcp, l.upstream_tcp));
+  std::shared_ptr<tcp::acceptor> admin;
+  if (cfg.admin.listen) admin = admin_.bind(*cfg.admin.listen);
   start_workers(cfg.limits.threads);  // before any accept loop hands sessions to them
   for (auto& l : listeners_) {
     spdlog::info("{} listener \"{}\" on {} ({})", to_string(l->state->kind), l->state->name,
                  format_endpoint(l->state->endpoint), policy_text(l->state->tcp.load()));
     start_accepting(l);
   }
+  if (admin) admin_.serve(std::move(admin));
+  publish_listeners();
   print_links();
   keep_spare_fd();
   asio::co_spawn(io_, signal_loop(), [](std::exception_ptr e) { log_exception(e, "signal loop"); });
@@ -353,6 +377,7 @@ awaitable<void> daemon::drain() {
     std::error_code ignored;
     l->acceptor.close(ignored);
   }
+  admin_.close();
   rt_.connections.close_all(false);
   const auto deadline = steady_clock::now() + rt_.cfg->limits.drain_timeout;
   asio::steady_timer timer(io_);
@@ -391,7 +416,9 @@ void daemon::reopen_access_log() {
 void daemon::reload() {
   auto fail = [&](const std::string& error) {
     spdlog::error("reload failed, keeping generation {}: {}", rt_.generation, error);
-    rt_.log.write(format_event(config_reload_event{.ok = false, .generation = rt_.generation, .error = error}));
+    const config_reload_event event{.ok = false, .generation = rt_.generation, .error = error};
+    rt_.log.write(format_event(event));
+    rt_.hub.reloaded(event);
   };
   if (!config_file_) return fail("running on the embedded default: there is no file to re-read");
 
@@ -437,11 +464,22 @@ void daemon::reload() {
     }
   }
 
+  std::shared_ptr<tcp::acceptor> admin;
+  if (plan.admin_rebind && next->admin.listen) {
+    try {
+      admin = admin_.bind(*next->admin.listen);
+    } catch (const std::exception& e) {
+      abandon_opened();
+      return fail(e.what());
+    }
+  }
+
   if (plan.reopen_access_log) {
     try {
       rt_.log.open(next->log.access);
     } catch (const std::exception& e) {
       abandon_opened();
+      if (admin) admin->close();
       return fail(e.what());
     }
   }
@@ -506,10 +544,17 @@ void daemon::reload() {
     changes.push_back(fmt::format("ending {} session(s) of removed users", ended));
   rt_.cfg = std::move(next);
   rt_.generation = generation;
+  if (plan.admin_rebind) {
+    if (admin) admin_.serve(std::move(admin));
+    else admin_.close();
+  }
+  publish_listeners();
   spdlog::info("reload ok: generation {}: {}", generation,
                changes.empty() ? std::string("no listener changes") : fmt::format("{}", fmt::join(changes, "; ")));
-  rt_.log.write(format_event(
-      config_reload_event{.ok = true, .generation = generation, .changes = static_cast<std::uint64_t>(changes.size())}));
+  const config_reload_event event{
+      .ok = true, .generation = generation, .changes = static_cast<std::uint64_t>(changes.size())};
+  rt_.log.write(format_event(event));
+  rt_.hub.reloaded(event);
 }
 
 }  // namespace vlessbench

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/asio_compat.hpp"
+#include "server/admin_server.hpp"
 #include "server/runtime.hpp"
 #include "target/target_context.hpp"
 
@@ -50,6 +51,8 @@ class daemon {
   void reload();
   void reopen_access_log();
   void print_links() const;
+  // The running listeners and generation, as the admin dashboard lists them.
+  void publish_listeners();
   // [limits] threads > 1: the extra io_context threads VLESS sessions are spread over.
   void start_workers(unsigned threads);
   void stop_workers();
@@ -66,11 +69,17 @@ class daemon {
   std::size_t next_context_ = 0;
   runtime rt_;
   target::target_context target_{rt_.log, rt_.routes, rt_.connections, rt_.stopping,
-                                 [this] { return rt_.cfg->limits; }};
+                                 [this] { return rt_.cfg->limits; }, rt_.hub};
   std::optional<std::filesystem::path> config_file_;
   std::shared_ptr<asio::ssl::context> tls_;
   std::vector<std::shared_ptr<listener>> listeners_;
   asio::signal_set signals_;
+  admin::admin_server admin_{io_, admin::admin_context{rt_.hub,
+                                                       [this](hub_snapshot& s) {
+                                                         s.open_sessions = rt_.vless_sessions.load();
+                                                         s.open_connections = rt_.connections.size();
+                                                       },
+                                                       [this] { return rt_.cfg; }, VLESSBENCH_VERSION}};
   // A descriptor held in reserve: out of descriptors, it is given up for a moment so a pending
   // connection can be accepted and closed at once instead of waiting in the backlog.
   int spare_fd_ = -1;

@@ -15,6 +15,7 @@
 #include "core/live_config.hpp"
 #include "core/pending_set.hpp"
 #include "core/route_registry.hpp"
+#include "core/state_hub.hpp"
 
 namespace vlessbench {
 
@@ -24,6 +25,7 @@ struct runtime {
   std::uint64_t generation = 1;       // main thread only
   access_log log;                     // thread-safe
   route_registry routes;              // thread-safe
+  state_hub hub;                      // thread-safe: what the admin listener shows
   connection_set connections;         // thread-safe
   pending_set pending;                // thread-safe: connections not yet admitted ([limits] max_pending)
   std::atomic<std::uint64_t> next_session_id{1};

@@ -548,16 +548,18 @@ struct session {
   }
 
   void log_reject() {
-    rt.log.write(format_event(vless_reject_event{.session = info->session_id,
-                                                 .listener = listener_name,
-                                                 .client = info->client,
-                                                 .reason = reject_reason,
-                                                 .phase = phase,
-                                                 .bytes_seen = header_bytes_seen,
-                                                 .detail = reject_detail,
-                                                 .user = info->user,
-                                                 .dest = dest,
-                                                 .duration_us = info->phases.closed.get()}));
+    const vless_reject_event event{.session = info->session_id,
+                                   .listener = listener_name,
+                                   .client = info->client,
+                                   .reason = reject_reason,
+                                   .phase = phase,
+                                   .bytes_seen = header_bytes_seen,
+                                   .detail = reject_detail,
+                                   .user = info->user,
+                                   .dest = dest,
+                                   .duration_us = info->phases.closed.get()};
+    rt.log.write(format_event(event));
+    rt.hub.rejected(event);
     spdlog::debug("vless {} session {} from {} rejected: {} ({})", listener_name, info->session_id,
                   info->client, reject_reason, reject_detail);
   }
@@ -567,27 +569,29 @@ struct session {
     const bool stall = p.tls_done >= 0 && p.header_complete >= 0 &&
                        p.header_complete - p.tls_done >= stall_threshold_us;
     const transport::facts t = client.facts();
-    rt.log.write(format_event(vless_session_event{.session = info->session_id,
-                                                  .listener = listener_name,
-                                                  .user = info->user,
-                                                  .client = info->client,
-                                                  .dest = dest,
-                                                  .cmd = "tcp",
-                                                  .tls_version = t.tls_version,
-                                                  .cipher = t.cipher,
-                                                  .sni = t.sni,
-                                                  .alpn = t.alpn,
-                                                  .transport = t.transport,
-                                                  .early_data = t.early_data,
-                                                  .policy = policy_at_accept,
-                                                  .upstream_policy = upstream_policy_applied,
-                                                  .generation = generation_at_accept,
-                                                  .phases = &p,
-                                                  .stall_suspected = stall,
-                                                  .tcp_info = tcpi,
-                                                  .bytes_up = bytes_up,
-                                                  .bytes_down = bytes_down,
-                                                  .close_reason = to_string(reason)}));
+    const vless_session_event event{.session = info->session_id,
+                                    .listener = listener_name,
+                                    .user = info->user,
+                                    .client = info->client,
+                                    .dest = dest,
+                                    .cmd = "tcp",
+                                    .tls_version = t.tls_version,
+                                    .cipher = t.cipher,
+                                    .sni = t.sni,
+                                    .alpn = t.alpn,
+                                    .transport = t.transport,
+                                    .early_data = t.early_data,
+                                    .policy = policy_at_accept,
+                                    .upstream_policy = upstream_policy_applied,
+                                    .generation = generation_at_accept,
+                                    .phases = &p,
+                                    .stall_suspected = stall,
+                                    .tcp_info = tcpi,
+                                    .bytes_up = bytes_up,
+                                    .bytes_down = bytes_down,
+                                    .close_reason = to_string(reason)};
+    rt.log.write(format_event(event));
+    rt.hub.session_closed(event);
     if (stall) {
       spdlog::warn("vless {} session {} from {}: {:.1f} ms between TLS done and VLESS header: suspected "
                    "Nagle/delayed-ACK stall (quickack={})",

@@ -407,6 +407,7 @@ struct connection {
     plan = std::move(outcome.plan);
     plan.probe_result = true;
     if (!outcome.log_line.empty()) ctx.log.write(outcome.log_line);
+    if (outcome.record) ctx.hub.probe_run(std::move(*outcome.record));
     co_return body.size();
   }
 

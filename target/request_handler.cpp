@@ -179,6 +179,12 @@ probe_post_outcome handle_probe_result(std::string_view body, std::string_view u
                                               .user_agent = user_agent,
                                               .result = &parsed.value,
                                               .summary = &summary});
+  out.record = make_probe_record(probe_run_event{.listener = listener,
+                                                 .peer = peer,
+                                                 .route = route,
+                                                 .user_agent = user_agent,
+                                                 .result = &parsed.value,
+                                                 .summary = &summary});
   out.plan.body = "logged run " + parsed.value.run + ": " + std::string(summary.verdict) + "\n";
   return out;
 }

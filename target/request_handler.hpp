@@ -2,11 +2,13 @@
 // What the HTTP target answers, decided without I/O: a parsed request in, a response plan out.
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "core/http_parser.hpp"
 #include "core/session_info.hpp"
+#include "core/state_hub.hpp"
 
 namespace vlessbench::target {
 
@@ -39,6 +41,7 @@ std::string_view status_text(int status);
 struct probe_post_outcome {
   response_plan plan;
   std::string log_line;  // empty when refused
+  std::optional<probe_record> record;  // for the admin dashboard; absent when refused
 };
 probe_post_outcome handle_probe_result(std::string_view body, std::string_view user_agent,
                                        std::string_view listener, std::string_view peer,

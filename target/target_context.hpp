@@ -1,6 +1,7 @@
 #pragma once
 // What a target sees of the daemon that runs it: the log, the route registry, the open-connection
-// set a drain closes, whether a drain has begun, and the running config's limits. Nothing else:
+// set a drain closes, whether a drain has begun, the running config's limits, and the state hub
+// (probe runs, for the admin dashboard). Nothing else:
 // the targets never read the daemon's session counters, users or TLS state.
 #include <atomic>
 #include <functional>
@@ -9,6 +10,7 @@
 #include "core/config.hpp"
 #include "core/connection_set.hpp"
 #include "core/route_registry.hpp"
+#include "core/state_hub.hpp"
 
 namespace vlessbench::target {
 
@@ -18,6 +20,7 @@ struct target_context {
   connection_set& connections;
   const std::atomic<bool>& stopping;
   std::function<limits_config()> limits;  // the running config's: a reload may change them
+  state_hub& hub;                         // probe runs for the admin dashboard
 };
 
 }  // namespace vlessbench::target

@@ -30,7 +30,7 @@ struct stack {
   asio::io_context io;
   runtime rt;
   target::target_context target_ctx{rt.log, rt.routes, rt.connections, rt.stopping,
-                                    [this] { return rt.cfg->limits; }};
+                                    [this] { return rt.cfg->limits; }, rt.hub};
   std::shared_ptr<asio::ssl::context> tls =
       std::make_shared<asio::ssl::context>(tls::make_server_context(tls_config{}));
   std::shared_ptr<listener_runtime> vless_listener = std::make_shared<listener_runtime>();

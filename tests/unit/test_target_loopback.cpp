@@ -20,7 +20,8 @@ struct fixture {
   route_registry routes;
   connection_set connections;
   std::atomic<bool> stopping{false};
-  target::target_context ctx{log, routes, connections, stopping, [] { return limits_config{}; }};
+  state_hub hub;
+  target::target_context ctx{log, routes, connections, stopping, [] { return limits_config{}; }, hub};
   std::shared_ptr<listener_runtime> listener = std::make_shared<listener_runtime>();
   tcp::acceptor acceptor{io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)};
   std::filesystem::path log_path;

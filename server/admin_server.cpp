@@ -1,0 +1,243 @@
+#include "server/admin_server.hpp"
+
+#include <openssl/mem.h>
+#include <openssl/sha.h>
+
+#include <array>
+
+#include "core/http_parser.hpp"
+#include "core/logging.hpp"
+#include "core/net_address.hpp"
+#include "core/watchdog.hpp"
+#include "server/admin_page.hpp"
+#include "server/admin_views.hpp"
+
+namespace vlessbench::admin {
+namespace {
+
+constexpr auto request_timeout = std::chrono::seconds(5);
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string percent_decode(std::string_view s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && hex_value(s[i + 1]) >= 0 && hex_value(s[i + 2]) >= 0) {
+      out += static_cast<char>(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i] == '+' ? ' ' : s[i];
+    }
+  }
+  return out;
+}
+
+request_token find_token(const http::request& req, std::string_view query) {
+  if (auto auth = req.find("Authorization")) {
+    constexpr std::string_view bearer = "Bearer ";
+    if (auth->size() >= bearer.size() && http::iequals(auth->substr(0, bearer.size()), bearer))
+      return {true, std::string(auth->substr(bearer.size()))};
+    return {true, std::string()};  // another scheme: present, and wrong
+  }
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const auto part = query.substr(0, amp);
+    if (part.starts_with("token=")) return {true, percent_decode(part.substr(6))};
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return {};
+}
+
+std::string status_text(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 401: return "Unauthorized";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 413: return "Content Too Large";
+    case 431: return "Request Header Fields Too Large";
+    default: return "Error";
+  }
+}
+
+std::string response(int status, std::string_view content_type, std::string_view body, bool head_only,
+                     std::string_view extra = {}) {
+  std::string out = fmt::format(
+      "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: "
+      "{}\r\nCache-Control: no-store\r\n"
+      "X-Content-Type-Options: nosniff\r\nX-Frame-Options: "
+      "DENY\r\nReferrer-Policy: no-referrer\r\n"
+      "Connection: close\r\n{}\r\n",
+      status, status_text(status), content_type, body.size(), extra);
+  if (!head_only) out += body;
+  return out;
+}
+
+}  // namespace
+
+bool token_matches(std::string_view given, std::string_view expected) {
+  std::array<std::uint8_t, SHA256_DIGEST_LENGTH> a{}, b{};
+  SHA256(reinterpret_cast<const std::uint8_t*>(given.data()), given.size(), a.data());
+  SHA256(reinterpret_cast<const std::uint8_t*>(expected.data()), expected.size(), b.data());
+  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+std::shared_ptr<tcp::acceptor> admin_server::bind(const tcp::endpoint& ep) {
+  auto a = std::make_shared<tcp::acceptor>(io_);
+  std::error_code ec;
+  a->open(ep.protocol(), ec);
+  if (!ec) a->set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec && ep.address().is_v6()) a->set_option(asio::ip::v6_only(true), ec);
+  if (!ec) a->bind(ep, ec);
+  if (!ec) a->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec)
+    throw std::runtime_error(fmt::format("admin listener cannot listen on {}: {}", format_endpoint(ep), ec.message()));
+  return a;
+}
+
+void admin_server::serve(std::shared_ptr<tcp::acceptor> acceptor) {
+  close();
+  acceptor_ = std::move(acceptor);
+  std::error_code ec;
+  const auto ep = acceptor_->local_endpoint(ec);
+  const auto cfg = ctx_.cfg();
+  spdlog::info("admin listener on {} (dashboard, /api/state, /metrics{})", format_endpoint(ep),
+               cfg->admin.token.empty() ? "" : "; token required");
+  asio::co_spawn(io_, accept_loop(acceptor_), [](std::exception_ptr e) {
+    if (!e) return;
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception& ex) {
+      spdlog::error("admin accept loop: unexpected exception: {}", ex.what());
+    }
+  });
+}
+
+void admin_server::close() {
+  if (!acceptor_) return;
+  std::error_code ignored;
+  acceptor_->close(ignored);
+  acceptor_.reset();
+}
+
+awaitable<void> admin_server::accept_loop(std::shared_ptr<tcp::acceptor> acceptor) {
+  asio::steady_timer backoff(io_);
+  for (;;) {
+    auto [ec, socket] = co_await acceptor->async_accept(as_tuple_awaitable);
+    if (!acceptor->is_open() || ec == asio::error::operation_aborted) co_return;
+    if (ec) {
+      backoff.expires_after(std::chrono::milliseconds(100));
+      co_await backoff.async_wait(as_tuple_awaitable);
+      continue;
+    }
+    if (connections_ >= max_connections) continue;  // the socket closes as it goes out of scope
+    ++connections_;
+    asio::co_spawn(io_, handle(std::move(socket)), [this](std::exception_ptr e) {
+      --connections_;
+      if (!e) return;
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& ex) {
+        spdlog::error("admin connection: unexpected exception: {}", ex.what());
+      }
+    });
+  }
+}
+
+void admin_server::log_refusal(const std::string& peer, std::string_view why) {
+  ++refused_since_warning_;
+  const auto now = steady_clock::now();
+  if (now - last_refusal_warning_ < std::chrono::seconds(1)) return;
+  spdlog::warn("admin: 401 to {}: {} ({} refusal(s) since the last warning)", peer, why, refused_since_warning_);
+  last_refusal_warning_ = now;
+  refused_since_warning_ = 0;
+}
+
+awaitable<void> admin_server::handle(tcp::socket socket) {
+  std::error_code ec;
+  const auto remote = socket.remote_endpoint(ec);
+  const std::string peer = ec ? std::string("?") : format_endpoint(remote);
+  watchdog_deadline deadline;
+  deadline = steady_clock::now() + request_timeout;
+  std::string reply;
+  auto work = [&]() -> awaitable<void> {
+    std::string buf;
+    std::array<char, 4096> chunk{};
+    parse_result<http::request> parsed;
+    for (;;) {
+      parsed = http::parse_request(buf);
+      if (!parsed.need_more()) break;
+      auto [rec, n] = co_await socket.async_read_some(asio::buffer(chunk), as_tuple_awaitable);
+      if (rec) co_return;
+      buf.append(chunk.data(), n);
+    }
+    if (parsed.invalid()) {
+      const bool too_large = parsed.reason == "header too large" || parsed.reason == "too many headers";
+      reply = response(too_large ? 431 : 400, "text/plain", "bad request\n", false);
+      co_return;
+    }
+    const http::request& req = parsed.value;
+    const bool head = req.method == "HEAD";
+    const std::string_view target = req.target;
+    const auto q = target.find('?');
+    const std::string_view path = target.substr(0, q);
+    const std::string_view query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
+    const auto cfg = ctx_.cfg();
+    if (!cfg->admin.token.empty()) {
+      const request_token t = find_token(req, query);
+      if (!t.present || !token_matches(t.value, cfg->admin.token)) {
+        log_refusal(peer, t.present ? "wrong token" : "no token");
+        reply = response(401, "text/plain",
+                         "admin token required (Authorization: Bearer TOKEN or "
+                         "?token=TOKEN)\n",
+                         head, "WWW-Authenticate: Bearer realm=\"vlessbench\"\r\n");
+        co_return;
+      }
+    }
+    if (req.method != "GET" && !head) {
+      reply = response(405, "text/plain", "read-only: GET only\n", false, "Allow: GET, HEAD\r\n");
+      co_return;
+    }
+    if (req.content_length > 0) {
+      reply = response(413, "text/plain", "no request bodies\n", false);
+      co_return;
+    }
+    if (path == "/") {
+      reply = response(200, "text/html; charset=utf-8", dashboard_page(), head,
+                       "Content-Security-Policy: " + std::string(dashboard_csp()) + "\r\n");
+    } else if (path == "/api/state" || path == "/metrics") {
+      hub_snapshot s = ctx_.hub.snapshot();
+      if (ctx_.fill_gauges) ctx_.fill_gauges(s);
+      if (path == "/metrics")
+        reply = response(200, "text/plain; version=0.0.4; charset=utf-8", format_metrics(s, ctx_.version), head);
+      else
+        reply = response(200, "application/json", format_state_json(s, ctx_.version), head);
+    } else {
+      reply = response(404, "text/plain", "not found: /, /api/state, /metrics\n", head);
+    }
+  };
+  co_await (work() || watchdog(deadline, [&] {
+              std::error_code ignored;
+              socket.close(ignored);
+            }));
+  if (reply.empty() || !socket.is_open()) co_return;
+  deadline = steady_clock::now() + request_timeout;
+  co_await ([&]() -> awaitable<void> {
+    auto [wec, wn] = co_await asio::async_write(socket, asio::buffer(reply), as_tuple_awaitable);
+    (void)wec;
+    (void)wn;
+    socket.shutdown(tcp::socket::shutdown_send, ec);
+  }() || watchdog(deadline, [&] {
+                       std::error_code ignored;
+                       socket.close(ignored);
+                     }));
+}
+
+}  // namespace vlessbench::admin

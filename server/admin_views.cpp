@@ -1,0 +1,201 @@
+#include "server/admin_views.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/route_header.hpp"
+
+namespace vlessbench::admin {
+namespace {
+
+// Shortest round-tripping text of a double, as Prometheus parses it.
+std::string num(double v) { return fmt::format("{}", v); }
+
+class exposition {
+ public:
+  void family(std::string_view name, std::string_view type, std::string_view help) {
+    fmt::format_to(std::back_inserter(out_), "# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+  }
+  void sample(std::string_view name, std::string_view labels, std::string_view value) {
+    if (labels.empty())
+      fmt::format_to(std::back_inserter(out_), "{} {}\n", name, value);
+    else
+      fmt::format_to(std::back_inserter(out_), "{}{{{}}} {}\n", name, labels, value);
+  }
+  std::string take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+std::string label(std::string_view name, std::string_view value) {
+  return fmt::format("{}=\"{}\"", name, escape_label(value));
+}
+
+nlohmann::json opt(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
+}  // namespace
+
+std::string escape_label(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string format_metrics(const hub_snapshot& s, std::string_view version) {
+  exposition m;
+  m.family("vlessbench_build_info", "gauge", "Always 1; the version label is the daemon's.");
+  m.sample("vlessbench_build_info", label("version", version), "1");
+  m.family("vlessbench_config_generation", "gauge",
+           "Generation of the running config (1 at start, +1 per reload that "
+           "took).");
+  m.sample("vlessbench_config_generation", "", std::to_string(s.generation));
+  m.family("vlessbench_reloads_total", "counter", "Reloads (SIGHUP) by outcome.");
+  m.sample("vlessbench_reloads_total", label("result", "ok"), std::to_string(s.reloads_ok));
+  m.sample("vlessbench_reloads_total", label("result", "failed"), std::to_string(s.reloads_failed));
+  m.family("vlessbench_open_sessions", "gauge", "Authorised VLESS sessions open now.");
+  m.sample("vlessbench_open_sessions", "", std::to_string(s.open_sessions));
+  m.family("vlessbench_open_connections", "gauge", "Connections open now (VLESS and targets).");
+  m.sample("vlessbench_open_connections", "", std::to_string(s.open_connections));
+  m.family("vlessbench_probe_runs_total", "counter", "Browser probe results accepted (probe.run events).");
+  m.sample("vlessbench_probe_runs_total", "", std::to_string(s.probe_runs));
+
+  m.family("vlessbench_sessions_total", "counter", "Admitted VLESS sessions, counted at close.");
+  for (const auto& [name, c] : s.counters)
+    m.sample("vlessbench_sessions_total", label("listener", name), std::to_string(c.sessions));
+  m.family("vlessbench_stalls_suspected_total", "counter",
+           "Sessions whose wait for the VLESS header after TLS reached the "
+           "stall threshold.");
+  for (const auto& [name, c] : s.counters)
+    m.sample("vlessbench_stalls_suspected_total", label("listener", name), std::to_string(c.stalls));
+  m.family("vlessbench_rejects_total", "counter", "Connections refused before relaying (vless.reject), by reason.");
+  for (const auto& [name, c] : s.counters)
+    for (const auto& [reason, n] : c.rejects)
+      m.sample("vlessbench_rejects_total", label("listener", name) + "," + label("reason", reason), std::to_string(n));
+  m.family("vlessbench_bytes_total", "counter", "Payload bytes relayed by sessions that closed, by direction.");
+  for (const auto& [name, c] : s.counters) {
+    m.sample("vlessbench_bytes_total", label("listener", name) + ",direction=\"up\"", std::to_string(c.bytes_up));
+    m.sample("vlessbench_bytes_total", label("listener", name) + ",direction=\"down\"", std::to_string(c.bytes_down));
+  }
+  m.family("vlessbench_phase_seconds", "histogram",
+           "Session phases: TLS handshake, wait for the VLESS header, upstream "
+           "connect.");
+  for (const auto& [name, c] : s.counters) {
+    for (std::size_t i = 0; i < hub_phases.size(); ++i) {
+      const auto& h = c.phases[i];
+      const std::string base = label("listener", name) + "," + label("phase", to_string(hub_phases[i]));
+      std::uint64_t cumulative = 0;
+      for (std::size_t b = 0; b < phase_buckets_ms.size(); ++b) {
+        cumulative += h.buckets[b];
+        m.sample("vlessbench_phase_seconds_bucket", base + ",le=\"" + num(phase_buckets_ms[b] / 1000.0) + "\"",
+                 std::to_string(cumulative));
+      }
+      m.sample("vlessbench_phase_seconds_bucket", base + ",le=\"+Inf\"", std::to_string(h.count));
+      m.sample("vlessbench_phase_seconds_sum", base, num(h.sum_ms / 1000.0));
+      m.sample("vlessbench_phase_seconds_count", base, std::to_string(h.count));
+    }
+  }
+  return m.take();
+}
+
+std::string format_state_json(const hub_snapshot& s, std::string_view version) {
+  using nlohmann::json;
+  json j;
+  j["version"] = version;
+  j["started_unix_ms"] = s.started_unix_ms;
+  j["now_unix_ms"] = state_hub::now_unix_ms();
+  j["generation"] = s.generation;
+  j["open_sessions"] = s.open_sessions;
+  j["open_connections"] = s.open_connections;
+  j["stall_threshold_ms"] = stall_threshold_ms;
+  j["reloads_ok"] = s.reloads_ok;
+  j["reloads_failed"] = s.reloads_failed;
+  j["probe_runs"] = s.probe_runs;
+  j["buckets_ms"] = phase_buckets_ms;
+  json listeners = json::array();
+  for (const auto& l : s.listeners) {
+    json o{{"kind", l.kind},
+           {"name", l.name},
+           {"listen", l.listen},
+           {"policy", l.policy},
+           {"upstream_policy", l.upstream_policy},
+           {"transport", l.transport}};
+    if (auto it = s.counters.find(l.name); it != s.counters.end()) {
+      const auto& c = it->second;
+      o["sessions"] = c.sessions;
+      o["stalls"] = c.stalls;
+      o["bytes_up"] = c.bytes_up;
+      o["bytes_down"] = c.bytes_down;
+      o["rejects"] = c.rejects;
+      json phases = json::object();
+      for (std::size_t i = 0; i < hub_phases.size(); ++i)
+        phases[std::string(to_string(hub_phases[i]))] =
+            json{{"buckets", c.phases[i].buckets}, {"count", c.phases[i].count}, {"sum_ms", c.phases[i].sum_ms}};
+      o["phases"] = phases;
+    }
+    listeners.push_back(std::move(o));
+  }
+  j["listeners"] = std::move(listeners);
+  json sessions = json::array();
+  for (const auto& r : s.sessions)
+    sessions.push_back({{"id", r.id},
+                        {"closed_unix_ms", r.closed_unix_ms},
+                        {"listener", r.listener},
+                        {"user", r.user},
+                        {"client", r.client},
+                        {"dest", r.dest},
+                        {"transport", r.transport},
+                        {"tls_version", r.tls_version},
+                        {"alpn", r.alpn},
+                        {"sni", r.sni},
+                        {"ja4", r.ja4},
+                        {"quickack", r.quickack},
+                        {"tls_ms", opt(r.tls_ms)},
+                        {"vless_header_ms", opt(r.header_ms)},
+                        {"upstream_connect_ms", opt(r.upstream_ms)},
+                        {"stall", r.stall},
+                        {"bytes_up", r.bytes_up},
+                        {"bytes_down", r.bytes_down},
+                        {"close_reason", r.close_reason}});
+  j["sessions"] = std::move(sessions);
+  json reloads = json::array();
+  for (const auto& r : s.reloads) {
+    json o{{"unix_ms", r.unix_ms}, {"ok", r.ok}, {"generation", r.generation}, {"error", r.error}};
+    o["changes"] = r.changes ? json(*r.changes) : json(nullptr);
+    reloads.push_back(std::move(o));
+  }
+  j["reloads"] = std::move(reloads);
+  json probes = json::array();
+  for (const auto& p : s.probes)
+    probes.push_back({{"unix_ms", p.unix_ms},
+                      {"listener", p.listener},
+                      {"peer", p.peer},
+                      {"user_agent", p.user_agent},
+                      {"run", p.run},
+                      {"verdict", p.verdict},
+                      {"page_verdict", p.page_verdict},
+                      {"new", p.new_count},
+                      {"reuse", p.reuse_count},
+                      {"ok", p.ok},
+                      {"failed", p.failed},
+                      {"vless_samples", p.vless_samples},
+                      {"direct_samples", p.direct_samples},
+                      {"stall_samples", p.stall_samples},
+                      {"new_median_ms", opt(p.new_median_ms)},
+                      {"reuse_median_ms", opt(p.reuse_median_ms)}});
+  j["probes"] = std::move(probes);
+  // Bytes from the network need not be UTF-8: replaced, never a throw.
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace vlessbench::admin

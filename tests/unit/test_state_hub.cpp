@@ -1,0 +1,144 @@
+// core/state_hub (what the admin listener shows) and server/admin_views (its
+// /metrics and /api/state text): counters and histograms from events, bounded
+// rings and label sets, escaping. test_admin.py checks the same through a
+// running daemon, with promtool and a browser.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "core/state_hub.hpp"
+#include "server/admin_server.hpp"
+#include "server/admin_views.hpp"
+
+using namespace vlessbench;
+
+namespace {
+
+session_phases phases_ms(std::int64_t tls, std::int64_t header, std::int64_t upstream) {
+  session_phases p;
+  p.tls_done = tls * 1000;
+  p.header_complete = (tls + header) * 1000;
+  p.upstream_connected = (tls + header + upstream) * 1000;
+  return p;
+}
+
+vless_session_event session(std::string_view listener, const session_phases& p, bool stall,
+                            std::string_view sni = "example.com") {
+  return vless_session_event{.session = 7,
+                             .listener = listener,
+                             .user = "u",
+                             .client = "127.0.0.1:5000",
+                             .dest = "127.0.0.1:8080",
+                             .tls_version = "TLSv1.3",
+                             .sni = sni,
+                             .alpn = "h2",
+                             .phases = &p,
+                             .stall_suspected = stall,
+                             .bytes_up = 10,
+                             .bytes_down = 20,
+                             .close_reason = "client_eof"};
+}
+
+}  // namespace
+
+TEST_CASE("sessions feed counters, histograms and the ring", "[state_hub]") {
+  state_hub hub;
+  hub.set_listeners(3, {{"vless", "k", "127.0.0.1:8443", "nodelay=true quickack=kernel", "", "tls"}});
+  const auto slow = phases_ms(2, 41, 1);
+  const auto fast = phases_ms(2, 0, 1);
+  hub.session_closed(session("k", slow, true));
+  hub.session_closed(session("k", fast, false));
+  const hub_snapshot s = hub.snapshot();
+  CHECK(s.generation == 3);
+  REQUIRE(s.counters.count("k") == 1);
+  const listener_counters& c = s.counters.at("k");
+  CHECK(c.sessions == 2);
+  CHECK(c.stalls == 1);
+  CHECK(c.bytes_up == 20);
+  CHECK(c.bytes_down == 40);
+  const phase_histogram& header = c.phases[static_cast<std::size_t>(hub_phase::vless_header)];
+  CHECK(header.count == 2);
+  CHECK(header.sum_ms == Approx(41));
+  CHECK(header.buckets[0] == 1);  // 0 ms <= 0.5
+  CHECK(header.buckets[8] == 1);  // 41 ms <= 50
+  REQUIRE(s.sessions.size() == 2);
+  CHECK(s.sessions[0].stall);
+  CHECK(*s.sessions[0].header_ms == Approx(41));
+  CHECK(s.sessions[0].sni == "example.com");
+  CHECK(s.sessions[0].quickack == "kernel");
+}
+
+TEST_CASE("rings, strings, listeners and reasons are bounded", "[state_hub]") {
+  state_hub hub;
+  const auto p = phases_ms(1, 1, 1);
+  const std::string long_sni(5000, 'x');
+  for (std::size_t i = 0; i < state_hub::session_ring + 50; ++i) hub.session_closed(session("k", p, false, long_sni));
+  for (int i = 0; i < 100; ++i) {
+    const std::string reason = "reason" + std::to_string(i);
+    hub.rejected(vless_reject_event{.listener = "k", .client = "c", .reason = reason});
+  }
+  for (std::size_t i = 0; i < hub_max_listeners + 10; ++i) {
+    const std::string name = "l" + std::to_string(i);
+    hub.rejected(vless_reject_event{.listener = name, .client = "c", .reason = "bad_version"});
+  }
+  for (std::size_t i = 0; i < state_hub::reload_ring + 5; ++i)
+    hub.reloaded(config_reload_event{.ok = i % 2 == 0, .generation = i, .error = "e"});
+  hub_snapshot s = hub.snapshot();
+  CHECK(s.sessions.size() == state_hub::session_ring);
+  CHECK(s.sessions.front().sni.size() == hub_max_string);
+  CHECK(s.counters.at("k").sessions == state_hub::session_ring + 50);
+  CHECK(s.counters.at("k").rejects.size() == hub_max_reasons + 1);
+  CHECK(s.counters.at("k").rejects.at("other") == 100 - hub_max_reasons);
+  CHECK(s.counters.size() == hub_max_listeners);
+  CHECK(s.reloads.size() == state_hub::reload_ring);
+  CHECK(s.reloads_ok + s.reloads_failed == state_hub::reload_ring + 5);
+  // A reload drops the counters of listeners the config no longer has.
+  hub.set_listeners(2, {{"vless", "k", "127.0.0.1:8443", "", "", "tls"}});
+  s = hub.snapshot();
+  CHECK(s.counters.size() == 1);
+  CHECK(s.counters.count("k") == 1);
+}
+
+TEST_CASE("/metrics: families, cumulative buckets and escaped label values", "[state_hub]") {
+  state_hub hub;
+  const auto p = phases_ms(2, 41, 1);
+  hub.session_closed(session("we\"ird\\name\n", p, true));
+  hub.rejected(vless_reject_event{.listener = "k", .client = "c", .reason = "unknown_user"});
+  hub_snapshot s = hub.snapshot();
+  s.open_sessions = 4;
+  const std::string m = admin::format_metrics(s, "1.2.3");
+  CHECK(admin::escape_label("a\"b\\c\nd") == "a\\\"b\\\\c\\nd");
+  CHECK(m.find("# TYPE vlessbench_phase_seconds histogram\n") != std::string::npos);
+  CHECK(m.find("vlessbench_build_info{version=\"1.2.3\"} 1\n") != std::string::npos);
+  CHECK(m.find("vlessbench_open_sessions 4\n") != std::string::npos);
+  CHECK(m.find("vlessbench_rejects_total{listener=\"k\",reason=\"unknown_"
+               "user\"} 1\n") != std::string::npos);
+  CHECK(m.find("vlessbench_sessions_total{listener=\"we\\\"ird\\\\name\\n\"} 1\n") != std::string::npos);
+  CHECK(m.find("phase=\"vless_header\",le=\"0.04\"} 0\n") != std::string::npos);
+  CHECK(m.find("phase=\"vless_header\",le=\"0.05\"} 1\n") != std::string::npos);
+  CHECK(m.find("phase=\"vless_header\",le=\"+Inf\"} 1\n") != std::string::npos);
+  CHECK(m.find("vlessbench_phase_seconds_sum{listener=\"we\\\"ird\\\\name\\n\","
+               "phase=\"vless_header\"} 0.041\n") != std::string::npos);
+}
+
+TEST_CASE("/api/state: JSON of everything, hostile strings kept as data", "[state_hub]") {
+  state_hub hub;
+  const auto p = phases_ms(1, 1, 1);
+  const std::string sni = "<script>alert(1)</script>\"><img src=x onerror=alert(2)>\xff";
+  hub.session_closed(session("k", p, false, sni));
+  probe_record r;
+  r.user_agent = "</script><b>ua</b>";
+  hub.probe_run(r);
+  const auto j = nlohmann::json::parse(admin::format_state_json(hub.snapshot(), "1.2.3"));
+  CHECK(j["sessions"][0]["sni"] == "<script>alert(1)</script>\"><img src=x onerror=alert(2)>\xef\xbf\xbd");
+  CHECK(j["sessions"][0]["ja4"] == "");
+  CHECK(j["probes"][0]["user_agent"] == "</script><b>ua</b>");
+  CHECK(j["version"] == "1.2.3");
+}
+
+TEST_CASE("token_matches compares whole tokens", "[state_hub]") {
+  CHECK(admin::token_matches("0123456789abcdef", "0123456789abcdef"));
+  CHECK_FALSE(admin::token_matches("0123456789abcdeF", "0123456789abcdef"));
+  CHECK_FALSE(admin::token_matches("0123456789abcde", "0123456789abcdef"));
+  CHECK_FALSE(admin::token_matches("", "0123456789abcdef"));
+}
