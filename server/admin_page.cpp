@@ -25,10 +25,10 @@ tr.stall td{background:#fde2e2}
 .hist{background:#fff;border:1px solid #ddd;padding:4px 6px}
 .hist .t{font-size:.8em;margin-bottom:2px}
 .bars{display:flex;align-items:flex-end;height:60px;gap:1px;border-bottom:1px solid #999}
-.bars div{width:12px;background:#2a6fdb;min-height:0}
+.bars div{width:18px;background:#2a6fdb;min-height:0}
 .bars div.hot{background:#d33}
 .axis{display:flex;gap:1px;font-size:.55em;color:#666}
-.axis span{width:12px;overflow:hidden}
+.axis span{width:18px;overflow:hidden}
 #err{color:#b00}
 )CSS";
 

@@ -1,0 +1,84 @@
+"""Headless Debian chromium driven over its DevTools pipe (--remote-debugging-pipe): no websocket
+library, no port, no browser download. Shared by the browser tests (test_probe_page, test_admin)."""
+import json
+import os
+import select
+import signal
+import subprocess
+import time
+
+from harness import check, spawn, stop_process
+
+
+def kill_leftovers(marker: str) -> list[int]:
+    """Live processes whose command line names marker (this run's profile directory: every
+    chromium helper, the crash handler in its own session included), each killed; their pids."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = open(f"/proc/{entry}/cmdline", "rb").read().decode("utf-8", "replace")
+            state = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker in cmdline and state != "Z":
+            found.append(int(entry))
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    return found
+
+
+class DevTools:
+    """Chromium's DevTools protocol over --remote-debugging-pipe (fd 3: commands in, fd 4: replies
+    out, each message NUL-terminated): no websocket library, no port."""
+
+    def __init__(self, argv):
+        to_r, self.to_w = os.pipe()
+        self.from_r, from_w = os.pipe()
+        # chromium runs in a session of its own: the whole process group is killed afterwards.
+        self.proc = spawn(["sh", "-c", f'exec "$@" 3<&{to_r} 4>&{from_w}', "sh", *argv], pass_fds=(to_r, from_w),
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        os.close(to_r)
+        os.close(from_w)
+        self.buf = b""
+        self.last_id = 0
+
+    def call(self, method: str, params: dict | None = None, session: str | None = None, timeout: float = 10.0):
+        self.last_id += 1
+        msg = {"id": self.last_id, "method": method, "params": params or {}}
+        if session:
+            msg["sessionId"] = session
+        os.write(self.to_w, json.dumps(msg).encode() + b"\0")
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\0" in self.buf:
+                raw, self.buf = self.buf.split(b"\0", 1)
+                reply = json.loads(raw)
+                if reply.get("id") == self.last_id:
+                    check("error" not in reply, (method, reply))
+                    return reply["result"]
+            left = deadline - time.monotonic()
+            check(left > 0, f"chromium did not answer {method} within {timeout}s")
+            ready, _, _ = select.select([self.from_r], [], [], left)
+            if ready:
+                chunk = os.read(self.from_r, 1 << 16)
+                check(chunk, f"chromium closed its pipe during {method}")
+                self.buf += chunk
+
+    def close(self) -> None:
+        """Asks the browser to quit (it ends its helpers), then kills its process group anyway."""
+        try:
+            os.write(self.to_w, json.dumps({"id": 0, "method": "Browser.close"}).encode() + b"\0")
+            self.proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        stop_process(self.proc, signal.SIGKILL, 5)
+        os.close(self.to_w)
+        os.close(self.from_r)

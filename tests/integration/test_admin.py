@@ -1,0 +1,234 @@
+"""The admin listener (docs/dashboard.md), in a network namespace of the test's own so it can sit
+on a non-loopback address as on a VM's LAN: a token is then required (config error without one;
+a request without it or with a wrong one is answered 401 and logged); /metrics after real traffic
+passes `promtool check metrics` and counts what was sent; the dashboard in headless chromium shows
+an SNI and a probe user agent full of HTML as text, never as elements; against a Nagle-prone client
+the kernel-ACK listener's sessions carry stall flags and the QUICKACK listener's do not. A
+screenshot of the dashboard is taken (VLESSBENCH_DASHBOARD_SCREENSHOT=FILE keeps it).
+Skipped (77) without root (namespace) or chromium."""
+import base64
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness import (Daemon, Suite, TlsClient, check, free_port, http_request, new_uuid, plain_stream, policy,
+                     read_vless_response_header, require_binary, run_daemon, run_in_own_netns, tcp_connect, tempdir,
+                     vless_get, vless_header, wait_ports)
+
+LAN = "10.77.0.1"
+run_in_own_netns(addresses=(LAN,))
+
+from devtools import DevTools, kill_leftovers  # noqa: E402 - after the namespace is entered
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+PROMTOOL = shutil.which("promtool")
+if not CHROMIUM or not PROMTOOL:
+    print("chromium or promtool not installed (tools/deps.sh --test); skipping", file=sys.stderr)
+    sys.exit(77)
+
+suite = Suite("test_admin")
+require_binary()
+
+TOKEN = "tok-" + secrets.token_hex(12)
+ADMIN_PORT = free_port()
+D = Daemon({
+    "users": [{"name": "tester", "uuid": new_uuid()}],
+    "vless": [
+        {"name": "kernel", "listen": f"127.0.0.1:{free_port()}", "tcp": policy(True, "kernel"),
+         "upstream_tcp": policy(True, "kernel")},
+        {"name": "quick", "listen": f"127.0.0.1:{free_port()}", "tcp": policy(True, "on"),
+         "upstream_tcp": policy(True, "on")},
+    ],
+    "target": [{"name": "http", "listen": f"127.0.0.1:{free_port()}"}],
+    "admin": {"listen": f"{LAN}:{ADMIN_PORT}", "token": TOKEN},
+})
+TP = D.target_port
+wait_ports([(LAN, ADMIN_PORT)], proc=D.proc, what="admin listener")
+
+SNI_SCRIPT = "<script>window.__pwned=1</script>"
+SNI_IMG = '"><img src=x onerror=window.__pwned=2>'
+UA = '<script>window.__pwned=3</script>"><img src=x onerror=window.__pwned=4>'
+
+
+def admin_get(path: str, headers: dict | None = None):
+    with tcp_connect(ADMIN_PORT, LAN) as sock:
+        sock.sendall(http_request("GET", path, host=LAN, headers=headers))
+        return plain_stream(sock).read_response()
+
+
+def authed(path: str):
+    return admin_get(path, {"Authorization": f"Bearer {TOKEN}"})
+
+
+def state() -> dict:
+    r = authed("/api/state")
+    check(r.status == 200 and r.headers["content-type"] == "application/json", r)
+    return json.loads(r.body)
+
+
+def vless_session_with_sni(port: int, sni: str) -> None:
+    with TlsClient(port, sni=sni) as c:
+        c.handshake()
+        c.send(vless_header(D.uuid, TP) + http_request("GET", "/", headers={"Connection": "close"}))
+        read_vless_response_header(c.stream)
+        check(c.stream.read_response().status == 200)
+
+
+@suite.test
+def token_required_off_loopback():
+    bad = tempdir() / "bad.toml"
+    bad.write_text(f'[admin]\nlisten = "{LAN}:{ADMIN_PORT}"\n[[target]]\nname = "t"\nlisten = "127.0.0.1:1"\n')
+    r = run_daemon(["--check", "--config", bad])
+    check(r.returncode != 0 and "admin.listen" in r.stderr and "requires admin.token" in r.stderr, r.stderr)
+    r = admin_get("/metrics")
+    check(r.status == 401 and "bearer" in r.headers.get("www-authenticate", "").lower(), r)
+    D.wait_stderr("admin: 401 to", "no token")
+    for headers, path in (({"Authorization": "Bearer " + TOKEN[:-1] + "x"}, "/metrics"),
+                          ({"Authorization": "Basic " + TOKEN}, "/"),
+                          (None, "/api/state?token=" + "z" * len(TOKEN)),
+                          (None, "/?token=")):
+        r = admin_get(path, headers)
+        check(r.status == 401, (headers, path, r))
+    check(authed("/metrics").status == 200)
+    check(admin_get(f"/api/state?token={TOKEN}").status == 200)
+    check(admin_get(f"/?token={TOKEN}").status == 200)
+    r = authed("/nothing")
+    check(r.status == 404, r)
+
+
+@suite.test
+def metrics_after_traffic_pass_promtool():
+    for _ in range(5):
+        resp, _secs = vless_get(D.port("kernel"), D.uuid, TP, "/generate_204")
+        check(resp.status == 204, resp)
+    with TlsClient(D.port("kernel")) as c:  # an unknown user: a vless.reject
+        c.handshake()
+        c.send(vless_header(new_uuid(), TP))
+        c.stream.read_to_eof()
+    D.wait_event("vless.reject", reason="unknown_user")
+    ev = D.reload(D.cfg)
+    check(ev["ok"], ev)
+    r = authed("/metrics")
+    check(r.status == 200 and r.headers["content-type"].startswith("text/plain; version=0.0.4"), r)
+    text = r.body.decode()
+    p = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True, timeout=30)
+    check(p.returncode == 0, f"promtool: {p.stdout}{p.stderr}")
+
+    def value(series: str) -> float:
+        m = re.search("^" + re.escape(series) + r" (\S+)$", text, re.M)
+        check(m, f"no {series} in\n{text}")
+        return float(m.group(1))
+
+    check(value('vlessbench_sessions_total{listener="kernel"}') >= 5)
+    check(value('vlessbench_rejects_total{listener="kernel",reason="unknown_user"}') >= 1)
+    check(value('vlessbench_phase_seconds_count{listener="kernel",phase="tls"}') >= 5)
+    check(value('vlessbench_phase_seconds_bucket{listener="kernel",phase="tls",le="+Inf"}') >= 5)
+    check(value('vlessbench_bytes_total{listener="kernel",direction="down"}') > 0)
+    check(value('vlessbench_reloads_total{result="ok"}') == 1)
+    check(value("vlessbench_config_generation") == 2)
+    check(value("vlessbench_open_sessions") == 0)
+    check(re.search(r'^vlessbench_build_info\{version="[^"]+"\} 1$', text, re.M), text)
+
+
+@suite.test
+def stall_flags_on_the_kernel_ack_listener_only():
+    rounds = 12
+    for _ in range(rounds):
+        for name in ("kernel", "quick"):
+            resp, _secs = vless_get(D.port(name), D.uuid, TP, "/generate_204", nodelay=False)
+            check(resp.status == 204, resp)
+    s = state()
+    by_name = {l["name"]: l for l in s["listeners"]}
+    recent = s["sessions"][-2 * rounds:]
+    kernel = [r for r in recent if r["listener"] == "kernel"]
+    quick = [r for r in recent if r["listener"] == "quick"]
+    flagged_kernel = sum(r["stall"] for r in kernel)
+    flagged_quick = sum(r["stall"] for r in quick)
+    print(f"  stall flags: kernel {flagged_kernel}/{len(kernel)}, quick {flagged_quick}/{len(quick)}; "
+          f"counters kernel {by_name['kernel']['stalls']}, quick {by_name['quick'].get('stalls', 0)}")
+    check(len(kernel) == rounds and len(quick) == rounds, recent)
+    check(flagged_kernel >= (rounds * 2) // 3, kernel)
+    check(flagged_quick == 0, quick)
+    check(by_name["kernel"]["stalls"] >= flagged_kernel)
+    hist = by_name["kernel"]["phases"]["vless_header"]
+    check(hist["count"] >= rounds and len(hist["buckets"]) == len(s["buckets_ms"]), hist)
+
+
+def open_dashboard(url: str, screenshot: Path) -> dict:
+    profile = tempdir("vlessbench-chromium-")
+    argv = [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--no-default-browser-check", "--disable-breakpad", "--disable-crash-reporter",
+            "--remote-debugging-pipe", "--window-size=1400,1100", f"--user-data-dir={profile}"]
+    browser = DevTools(argv)
+    try:
+        target = browser.call("Target.createTarget", {"url": url}, timeout=20)
+        session = browser.call("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})["sessionId"]
+
+        def js(expr: str):
+            return browser.call("Runtime.evaluate", {"expression": expr, "returnByValue": True}, session)["result"].get(
+                "value")
+
+        deadline = time.monotonic() + 20
+        while js("document.body && document.body.dataset.loaded") != "1" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(1.5)  # a second poll has rendered too (an injected onerror would have fired by now)
+        probe = json.dumps([SNI_SCRIPT, SNI_IMG, UA])
+        found = js(f"""(function(){{
+            const texts = {probe};
+            const all = document.body.textContent;
+            return {{loaded: document.body.dataset.loaded || "", pwned: window.__pwned || 0,
+                    scripts: document.querySelectorAll("script").length,
+                    imgs: document.querySelectorAll("img").length,
+                    literal: texts.map(t => all.includes(t)),
+                    sessions: document.querySelectorAll("#sessions tr").length,
+                    stall_rows: document.querySelectorAll("#sessions tr.stall").length}};
+        }})()""")
+        png = browser.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session)
+        screenshot.write_bytes(base64.b64decode(png["data"]))
+    finally:
+        browser.close()
+        kill_leftovers(str(profile))
+        time.sleep(0.2)
+        leaked = kill_leftovers(str(profile))
+    check(not leaked, f"chromium processes survived SIGKILL: {leaked}")
+    return found
+
+
+@suite.test
+def injected_html_is_shown_as_text():
+    vless_session_with_sni(D.port("kernel"), SNI_SCRIPT)
+    vless_session_with_sni(D.port("quick"), SNI_IMG)
+    body = json.dumps({"v": 1, "run": "inj1", "new": 1, "reuse": 0, "verdict": "no_stall",
+                       "samples": [{"seq": 1, "path": "target", "mode": "new", "ok": True, "ms": 1.5,
+                                    "route": "direct"}]}).encode()
+    with tcp_connect(TP) as sock:
+        sock.sendall(http_request("POST", "/probe/result", headers={"User-Agent": UA}, body=body))
+        r = plain_stream(sock).read_response()
+    check(r.status == 200, r)
+    s = state()
+    check(any(x["sni"] == SNI_SCRIPT for x in s["sessions"]) and any(x["sni"] == SNI_IMG for x in s["sessions"]))
+    check(any(p["user_agent"] == UA for p in s["probes"]), s["probes"])
+    r = admin_get(f"/?token={TOKEN}")
+    check("script-src 'sha256-" in r.headers.get("content-security-policy", ""), r.headers)
+    shot = Path(os.environ.get("VLESSBENCH_DASHBOARD_SCREENSHOT") or tempdir() / "dashboard.png")
+    found = open_dashboard(f"http://{LAN}:{ADMIN_PORT}/?token={TOKEN}", shot)
+    print(f"  dashboard DOM: {found}")
+    check(found["loaded"] == "1", found)
+    check(found["pwned"] == 0 and found["scripts"] == 1 and found["imgs"] == 0, found)
+    check(all(found["literal"]), found)
+    check(found["sessions"] > 1 and found["stall_rows"] >= 1, found)
+    check(shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000, shot)
+
+
+if __name__ == "__main__":
+    try:
+        suite.run()
+    finally:
+        D.stop()
