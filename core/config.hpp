@@ -150,7 +150,7 @@ config parse_config(std::string_view toml_text, std::string_view source_name);
 config load_config_file(const std::filesystem::path& file);
 // DESIGN.md §3: two VLESS+TLS listeners (8443 kernel, 8444 quickack on), WebSocket on 8445 (path
 // /ws, early data up to 2048 bytes) and HTTPUpgrade on 8446 (path /up), and a target on 8080, all
-// on 127.0.0.1, one user with a random UUID, in-memory certificate.
+// on 127.0.0.1, one user with a random UUID, in-memory certificate; [admin] on 127.0.0.1:9090.
 config default_config();
 
 }  // namespace vlessbench

@@ -73,7 +73,7 @@ reload_plan plan_reload(const config& current, const config& next) {
   plan.admin_rebind = next.admin.listen != current.admin.listen;
   if (plan.admin_rebind)
     plan.changes.push_back("admin " + admin_text(current.admin) + " -> " + admin_text(next.admin));
-  if (next.admin.token != current.admin.token) plan.changes.push_back("admin token changed");
+  if (next.admin.token != current.admin.token) plan.changes.emplace_back("admin token changed");
 
   plan.reopen_access_log = next.log.access != current.log.access || next.log.access != "stdout";
   plan.log_queue_changed = next.log.queue_bytes != current.log.queue_bytes;
