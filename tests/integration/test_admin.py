@@ -3,15 +3,18 @@ on a non-loopback address as on a VM's LAN: a token is then required (config err
 a request without it or with a wrong one is answered 401 and logged); /metrics after real traffic
 passes `promtool check metrics` and counts what was sent; the dashboard in headless chromium shows
 an SNI and a probe user agent full of HTML as text, never as elements; against a Nagle-prone client
-the kernel-ACK listener's sessions carry stall flags and the QUICKACK listener's do not. A
+the kernel-ACK listener's sessions carry stall flags and the QUICKACK listener's do not; a reload
+moves the admin listener, changes its token, turns it off. A
 screenshot of the dashboard is taken (VLESSBENCH_DASHBOARD_SCREENSHOT=FILE keeps it).
 Skipped (77) without root (namespace) or chromium."""
 import base64
+import copy
 import json
 import os
 import re
 import secrets
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -225,6 +228,44 @@ def injected_html_is_shown_as_text():
     check(all(found["literal"]), found)
     check(found["sessions"] > 1 and found["stall_rows"] >= 1, found)
     check(shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000, shot)
+
+
+@suite.test
+def reload_moves_the_admin_listener_and_changes_the_token():
+    global ADMIN_PORT, TOKEN
+    old_port, old_token = ADMIN_PORT, TOKEN
+    cfg = copy.deepcopy(D.cfg)
+    cfg["admin"] = {"listen": f"{LAN}:{free_port(LAN)}", "token": "new-" + secrets.token_hex(12)}
+    ev = D.reload(cfg)
+    check(ev["ok"], ev)
+    ADMIN_PORT = int(cfg["admin"]["listen"].rsplit(":", 1)[1])
+    TOKEN = cfg["admin"]["token"]
+    check(authed("/metrics").status == 200)
+    check(admin_get("/metrics", {"Authorization": f"Bearer {old_token}"}).status == 401)
+    try:
+        tcp_connect(old_port, LAN, timeout=1).close()
+        check(False, "the old admin port still accepts")
+    except OSError:
+        pass
+    check(state()["generation"] == ev["generation"])
+    # A port in use fails the reload; the admin listener stays where it was.
+    with socket.socket() as busy:
+        busy.bind((LAN, 0))
+        busy.listen()
+        clash = copy.deepcopy(cfg)
+        clash["admin"]["listen"] = f"{LAN}:{busy.getsockname()[1]}"
+        ev2 = D.reload(clash)
+        check(not ev2["ok"] and "admin listener cannot listen" in ev2["error"], ev2)
+    check(authed("/metrics").status == 200)
+    D.write_config(cfg)
+    cfg = copy.deepcopy(cfg)
+    cfg["admin"] = {"enabled": False}
+    check(D.reload(cfg)["ok"])
+    try:
+        tcp_connect(ADMIN_PORT, LAN, timeout=1).close()
+        check(False, "admin still accepts with enabled = false")
+    except OSError:
+        pass
 
 
 if __name__ == "__main__":
