@@ -31,7 +31,7 @@ std::string percent_decode(std::string_view s) {
       out += static_cast<char>(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2]));
       i += 2;
     } else {
-      out += s[i] == '+' ? ' ' : s[i];
+      out += s[i];  // '+' stays '+': a token may contain it
     }
   }
   return out;
