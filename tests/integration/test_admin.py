@@ -98,6 +98,13 @@ def token_required_off_loopback():
                           (None, "/?token=")):
         r = admin_get(path, headers)
         check(r.status == 401, (headers, path, r))
+    # Guessing: every guess refused, the warning at most once a second (with its count).
+    before = D.stderr().count("admin: 401 to")
+    t0 = time.monotonic()
+    for i in range(100):
+        check(admin_get(f"/metrics?token=guess{i:012d}xxxx").status == 401)
+    lines = D.stderr().count("admin: 401 to") - before
+    check(lines <= time.monotonic() - t0 + 2, f"{lines} warnings for 100 guesses")
     check(authed("/metrics").status == 200)
     check(admin_get(f"/api/state?token={TOKEN}").status == 200)
     check(admin_get(f"/?token={TOKEN}").status == 200)
