@@ -36,11 +36,11 @@ struct nghttp2_session;
 namespace vlessbench::grpc {
 
 struct h2_limits {
-  std::uint32_t max_streams = 100;            // SETTINGS_MAX_CONCURRENT_STREAMS
-  std::uint32_t stream_window = 256 * 1024;   // SETTINGS_INITIAL_WINDOW_SIZE
-  std::uint32_t connection_window = 1u << 20; // stream 0's receive window
-  std::uint32_t max_header_list = 16 * 1024;  // SETTINGS_MAX_HEADER_LIST_SIZE
-  std::size_t out_limit = 64 * 1024; // framed bytes a stream may hold to send
+  std::uint32_t max_streams = 100;             // SETTINGS_MAX_CONCURRENT_STREAMS
+  std::uint32_t stream_window = 256 * 1024;    // SETTINGS_INITIAL_WINDOW_SIZE
+  std::uint32_t connection_window = 1u << 20;  // stream 0's receive window
+  std::uint32_t max_header_list = 16 * 1024;   // SETTINGS_MAX_HEADER_LIST_SIZE
+  std::size_t out_limit = 64 * 1024;           // framed bytes a stream may hold to send
   std::size_t max_message = gun::default_max_message;
 };
 
@@ -50,38 +50,36 @@ struct h2_stream {
   std::int32_t id = 0;
   gun::message_kind kind = gun::message_kind::hunk;
   gun::stream_decoder decoder{gun::message_kind::hunk};
-  std::string in; // decoded VLESS bytes for the session
-  std::size_t raw_unconsumed =
-      0;           // DATA bytes received and not yet given back to the window
-  std::string out; // Hunk messages to send
-  bool peer_ended = false; // the client's END_STREAM
-  bool ending = false;     // ours: trailers once `out` is sent
-  bool closed = false; // nghttp2 closed the stream (either side, or a reset)
-  std::uint32_t reset_code = 0; // the close's HTTP/2 error code (0: orderly)
-  std::string failure;          // a gun framing violation from the client
-  int grpc_status =
-      0; // the trailers' grpc-status, and grpc-message when not empty
+  std::string in;                  // decoded VLESS bytes for the session
+  std::size_t raw_unconsumed = 0;  // DATA bytes received and not yet given back to the window
+  std::string out;                 // Hunk messages to send
+  bool peer_ended = false;         // the client's END_STREAM
+  bool ending = false;             // ours: trailers once `out` is sent
+  bool closed = false;             // nghttp2 closed the stream (either side, or a reset)
+  std::uint32_t reset_code = 0;    // the close's HTTP/2 error code (0: orderly)
+  std::string failure;             // a gun framing violation from the client
+  int grpc_status = 0;             // the trailers' grpc-status, and grpc-message when not empty
   std::string grpc_message;
 };
 
 // A stream answered with an error instead of being accepted.
 struct h2_rejection {
   std::int32_t id = 0;
-  std::string reason; // wrong_path, wrong_method, wrong_content_type
-  std::string detail; // what came instead
+  std::string reason;  // wrong_path, wrong_method, wrong_content_type
+  std::string detail;  // what came instead
 };
 
 class h2_server {
-public:
-  h2_server(std::string service_name, const h2_limits &limits);
+ public:
+  h2_server(std::string service_name, const h2_limits& limits);
   ~h2_server();
-  h2_server(const h2_server &) = delete;
-  h2_server &operator=(const h2_server &) = delete;
+  h2_server(const h2_server&) = delete;
+  h2_server& operator=(const h2_server&) = delete;
 
   // Feeds bytes read from the client. False: the connection must end after the
   // output is flushed (failure() says why: h2_bad_preface, h2_flood,
   // h2_protocol_error: ...).
-  bool feed(const char *data, std::size_t n);
+  bool feed(const char* data, std::size_t n);
   // The next bytes to write, empty when there are none; valid until the next
   // call.
   std::string_view next_output();
@@ -89,7 +87,7 @@ public:
   // both ways, or an error).
   bool done() const;
   std::size_t queued_frames() const;
-  const std::string &failure() const { return failure_; }
+  const std::string& failure() const { return failure_; }
 
   // Streams accepted and rejections made since the last call.
   std::vector<std::shared_ptr<h2_stream>> take_opened();
@@ -98,38 +96,36 @@ public:
 
   // The session took n decoded bytes out of s.in: the window opens by what they
   // came in.
-  void consume(h2_stream &s, std::size_t n);
+  void consume(h2_stream& s, std::size_t n);
   // Frames data as one Hunk into s.out and wakes the stream's DATA.
-  void send(h2_stream &s, const char *data, std::size_t n);
+  void send(h2_stream& s, const char* data, std::size_t n);
   // Ends the stream after s.out: trailers grpc-status (0 orderly; otherwise
   // with message).
-  void finish(h2_stream &s, int grpc_status, std::string message);
+  void finish(h2_stream& s, int grpc_status, std::string message);
   // Resets the stream (RST_STREAM CANCEL): the session went away without an
   // orderly end.
-  void reset(h2_stream &s);
+  void reset(h2_stream& s);
   // Sends GOAWAY (graceful: streams in progress finish), e.g. on a drain or an
   // idle connection.
   void go_away();
 
-private:
+ private:
   struct callbacks;
   std::shared_ptr<h2_stream> find(std::int32_t id) const;
   void on_request(std::int32_t id, bool end_stream);
   void note_failure(std::string why);
 
-  nghttp2_session *session_ = nullptr;
+  nghttp2_session* session_ = nullptr;
   std::string service_name_;
   h2_limits limits_;
-  std::map<std::int32_t, std::shared_ptr<h2_stream>>
-      streams_; // accepted, not yet closed
+  std::map<std::int32_t, std::shared_ptr<h2_stream>> streams_;  // accepted, not yet closed
   struct request_head {
     std::string method, path, content_type;
   };
-  std::map<std::int32_t, request_head>
-      heads_; // requests whose headers are still arriving
+  std::map<std::int32_t, request_head> heads_;  // requests whose headers are still arriving
   std::vector<std::shared_ptr<h2_stream>> opened_;
   std::vector<h2_rejection> rejected_;
   std::string failure_;
 };
 
-} // namespace vlessbench::grpc
+}  // namespace vlessbench::grpc
