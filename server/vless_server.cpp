@@ -59,7 +59,8 @@ template <class Lower, class... LowerArgs>
 awaitable<void> serve_grpc_on(runtime& rt, std::shared_ptr<session_start> start, grpc::connection_limits limits,
                               std::string service_name, asio::any_io_executor ex, LowerArgs... lower) {
   grpc::connection_hooks hooks;
-  hooks.serve_stream = [&rt, start, ex](tcp::socket end, const transport::facts& facts) {
+  hooks.serve_stream = [&rt, start, ex](tcp::socket end, const transport::facts& facts,
+                                        std::shared_ptr<const grpc::h2_stream> stream) {
     session_start s{start->listener,
                     start->tls,
                     start->cfg,
@@ -72,8 +73,8 @@ awaitable<void> serve_grpc_on(runtime& rt, std::shared_ptr<session_start> start,
                     rt.pending.admit(ex, pending_cap(start->cfg->limits.max_pending, nofile_limit()))};
     asio::co_spawn(ex,
                    detail::serve<grpc_stream>(rt, std::move(s), std::move(end),
-                                              [facts](listener_runtime& l, asio::ssl::context&, tcp::socket sock) {
-                                                return grpc_stream(policy_stream(std::move(sock), &l.tcp), facts);
+                                              [facts, stream](listener_runtime& l, asio::ssl::context&, tcp::socket sock) {
+                                                return grpc_stream(policy_stream(std::move(sock), &l.tcp), facts, stream);
                                               }),
                    [](std::exception_ptr e) {
                      if (e) spdlog::error("grpc stream session: unexpected exception");

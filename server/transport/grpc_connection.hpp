@@ -36,7 +36,8 @@ namespace vlessbench {
 class grpc_stream {
  public:
   using executor_type = tcp::socket::executor_type;
-  grpc_stream(policy_stream pair, transport::facts f) : lower_(std::move(pair)), facts_(std::move(f)) {}
+  grpc_stream(policy_stream pair, transport::facts f, std::shared_ptr<const grpc::h2_stream> stream)
+      : lower_(std::move(pair)), facts_(std::move(f)), stream_(std::move(stream)) {}
   grpc_stream(const grpc_stream&) = delete;
   grpc_stream& operator=(const grpc_stream&) = delete;
 
@@ -46,6 +47,9 @@ class grpc_stream {
   tcp::socket& socket() { return lower_.socket(); }
   static std::string_view open_failure() { return "h2_stream_failed"; }
   transport::facts facts() const { return facts_; }
+  // A gun framing violation on the stream (the bridge then closes the session's socket): the
+  // session's reject reason instead of a truncated header.
+  std::string_view stream_failure() const { return stream_->failure; }
   // The stream was opened (its request accepted) before the session started.
   awaitable<std::error_code> open(const transport::open_clock& clock) {
     clock.stamp(&session_phases::upgrade_done);
@@ -72,6 +76,7 @@ class grpc_stream {
  private:
   plain_stream lower_;
   transport::facts facts_;
+  std::shared_ptr<const grpc::h2_stream> stream_;
 };
 
 namespace grpc {
@@ -103,7 +108,7 @@ class wakeup {
 // serve as a VLESS session on the given socket, and a request or a connection
 // refused with a reason.
 struct connection_hooks {
-  std::function<void(tcp::socket session_end, const transport::facts&)> serve_stream;
+  std::function<void(tcp::socket session_end, const transport::facts&, std::shared_ptr<const h2_stream>)> serve_stream;
   std::function<void(std::string_view reason, std::string_view detail)> reject;
   std::function<void()> first_stream;  // the connection proved itself: it leaves the pending set
 };
@@ -245,7 +250,7 @@ class connection : public std::enable_shared_from_this<connection<Lower>> {
     deadline_ = steady_clock::time_point::max();
     auto b = std::make_shared<bridge>(s, std::move(ours));
     bridges_[s->id] = b;
-    hooks_.serve_stream(std::move(theirs), facts_);
+    hooks_.serve_stream(std::move(theirs), facts_, s);
     auto self = this->shared_from_this();
     auto done = [self, b](std::exception_ptr) { self->bridge_ended(*b); };
     asio::co_spawn(ex, self->up(b), done);

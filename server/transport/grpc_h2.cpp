@@ -93,10 +93,13 @@ struct h2_server::callbacks {
   }
 
   static int frame_send(nghttp2_session* session, const nghttp2_frame* frame, void* user) {
-    // Our response is complete (trailers, or a trailers-only refusal) while the client is still
-    // sending: RST_STREAM NO_ERROR asks it to stop without an error (RFC 9113 §8.1), and closes
-    // the stream here instead of leaving it half-open for as long as the connection lives.
+    // A session's response is complete (its trailers) while the client is still sending:
+    // RST_STREAM NO_ERROR asks it to stop without an error (RFC 9113 §8.1), and closes the stream
+    // (and its bridge) instead of leaving it half-open for as long as the connection lives. Not
+    // after a refusal: curl 7.88 takes NO_ERROR resets for errors, and a refused stream holds
+    // nothing but its slot of the concurrent streams.
     if (frame->hd.type == NGHTTP2_HEADERS && (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0 &&
+        self(user).find(frame->hd.stream_id) &&
         nghttp2_session_get_stream_remote_close(session, frame->hd.stream_id) == 0)
       nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_NO_ERROR);
     if (frame->hd.type == NGHTTP2_GOAWAY && frame->goaway.error_code != NGHTTP2_NO_ERROR)

@@ -8,7 +8,8 @@
   header and an HTTP request: :status 200, content-type application/grpc, the VLESS response and
   the target's answer inside the response messages, trailers grpc-status: 0.
 - A wrong path, method or content type: an HTTP error status with grpc-status 12 and a
-  vless.reject with the reason, never a hang.
+  vless.reject with the reason, never a hang; broken gun framing (a compressed message, a group
+  field, a message over the cap): grpc-status 13 and the session's vless.reject names it.
 - Hostile HTTP/2 built frame by frame (24-byte preface, 9-byte frame headers): PING and SETTINGS
   floods, an RST_STREAM storm, more streams than SETTINGS_MAX_CONCURRENT_STREAMS, a bad preface:
   the connection ends with a logged reason, the daemon lives on with bounded memory.
@@ -201,6 +202,21 @@ def wrong_path_method_or_content_type_is_an_http_error_and_a_reason():
     r = h.curl(["--http2-prior-knowledge", "-D", "-", "-o", "/dev/null", f"{url}/vlessbench/Tun"])
     check(r.stdout.decode().startswith("HTTP/2 405"), r.stdout)
     D.wait_event("vless.reject", since=mark, reason="wrong_method")
+
+
+@suite.test
+def bad_gun_framing_ends_the_stream_with_grpc_status_13_and_a_reason():
+    url = f"http://{LOOPBACK}:{D.port('h2c')}"
+    for body, reason in ((b"\x01\x00\x00\x00\x00", "compressed_message"),
+                         (b"\x00\x00\x00\x00\x02\x0b\x00", "group_wire_type"),
+                         (b"\x00\x7f\xff\xff\xff", "message_too_large")):
+        mark = D.mark()
+        r, headers, _, head = curl_grpc(url, ["--http2-prior-knowledge"], body, path="/vlessbench/Tun")
+        check(r.returncode == 0, (reason, r.stderr))
+        check(head.startswith("HTTP/2 200"), head)
+        check(headers.get("grpc-status") == "13" and headers.get("grpc-message") == reason, (reason, head))
+        e = D.wait_event("vless.reject", since=mark, reason=reason)
+        check(e["listener"] == "h2c" and e["phase"] == "header", e)
 
 
 # --------------------------------------------------------------------------------------------

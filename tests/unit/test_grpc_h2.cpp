@@ -89,6 +89,7 @@ TEST_CASE("grpc h2: another path, method or content type is refused with its rea
   CHECK(rejected[0].detail == "/example.Gun/Tun");
   CHECK(client.ended());
   CHECK(client.error() == "404 wrong_path");
+  CHECK(server.open_streams() == 0);
 }
 
 TEST_CASE("grpc h2: a session that does not read holds at most the stream window", "[grpc]") {
