@@ -12,7 +12,8 @@
   field, a message over the cap): grpc-status 13 and the session's vless.reject names it.
 - Hostile HTTP/2 built frame by frame (24-byte preface, 9-byte frame headers): PING and SETTINGS
   floods, an RST_STREAM storm, more streams than SETTINGS_MAX_CONCURRENT_STREAMS, a bad preface:
-  the connection ends with a logged reason, the daemon lives on with bounded memory.
+  the connection ends with a logged reason, the daemon lives on with bounded memory. A stream
+  that never opens its window stalls neither its neighbour on the connection nor memory.
 """
 from __future__ import annotations
 
@@ -223,7 +224,7 @@ def bad_gun_framing_ends_the_stream_with_grpc_status_13_and_a_reason():
 # Hand-built HTTP/2 (RFC 9113): preface, then 9-byte frame headers
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-DATA, HEADERS, RST_STREAM, SETTINGS, PING = 0, 1, 3, 4, 6
+DATA, HEADERS, RST_STREAM, SETTINGS, PING, WINDOW_UPDATE = 0, 1, 3, 4, 6, 8
 
 
 def h2frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
@@ -315,6 +316,7 @@ def h2_floods_end_the_connection_with_a_reason():
     check(D.running(), "daemon alive")
     grown = h.rss_kib(D.proc.pid) - rss0
     check(grown < 64 * 1024, f"RSS grew {grown} KiB over the floods")
+    print(f"floods: daemon RSS +{grown} KiB")
 
 
 @suite.test
@@ -335,6 +337,54 @@ def more_streams_than_advertised_are_refused():
         check(len(answered) <= 100, len(answered))
         check(refused or goaway, "streams over the limit neither refused nor the connection ended")
     check(D.running(), "daemon alive")
+
+
+@suite.test
+def a_stalled_stream_blocks_neither_its_neighbour_nor_memory():
+    """Stream 1 asks for 256 MB and never gives the server window to send it; stream 3 on the same
+    connection gets its whole answer and trailers, and the daemon does not buffer stream 1."""
+    rss0 = h.rss_kib(D.proc.pid)
+    mark = D.mark()
+    sock = h.tcp_connect(D.port("h2c"), timeout=10)
+    with sock:
+        def stream(sid: int, path: str) -> bytes:
+            request = h.http_request("GET", path, headers={"Connection": "close"})
+            body = hunk(h.vless_header(D.uuid, D.target_port)) + hunk(request)
+            return h2frame(HEADERS, 0x4, sid, request_block()) + h2frame(DATA, 0, sid, body)
+        # Streams start with a send window of 0; the connection's is opened wide.
+        sock.sendall(PREFACE + h2frame(SETTINGS, 0, 0, struct.pack(">HI", 4, 0)) +
+                     h2frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 1 << 30)) +
+                     stream(1, "/bytes/256000000") + stream(3, "/") +
+                     h2frame(WINDOW_UPDATE, 0, 3, struct.pack(">I", 1 << 20)))
+        sock.settimeout(0.5)
+        buf, data3, done3, data1 = b"", b"", False, 0
+        end = time.monotonic() + 10
+        while not done3 and time.monotonic() < end:
+            try:
+                chunk = sock.recv(65536)
+            except socket.timeout:
+                continue
+            check(chunk, "connection closed")
+            buf += chunk
+            while len(buf) >= 9 and len(buf) >= 9 + int.from_bytes(buf[:3], "big"):
+                n = int.from_bytes(buf[:3], "big")
+                kind, flags, sid, payload = buf[3], buf[4], int.from_bytes(buf[5:9], "big"), buf[9:9 + n]
+                buf = buf[9 + n:]
+                if kind == DATA and sid == 3:
+                    data3 += payload
+                elif kind == DATA and sid == 1:
+                    data1 += len(payload)
+                if sid == 3 and flags & 0x1:
+                    done3 = True
+        check(done3, f"stream 3 did not end ({len(data3)} bytes)")
+        answer = unhunk(data3)[2:].decode("latin-1")
+        check(answer.startswith("HTTP/1.1 200") and " transport=grpc" in answer, answer[:300])
+        check(data1 == 0, f"{data1} bytes sent on stream 1 without window")
+        time.sleep(1)  # let the destination push what it can towards stream 1
+        grown = h.rss_kib(D.proc.pid) - rss0
+        check(grown < 32 * 1024, f"RSS grew {grown} KiB with stream 1 stalled")
+        print(f"stream 1 stalled (256 MB asked for, window 0): daemon RSS +{grown} KiB")
+    wait_sessions(2, mark, listener="h2c")
 
 
 @suite.test
