@@ -300,9 +300,9 @@ struct listener_fields {
 
 struct vless_schema {
   static constexpr std::string_view table = "vless";
-  static constexpr std::array<std::string_view, 10> keys{"name", "listen", "tcp", "upstream_tcp", "transport",
+  static constexpr std::array<std::string_view, 11> keys{"name", "listen", "tcp", "upstream_tcp", "transport",
                                                          "tls",  "path",   "host", "max_early_data",
-                                                         "early_data_header"};
+                                                         "early_data_header", "service_name"};
   // Reads every key of the kind (so all its errors are reported), then builds the listener.
   static std::optional<vless_listener_config> read(const table_reader& r, const listener_fields& f) {
     auto tcp = read_tcp_policy(r, "tcp");
@@ -311,7 +311,7 @@ struct vless_schema {
     transport_config transport;
     const auto transport_errors = validate_transport({r.string("transport"), r.boolean("tls"), r.string("path"),
                                                       r.string("host"), r.integer("max_early_data"),
-                                                      r.string("early_data_header")},
+                                                      r.string("early_data_header"), r.string("service_name")},
                                                      transport);
     for (const auto& [key, message] : transport_errors) r.error(key, message);
     if (!f.name || !f.listen || !tcp || !upstream || !transport_errors.empty()) return std::nullopt;
@@ -500,6 +500,7 @@ config default_config() {
   // One listener per transport (issue 13), so one batch compares them.
   cfg.vless.push_back({"ws", {loopback, 8445}, kernel, kernel, {transport_kind::ws, true, "/ws", "", 2048, ""}});
   cfg.vless.push_back({"httpupgrade", {loopback, 8446}, kernel, kernel, {transport_kind::httpupgrade, true, "/up", "", 0, ""}});
+  cfg.vless.push_back({"grpc", {loopback, 8447}, kernel, kernel, {transport_kind::grpc, true, "/", "", 0, "", "vlessbench"}});
   cfg.target.push_back({"http", {loopback, 8080}, kernel});
   cfg.target.push_back({"https", {loopback, 8081}, kernel, true});
   cfg.target.push_back({"banner", {loopback, 8082}, kernel, false, true});

@@ -12,6 +12,10 @@ namespace vlessbench::tls {
 // Throws std::runtime_error with a reason (file missing, key mismatch, ...).
 asio::ssl::context make_server_context(const tls_config& cfg);
 
+// Makes a server connection's ALPN pick h2 (when the client offers it) instead of http/1.1:
+// the gRPC listeners (transport = "grpc") speak HTTP/2 on the TLS context all listeners share.
+void offer_h2(SSL* ssl);
+
 struct client_options {
   bool verify = false;        // false = allowInsecure
   std::string sni;            // empty = no SNI

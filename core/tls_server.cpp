@@ -54,15 +54,24 @@ std::string bio_string(BIO* bio) {
 }
 
 constexpr unsigned char alpn_http11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+constexpr unsigned char alpn_h2[] = {2, 'h', '2'};
 
-// Server side of ALPN: pick http/1.1 when the client offers it, otherwise negotiate none (a
-// client that offers only h2 still gets a connection; VLESS does not care).
-int select_alpn(SSL*, const uint8_t** out, uint8_t* out_len, const uint8_t* in, unsigned in_len,
+// The ex_data slot offer_h2 marks a connection with.
+int h2_index() {
+  static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return index;
+}
+
+// Server side of ALPN: pick http/1.1 when the client offers it (h2 instead on a gRPC listener's
+// connection), otherwise negotiate none (a client that offers only h2 still gets a connection;
+// VLESS does not care).
+int select_alpn(SSL* ssl, const uint8_t** out, uint8_t* out_len, const uint8_t* in, unsigned in_len,
                 void*) {
+  const unsigned char* want = SSL_get_ex_data(ssl, h2_index()) != nullptr ? alpn_h2 : alpn_http11;
   for (unsigned i = 0; i < in_len;) {
     unsigned len = in[i];
     if (i + 1 + len > in_len) break;
-    if (len == 8 && std::equal(in + i + 1, in + i + 9, alpn_http11 + 1)) {
+    if (len == want[0] && std::equal(in + i + 1, in + i + 1 + len, want + 1)) {
       *out = in + i + 1;
       *out_len = static_cast<uint8_t>(len);
       return SSL_TLSEXT_ERR_OK;
@@ -71,6 +80,12 @@ int select_alpn(SSL*, const uint8_t** out, uint8_t* out_len, const uint8_t* in, 
   }
   return SSL_TLSEXT_ERR_NOACK;
 }
+
+}  // namespace
+
+void offer_h2(SSL* ssl) { SSL_set_ex_data(ssl, h2_index(), const_cast<unsigned char*>(alpn_h2)); }
+
+namespace {
 
 uint16_t to_protocol_version(const std::string& v) {
   return v == "1.3" ? TLS1_3_VERSION : TLS1_2_VERSION;

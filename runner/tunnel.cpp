@@ -52,6 +52,7 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
       tls::client_options tls;
       tls.verify = !link.allow_insecure;
       tls.sni = !link.sni.empty() ? link.sni : (is_ip_literal(link.host) ? "" : link.host);
+      if (link.type == "grpc") tls.alpn = "h2";  // gRPC is HTTP/2 (the server refuses http/1.1 there)
       plan.vless = vless::make_client_plan(plan.entry.value_or(tcp::endpoint{}), tls,
                                            vless::tcp_request(link.uuid, target.host, target.port));
       const auto options = spec.client_options(defaults);
@@ -62,6 +63,8 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
       plan.vless.transport.path = link.path.empty() ? "/" : link.path;
       plan.vless.transport.host = link.http_host;
       plan.vless.transport.max_early_data = link.early_data;
+      plan.vless.transport.service_name = link.service_name;
+      plan.vless.transport.grpc_multi = link.grpc_multi;
       break;
     }
   }

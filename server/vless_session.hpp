@@ -172,7 +172,11 @@ struct session {
     }
     const std::uint64_t need = cfg->limits.min_rate_bytes;
     auto acked = [](tcp::socket& sock) { return read_bytes_acked(sock.native_handle()).value_or(0); };
-    const bool client_ok = to_client.on_window(down_writing, down_writing ? acked(client_socket()) : 0, need);
+    bool client_ok = true;
+    // A bridged transport's socket is a socketpair, with no count of acknowledged bytes: its
+    // HTTP/2 flow control bounds it, and a write that never completes ends at idle_timeout.
+    if constexpr (!requires { Transport::bridged; })
+      client_ok = to_client.on_window(down_writing, down_writing ? acked(client_socket()) : 0, need);
     const bool upstream_ok = to_upstream.on_window(up_writing, up_writing ? acked(upstream.socket()) : 0, need);
     if (!client_ok || !upstream_ok) {
       spdlog::debug("vless {} session {}: slow_transfer towards the {}", listener_name, info->session_id,
@@ -602,8 +606,11 @@ struct session {
 template <class Transport, class Make>
 awaitable<void> serve(runtime& rt, session_start start, tcp::socket socket, Make make) {
   session<Transport> s(rt, start, std::move(socket), make);
-  if (auto err = apply_on_open(s.client_socket().native_handle(), s.policy_at_accept))
-    spdlog::warn("vless {}: setsockopt: {}", s.listener_name, err.message());
+  // A bridged transport (a gRPC stream's socketpair) has no TCP options; its connection applied them.
+  if constexpr (!requires { Transport::bridged; }) {
+    if (auto err = apply_on_open(s.client_socket().native_handle(), s.policy_at_accept))
+      spdlog::warn("vless {}: setsockopt: {}", s.listener_name, err.message());
+  }
   {
     const connection_registration registered(rt.connections, s.client.get_executor(), [&s](bool force) {
       // A client that has not sent its request yet (handshake or header in progress) goes at
