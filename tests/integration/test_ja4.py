@@ -4,7 +4,9 @@ the runner's built-in client (BoringSSL, and its OpenSSL 3 build when configured
 it is missing). Each one's sessions carry a well-formed ja4 in `vless.session` (or `vless.reject`
 for curl and chromium, which speak HTTP, not VLESS, after TLS; and `http.request` on the HTTPS
 target); the same client gives the same ja4 twice; different clients give different ones; the
-VLESS client's ja4 is in the target's Server-Timing. Prints the table docs/sessions.md records.
+VLESS client's ja4 is in the target's Server-Timing. End to end, JA4.md's example ClientHello sent
+raw gives the spec's fingerprint, and one the parser refuses only loses its fingerprint. Prints the
+table docs/sessions.md records.
 """
 import json
 import os
@@ -16,7 +18,7 @@ import subprocess
 
 from harness import (BIN, LOOPBACK, Daemon, Suite, TlsClient, V2ray, check, client_tls_context, curl,
                      curl_headers, free_port, http_request, read_vless_response_header, require_binary, spawn,
-                     stop_process, tempdir, v2ray_client_config, vless_header)
+                     stop_process, tcp_connect, tempdir, v2ray_client_config, vless_header)
 
 suite = Suite("test_ja4")
 require_binary()
@@ -193,6 +195,76 @@ def chromium_headless():
     mark = D.mark()
     chromium_fetch(f"https://localhost:{VP}/")
     check(reject_ja4(mark) == seen[0], seen[0])
+
+
+def u16(v: int) -> bytes:
+    return v.to_bytes(2, "big")
+
+
+def client_hello_record(ciphers, extensions) -> bytes:
+    """A TLS record holding one ClientHello: legacy version 1.2, fixed random and session id."""
+    body = u16(0x0303) + bytes(32) + bytes([32]) + bytes(range(32))
+    body += u16(2 * len(ciphers)) + b"".join(u16(c) for c in ciphers) + b"\x01\x00"
+    exts = b"".join(u16(t) + u16(len(data)) + data for t, data in extensions)
+    body += u16(len(exts)) + exts
+    msg = b"\x01" + len(body).to_bytes(3, "big") + body
+    return b"\x16\x03\x01" + u16(len(msg)) + msg
+
+
+def send_raw(record: bytes) -> None:
+    with tcp_connect(VP) as sock:
+        sock.sendall(record)
+        sock.settimeout(1)  # the server answers and waits for a Finished that never comes
+        try:
+            while sock.recv(4096):
+                pass
+        except (TimeoutError, ConnectionError):
+            pass
+
+
+def u16_list(values, long_length=True) -> bytes:
+    data = b"".join(u16(v) for v in values)
+    return (u16(len(data)) if long_length else bytes([len(data)])) + data
+
+
+def alpn(*protocols) -> bytes:
+    data = b"".join(bytes([len(p)]) + p for p in protocols)
+    return u16(len(data)) + data
+
+
+SNI = u16(14) + b"\x00" + u16(11) + b"example.com"
+SIGALGS = u16_list([0x0403, 0x0804, 0x0401, 0x0503, 0x0805, 0x0501, 0x0806, 0x0601])
+
+
+@suite.test
+def the_spec_example_end_to_end():
+    """JA4.md's example ClientHello (its ciphers, extensions and signature algorithms, GREASE
+    added) sent raw: the daemon's fingerprint of the bytes BoringSSL handed over is the spec's."""
+    ciphers = [0x3A3A, 0x1301, 0x1302, 0x1303, 0xC02B, 0xC02F, 0xC02C, 0xC030, 0xCCA9, 0xCCA8, 0xC013, 0xC014,
+               0x009C, 0x009D, 0x002F, 0x0035]
+    x25519_share = u16(36) + u16(0x001D) + u16(32) + bytes(range(1, 33))
+    extensions = [(0x8A8A, b""), (0x001B, b"\x02\x00\x02"), (0x0000, SNI), (0x0033, x25519_share),
+                  (0x0010, alpn(b"h2", b"http/1.1")), (0x4469, b""), (0x0017, b""), (0x002D, b"\x01\x01"),
+                  (0x000D, SIGALGS), (0x0005, b"\x01\x00\x00\x00\x00"), (0x0023, b""), (0x0012, b""),
+                  (0x002B, u16_list([0x5A5A, 0x0304, 0x0303], False)), (0xFF01, b"\x00"), (0x000B, b"\x01\x00"),
+                  (0x000A, u16_list([0x6A6A, 0x001D, 0x0017])), (0x0015, b"\x00\x00"), (0x9A9A, b"\x00")]
+    mark = D.mark()
+    send_raw(client_hello_record(ciphers, extensions))
+    e = D.wait_event("vless.reject", since=mark, timeout=10, pred=lambda x: "ja4" in x)
+    check(e["ja4"] == "t13d1516h2_8daaf6152771_e5627efa2ab1", e)
+
+
+@suite.test
+def a_hello_the_parser_refuses_costs_only_its_fingerprint():
+    """An ALPN extension whose list length lies: no ja4, and BoringSSL (not the callback) decides
+    the handshake's fate; the daemon serves the next client as before."""
+    mark = D.mark()
+    send_raw(client_hello_record([0xC02F, 0x1301], [(0x0000, SNI), (0x0010, u16(9) + b"\x02h2"),
+                                                  (0x002B, u16_list([0x0304], False))]))
+    e = D.wait_event("vless.reject", since=mark, timeout=10)
+    check("ja4" not in e and e["reason"] == "tls_handshake_failed", e)
+    ja4, _ = python_session(True)
+    check(ja4 == measured.get("python ssl (TLS 1.3)", ja4), ja4)
 
 
 @suite.test
