@@ -21,8 +21,10 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
   path_plan plan;
   plan.spec = &spec;
   plan.target_authority = target.authority();
-  const std::string host = spec.kind == path_kind::direct ? target.host : spec.host;
-  const std::uint16_t port = spec.kind == path_kind::direct ? target.port : spec.port;
+  // direct and a bare `tun` dial the target; everything else dials its own host:port.
+  const bool dial_target = spec.kind == path_kind::direct || (spec.kind == path_kind::tun && spec.host.empty());
+  const std::string host = dial_target ? target.host : spec.host;
+  const std::uint16_t port = dial_target ? target.port : spec.port;
   try {
     tcp::resolver resolver(io);
     const auto results = resolver.resolve(host, std::to_string(port));
@@ -37,6 +39,7 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
   switch (spec.kind) {
     case path_kind::direct:
     case path_kind::forward:  // the forwarder dials the target; HTTP goes as if direct
+    case path_kind::tun:      // the OS hands the socket to the client's TUN; HTTP as if direct
       break;
     case path_kind::http_connect:
       plan.proxy_request = format_connect_request(plan.target_authority);

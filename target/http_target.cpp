@@ -288,6 +288,14 @@ struct connection {
       const http::request& req = parsed.value;
       consume(parsed.consumed);
       response_plan plan = plan_response(req);
+      // Each probe result is a probe.run line of up to 256 KiB: past [limits]
+      // probe_results_per_minute (all target listeners together) a post is refused, its body never
+      // read, so a flood of posts cannot flood the log.
+      if (plan.probe_result && !ctx.probe_posts->take(started_at, ctx.limits().probe_results_per_minute)) {
+        plan = error_response(429, "probe results arrive faster than [limits] probe_results_per_minute");
+        plan.note = "probe_rate_limited";
+        plan.close = true;
+      }
 
       // A client that asks first (curl does for bodies over 1 KiB) would otherwise wait about a
       // second before sending: that second would land in an upload measurement. Only a response

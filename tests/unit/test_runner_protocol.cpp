@@ -141,6 +141,9 @@ TEST_CASE("route mismatch rules", "[runner]") {
   CHECK(is_route_mismatch(path_kind::http_connect, route_kind::direct));
   // A port forward may or may not lead through VLESS: its route is reported, never flagged.
   CHECK_FALSE(is_route_mismatch(path_kind::forward, route_kind::direct));
+  // A TUN path is dialled like direct but must arrive through VLESS: the reverse of direct.
+  CHECK(is_route_mismatch(path_kind::tun, route_kind::direct));
+  CHECK_FALSE(is_route_mismatch(path_kind::tun, route_kind::vless));
   CHECK_FALSE(is_route_mismatch(path_kind::forward, route_kind::vless));
   CHECK(is_route_mismatch(path_kind::socks5, route_kind::direct));
   CHECK(is_route_mismatch(path_kind::vless, route_kind::direct));
