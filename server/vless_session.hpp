@@ -223,6 +223,7 @@ struct session {
       reject_io("handshake_timeout", client.open_failure(), ec.message());
       co_return false;
     }
+    info->ja4 = client.facts().ja4;  // for the target's Server-Timing
     co_return true;
   }
 
@@ -552,6 +553,8 @@ struct session {
   }
 
   void log_reject() {
+    // From the transport, not info: a handshake cut by its deadline may have had its ClientHello.
+    const std::string ja4 = client.facts().ja4;
     rt.log.write(format_event(vless_reject_event{.session = info->session_id,
                                                  .listener = listener_name,
                                                  .client = info->client,
@@ -561,7 +564,8 @@ struct session {
                                                  .detail = reject_detail,
                                                  .user = info->user,
                                                  .dest = dest,
-                                                 .duration_us = info->phases.closed.get()}));
+                                                 .duration_us = info->phases.closed.get(),
+                                                 .ja4 = ja4}));
     spdlog::debug("vless {} session {} from {} rejected: {} ({})", listener_name, info->session_id,
                   info->client, reject_reason, reject_detail);
   }
@@ -581,6 +585,7 @@ struct session {
                                                   .cipher = t.cipher,
                                                   .sni = t.sni,
                                                   .alpn = t.alpn,
+                                                  .ja4 = t.ja4,
                                                   .transport = t.transport,
                                                   .early_data = t.early_data,
                                                   .policy = policy_at_accept,
