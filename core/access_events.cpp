@@ -80,9 +80,10 @@ std::string format_event(const vless_session_event& e) {
         .add("delivery_rate", e.tcp_info->delivery_rate)
         .end_object();
   }
-  line.add("bytes_up", e.bytes_up)
-      .add("bytes_down", e.bytes_down)
-      .add("duration_us", p.closed.get())
+  line.add("bytes_up", e.bytes_up).add("bytes_down", e.bytes_down);
+  if (e.packets_up) line.add("packets_up", *e.packets_up);
+  if (e.packets_down) line.add("packets_down", *e.packets_down);
+  line.add("duration_us", p.closed.get())
       .add("close_reason", e.close_reason);
   return line.finish();
 }

@@ -48,6 +48,8 @@ struct vless_session_event {
   std::optional<tcp_info_snapshot> tcp_info;  // the client connection's, at close
   std::uint64_t bytes_up = 0;    // client -> destination payload
   std::uint64_t bytes_down = 0;  // destination -> client payload
+  // cmd "udp": datagrams each way (bytes_* count their payload, without the length prefixes)
+  std::optional<std::uint64_t> packets_up, packets_down;
   std::string_view close_reason;
 };
 std::string format_event(const vless_session_event& e);

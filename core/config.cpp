@@ -175,7 +175,7 @@ void read_limits(const table_reader& root, limits_config& out) {
   if (!r) return;
   r->reject_unknown({"handshake_timeout_ms", "header_timeout_ms", "connect_timeout_ms", "idle_timeout_ms",
                      "drain_timeout_ms", "max_sessions", "threads", "max_pending", "pending_timeout_ms",
-                     "min_rate_bytes", "min_rate_window_ms"});
+                     "min_rate_bytes", "min_rate_window_ms", "udp_idle_timeout_ms"});
   auto bounded = [&](std::string_view key, std::int64_t max, std::int64_t min = 1) -> std::optional<std::int64_t> {
     auto v = r->integer(key);
     if (!v) return std::nullopt;
@@ -193,6 +193,7 @@ void read_limits(const table_reader& root, limits_config& out) {
   ms("header_timeout_ms", out.header_timeout);
   ms("connect_timeout_ms", out.connect_timeout);
   ms("idle_timeout_ms", out.idle_timeout);
+  ms("udp_idle_timeout_ms", out.udp_idle_timeout);
   ms("drain_timeout_ms", out.drain_timeout);
   if (auto v = bounded("max_sessions", 1'000'000)) out.max_sessions = static_cast<std::uint32_t>(*v);
   if (auto v = bounded("threads", limits_config::max_threads)) out.threads = static_cast<unsigned>(*v);

@@ -86,6 +86,8 @@ struct limits_config {
   std::chrono::milliseconds header_timeout{10'000};
   std::chrono::milliseconds connect_timeout{5'000};
   std::chrono::milliseconds idle_timeout{300'000};
+  // A VLESS UDP session (command 2) with no datagram either way for this long ends.
+  std::chrono::milliseconds udp_idle_timeout{60'000};
   std::chrono::milliseconds drain_timeout{5'000};
   std::uint32_t max_sessions = 20'000;  // authorised VLESS sessions
   // Connections not yet admitted (VLESS before its header is authorised, target before its first

@@ -1,0 +1,211 @@
+"""VLESS command 2 (UDP): raw clients framing datagrams by hand, and the real v2ray 4.34 client
+(SOCKS5 UDP ASSOCIATE -> its VLESS outbound -> our daemon). Each datagram comes back from an echo
+server on loopback; the session's vless.session line counts packets and bytes each way; denied
+destinations, oversized and truncated packets and the idle timeout end sessions with a reason."""
+import socket
+import struct
+import threading
+import time
+
+from harness import (Daemon, Suite, TlsClient, V2ray, check, free_port, new_uuid, read_vless_response_header,
+                     require_binary, vless_header)
+
+suite = Suite("test_vless_udp")
+require_binary()
+
+UUID = new_uuid()
+D = Daemon({
+    "users": [{"name": "alice", "uuid": UUID}],
+    "vless": [{"name": "edge", "listen": f"127.0.0.1:{free_port()}"}],
+    "target": [{"name": "http", "listen": f"127.0.0.1:{free_port()}"}],
+}, limits={"udp_idle_timeout_ms": 1500})
+VP = D.port("edge")
+
+
+class Echo:
+    """A plain UDP echo server on loopback (a destination that is not one of the daemon's own)."""
+
+    def __init__(self):
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.peers = set()
+        self.stopped = False
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stopped:
+            try:
+                data, peer = self.sock.recvfrom(65535)
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            self.peers.add(peer)
+            try:
+                self.sock.sendto(b"echo:" + data, peer)
+            except OSError:
+                pass
+
+    def stop(self):
+        self.stopped = True
+        self.thread.join(2)
+        self.sock.close()
+
+
+ECHO = Echo()
+
+
+def frame(data: bytes) -> bytes:
+    return struct.pack(">H", len(data)) + data
+
+
+def read_packet(stream) -> bytes:
+    (n,) = struct.unpack(">H", stream.read_exact(2))
+    return stream.read_exact(n)
+
+
+def session_line(mark, timeout=8.0):
+    return D.wait_event("vless.session", since=mark, timeout=timeout, cmd="udp")
+
+
+@suite.test
+def raw_udp_echo():
+    mark = D.mark()
+    payloads = [b"", b"x", b"hello", bytes(range(256)) * 4, b"z" * 65502]  # the largest datagram once "echo:" is added
+    with TlsClient(VP) as c:
+        c.handshake()
+        # The header and the first packets in one write; the rest split across writes.
+        c.send(vless_header(UUID, ECHO.port, cmd=2) + frame(payloads[0]) + frame(payloads[1]))
+        read_vless_response_header(c.stream)
+        got = [read_packet(c.stream), read_packet(c.stream)]
+        for p in payloads[2:]:
+            f = frame(p)
+            c.send(f[:1])
+            c.send(f[1:])
+            got.append(read_packet(c.stream))
+        check(got == [b"echo:" + p for p in payloads], [len(g) for g in got])
+        c.close_notify()
+    e = session_line(mark)
+    check(e["dest"] == f"127.0.0.1:{ECHO.port}", e)
+    check(e["packets_up"] == len(payloads) and e["packets_down"] == len(payloads), e)
+    check(e["bytes_up"] == sum(map(len, payloads)), e)
+    check(e["bytes_down"] == sum(len(p) + 5 for p in payloads), e)
+    check(e["close_reason"] == "client_eof", e)
+
+
+@suite.test
+def denied_destination():
+    mark = D.mark()
+    with TlsClient(VP) as c:
+        c.handshake()
+        c.send(vless_header(UUID, 53, addr="192.0.2.1", cmd=2) + frame(b"x"))
+        check(c.recv() == b"", "the session closes")
+    e = D.wait_event("vless.reject", since=mark)
+    check(e["reason"] == "dest_not_allowed" and e["detail"] == "192.0.2.1:53", e)
+
+
+@suite.test
+def idle_timeout_ends_session():
+    mark = D.mark()
+    t0 = time.monotonic()
+    with TlsClient(VP, timeout=10) as c:
+        c.handshake()
+        c.send(vless_header(UUID, ECHO.port, cmd=2) + frame(b"once"))
+        read_vless_response_header(c.stream)
+        check(read_packet(c.stream) == b"echo:once")
+        check(c.recv() == b"", "closed by the daemon")
+    took = time.monotonic() - t0
+    e = session_line(mark)
+    check(e["close_reason"] == "timeout", e)
+    check(1.0 < took < 8.0, took)
+
+
+@suite.test
+def oversized_length():
+    mark = D.mark()
+    with TlsClient(VP) as c:
+        c.handshake()
+        c.send(vless_header(UUID, ECHO.port, cmd=2) + frame(b"ok"))
+        read_vless_response_header(c.stream)
+        check(read_packet(c.stream) == b"echo:ok")
+        c.send(b"\xff\xff" + b"a" * 100)  # 65535 announced: over the largest datagram
+        check(c.recv() == b"", "closed")
+    e = session_line(mark)
+    check(e["close_reason"] == "udp_packet_too_large" and e["packets_up"] == 1, e)
+
+
+@suite.test
+def truncated_packet():
+    mark = D.mark()
+    with TlsClient(VP) as c:
+        c.handshake()
+        c.send(vless_header(UUID, ECHO.port, cmd=2) + b"\x00\x10abc")
+        c.close_notify()
+        c.recv()
+    e = session_line(mark)
+    check(e["close_reason"] == "udp_truncated_packet" and e["packets_up"] == 0, e)
+
+
+def socks5_udp_associate(port: int):
+    """A SOCKS5 UDP ASSOCIATE (RFC 1928): the TCP control connection and the relay's address."""
+    ctl = socket.create_connection(("127.0.0.1", port), timeout=5)
+    ctl.sendall(b"\x05\x01\x00")
+    check(ctl.recv(2) == b"\x05\x00")
+    ctl.sendall(b"\x05\x03\x00\x01" + bytes(4) + bytes(2))
+    head = ctl.recv(4)
+    check(head[:2] == b"\x05\x00", head)
+    addr = socket.inet_ntoa(ctl.recv(4)) if head[3] == 1 else None
+    (rport,) = struct.unpack(">H", ctl.recv(2))
+    return ctl, ("127.0.0.1" if addr in (None, "0.0.0.0") else addr, rport)
+
+
+def socks5_udp(dest_port: int, data: bytes) -> bytes:
+    return b"\x00\x00\x00\x01" + socket.inet_aton("127.0.0.1") + struct.pack(">H", dest_port) + data
+
+
+@suite.test
+def v2ray_socks_udp():
+    socks_port = free_port()
+    cfg = {
+        "log": {"loglevel": "warning"},
+        "inbounds": [{"listen": "127.0.0.1", "port": socks_port, "protocol": "socks",
+                      "settings": {"auth": "noauth", "udp": True, "ip": "127.0.0.1"}}],
+        "outbounds": [{
+            "protocol": "vless",
+            "settings": {"vnext": [{"address": "127.0.0.1", "port": VP,
+                                    "users": [{"id": UUID, "encryption": "none"}]}]},
+            "streamSettings": {"network": "tcp", "security": "tls",
+                               "tlsSettings": {"serverName": "localhost", "allowInsecure": True}},
+        }],
+    }
+    mark = D.mark()
+    count = 200
+    with V2ray(cfg, socks_port):
+        ctl, relay = socks5_udp_associate(socks_port)
+        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        u.settimeout(5)
+        got = set()
+        try:
+            for i in range(count):
+                u.sendto(socks5_udp(ECHO.port, b"n%d" % i), relay)
+                data, _ = u.recvfrom(65535)
+                check(data[:10] == socks5_udp(ECHO.port, b""), data[:10])
+                got.add(data[10:])
+        finally:
+            u.close()
+            ctl.close()
+        check(got == {b"echo:n%d" % i for i in range(count)}, len(got))
+        e = session_line(mark, timeout=10)
+    check(e["user"] == "alice" and e["dest"] == f"127.0.0.1:{ECHO.port}", e)
+    check(e["packets_up"] >= count and e["packets_down"] >= count, e)
+
+
+if __name__ == "__main__":
+    try:
+        suite.run()
+    finally:
+        ECHO.stop()
+        D.stop()
