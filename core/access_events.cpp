@@ -131,6 +131,19 @@ std::string format_event(const banner_connection_event& e) {
   return line.finish();
 }
 
+std::string format_event(const udp_packet_event& e) {
+  json_line line("udp.packet");
+  line.add("listener", e.listener).add("peer", e.peer);
+  add_route(line, e.route);
+  line.add("packets_in", e.packets_in)
+      .add("bytes_in", e.bytes_in)
+      .add("packets_out", e.packets_out)
+      .add("bytes_out", e.bytes_out)
+      .add("duration_us", e.duration_us)
+      .add("close_reason", e.close_reason);
+  return line.finish();
+}
+
 std::string format_event(const probe_run_event& e) {
   const probe_result& r = *e.result;
   const probe_summary& sum = *e.summary;

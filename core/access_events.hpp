@@ -103,6 +103,20 @@ struct banner_connection_event {
   std::string_view close_reason;  // "peer_eof", "slow_transfer", "idle_timeout", "pending_timeout", ...
 };
 std::string format_event(const banner_connection_event& e);
+// One [[udp_target]] flow (datagrams from one peer address), aggregated: written once, when the
+// flow has been idle for [limits] udp_idle_timeout_ms, when the flow table is full (the longest
+// idle flow goes), or at the daemon's stop. Event name "udp.packet".
+struct udp_packet_event {
+  std::string_view listener;
+  std::string_view peer;
+  const route_info* route = nullptr;  // the relaying session at the flow's first datagram; nullptr: direct
+  std::uint64_t packets_in = 0, bytes_in = 0;    // datagrams received from the peer
+  std::uint64_t packets_out = 0, bytes_out = 0;  // echoes sent (with their trailers)
+  std::int64_t duration_us = 0;                  // first datagram -> last one
+  std::string_view close_reason;                 // "idle", "evicted", "stop"
+};
+std::string format_event(const udp_packet_event& e);
+
 // A browser probe's results as the page posted them (POST /probe/result, docs/probe.md), with the
 // daemon's own summary of them; `route` is the route of the post itself.
 struct probe_run_event {

@@ -340,6 +340,21 @@ struct banner_schema {
   }
 };
 
+// [[udp_target]]: a UDP echo target (docs/target.md). Its endpoint clashes only with other UDP
+// listeners: TCP and UDP ports are separate.
+struct udp_target_schema {
+  static constexpr std::string_view table = "udp_target";
+  static constexpr bool udp = true;
+  static constexpr std::array<std::string_view, 2> keys{"name", "listen"};
+  static std::optional<udp_listener_config> read(const table_reader&, const listener_fields& f) {
+    if (!f.name || !f.listen) return std::nullopt;
+    return udp_listener_config{*f.name, {f.listen->address(), f.listen->port()}};
+  }
+};
+
+template <class Schema>
+constexpr bool is_udp_schema = requires { Schema::udp; };
+
 listener_fields read_listener_common(const table_reader& r) {
   listener_fields f;
   f.name = r.required_string("name");
@@ -358,7 +373,7 @@ listener_fields read_listener_common(const table_reader& r) {
 class listener_registry {
  public:
   // Returns false when the name or endpoint clashes with an earlier listener.
-  bool add(const table_reader& r, const listener_fields& f) {
+  bool add(const table_reader& r, const listener_fields& f, bool udp) {
     bool ok = true;
     if (f.name) {
       auto dup = std::find_if(seen_.begin(), seen_.end(), [&](auto& s) { return s.name == *f.name; });
@@ -370,7 +385,7 @@ class listener_registry {
     }
     if (f.listen) {
       auto dup = std::find_if(seen_.begin(), seen_.end(),
-                              [&](auto& s) { return s.listen && endpoints_clash(*s.listen, *f.listen); });
+                              [&](auto& s) { return s.udp == udp && s.listen && endpoints_clash(*s.listen, *f.listen); });
       if (dup != seen_.end()) {
         std::string what = *dup->listen == *f.listen ? "already used by " : "overlaps ";
         r.error("listen", quote(format_endpoint(*f.listen)) + ": " + what + dup->listen_key + " " +
@@ -379,7 +394,7 @@ class listener_registry {
       }
     }
     seen_.push_back(seen{f.name.value_or(""), r.key_path("name"), r.line("name"), f.listen, r.key_path("listen"),
-                         r.line("listen")});
+                         r.line("listen"), udp});
     if (f.listen && f.name && !unmapped(f.listen->address()).is_loopback() && !first_exposed_)
       first_exposed_ = exposed{*f.name, *f.listen, r.line("listen")};
     return ok;
@@ -401,6 +416,7 @@ class listener_registry {
     std::optional<asio::ip::tcp::endpoint> listen;
     std::string listen_key;
     std::uint32_t listen_line;
+    bool udp;
   };
   std::vector<seen> seen_;
   std::optional<exposed> first_exposed_;
@@ -413,7 +429,7 @@ std::size_t read_listeners(const table_reader& root, listener_registry& registry
     r.reject_unknown(Schema::keys);
     const listener_fields f = read_listener_common(r);
     auto listener = Schema::read(r, f);
-    const bool unique = registry.add(r, f);
+    const bool unique = registry.add(r, f, is_udp_schema<Schema>);
     if (listener && unique) out.push_back(std::move(*listener));
   });
 }
@@ -423,7 +439,7 @@ config validate(const toml::table& root_table, std::string_view source_name) {
   config cfg;
   cfg.source = std::string(source_name);
   const table_reader root(root_table, "", errors);
-  root.reject_unknown({"log", "tls", "users", "vless", "target", "banner", "limits", "destinations"});
+  root.reject_unknown({"log", "tls", "users", "vless", "target", "banner", "udp_target", "limits", "destinations"});
 
   read_log(root, cfg.log);
   read_tls(root, cfg.tls);
@@ -435,6 +451,7 @@ config validate(const toml::table& root_table, std::string_view source_name) {
   std::size_t declared_listeners = read_listeners<vless_schema>(root, registry, cfg.vless);
   declared_listeners += read_listeners<target_schema>(root, registry, cfg.target);
   declared_listeners += read_listeners<banner_schema>(root, registry, cfg.target);
+  declared_listeners += read_listeners<udp_target_schema>(root, registry, cfg.udp_target);
   if (declared_listeners == 0) errors.add(1, "vless", "no listeners: add at least one [[vless]] or [[target]] entry");
 
   // DESIGN.md §3: a random UUID is only acceptable while nobody else can reach the daemon.
@@ -502,6 +519,7 @@ config default_config() {
   cfg.target.push_back({"http", {loopback, 8080}, kernel});
   cfg.target.push_back({"https", {loopback, 8081}, kernel, true});
   cfg.target.push_back({"banner", {loopback, 8082}, kernel, false, true});
+  cfg.udp_target.push_back({"udp", {loopback, 8083}});
   cfg.users.push_back(random_user("default"));
   cfg.source = "<embedded default>";
   return cfg;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <asio/ip/tcp.hpp>
+#include <asio/ip/udp.hpp>
 
 #include "core/access_log.hpp"
 #include "core/listener_kind.hpp"
@@ -58,6 +59,14 @@ struct target_listener_config {
   // The listener kind the daemon logs and diffs reloads by.
   listener_kind kind() const { return banner ? listener_kind::banner : tls ? listener_kind::https : listener_kind::target; }
   bool operator==(const target_listener_config&) const = default;
+};
+
+// A [[udp_target]]: echoes each datagram with a trailer naming its route (docs/target.md). Opened at
+// start; a reload that changes the list is refused (server/reload_plan.cpp).
+struct udp_listener_config {
+  std::string name;
+  asio::ip::udp::endpoint listen;
+  bool operator==(const udp_listener_config&) const = default;
 };
 
 struct log_config {
@@ -119,6 +128,7 @@ struct config {
   std::vector<user_config> users;
   std::vector<vless_listener_config> vless;
   std::vector<target_listener_config> target;
+  std::vector<udp_listener_config> udp_target;
   limits_config limits;
   destinations_config destinations;
   std::string source = "<embedded default>";  // file the config came from
@@ -139,7 +149,7 @@ config parse_config(std::string_view toml_text, std::string_view source_name);
 config load_config_file(const std::filesystem::path& file);
 // DESIGN.md §3: two VLESS+TLS listeners (8443 kernel, 8444 quickack on), WebSocket on 8445 (path
 // /ws, early data up to 2048 bytes) and HTTPUpgrade on 8446 (path /up), and a target on 8080, all
-// on 127.0.0.1, one user with a random UUID, in-memory certificate.
+// on 127.0.0.1, a UDP echo target on 8083, one user with a random UUID, in-memory certificate.
 config default_config();
 
 }  // namespace vlessbench

@@ -137,6 +137,19 @@ std::shared_ptr<daemon::listener> daemon::open_listener(listener_kind kind, cons
   return l;
 }
 
+std::shared_ptr<target::udp_echo_target> daemon::open_udp_target(const udp_listener_config& c) {
+  asio::ip::udp::socket sock(io_);
+  std::error_code ec;
+  sock.open(c.listen.protocol(), ec);
+  if (!ec && c.listen.address().is_v6()) sock.set_option(asio::ip::v6_only(true), ec);
+  if (!ec) sock.bind(c.listen, ec);
+  if (ec)
+    throw std::runtime_error(fmt::format("udp_target listener \"{}\" cannot bind {}: {}", c.name,
+                                         format_endpoint(tcp::endpoint(c.listen.address(), c.listen.port())),
+                                         ec.message()));
+  return std::make_shared<target::udp_echo_target>(target_, c.name, std::move(sock));
+}
+
 void daemon::start_accepting(const std::shared_ptr<listener>& l) {
   asio::co_spawn(io_, accept_loop(l), [name = l->state->name](std::exception_ptr e) {
     log_exception(e, "accept loop " + name);
@@ -289,6 +302,8 @@ std::vector<std::string> daemon::describe_listeners() const {
   std::vector<std::string> out;
   for (const auto& l : listeners_)
     out.push_back(std::string(to_string(l->state->kind)) + " " + l->state->name + " " + format_endpoint(l->state->endpoint));
+  for (const auto& u : udp_targets_)
+    out.push_back("udp_target " + u->name() + " " + format_endpoint(tcp::endpoint(u->endpoint().address(), u->endpoint().port())));
   return out;
 }
 
@@ -296,11 +311,17 @@ int daemon::run() {
   const auto& cfg = *rt_.cfg;
   for (const auto& l : listeners_of(cfg))
     listeners_.push_back(open_listener(l.kind, l.name, l.listen, l.tcp, l.upstream_tcp));
+  for (const auto& u : cfg.udp_target) udp_targets_.push_back(open_udp_target(u));
   start_workers(cfg.limits.threads);  // before any accept loop hands sessions to them
   for (auto& l : listeners_) {
     spdlog::info("{} listener \"{}\" on {} ({})", to_string(l->state->kind), l->state->name,
                  format_endpoint(l->state->endpoint), policy_text(l->state->tcp.load()));
     start_accepting(l);
+  }
+  for (auto& u : udp_targets_) {
+    spdlog::info("udp_target listener \"{}\" on {}", u->name(),
+                 format_endpoint(tcp::endpoint(u->endpoint().address(), u->endpoint().port())));
+    u->start();
   }
   print_links();
   keep_spare_fd();
@@ -354,6 +375,7 @@ awaitable<void> daemon::drain() {
     l->acceptor.close(ignored);
   }
   rt_.connections.close_all(false);
+  for (auto& u : udp_targets_) u->stop();  // its open flows are logged now
   const auto deadline = steady_clock::now() + rt_.cfg->limits.drain_timeout;
   asio::steady_timer timer(io_);
   while (rt_.connections.size() > 0 && steady_clock::now() < deadline) {

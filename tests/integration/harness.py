@@ -192,7 +192,7 @@ def toml_text(cfg: dict) -> str:
             out.append(f"[{table}]")
             out += [f"{k} = {_toml_value(v)}" for k, v in cfg[table].items()]
             out.append("")
-    for arr in ("users", "vless", "target", "banner"):
+    for arr in ("users", "vless", "target", "banner", "udp_target"):
         for entry in cfg.get(arr, []):
             out.append(f"[[{arr}]]")
             out += [f"{k} = {_toml_value(v)}" for k, v in entry.items()]
