@@ -144,6 +144,18 @@ std::string format_event(const udp_packet_event& e) {
   return line.finish();
 }
 
+std::string format_event(const dns_query_event& e) {
+  json_line line("dns.query");
+  line.add("listener", e.listener).add("peer", e.peer).add("transport", e.transport);
+  add_route(line, e.route);
+  add_if(line, "name", e.name);
+  if (e.qtype != 0) line.add("qtype", static_cast<std::uint64_t>(e.qtype));
+  line.add("rcode", e.rcode);
+  if (e.delay_ms != 0) line.add("delay_ms", static_cast<std::uint64_t>(e.delay_ms));
+  add_if(line, "error", e.error);
+  return line.finish();
+}
+
 std::string format_event(const probe_run_event& e) {
   const probe_result& r = *e.result;
   const probe_summary& sum = *e.summary;

@@ -117,6 +117,20 @@ struct udp_packet_event {
 };
 std::string format_event(const udp_packet_event& e);
 
+// One query the [[dns]] responder answered (or refused as malformed: rcode FORMERR and error).
+struct dns_query_event {
+  std::string_view listener;
+  std::string_view peer;
+  std::string_view transport;         // "udp" or "tcp"
+  const route_info* route = nullptr;  // the relaying session; nullptr: direct
+  std::string_view name;              // the question's name, lower case; empty when malformed
+  std::uint16_t qtype = 0;
+  std::string_view rcode;             // "NOERROR", "REFUSED", "FORMERR", "SERVFAIL"
+  std::uint32_t delay_ms = 0;         // the answer waited this long (NAME.delay-MS.zone)
+  std::string_view error;             // why FORMERR / SERVFAIL
+};
+std::string format_event(const dns_query_event& e);
+
 // A browser probe's results as the page posted them (POST /probe/result, docs/probe.md), with the
 // daemon's own summary of them; `route` is the route of the post itself.
 struct probe_run_event {

@@ -69,6 +69,17 @@ struct udp_listener_config {
   bool operator==(const udp_listener_config&) const = default;
 };
 
+// A [[dns]] responder: UDP and TCP on one port, A/AAAA for every name in zone (docs/target.md).
+// Opened at start, as [[udp_target]].
+struct dns_listener_config {
+  std::string name;
+  asio::ip::tcp::endpoint listen;  // the same address and port for UDP and TCP
+  std::string zone = "vlessbench.test";
+  asio::ip::address_v4 a = asio::ip::address_v4::loopback();
+  asio::ip::address_v6 aaaa = asio::ip::address_v6::loopback();
+  bool operator==(const dns_listener_config&) const = default;
+};
+
 struct log_config {
   std::string level = "info";    // trace|debug|info|warn|error
   std::string access = "stdout"; // "stdout" or a file path (JSON lines)
@@ -129,6 +140,7 @@ struct config {
   std::vector<vless_listener_config> vless;
   std::vector<target_listener_config> target;
   std::vector<udp_listener_config> udp_target;
+  std::vector<dns_listener_config> dns;
   limits_config limits;
   destinations_config destinations;
   std::string source = "<embedded default>";  // file the config came from
@@ -149,7 +161,7 @@ config parse_config(std::string_view toml_text, std::string_view source_name);
 config load_config_file(const std::filesystem::path& file);
 // DESIGN.md §3: two VLESS+TLS listeners (8443 kernel, 8444 quickack on), WebSocket on 8445 (path
 // /ws, early data up to 2048 bytes) and HTTPUpgrade on 8446 (path /up), and a target on 8080, all
-// on 127.0.0.1, a UDP echo target on 8083, one user with a random UUID, in-memory certificate.
+// on 127.0.0.1, a UDP echo target on 8083, a DNS responder on 8053, one user with a random UUID, in-memory certificate.
 config default_config();
 
 }  // namespace vlessbench

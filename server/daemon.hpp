@@ -13,6 +13,7 @@
 #include "core/asio_compat.hpp"
 #include "server/runtime.hpp"
 #include "target/target_context.hpp"
+#include "target/dns_target.hpp"
 #include "target/udp_target.hpp"
 
 namespace vlessbench {
@@ -43,6 +44,8 @@ class daemon {
   void start_accepting(const std::shared_ptr<listener>& l);
   // [[udp_target]]: bound at start (throws naming the listener), stopped by a drain.
   std::shared_ptr<target::udp_echo_target> open_udp_target(const udp_listener_config& c);
+  // [[dns]]: UDP and TCP bound at start (throws naming the listener), stopped by a drain.
+  std::shared_ptr<target::dns_responder> open_dns(const dns_listener_config& c);
   awaitable<void> accept_loop(std::shared_ptr<listener> l);
   bool shed_connection(listener& l);
   // A newly accepted connection joins the pending set (evicting the oldest at the cap).
@@ -74,6 +77,7 @@ class daemon {
   std::shared_ptr<asio::ssl::context> tls_;
   std::vector<std::shared_ptr<listener>> listeners_;
   std::vector<std::shared_ptr<target::udp_echo_target>> udp_targets_;
+  std::vector<std::shared_ptr<target::dns_responder>> dns_;
   asio::signal_set signals_;
   // A descriptor held in reserve: out of descriptors, it is given up for a moment so a pending
   // connection can be accepted and closed at once instead of waiting in the backlog.

@@ -21,11 +21,13 @@ def free_udp_port() -> int:
 
 UUID = new_uuid()
 UP = free_udp_port()
+DNS_PORT = free_port()  # TCP and UDP
 D = Daemon({
     "users": [{"name": "alice", "uuid": UUID}],
     "vless": [{"name": "edge", "listen": f"127.0.0.1:{free_port()}"}],
     "target": [{"name": "http", "listen": f"127.0.0.1:{free_port()}"}],
     "udp_target": [{"name": "udp", "listen": f"127.0.0.1:{UP}"}],
+    "dns": [{"name": "dns", "listen": f"127.0.0.1:{DNS_PORT}"}],
 }, limits={"udp_idle_timeout_ms": 1500})
 VP = D.port("edge")
 MARKER = b"\nVLESSBENCH-UDP "
@@ -194,6 +196,93 @@ def udp_target_names_the_session():
     check(len(D.events("udp.packet", since=mark)) == 2, D.events("udp.packet", since=mark))
 
 
+def dns_query(qid: int, name: str, qtype: int = 1) -> bytes:
+    q = struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0)
+    for label in name.split("."):
+        q += bytes([len(label)]) + label.encode()
+    return q + b"\0" + struct.pack(">HH", qtype, 1)
+
+
+def dns_answer(resp: bytes) -> tuple[int, int, list[bytes]]:
+    """(id, rcode, rdata of every answer) of a response to one question."""
+    qid, flags, qd, an = struct.unpack(">HHHH", resp[:8])
+    check(flags & 0x8000, "a response")
+    at = 12
+    for _ in range(qd):
+        while resp[at] != 0:
+            at += 1 + resp[at]
+        at += 5
+    out = []
+    for _ in range(an):
+        check(resp[at:at + 2] == b"\xc0\x0c", resp[at:at + 2])
+        (rdlen,) = struct.unpack(">H", resp[at + 10:at + 12])
+        out.append(resp[at + 12:at + 12 + rdlen])
+        at += 12 + rdlen
+    return qid, flags & 0xf, out
+
+
+def udp_ask(message: bytes, timeout: float = 5.0) -> tuple[bytes, int]:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+        u.settimeout(timeout)
+        u.sendto(message, ("127.0.0.1", DNS_PORT))
+        data, _ = u.recvfrom(65535)
+        return data, u.getsockname()[1]
+
+
+@suite.test
+def dns_direct_udp_and_tcp():
+    mark = D.mark()
+    resp, port = udp_ask(dns_query(7, "Host.vlessbench.test"))
+    check(dns_answer(resp) == (7, 0, [bytes([127, 0, 0, 1])]), resp)
+    e = D.wait_event("dns.query", since=mark, peer=f"127.0.0.1:{port}")
+    check(e["route"] == "direct" and e["transport"] == "udp" and e["name"] == "host.vlessbench.test", e)
+    check(e["rcode"] == "NOERROR" and e["qtype"] == 1, e)
+    resp, _ = udp_ask(dns_query(8, "example.com"))
+    check(dns_answer(resp)[:2] == (8, 5), resp)  # REFUSED
+    with socket.create_connection(("127.0.0.1", DNS_PORT), timeout=5) as t:
+        q = dns_query(9, "v6.vlessbench.test", 28)
+        t.sendall(struct.pack(">H", len(q)) + q)
+        (n,) = struct.unpack(">H", t.recv(2))
+        resp = b""
+        while len(resp) < n:
+            resp += t.recv(n - len(resp))
+    check(dns_answer(resp) == (9, 0, [socket.inet_pton(socket.AF_INET6, "::1")]), resp)
+    e = D.wait_event("dns.query", since=mark, transport="tcp")
+    check(e["qtype"] == 28 and e["route"] == "direct", e)
+
+
+@suite.test
+def dns_delay_and_hostile():
+    mark = D.mark()
+    t0 = time.monotonic()
+    resp, _ = udp_ask(dns_query(10, "a.delay-300.vlessbench.test"))
+    took = time.monotonic() - t0
+    check(dns_answer(resp)[:2] == (10, 0) and took >= 0.25, took)
+    e = D.wait_event("dns.query", since=mark, delay_ms=300)
+    # A compression loop and a truncated header: FORMERR with the parser's reason, never a hang.
+    loop = struct.pack(">HHHHHH", 11, 0x0100, 1, 0, 0, 0) + bytes([1, 97, 0xC0, 12, 0, 1, 0, 1])
+    resp, _ = udp_ask(loop)
+    check(resp[:4] == struct.pack(">HH", 11, 0x8401), resp)
+    check(D.wait_event("dns.query", since=mark, error="pointer_loop")["rcode"] == "FORMERR")
+    resp, _ = udp_ask(b"\x00\x0c\x01")
+    check(resp[:4] == struct.pack(">HH", 12, 0x8401), resp)
+    D.wait_event("dns.query", since=mark, error="short_header")
+
+
+@suite.test
+def dns_through_vless():
+    mark = D.mark()
+    with TlsClient(VP) as c:
+        c.handshake()
+        c.send(vless_header(UUID, DNS_PORT, cmd=2) + frame(dns_query(21, "through.vlessbench.test")))
+        read_vless_response_header(c.stream)
+        check(dns_answer(read_packet(c.stream)) == (21, 0, [bytes([127, 0, 0, 1])]))
+        q = D.wait_event("dns.query", since=mark, name="through.vlessbench.test")
+        c.close_notify()
+    e = session_line(mark)
+    check(q["route"] == "vless" and q["vless_session"] == e["session"] and q["vless_user"] == "alice", q)
+
+
 def socks5_udp_associate(port: int):
     """A SOCKS5 UDP ASSOCIATE (RFC 1928): the TCP control connection and the relay's address."""
     ctl = socket.create_connection(("127.0.0.1", port), timeout=5)
@@ -211,10 +300,9 @@ def socks5_udp(dest_port: int, data: bytes) -> bytes:
     return b"\x00\x00\x00\x01" + socket.inet_aton("127.0.0.1") + struct.pack(">H", dest_port) + data
 
 
-@suite.test
-def v2ray_socks_udp():
-    socks_port = free_port()
-    cfg = {
+def v2ray_socks_config(socks_port: int) -> dict:
+    """v2ray 4.34: a SOCKS5 inbound with UDP -> a VLESS+TLS outbound to our daemon."""
+    return {
         "log": {"loglevel": "warning"},
         "inbounds": [{"listen": "127.0.0.1", "port": socks_port, "protocol": "socks",
                       "settings": {"auth": "noauth", "udp": True, "ip": "127.0.0.1"}}],
@@ -226,6 +314,12 @@ def v2ray_socks_udp():
                                "tlsSettings": {"serverName": "localhost", "allowInsecure": True}},
         }],
     }
+
+
+@suite.test
+def v2ray_socks_udp():
+    socks_port = free_port()
+    cfg = v2ray_socks_config(socks_port)
     mark = D.mark()
     count = 1000
     with V2ray(cfg, socks_port):
@@ -248,6 +342,28 @@ def v2ray_socks_udp():
     check(e["packets_up"] == count and e["packets_down"] == count, e)
     want = f"vless session={e['session']} user=alice"
     check(got == [(b"n%d" % i, "udp", want) for i in range(count)], got[:3])
+
+
+@suite.test
+def v2ray_socks_dns():
+    socks_port = free_port()
+    cfg = v2ray_socks_config(socks_port)
+    mark = D.mark()
+    with V2ray(cfg, socks_port):
+        ctl, relay = socks5_udp_associate(socks_port)
+        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        u.settimeout(5)
+        try:
+            for i in range(20):
+                u.sendto(socks5_udp(DNS_PORT, dns_query(100 + i, f"q{i}.vlessbench.test")), relay)
+                data, _ = u.recvfrom(65535)
+                check(dns_answer(data[10:]) == (100 + i, 0, [bytes([127, 0, 0, 1])]), data)
+        finally:
+            u.close()
+            ctl.close()
+        e = session_line(mark, timeout=10)
+    qs = D.events("dns.query", since=mark)
+    check(len(qs) == 20 and all(q["route"] == "vless" and q["vless_session"] == e["session"] for q in qs), qs)
 
 
 if __name__ == "__main__":

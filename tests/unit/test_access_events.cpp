@@ -208,6 +208,34 @@ TEST_CASE("udp.packet: one line per flow, relayed or direct", "[access_log]") {
         "\n");
 }
 
+TEST_CASE("dns.query: answered through a session, and a malformed one", "[access_log]") {
+  route_info session;
+  session.session_id = 5;
+  session.user = "erin";
+  session.client = "192.0.2.5:7002";
+  session.listener = "kernel";
+  CHECK(without_ts(format_event(dns_query_event{.listener = "dns",
+                                                .peer = "127.0.0.1:40008",
+                                                .transport = "udp",
+                                                .route = &session,
+                                                .name = "a.delay-20.vlessbench.test",
+                                                .qtype = 1,
+                                                .rcode = "NOERROR",
+                                                .delay_ms = 20})) ==
+        R"({"event":"dns.query","ts":"T","listener":"dns","peer":"127.0.0.1:40008","transport":"udp","route":"vless",)"
+        R"("vless_session":5,"vless_user":"erin","vless_client":"192.0.2.5:7002","vless_listener":"kernel",)"
+        R"("name":"a.delay-20.vlessbench.test","qtype":1,"rcode":"NOERROR","delay_ms":20})"
+        "\n");
+  CHECK(without_ts(format_event(dns_query_event{.listener = "dns",
+                                                .peer = "127.0.0.1:40009",
+                                                .transport = "tcp",
+                                                .rcode = "FORMERR",
+                                                .error = "pointer_loop"})) ==
+        R"({"event":"dns.query","ts":"T","listener":"dns","peer":"127.0.0.1:40009","transport":"tcp","route":"direct",)"
+        R"("rcode":"FORMERR","error":"pointer_loop"})"
+        "\n");
+}
+
 TEST_CASE("probe.run: the page's samples with the daemon's summary", "[access_log]") {
   probe_result r;
   r.run = "k3x9";

@@ -242,6 +242,6 @@ TEST_CASE("a changed [[udp_target]] list is refused: UDP listeners change at a r
   CHECK_FALSE(plan_reload(parse(base + udp), parse(base + udp)).refused);
   const reload_plan p = plan_reload(parse(base), parse(base + udp));
   REQUIRE(p.refused);
-  CHECK(*p.refused == "udp_target listeners change at a restart only");
+  CHECK(*p.refused == "udp_target and dns listeners change at a restart only");
   CHECK(p.open.empty());
 }
