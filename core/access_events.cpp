@@ -30,6 +30,7 @@ std::string format_event(const vless_reject_event& e) {
       .add("reason", e.reason)
       .add("phase", e.phase)
       .add("bytes_seen", e.bytes_seen);
+  add_if(line, "ja4", e.ja4);
   add_if(line, "detail", e.detail);
   add_if(line, "user", e.user);
   add_if(line, "dest", e.dest);
@@ -49,7 +50,8 @@ std::string format_event(const vless_session_event& e) {
       .add("tls_version", e.tls_version)
       .add("cipher", e.cipher)
       .add("sni", e.sni)
-      .add("alpn", e.alpn);
+      .add("alpn", e.alpn)
+      .add("ja4", e.ja4);
   if (!e.transport.empty() && e.transport != "tls") line.add("transport", e.transport).add("early_data", e.early_data);
   line.begin_object("policy")
       .add("nodelay", e.policy.nodelay)
@@ -100,6 +102,7 @@ std::string format_event(const http_request_event& e) {
   json_line line("http.request");
   line.add("listener", e.listener).add("peer", e.peer);
   add_route(line, e.route);
+  add_if(line, "ja4", e.ja4);
   add_if(line, "method", e.method);
   add_if(line, "path", e.path);
   line.add("status", e.status);
@@ -116,6 +119,7 @@ std::string format_event(const http_request_event& e) {
 std::string format_event(const target_reject_event& e) {
   json_line line("target.reject");
   line.add("listener", e.listener).add("peer", e.peer).add("reason", e.reason).add("bytes_seen", e.bytes_seen);
+  add_if(line, "ja4", e.ja4);
   add_if(line, "detail", e.detail);
   if (e.duration_us) line.add("duration_us", *e.duration_us);
   return line.finish();

@@ -26,6 +26,7 @@ struct vless_reject_event {
   std::string_view user;
   std::string_view dest;
   std::optional<std::int64_t> duration_us;
+  std::string_view ja4;  // the client's TLS fingerprint, once its ClientHello arrived
 };
 std::string format_event(const vless_reject_event& e);
 
@@ -38,6 +39,7 @@ struct vless_session_event {
   std::string_view dest;
   std::string_view cmd;  // "tcp"
   std::string_view tls_version, cipher, sni, alpn;
+  std::string_view ja4;  // the client's TLS fingerprint (core/ja4.hpp)
   std::string_view transport;  // "tls" (left out: the lines of raw TLS stay as they were), "ws", ...
   std::uint64_t early_data = 0;  // bytes of the VLESS stream that came with the upgrade request
   tcp_policy policy;           // the listener's policies at accept, with their generation
@@ -76,6 +78,7 @@ struct http_request_event {
   std::optional<std::int64_t> duration_us;
   std::string_view error;
   std::string_view run, seq, path_label;  // the runner's X-Vlessbench-Run / -Seq / -Path
+  std::string_view ja4;  // HTTPS target: the fingerprint of the TLS client that reached the target
 };
 std::string format_event(const http_request_event& e);
 
@@ -88,6 +91,7 @@ struct target_reject_event {
   std::uint64_t bytes_seen = 0;  // bytes the peer sent before the refusal
   std::string_view detail;       // the TLS library's error, when it named one
   std::optional<std::int64_t> duration_us;
+  std::string_view ja4;  // the client's TLS fingerprint, when its ClientHello arrived
 };
 std::string format_event(const target_reject_event& e);
 

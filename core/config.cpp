@@ -175,7 +175,7 @@ void read_limits(const table_reader& root, limits_config& out) {
   if (!r) return;
   r->reject_unknown({"handshake_timeout_ms", "header_timeout_ms", "connect_timeout_ms", "idle_timeout_ms",
                      "drain_timeout_ms", "max_sessions", "threads", "max_pending", "pending_timeout_ms",
-                     "min_rate_bytes", "min_rate_window_ms", "udp_idle_timeout_ms"});
+                     "min_rate_bytes", "min_rate_window_ms", "probe_results_per_minute", "udp_idle_timeout_ms"});
   auto bounded = [&](std::string_view key, std::int64_t max, std::int64_t min = 1) -> std::optional<std::int64_t> {
     auto v = r->integer(key);
     if (!v) return std::nullopt;
@@ -201,6 +201,8 @@ void read_limits(const table_reader& root, limits_config& out) {
   ms("pending_timeout_ms", out.pending_timeout);
   if (auto v = bounded("min_rate_bytes", 1 << 30, 0)) out.min_rate_bytes = static_cast<std::uint32_t>(*v);
   ms("min_rate_window_ms", out.min_rate_window);
+  if (auto v = bounded("probe_results_per_minute", 1'000'000, 0))
+    out.probe_results_per_minute = static_cast<std::uint32_t>(*v);
 }
 
 void read_destinations(const table_reader& root, destinations_config& out) {
@@ -299,9 +301,9 @@ struct listener_fields {
 
 struct vless_schema {
   static constexpr std::string_view table = "vless";
-  static constexpr std::array<std::string_view, 10> keys{"name", "listen", "tcp", "upstream_tcp", "transport",
+  static constexpr std::array<std::string_view, 11> keys{"name", "listen", "tcp", "upstream_tcp", "transport",
                                                          "tls",  "path",   "host", "max_early_data",
-                                                         "early_data_header"};
+                                                         "early_data_header", "service_name"};
   // Reads every key of the kind (so all its errors are reported), then builds the listener.
   static std::optional<vless_listener_config> read(const table_reader& r, const listener_fields& f) {
     auto tcp = read_tcp_policy(r, "tcp");
@@ -310,7 +312,7 @@ struct vless_schema {
     transport_config transport;
     const auto transport_errors = validate_transport({r.string("transport"), r.boolean("tls"), r.string("path"),
                                                       r.string("host"), r.integer("max_early_data"),
-                                                      r.string("early_data_header")},
+                                                      r.string("early_data_header"), r.string("service_name")},
                                                      transport);
     for (const auto& [key, message] : transport_errors) r.error(key, message);
     if (!f.name || !f.listen || !tcp || !upstream || !transport_errors.empty()) return std::nullopt;
@@ -579,6 +581,7 @@ config default_config() {
   // One listener per transport (issue 13), so one batch compares them.
   cfg.vless.push_back({"ws", {loopback, 8445}, kernel, kernel, {transport_kind::ws, true, "/ws", "", 2048, ""}});
   cfg.vless.push_back({"httpupgrade", {loopback, 8446}, kernel, kernel, {transport_kind::httpupgrade, true, "/up", "", 0, ""}});
+  cfg.vless.push_back({"grpc", {loopback, 8447}, kernel, kernel, {transport_kind::grpc, true, "/", "", 0, "", "vlessbench"}});
   cfg.target.push_back({"http", {loopback, 8080}, kernel});
   cfg.target.push_back({"https", {loopback, 8081}, kernel, true});
   cfg.target.push_back({"banner", {loopback, 8082}, kernel, false, true});

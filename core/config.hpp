@@ -119,6 +119,9 @@ struct limits_config {
   // min_rate_window, else it is closed (slow_transfer); 0 bytes: no rate rule.
   std::uint32_t min_rate_bytes = 1'024;
   std::chrono::milliseconds min_rate_window{10'000};
+  // POST /probe/result accepted per minute, all target listeners together (a burst of as many
+  // passes); past it 429. 0: the daemon takes no probe results.
+  std::uint32_t probe_results_per_minute = 60;
   // io_context threads VLESS sessions are spread over (round robin at accept). 1: everything on
   // one thread, the lowest and steadiest latency; more: handshakes and sessions on every core.
   // Read at start only (a reload that changes it is refused).

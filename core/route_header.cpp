@@ -122,7 +122,7 @@ parse_result<banner_line> parse_banner_line(std::string_view bytes) {
   return r;
 }
 
-std::string format_server_timing(const session_phases& p, std::string_view quickack) {
+std::string format_server_timing(const session_phases& p, std::string_view quickack, std::string_view ja4) {
   std::string out;
   auto add = [&](const char* name, std::int64_t from, std::int64_t to) {
     if (from < 0 || to < 0) return;
@@ -139,6 +139,11 @@ std::string format_server_timing(const session_phases& p, std::string_view quick
   if (!quickack.empty()) {
     out += out.empty() ? "ack;desc=" : ", ack;desc=";
     out += quickack;
+  }
+  if (!ja4.empty()) {
+    out += out.empty() ? "ja4;desc=\"" : ", ja4;desc=\"";
+    out += ja4;
+    out += '"';
   }
   return out;
 }
@@ -170,6 +175,7 @@ server_phases_ms parse_server_timing(std::string_view value) {
       }
     }
     if (name == "ack" && desc) t.ack = std::string(*desc);
+    if (name == "ja4" && desc) t.ja4 = std::string(*desc);
     if (!dur) continue;
     if (name == "tls") t.tls = dur;
     else if (name == "upgrade") t.upgrade = dur;

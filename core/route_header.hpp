@@ -3,6 +3,7 @@
 // writes them, the runner reads them, and both use this one definition.
 //   X-Vlessbench-Route: direct | vless session=ID user=NAME [transport=ws|httpupgrade]
 //   Server-Timing: tls;dur=1.234, [upgrade;dur=0.2,] vless;dur=0.050, resolve;dur=..., upstream;dur=0.100   (ms)
+//                  [, ack;desc=on] [, ja4;desc="t13d1516h2_8daaf6152771_e5627efa2ab1"]
 // Raw TLS sessions (the transport before there were others) keep the lines they always had.
 // And the one stall threshold: a TLS-done -> VLESS-header gap at least this long is a suspected
 // Nagle/delayed-ACK stall, in the daemon's log and in the runner's verdict alike.
@@ -46,10 +47,14 @@ struct server_phases_ms {
   // The VLESS listener's ACK policy (`ack;desc=on`): a stall on a listener that re-arms
   // QUICKACK cannot be the server's delayed ACK, so something in between terminates TCP.
   std::optional<std::string> ack;
+  // The VLESS client's JA4 TLS fingerprint (`ja4;desc="t13d..."`, core/ja4.hpp).
+  std::optional<std::string> ja4;
 };
 
-// The phases, and `ack;desc=POLICY` when quickack is not empty.
-std::string format_server_timing(const session_phases& p, std::string_view quickack = {});
+// The phases, `ack;desc=POLICY` when quickack is not empty, `ja4;desc="FINGERPRINT"` when ja4 is
+// not empty.
+std::string format_server_timing(const session_phases& p, std::string_view quickack = {},
+                                 std::string_view ja4 = {});
 // W3C Server-Timing: `name;dur=1.234, name2;desc="x";dur=2`. Unknown metrics are ignored.
 server_phases_ms parse_server_timing(std::string_view value);
 

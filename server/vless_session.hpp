@@ -154,7 +154,11 @@ struct session {
     }
     const std::uint64_t need = cfg->limits.min_rate_bytes;
     auto acked = [](tcp::socket& sock) { return read_bytes_acked(sock.native_handle()).value_or(0); };
-    const bool client_ok = to_client.on_window(down_writing, down_writing ? acked(client_socket()) : 0, need);
+    bool client_ok = true;
+    // A bridged transport's socket is a socketpair, with no count of acknowledged bytes: its
+    // HTTP/2 flow control bounds it, and a write that never completes ends at idle_timeout.
+    if constexpr (!requires { Transport::bridged; })
+      client_ok = to_client.on_window(down_writing, down_writing ? acked(client_socket()) : 0, need);
     const bool upstream_ok = to_upstream.on_window(up_writing, up_writing ? acked(upstream.socket()) : 0, need);
     if (!client_ok || !upstream_ok) {
       spdlog::debug("vless {} session {}: slow_transfer towards the {}", listener_name, info->session_id,
@@ -201,6 +205,7 @@ struct session {
       reject_io("handshake_timeout", client.open_failure(), ec.message());
       co_return false;
     }
+    info->ja4 = client.facts().ja4;  // for the target's Server-Timing
     co_return true;
   }
 
@@ -541,6 +546,8 @@ struct session {
   }
 
   void log_reject() {
+    // From the transport, not info: a handshake cut by its deadline may have had its ClientHello.
+    const std::string ja4 = client.facts().ja4;
     rt.log.write(format_event(vless_reject_event{.session = info->session_id,
                                                  .listener = listener_name,
                                                  .client = info->client,
@@ -550,7 +557,8 @@ struct session {
                                                  .detail = reject_detail,
                                                  .user = info->user,
                                                  .dest = dest,
-                                                 .duration_us = info->phases.closed.get()}));
+                                                 .duration_us = info->phases.closed.get(),
+                                                 .ja4 = ja4}));
     spdlog::debug("vless {} session {} from {} rejected: {} ({})", listener_name, info->session_id,
                   info->client, reject_reason, reject_detail);
   }
@@ -570,6 +578,7 @@ struct session {
                                                   .cipher = t.cipher,
                                                   .sni = t.sni,
                                                   .alpn = t.alpn,
+                                                  .ja4 = t.ja4,
                                                   .transport = t.transport,
                                                   .early_data = t.early_data,
                                                   .policy = policy_at_accept,
@@ -597,8 +606,11 @@ struct session {
 template <class Transport, class Make>
 awaitable<void> serve(runtime& rt, session_start start, tcp::socket socket, Make make) {
   session<Transport> s(rt, start, std::move(socket), make);
-  if (auto err = apply_on_open(s.client_socket().native_handle(), s.policy_at_accept))
-    spdlog::warn("vless {}: setsockopt: {}", s.listener_name, err.message());
+  // A bridged transport (a gRPC stream's socketpair) has no TCP options; its connection applied them.
+  if constexpr (!requires { Transport::bridged; }) {
+    if (auto err = apply_on_open(s.client_socket().native_handle(), s.policy_at_accept))
+      spdlog::warn("vless {}: setsockopt: {}", s.listener_name, err.message());
+  }
   {
     const connection_registration registered(rt.connections, s.client.get_executor(), [&s](bool force) {
       // A client that has not sent its request yet (handshake or header in progress) goes at

@@ -261,8 +261,10 @@ TEST_CASE("unknown keys are errors at every level", "[config]") {
   // A transport's key on another transport (core/transport_config.cpp).
   CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\nhost = \"example.com\"\n") ==
         "x.toml:4: vless[0].host: only for transport = \"ws\" or \"httpupgrade\"");
-  CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\ntransport = \"grpc\"\n") ==
-        "x.toml:4: vless[0].transport: \"grpc\": expected \"tls\", \"ws\" or \"httpupgrade\"");
+  CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\ntransport = \"quic\"\n") ==
+        "x.toml:4: vless[0].transport: \"quic\": expected \"tls\", \"ws\", \"httpupgrade\" or \"grpc\"");
+  CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\nservice_name = \"g\"\n") ==
+        "x.toml:4: vless[0].service_name: only for transport = \"grpc\"");
   CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\ntransport = \"ws\"\npath = \"ws\"\n") ==
         "x.toml:5: vless[0].path: \"ws\": expected a path starting with '/', without query or spaces");
   CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\ntransport = \"httpupgrade\"\n"
@@ -683,7 +685,7 @@ TEST_CASE("values echoed in errors are escaped and capped", "[config]") {
 TEST_CASE("default_config is DESIGN.md's embedded default", "[config]") {
   config c = default_config();
   CHECK(c.source == "<embedded default>");
-  REQUIRE(c.vless.size() == 4);
+  REQUIRE(c.vless.size() == 5);
   CHECK(c.vless[0].name == "default-ack");
   CHECK(c.vless[0].listen == ep("127.0.0.1", 8443));
   CHECK(c.vless[0].tcp == tcp_policy{true, quickack_mode::kernel});
@@ -702,6 +704,10 @@ TEST_CASE("default_config is DESIGN.md's embedded default", "[config]") {
   CHECK(c.vless[3].listen == ep("127.0.0.1", 8446));
   CHECK(c.vless[3].transport.kind == transport_kind::httpupgrade);
   CHECK(c.vless[3].transport.path == "/up");
+  CHECK(c.vless[4].name == "grpc");
+  CHECK(c.vless[4].listen == ep("127.0.0.1", 8447));
+  CHECK(c.vless[4].transport.kind == transport_kind::grpc);
+  CHECK(c.vless[4].transport.service_name == "vlessbench");
   REQUIRE(c.target.size() == 3);
   CHECK(c.target[0].name == "http");
   CHECK(c.target[0].listen == ep("127.0.0.1", 8080));
@@ -775,7 +781,7 @@ TEST_CASE("the shipped config files are valid", "[config]") {
   const auto config_dir = std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "config";
 
   config example = load_config_file(config_dir / "vlessbenchd.example.toml");
-  CHECK(example.vless.size() == 4);
+  CHECK(example.vless.size() == 5);
   CHECK(example.target.size() == 3);
   REQUIRE(example.users.size() == 1);
   CHECK(example.users[0].name == "mac");
@@ -799,7 +805,7 @@ TEST_CASE("the shipped config files are valid", "[config]") {
   CHECK(example.target == embedded.target);
 
   config vm = load_config_file(config_dir / "vlessbenchd.toml");
-  REQUIRE(vm.vless.size() == 4);
+  REQUIRE(vm.vless.size() == 5);
   CHECK(vm.vless[0].name == "default-ack");
   CHECK(vm.vless[0].listen == ep("0.0.0.0", 8443));
   CHECK(vm.vless[0].tcp.quickack == quickack_mode::kernel);
@@ -810,6 +816,8 @@ TEST_CASE("the shipped config files are valid", "[config]") {
   CHECK(vm.vless[2].transport == default_config().vless[2].transport);
   CHECK(vm.vless[3].listen == ep("0.0.0.0", 8446));
   CHECK(vm.vless[3].transport == default_config().vless[3].transport);
+  CHECK(vm.vless[4].listen == ep("0.0.0.0", 8447));
+  CHECK(vm.vless[4].transport == default_config().vless[4].transport);
   REQUIRE(vm.target.size() == 3);
   CHECK(vm.target[0].listen == ep("0.0.0.0", 8080));
   CHECK(vm.target[1].listen == ep("0.0.0.0", 8081));
