@@ -71,4 +71,19 @@ std::string format_banner_line(std::string_view listener, const route_info* sess
 // (another prefix, no listener, over the cap, a control byte in the line).
 parse_result<banner_line> parse_banner_line(std::string_view bytes);
 
+// The [[udp_target]]'s echo (docs/target.md): each datagram comes back with a trailer naming its
+// listener and route, so a client tells per datagram whether it went through VLESS:
+//   <datagram> "\nVLESSBENCH-UDP " <listener> " " <route header value>
+// e.g. "ping\nVLESSBENCH-UDP udp vless session=7 user=alice". The echo never exceeds
+// max_udp_echo bytes: a datagram too long for its trailer is cut (payload_cut says by how much).
+inline constexpr std::size_t max_udp_echo = 65'507;
+struct udp_echo {
+  std::string_view payload;  // the datagram as echoed (a view into the parsed bytes)
+  std::string listener;
+  route_label route;
+};
+std::string format_udp_echo(std::string_view datagram, std::string_view listener, const route_info* session);
+// complete (consumed = all of it), or invalid when there is no trailer or its route is unknown.
+parse_result<udp_echo> parse_udp_echo(std::string_view echo);
+
 }  // namespace vlessbench

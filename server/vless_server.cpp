@@ -23,6 +23,8 @@ std::string_view to_string(close_reason r) {
     case close_reason::drain: return "drain";
     case close_reason::user_removed: return "user_removed";
     case close_reason::slow_transfer: return "slow_transfer";
+    case close_reason::udp_packet_too_large: return "udp_packet_too_large";
+    case close_reason::udp_truncated_packet: return "udp_truncated_packet";
   }
   return "unknown";
 }

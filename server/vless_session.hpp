@@ -20,33 +20,12 @@
 #include "core/vless_codec.hpp"
 #include "core/watchdog.hpp"
 #include "server/admission.hpp"
+#include "server/relay_common.hpp"
 #include "server/transport/transport.hpp"
+#include "server/udp_relay.hpp"
 #include "server/vless_server.hpp"
 
 namespace vlessbench::vless_server::detail {
-
-using std::chrono::microseconds;
-// Relay buffers are pooled 256 KiB blocks, taken when a socket is readable and given back after
-// the write, so an idle session holds none. One upstream read of up to 256 KiB becomes one
-// SSL_write (sixteen full 16 KiB records); up to 256 KiB of client records go upstream in one write.
-constexpr std::size_t relay_block = buffer_pool::block_size;
-constexpr std::size_t tls_record = 16 * 1024;   // largest TLS plaintext record
-constexpr std::size_t header_buffer = 2048;     // a valid VLESS request header is < 600 bytes
-constexpr std::size_t header_room = 2;          // VLESS response header, sent with the first bytes
-constexpr auto shutdown_grace = std::chrono::milliseconds(1000);
-
-// asio::transfer_all caps every write_some at 64 KiB (asio's default_max_transfer_size), so one
-// 256 KiB block left as four send() calls (or four SSL_write calls), each completion a trip
-// through the scheduler and its epoll_wait. This condition hands over the whole remainder at once.
-struct transfer_all_unchunked {
-  std::size_t operator()(const std::error_code& ec, std::size_t) const {
-    return ec ? 0 : std::numeric_limits<std::size_t>::max();
-  }
-};
-
-bool is_eof(const std::error_code& ec) {
-  return ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
-}
 
 // One VLESS session over a client transport (server/transport/transport.hpp): raw TLS,
 // WebSocket or HTTPUpgrade; the session never knows which.
@@ -92,6 +71,7 @@ struct session {
   vless::request_header header;
   std::string dest;
   std::optional<route_registration> reg;
+  std::optional<udp_upstream> udp_up;  // command 2 (UDP): the socket to the destination
   std::optional<tcp_info_snapshot> tcpi;
   std::vector<char> buf;  // header bytes and the payload after them; released once relayed
   tcp::resolver* resolving = nullptr;  // the lookup in progress, cancelled with the sockets
@@ -127,11 +107,13 @@ struct session {
     return std::chrono::duration_cast<microseconds>(steady_clock::now() - accepted).count();
   }
   tcp::socket& client_socket() { return client.socket(); }
+  bool is_udp() const { return header.command == static_cast<std::uint8_t>(vless::command::udp); }
 
   // The route entry goes first: once the socket is closed its identity is free for anyone else's
   // connection, which must never find this session's entry.
   void close_upstream() {
     if (reg) reg->release();
+    if (udp_up) udp_up->close();
     std::error_code ignored;
     upstream.socket().close(ignored);
   }
@@ -155,7 +137,7 @@ struct session {
   // (set only when none is: moving the deadline later is a store, earlier wakes the watchdog).
   void touch() {
     last_transfer = steady_clock::now();
-    idle_at = last_transfer + cfg->limits.idle_timeout;
+    idle_at = last_transfer + (is_udp() ? cfg->limits.udp_idle_timeout : cfg->limits.idle_timeout);
     if (cfg->limits.min_rate_bytes > 0 && sample_at == steady_clock::time_point::max())
       sample_at = last_transfer + cfg->limits.min_rate_window;
     deadline = std::min(idle_at, sample_at);
@@ -307,11 +289,12 @@ struct session {
     return true;
   }
 
-  awaitable<bool> connect_upstream() {
+  // The destination's addresses (a domain resolved asynchronously), every one of them allowed by
+  // [destinations]; false: rejected with the reason. TCP and UDP destinations alike.
+  awaitable<bool> resolve_destination(std::vector<tcp::endpoint>& candidates) {
     phase = "connect";
     deadline = steady_clock::now() + cfg->limits.connect_timeout;
     dest = header.address_text() + ":" + std::to_string(header.port);
-    std::vector<tcp::endpoint> candidates;
     if (header.atyp == vless::address_type::domain) {
       phase = "resolve";
       tcp::resolver resolver(client.get_executor());
@@ -345,6 +328,13 @@ struct session {
         co_return false;
       }
     }
+    co_return true;
+  }
+
+  awaitable<bool> connect_upstream() {
+    std::vector<tcp::endpoint> candidates;
+    if (!co_await resolve_destination(candidates)) co_return false;
+    if (is_udp()) co_return connect_udp_upstream(*this, candidates);
     std::error_code last = asio::error::host_not_found;
     for (const auto& ep : candidates) {
       auto& sock = upstream.socket();
@@ -520,7 +510,10 @@ struct session {
     if (!co_await connect_upstream()) co_return;
     phase = "relay";
     touch();
-    co_await (client_to_upstream(pending) && upstream_to_client());
+    if (is_udp())
+      co_await (udp_client_to_upstream(*this, pending) && udp_upstream_to_client(*this));
+    else
+      co_await (client_to_upstream(pending) && upstream_to_client());
     phase = "close";
     if (!timed_out && client_socket().is_open()) {
       deadline = steady_clock::now() + shutdown_grace;
@@ -580,7 +573,7 @@ struct session {
                                                   .user = info->user,
                                                   .client = info->client,
                                                   .dest = dest,
-                                                  .cmd = "tcp",
+                                                  .cmd = is_udp() ? "udp" : "tcp",
                                                   .tls_version = t.tls_version,
                                                   .cipher = t.cipher,
                                                   .sni = t.sni,
@@ -596,6 +589,8 @@ struct session {
                                                   .tcp_info = tcpi,
                                                   .bytes_up = bytes_up,
                                                   .bytes_down = bytes_down,
+                                                  .packets_up = udp_up ? std::optional(udp_up->packets_up) : std::nullopt,
+                                                  .packets_down = udp_up ? std::optional(udp_up->packets_down) : std::nullopt,
                                                   .close_reason = to_string(reason)}));
     if (stall) {
       spdlog::warn("vless {} session {} from {}: {:.1f} ms between TLS done and VLESS header: suspected "

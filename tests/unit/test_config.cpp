@@ -848,3 +848,53 @@ TEST_CASE("target tables: tls = true and [[banner]], the daemon's HTTPS and serv
                  "listen = \"127.0.0.1:9023\"\n")
             .find("duplicate listener name") != std::string::npos);
 }
+
+TEST_CASE("[[udp_target]]: UDP ports are apart from TCP ones, unique among UDP listeners", "[config]") {
+  const config c = parse_config(
+      "[[target]]\nname = \"t\"\nlisten = \"127.0.0.1:9053\"\n"
+      "[[udp_target]]\nname = \"u\"\nlisten = \"127.0.0.1:9053\"\n"
+      "[limits]\nudp_idle_timeout_ms = 1500\n",
+      "x.toml");
+  REQUIRE(c.udp_target.size() == 1);
+  CHECK(c.udp_target[0].name == "u");
+  CHECK(c.udp_target[0].listen == asio::ip::udp::endpoint(asio::ip::make_address("127.0.0.1"), 9053));
+  CHECK(c.limits.udp_idle_timeout == std::chrono::milliseconds(1500));
+  CHECK(parse_config("[[udp_target]]\nname = \"u\"\nlisten = \"127.0.0.1:9053\"\n", "x.toml").limits.udp_idle_timeout ==
+        std::chrono::seconds(60));
+  CHECK(error_of("[[udp_target]]\nname = \"u\"\nlisten = \"127.0.0.1:9053\"\n"
+                 "[[udp_target]]\nname = \"v\"\nlisten = \"0.0.0.0:9053\"\n")
+            .find("overlaps udp_target[0].listen") != std::string::npos);
+  CHECK(error_of("[[udp_target]]\nname = \"u\"\nlisten = \"127.0.0.1:9053\"\ntcp = {}\n") ==
+        "x.toml:4: udp_target[0].tcp: unknown key");
+  CHECK(error_of("[[udp_target]]\nname = \"t\"\nlisten = \"127.0.0.1:9053\"\n[[target]]\nname = \"t\"\n"
+                 "listen = \"127.0.0.1:9054\"\n")
+            .find("duplicate listener name") != std::string::npos);
+  CHECK(default_config().udp_target ==
+        std::vector<udp_listener_config>{{"udp", {asio::ip::make_address("127.0.0.1"), 8083}}});
+}
+
+TEST_CASE("[[dns]]: zone and addresses, UDP and TCP on one port", "[config]") {
+  const config c = parse_config(
+      "[[dns]]\nname = \"d\"\nlisten = \"127.0.0.1:9053\"\nzone = \"Lab.Example.\"\na = \"10.0.0.7\"\n"
+      "aaaa = \"fd00::7\"\n[[dns]]\nname = \"e\"\nlisten = \"127.0.0.1:9054\"\n",
+      "x.toml");
+  REQUIRE(c.dns.size() == 2);
+  CHECK(c.dns[0].zone == "lab.example");
+  CHECK(c.dns[0].a == asio::ip::make_address_v4("10.0.0.7"));
+  CHECK(c.dns[0].aaaa == asio::ip::make_address_v6("fd00::7"));
+  CHECK(c.dns[1].zone == "vlessbench.test");
+  CHECK(c.dns[1].a == asio::ip::address_v4::loopback());
+  CHECK(error_of("[[dns]]\nname = \"d\"\nlisten = \"127.0.0.1:9053\"\nzone = \"a..b\"\n").find("zone") !=
+        std::string::npos);
+  CHECK(error_of("[[dns]]\nname = \"d\"\nlisten = \"127.0.0.1:9053\"\na = \"::1\"\n").find("not an IPv4") !=
+        std::string::npos);
+  // Its port is taken for TCP and UDP both.
+  CHECK(error_of("[[dns]]\nname = \"d\"\nlisten = \"127.0.0.1:9053\"\n"
+                 "[[udp_target]]\nname = \"u\"\nlisten = \"127.0.0.1:9053\"\n")
+            .find("dns[0].listen: \"127.0.0.1:9053\": already used by") != std::string::npos);
+  CHECK(error_of("[[dns]]\nname = \"d\"\nlisten = \"127.0.0.1:9053\"\n"
+                 "[[target]]\nname = \"t\"\nlisten = \"127.0.0.1:9053\"\n")
+            .find("dns[0].listen: \"127.0.0.1:9053\": already used by") != std::string::npos);
+  CHECK(default_config().dns.size() == 1);
+  CHECK(default_config().dns[0].listen.port() == 8053);
+}
