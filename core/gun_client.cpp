@@ -1,4 +1,5 @@
 #include "core/gun_client.hpp"
+#include "core/h2_nv.hpp"
 
 #include <nghttp2/nghttp2.h>
 
@@ -8,15 +9,7 @@
 
 namespace vlessbench::gun {
 
-namespace {
-
-nghttp2_nv header(std::string_view name, std::string_view value) {
-  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
-          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
-          NGHTTP2_NV_FLAG_NONE};
-}
-
-}  // namespace
+using h2::nv;
 
 struct h2_client::callbacks {
   static h2_client& self(void* user) { return *static_cast<h2_client*>(user); }
@@ -100,15 +93,15 @@ h2_client::h2_client(const request_target& target)
   nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
   nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, 16 << 20);
   const std::string path = "/" + target.service + (target.multi ? "/TunMulti" : "/Tun");
-  const nghttp2_nv nv[] = {header(":method", "POST"),
-                           header(":scheme", target.tls ? "https" : "http"),
-                           header(":authority", target.authority),
-                           header(":path", path),
-                           header("content-type", "application/grpc"),
-                           header("te", "trailers")};
+  const nghttp2_nv fields[] = {nv(":method", "POST"),
+                           nv(":scheme", target.tls ? "https" : "http"),
+                           nv(":authority", target.authority),
+                           nv(":path", path),
+                           nv("content-type", "application/grpc"),
+                           nv("te", "trailers")};
   nghttp2_data_provider provider{};
   provider.read_callback = callbacks::read_data;
-  stream_ = nghttp2_submit_request(session_, nullptr, nv, std::size(nv), &provider, this);
+  stream_ = nghttp2_submit_request(session_, nullptr, fields, std::size(fields), &provider, this);
   if (stream_ < 0) throw std::runtime_error(std::string("nghttp2: ") + nghttp2_strerror(stream_));
 }
 

@@ -1,4 +1,5 @@
 #include "server/transport/grpc_h2.hpp"
+#include "core/h2_nv.hpp"
 
 #include <nghttp2/nghttp2.h>
 
@@ -8,16 +9,7 @@
 
 namespace vlessbench::grpc {
 
-namespace {
-
-nghttp2_nv header(std::string_view name, std::string_view value) {
-  // nghttp2 copies names and values when the frame is submitted.
-  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
-          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
-          NGHTTP2_NV_FLAG_NONE};
-}
-
-}  // namespace
+using h2::nv;
 
 struct h2_server::callbacks {
   static h2_server& self(void* user) { return *static_cast<h2_server*>(user); }
@@ -126,8 +118,8 @@ struct h2_server::callbacks {
     if (!st->ending) return NGHTTP2_ERR_DEFERRED;
     *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
     const std::string status = std::to_string(st->grpc_status);
-    std::vector<nghttp2_nv> trailers{header("grpc-status", status)};
-    if (!st->grpc_message.empty()) trailers.push_back(header("grpc-message", st->grpc_message));
+    std::vector<nghttp2_nv> trailers{nv("grpc-status", status)};
+    if (!st->grpc_message.empty()) trailers.push_back(nv("grpc-message", st->grpc_message));
     if (nghttp2_submit_trailer(session, id, trailers.data(), trailers.size()) != 0)
       *flags &= ~NGHTTP2_DATA_FLAG_NO_END_STREAM;
     return 0;
@@ -209,9 +201,9 @@ void h2_server::on_request(std::int32_t id, bool end_stream) {
   if (!r.reason.empty()) {
     // Trailers-only: the HTTP status and a gRPC status in one HEADERS frame,
     // END_STREAM.
-    const nghttp2_nv nv[] = {header(":status", http_status), header("content-type", "application/grpc"),
-                             header("grpc-status", "12"), header("grpc-message", r.reason)};
-    nghttp2_submit_response(session_, id, nv, std::size(nv), nullptr);
+    const nghttp2_nv fields[] = {nv(":status", http_status), nv("content-type", "application/grpc"),
+                             nv("grpc-status", "12"), nv("grpc-message", r.reason)};
+    nghttp2_submit_response(session_, id, fields, std::size(fields), nullptr);
     rejected_.push_back(std::move(r));
     return;
   }
@@ -220,10 +212,10 @@ void h2_server::on_request(std::int32_t id, bool end_stream) {
   st->kind = head.path.ends_with("/TunMulti") ? gun::message_kind::multi_hunk : gun::message_kind::hunk;
   st->decoder = gun::stream_decoder(st->kind, limits_.max_message);
   st->peer_ended = end_stream;
-  const nghttp2_nv nv[] = {header(":status", "200"), header("content-type", "application/grpc")};
+  const nghttp2_nv fields[] = {nv(":status", "200"), nv("content-type", "application/grpc")};
   nghttp2_data_provider provider{};
   provider.read_callback = callbacks::read_data;
-  nghttp2_submit_response(session_, id, nv, std::size(nv), &provider);
+  nghttp2_submit_response(session_, id, fields, std::size(fields), &provider);
   streams_[id] = st;
   opened_.push_back(std::move(st));
 }
