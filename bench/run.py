@@ -406,8 +406,32 @@ def measure_bulk(s: Setup, load: Path, total: int) -> dict:
             res[key][which] = {k: j[k] for k in ("mbytes_per_second", "seconds", "bytes", "load_cpu_share",
                                                  "target_cpu_share", "server_cpu_share") if k in j}
             time.sleep(0.5)
+    # The same single-session transfers over WebSocket (path /ws, TLS below): each server's ws
+    # listener, the load generator's ws client (--ws-path; no early data, as v2ray 4.34 sends none).
+    ws_cpu = {"ours": [0.0, 0], "v2ray": [0.0, 0]}
+    for mode in ("down", "up"):
+        key = f"ws-{mode}x1"
+        res[key] = {}
+        for which in ("ours", "v2ray"):
+            s.check_alive()
+            pid = s.server(which)[1].pid
+            port = s.ours_ws_port if which == "ours" else s.v2_ws_port
+            c0 = cpu_seconds(pid)
+            j = run_load(load, mode, ["--target", f"{HOST}:{s.target_port}", "--server", f"{HOST}:{port}",
+                                      "--uuid", s.uuid, "--ws-path", "/ws", "--workers", 1, "--threads", 1,
+                                      "--bytes", total, "--seconds", 60], timeout=90)
+            if j["failed"]:
+                raise RuntimeError(f"bulk {key} {which}: {j['failed']} failed: {j['error']}")
+            used = cpu_seconds(pid) - c0
+            ws_cpu[which][0] += used
+            ws_cpu[which][1] += j["bytes"]
+            res[key][which] = {"mbytes_per_second": j["mbytes_per_second"], "seconds": j["seconds"],
+                               "bytes": j["bytes"], "server_cpu_share": used / j["seconds"]}
+            time.sleep(0.5)
     res["cpu"] = {w: {"cpu_seconds": c, "gib": b / GIB, "cpu_s_per_gib": c / (b / GIB)}
                   for w, (c, b) in cpu.items()}
+    res["ws-cpu"] = {w: {"cpu_seconds": c, "gib": b / GIB, "cpu_s_per_gib": c / (b / GIB)}
+                     for w, (c, b) in ws_cpu.items()}
     return res
 
 # ---------------------------------------------------------------------------------------------
@@ -473,6 +497,12 @@ def table(results: dict) -> list[dict]:
     row("RSS per idle session", "KiB", idle["ours"]["per_session_kib"], idle["v2ray"]["per_session_kib"], "<=", 0.5)
     row("CPU-seconds per GiB relayed", "s/GiB", bulk["cpu"]["ours"]["cpu_s_per_gib"],
         bulk["cpu"]["v2ray"]["cpu_s_per_gib"], "<=", 0.5)
+    # WebSocket (issue 13): ours no worse than v2ray's ws server, ratio <= 1 / >= 1.
+    for key, label in (("ws-downx1", "WebSocket download, 1 session"), ("ws-upx1", "WebSocket upload, 1 session")):
+        b = bulk[key]
+        row(label, "MB/s", b["ours"]["mbytes_per_second"], b["v2ray"]["mbytes_per_second"], ">=", 1.0, None)
+    row("WebSocket CPU-seconds per GiB relayed", "s/GiB", bulk["ws-cpu"]["ours"]["cpu_s_per_gib"],
+        bulk["ws-cpu"]["v2ray"]["cpu_s_per_gib"], "<=", 1.0)
     return rows
 
 

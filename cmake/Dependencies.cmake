@@ -1,5 +1,5 @@
 # Every dependency is a Debian 12 package; a missing one is a configure error naming the package.
-set(VLESSBENCH_APT_PACKAGES "libasio-dev android-libboringssl-dev libspdlog-dev libtomlplusplus-dev catch2 libcli11-dev nlohmann-json3-dev libsystemd-dev libqrencode-dev")
+set(VLESSBENCH_APT_PACKAGES "libasio-dev android-libboringssl-dev libspdlog-dev libtomlplusplus-dev catch2 libcli11-dev nlohmann-json3-dev libsystemd-dev libqrencode-dev libnghttp2-dev")
 
 function(vlessbench_require what found package)
   if(NOT ${found})
@@ -23,6 +23,14 @@ find_package(CLI11 QUIET)
 vlessbench_require("CLI11" CLI11_FOUND libcli11-dev)
 find_package(nlohmann_json QUIET)
 vlessbench_require("nlohmann-json" nlohmann_json_FOUND nlohmann-json3-dev)
+
+# HTTP/2 for the gRPC transport (issue 13): the daemon's listener and the one VLESS client, so
+# the runner-only build needs it too.
+find_package(PkgConfig QUIET)
+if(PkgConfig_FOUND)
+  pkg_check_modules(NGHTTP2 QUIET IMPORTED_TARGET libnghttp2)
+endif()
+vlessbench_require("libnghttp2" NGHTTP2_FOUND "libnghttp2-dev (Homebrew: libnghttp2)")
 
 if(VLESSBENCH_RUNNER_OPENSSL OR VLESSBENCH_RUNNER_ONLY)
   find_package(OpenSSL 3 QUIET)
@@ -55,7 +63,6 @@ find_package(spdlog QUIET)
 vlessbench_require("spdlog" spdlog_FOUND libspdlog-dev)
 find_package(tomlplusplus QUIET)
 vlessbench_require("toml++" tomlplusplus_FOUND libtomlplusplus-dev)
-find_package(PkgConfig QUIET)
 if(PkgConfig_FOUND)
   pkg_check_modules(SYSTEMD QUIET IMPORTED_TARGET libsystemd)
   pkg_check_modules(QRENCODE QUIET IMPORTED_TARGET libqrencode)

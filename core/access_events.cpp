@@ -30,6 +30,7 @@ std::string format_event(const vless_reject_event& e) {
       .add("reason", e.reason)
       .add("phase", e.phase)
       .add("bytes_seen", e.bytes_seen);
+  add_if(line, "ja4", e.ja4);
   add_if(line, "detail", e.detail);
   add_if(line, "user", e.user);
   add_if(line, "dest", e.dest);
@@ -49,7 +50,8 @@ std::string format_event(const vless_session_event& e) {
       .add("tls_version", e.tls_version)
       .add("cipher", e.cipher)
       .add("sni", e.sni)
-      .add("alpn", e.alpn);
+      .add("alpn", e.alpn)
+      .add("ja4", e.ja4);
   if (!e.transport.empty() && e.transport != "tls") line.add("transport", e.transport).add("early_data", e.early_data);
   line.begin_object("policy")
       .add("nodelay", e.policy.nodelay)
@@ -80,9 +82,10 @@ std::string format_event(const vless_session_event& e) {
         .add("delivery_rate", e.tcp_info->delivery_rate)
         .end_object();
   }
-  line.add("bytes_up", e.bytes_up)
-      .add("bytes_down", e.bytes_down)
-      .add("duration_us", p.closed.get())
+  line.add("bytes_up", e.bytes_up).add("bytes_down", e.bytes_down);
+  if (e.packets_up) line.add("packets_up", *e.packets_up);
+  if (e.packets_down) line.add("packets_down", *e.packets_down);
+  line.add("duration_us", p.closed.get())
       .add("close_reason", e.close_reason);
   return line.finish();
 }
@@ -99,6 +102,7 @@ std::string format_event(const http_request_event& e) {
   json_line line("http.request");
   line.add("listener", e.listener).add("peer", e.peer);
   add_route(line, e.route);
+  add_if(line, "ja4", e.ja4);
   add_if(line, "method", e.method);
   add_if(line, "path", e.path);
   line.add("status", e.status);
@@ -115,6 +119,7 @@ std::string format_event(const http_request_event& e) {
 std::string format_event(const target_reject_event& e) {
   json_line line("target.reject");
   line.add("listener", e.listener).add("peer", e.peer).add("reason", e.reason).add("bytes_seen", e.bytes_seen);
+  add_if(line, "ja4", e.ja4);
   add_if(line, "detail", e.detail);
   if (e.duration_us) line.add("duration_us", *e.duration_us);
   return line.finish();
@@ -127,6 +132,31 @@ std::string format_event(const banner_connection_event& e) {
   line.add("bytes_in", e.bytes_in).add("bytes_out", e.bytes_out);
   if (e.banner_us) line.add("banner_us", *e.banner_us);
   line.add("duration_us", e.duration_us).add("close_reason", e.close_reason);
+  return line.finish();
+}
+
+std::string format_event(const udp_packet_event& e) {
+  json_line line("udp.packet");
+  line.add("listener", e.listener).add("peer", e.peer);
+  add_route(line, e.route);
+  line.add("packets_in", e.packets_in)
+      .add("bytes_in", e.bytes_in)
+      .add("packets_out", e.packets_out)
+      .add("bytes_out", e.bytes_out)
+      .add("duration_us", e.duration_us)
+      .add("close_reason", e.close_reason);
+  return line.finish();
+}
+
+std::string format_event(const dns_query_event& e) {
+  json_line line("dns.query");
+  line.add("listener", e.listener).add("peer", e.peer).add("transport", e.transport);
+  add_route(line, e.route);
+  add_if(line, "name", e.name);
+  if (e.qtype != 0) line.add("qtype", static_cast<std::uint64_t>(e.qtype));
+  line.add("rcode", e.rcode);
+  if (e.delay_ms != 0) line.add("delay_ms", static_cast<std::uint64_t>(e.delay_ms));
+  add_if(line, "error", e.error);
   return line.finish();
 }
 

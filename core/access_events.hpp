@@ -26,6 +26,7 @@ struct vless_reject_event {
   std::string_view user;
   std::string_view dest;
   std::optional<std::int64_t> duration_us;
+  std::string_view ja4;  // the client's TLS fingerprint, once its ClientHello arrived
 };
 std::string format_event(const vless_reject_event& e);
 
@@ -38,6 +39,7 @@ struct vless_session_event {
   std::string_view dest;
   std::string_view cmd;  // "tcp"
   std::string_view tls_version, cipher, sni, alpn;
+  std::string_view ja4;  // the client's TLS fingerprint (core/ja4.hpp)
   std::string_view transport;  // "tls" (left out: the lines of raw TLS stay as they were), "ws", ...
   std::uint64_t early_data = 0;  // bytes of the VLESS stream that came with the upgrade request
   tcp_policy policy;           // the listener's policies at accept, with their generation
@@ -48,6 +50,8 @@ struct vless_session_event {
   std::optional<tcp_info_snapshot> tcp_info;  // the client connection's, at close
   std::uint64_t bytes_up = 0;    // client -> destination payload
   std::uint64_t bytes_down = 0;  // destination -> client payload
+  // cmd "udp": datagrams each way (bytes_* count their payload, without the length prefixes)
+  std::optional<std::uint64_t> packets_up, packets_down;
   std::string_view close_reason;
 };
 std::string format_event(const vless_session_event& e);
@@ -74,6 +78,7 @@ struct http_request_event {
   std::optional<std::int64_t> duration_us;
   std::string_view error;
   std::string_view run, seq, path_label;  // the runner's X-Vlessbench-Run / -Seq / -Path
+  std::string_view ja4;  // HTTPS target: the fingerprint of the TLS client that reached the target
 };
 std::string format_event(const http_request_event& e);
 
@@ -86,6 +91,7 @@ struct target_reject_event {
   std::uint64_t bytes_seen = 0;  // bytes the peer sent before the refusal
   std::string_view detail;       // the TLS library's error, when it named one
   std::optional<std::int64_t> duration_us;
+  std::string_view ja4;  // the client's TLS fingerprint, when its ClientHello arrived
 };
 std::string format_event(const target_reject_event& e);
 
@@ -101,6 +107,34 @@ struct banner_connection_event {
   std::string_view close_reason;  // "peer_eof", "slow_transfer", "idle_timeout", "pending_timeout", ...
 };
 std::string format_event(const banner_connection_event& e);
+// One [[udp_target]] flow (datagrams from one peer address), aggregated: written once, when the
+// flow has been idle for [limits] udp_idle_timeout_ms, when the flow table is full (the longest
+// idle flow goes), or at the daemon's stop. Event name "udp.packet".
+struct udp_packet_event {
+  std::string_view listener;
+  std::string_view peer;
+  const route_info* route = nullptr;  // the relaying session at the flow's first datagram; nullptr: direct
+  std::uint64_t packets_in = 0, bytes_in = 0;    // datagrams received from the peer
+  std::uint64_t packets_out = 0, bytes_out = 0;  // echoes sent (with their trailers)
+  std::int64_t duration_us = 0;                  // first datagram -> last one
+  std::string_view close_reason;                 // "idle", "evicted", "stop"
+};
+std::string format_event(const udp_packet_event& e);
+
+// One query the [[dns]] responder answered (or refused as malformed: rcode FORMERR and error).
+struct dns_query_event {
+  std::string_view listener;
+  std::string_view peer;
+  std::string_view transport;         // "udp" or "tcp"
+  const route_info* route = nullptr;  // the relaying session; nullptr: direct
+  std::string_view name;              // the question's name, lower case; empty when malformed
+  std::uint16_t qtype = 0;
+  std::string_view rcode;             // "NOERROR", "REFUSED", "FORMERR", "SERVFAIL"
+  std::uint32_t delay_ms = 0;         // the answer waited this long (NAME.delay-MS.zone)
+  std::string_view error;             // why FORMERR / SERVFAIL
+};
+std::string format_event(const dns_query_event& e);
+
 // A browser probe's results as the page posted them (POST /probe/result, docs/probe.md), with the
 // daemon's own summary of them; `route` is the route of the post itself.
 struct probe_run_event {

@@ -175,7 +175,7 @@ void read_limits(const table_reader& root, limits_config& out) {
   if (!r) return;
   r->reject_unknown({"handshake_timeout_ms", "header_timeout_ms", "connect_timeout_ms", "idle_timeout_ms",
                      "drain_timeout_ms", "max_sessions", "threads", "max_pending", "pending_timeout_ms",
-                     "min_rate_bytes", "min_rate_window_ms"});
+                     "min_rate_bytes", "min_rate_window_ms", "probe_results_per_minute", "udp_idle_timeout_ms"});
   auto bounded = [&](std::string_view key, std::int64_t max, std::int64_t min = 1) -> std::optional<std::int64_t> {
     auto v = r->integer(key);
     if (!v) return std::nullopt;
@@ -193,6 +193,7 @@ void read_limits(const table_reader& root, limits_config& out) {
   ms("header_timeout_ms", out.header_timeout);
   ms("connect_timeout_ms", out.connect_timeout);
   ms("idle_timeout_ms", out.idle_timeout);
+  ms("udp_idle_timeout_ms", out.udp_idle_timeout);
   ms("drain_timeout_ms", out.drain_timeout);
   if (auto v = bounded("max_sessions", 1'000'000)) out.max_sessions = static_cast<std::uint32_t>(*v);
   if (auto v = bounded("threads", limits_config::max_threads)) out.threads = static_cast<unsigned>(*v);
@@ -200,6 +201,8 @@ void read_limits(const table_reader& root, limits_config& out) {
   ms("pending_timeout_ms", out.pending_timeout);
   if (auto v = bounded("min_rate_bytes", 1 << 30, 0)) out.min_rate_bytes = static_cast<std::uint32_t>(*v);
   ms("min_rate_window_ms", out.min_rate_window);
+  if (auto v = bounded("probe_results_per_minute", 1'000'000, 0))
+    out.probe_results_per_minute = static_cast<std::uint32_t>(*v);
 }
 
 void read_destinations(const table_reader& root, destinations_config& out) {
@@ -331,9 +334,9 @@ struct listener_fields {
 
 struct vless_schema {
   static constexpr std::string_view table = "vless";
-  static constexpr std::array<std::string_view, 10> keys{"name", "listen", "tcp", "upstream_tcp", "transport",
+  static constexpr std::array<std::string_view, 11> keys{"name", "listen", "tcp", "upstream_tcp", "transport",
                                                          "tls",  "path",   "host", "max_early_data",
-                                                         "early_data_header"};
+                                                         "early_data_header", "service_name"};
   // Reads every key of the kind (so all its errors are reported), then builds the listener.
   static std::optional<vless_listener_config> read(const table_reader& r, const listener_fields& f) {
     auto tcp = read_tcp_policy(r, "tcp");
@@ -342,7 +345,7 @@ struct vless_schema {
     transport_config transport;
     const auto transport_errors = validate_transport({r.string("transport"), r.boolean("tls"), r.string("path"),
                                                       r.string("host"), r.integer("max_early_data"),
-                                                      r.string("early_data_header")},
+                                                      r.string("early_data_header"), r.string("service_name")},
                                                      transport);
     for (const auto& [key, message] : transport_errors) r.error(key, message);
     if (!f.name || !f.listen || !tcp || !upstream || !transport_errors.empty()) return std::nullopt;
@@ -372,6 +375,83 @@ struct banner_schema {
   }
 };
 
+// [[udp_target]]: a UDP echo target (docs/target.md). Its endpoint clashes only with other UDP
+// listeners: TCP and UDP ports are separate.
+struct udp_target_schema {
+  static constexpr std::string_view table = "udp_target";
+  static constexpr bool udp = true;
+  static constexpr std::array<std::string_view, 2> keys{"name", "listen"};
+  static std::optional<udp_listener_config> read(const table_reader&, const listener_fields& f) {
+    if (!f.name || !f.listen) return std::nullopt;
+    return udp_listener_config{*f.name, {f.listen->address(), f.listen->port()}};
+  }
+};
+
+// [[dns]]: UDP and TCP on one port, so its endpoint clashes with TCP and UDP listeners alike.
+struct dns_schema {
+  static constexpr std::string_view table = "dns";
+  static constexpr int protocols = 3;
+  static constexpr std::array<std::string_view, 5> keys{"name", "listen", "zone", "a", "aaaa"};
+  static std::optional<dns_listener_config> read(const table_reader& r, const listener_fields& f) {
+    dns_listener_config c;
+    bool ok = true;
+    if (auto zone = r.string("zone")) {
+      std::string z(*zone);
+      std::transform(z.begin(), z.end(), z.begin(), [](unsigned char ch) { return std::tolower(ch); });
+      if (!z.empty() && z.back() == '.') z.pop_back();
+      if (!valid_zone(z)) {
+        r.error("zone", quote(*zone) + ": not a DNS name (labels of 1..63 letters, digits, '-', at most 253 bytes)");
+        ok = false;
+      }
+      c.zone = z;
+    } else if (r.find("zone")) {
+      ok = false;
+    }
+    auto address = [&](std::string_view key, bool v4) -> std::optional<asio::ip::address> {
+      auto text = r.string(key);
+      if (!text) return std::nullopt;
+      std::error_code ec;
+      const auto addr = asio::ip::make_address(*text, ec);
+      if (ec || addr.is_v4() != v4) {
+        r.error(key, quote(*text) + (v4 ? ": not an IPv4 address" : ": not an IPv6 address"));
+        ok = false;
+        return std::nullopt;
+      }
+      return addr;
+    };
+    if (auto a = address("a", true)) c.a = a->to_v4();
+    if (auto a = address("aaaa", false)) c.aaaa = a->to_v6();
+    if (!f.name || !f.listen || !ok) return std::nullopt;
+    c.name = *f.name;
+    c.listen = *f.listen;
+    return c;
+  }
+  static bool valid_zone(std::string_view z) {
+    if (z.empty() || z.size() > 253) return false;
+    std::size_t label = 0;
+    for (const char ch : z) {
+      if (ch == '.') {
+        if (label == 0) return false;
+        label = 0;
+      } else if ((std::isalnum(static_cast<unsigned char>(ch)) || ch == '-') && ++label <= 63) {
+        continue;
+      } else {
+        return false;
+      }
+    }
+    return label > 0;
+  }
+};
+
+template <class Schema>
+constexpr bool is_udp_schema = requires { Schema::udp; };
+// Which ports a listener takes: 1 TCP, 2 UDP, 3 both.
+template <class Schema>
+constexpr int protocols_of() {
+  if constexpr (requires { Schema::protocols; }) return Schema::protocols;
+  else return is_udp_schema<Schema> ? 2 : 1;
+}
+
 listener_fields read_listener_common(const table_reader& r) {
   listener_fields f;
   f.name = r.required_string("name");
@@ -390,7 +470,7 @@ listener_fields read_listener_common(const table_reader& r) {
 class listener_registry {
  public:
   // Returns false when the name or endpoint clashes with an earlier listener.
-  bool add(const table_reader& r, const listener_fields& f) {
+  bool add(const table_reader& r, const listener_fields& f, int protocols) {
     bool ok = true;
     if (f.name) {
       auto dup = std::find_if(seen_.begin(), seen_.end(), [&](auto& s) { return s.name == *f.name; });
@@ -402,7 +482,7 @@ class listener_registry {
     }
     if (f.listen) {
       auto dup = std::find_if(seen_.begin(), seen_.end(),
-                              [&](auto& s) { return s.listen && endpoints_clash(*s.listen, *f.listen); });
+                              [&](auto& s) { return (s.protocols & protocols) != 0 && s.listen && endpoints_clash(*s.listen, *f.listen); });
       if (dup != seen_.end()) {
         std::string what = *dup->listen == *f.listen ? "already used by " : "overlaps ";
         r.error("listen", quote(format_endpoint(*f.listen)) + ": " + what + dup->listen_key + " " +
@@ -411,7 +491,7 @@ class listener_registry {
       }
     }
     seen_.push_back(seen{f.name.value_or(""), r.key_path("name"), r.line("name"), f.listen, r.key_path("listen"),
-                         r.line("listen")});
+                         r.line("listen"), protocols});
     if (f.listen && f.name && !unmapped(f.listen->address()).is_loopback() && !first_exposed_)
       first_exposed_ = exposed{*f.name, *f.listen, r.line("listen")};
     return ok;
@@ -433,6 +513,7 @@ class listener_registry {
     std::optional<asio::ip::tcp::endpoint> listen;
     std::string listen_key;
     std::uint32_t listen_line;
+    int protocols;  // 1 TCP, 2 UDP, 3 both
   };
   std::vector<seen> seen_;
   std::optional<exposed> first_exposed_;
@@ -445,7 +526,7 @@ std::size_t read_listeners(const table_reader& root, listener_registry& registry
     r.reject_unknown(Schema::keys);
     const listener_fields f = read_listener_common(r);
     auto listener = Schema::read(r, f);
-    const bool unique = registry.add(r, f);
+    const bool unique = registry.add(r, f, protocols_of<Schema>());
     if (listener && unique) out.push_back(std::move(*listener));
   });
 }
@@ -455,7 +536,7 @@ config validate(const toml::table& root_table, std::string_view source_name) {
   config cfg;
   cfg.source = std::string(source_name);
   const table_reader root(root_table, "", errors);
-  root.reject_unknown({"log", "tls", "users", "vless", "target", "banner", "limits", "destinations",
+  root.reject_unknown({"log", "tls", "users", "vless", "target", "banner", "udp_target", "dns", "limits", "destinations",
                         "admin"});
 
   read_log(root, cfg.log);
@@ -469,10 +550,13 @@ config validate(const toml::table& root_table, std::string_view source_name) {
   std::size_t declared_listeners = read_listeners<vless_schema>(root, registry, cfg.vless);
   declared_listeners += read_listeners<target_schema>(root, registry, cfg.target);
   declared_listeners += read_listeners<banner_schema>(root, registry, cfg.target);
+  declared_listeners += read_listeners<udp_target_schema>(root, registry, cfg.udp_target);
+  declared_listeners += read_listeners<dns_schema>(root, registry, cfg.dns);
   if (cfg.admin.listen) {
     std::vector<asio::ip::tcp::endpoint> endpoints;
     for (const auto& v : cfg.vless) endpoints.push_back(v.listen);
     for (const auto& t : cfg.target) endpoints.push_back(t.listen);
+    for (const auto& d : cfg.dns) endpoints.push_back(d.listen);  // its TCP half
     for (const auto& ep : endpoints) {
       if (!endpoints_clash(ep, *cfg.admin.listen)) continue;
       const toml::node* admin = root.find("admin");
@@ -546,9 +630,12 @@ config default_config() {
   // One listener per transport (issue 13), so one batch compares them.
   cfg.vless.push_back({"ws", {loopback, 8445}, kernel, kernel, {transport_kind::ws, true, "/ws", "", 2048, ""}});
   cfg.vless.push_back({"httpupgrade", {loopback, 8446}, kernel, kernel, {transport_kind::httpupgrade, true, "/up", "", 0, ""}});
+  cfg.vless.push_back({"grpc", {loopback, 8447}, kernel, kernel, {transport_kind::grpc, true, "/", "", 0, "", "vlessbench"}});
   cfg.target.push_back({"http", {loopback, 8080}, kernel});
   cfg.target.push_back({"https", {loopback, 8081}, kernel, true});
   cfg.target.push_back({"banner", {loopback, 8082}, kernel, false, true});
+  cfg.udp_target.push_back({"udp", {loopback, 8083}});
+  cfg.dns.push_back({"dns", {loopback, 8053}});
   cfg.users.push_back(random_user("default"));
   cfg.source = "<embedded default>";
   return cfg;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <asio/ip/tcp.hpp>
+#include <asio/ip/udp.hpp>
 
 #include "core/access_log.hpp"
 #include "core/listener_kind.hpp"
@@ -61,6 +62,25 @@ struct target_listener_config {
   bool operator==(const target_listener_config&) const = default;
 };
 
+// A [[udp_target]]: echoes each datagram with a trailer naming its route (docs/target.md). Opened at
+// start; a reload that changes the list is refused (server/reload_plan.cpp).
+struct udp_listener_config {
+  std::string name;
+  asio::ip::udp::endpoint listen;
+  bool operator==(const udp_listener_config&) const = default;
+};
+
+// A [[dns]] responder: UDP and TCP on one port, A/AAAA for every name in zone (docs/target.md).
+// Opened at start, as [[udp_target]].
+struct dns_listener_config {
+  std::string name;
+  asio::ip::tcp::endpoint listen;  // the same address and port for UDP and TCP
+  std::string zone = "vlessbench.test";
+  asio::ip::address_v4 a = asio::ip::address_v4::loopback();
+  asio::ip::address_v6 aaaa = asio::ip::address_v6::loopback();
+  bool operator==(const dns_listener_config&) const = default;
+};
+
 struct log_config {
   std::string level = "info";    // trace|debug|info|warn|error
   std::string access = "stdout"; // "stdout" or a file path (JSON lines)
@@ -87,6 +107,8 @@ struct limits_config {
   std::chrono::milliseconds header_timeout{10'000};
   std::chrono::milliseconds connect_timeout{5'000};
   std::chrono::milliseconds idle_timeout{300'000};
+  // A VLESS UDP session (command 2) with no datagram either way for this long ends.
+  std::chrono::milliseconds udp_idle_timeout{60'000};
   std::chrono::milliseconds drain_timeout{5'000};
   std::uint32_t max_sessions = 20'000;  // authorised VLESS sessions
   // Connections not yet admitted (VLESS before its header is authorised, target before its first
@@ -98,6 +120,9 @@ struct limits_config {
   // min_rate_window, else it is closed (slow_transfer); 0 bytes: no rate rule.
   std::uint32_t min_rate_bytes = 1'024;
   std::chrono::milliseconds min_rate_window{10'000};
+  // POST /probe/result accepted per minute, all target listeners together (a burst of as many
+  // passes); past it 429. 0: the daemon takes no probe results.
+  std::uint32_t probe_results_per_minute = 60;
   // io_context threads VLESS sessions are spread over (round robin at accept). 1: everything on
   // one thread, the lowest and steadiest latency; more: handshakes and sessions on every core.
   // Read at start only (a reload that changes it is refused).
@@ -129,6 +154,8 @@ struct config {
   std::vector<user_config> users;
   std::vector<vless_listener_config> vless;
   std::vector<target_listener_config> target;
+  std::vector<udp_listener_config> udp_target;
+  std::vector<dns_listener_config> dns;
   limits_config limits;
   destinations_config destinations;
   admin_config admin;
@@ -150,7 +177,8 @@ config parse_config(std::string_view toml_text, std::string_view source_name);
 config load_config_file(const std::filesystem::path& file);
 // DESIGN.md §3: two VLESS+TLS listeners (8443 kernel, 8444 quickack on), WebSocket on 8445 (path
 // /ws, early data up to 2048 bytes) and HTTPUpgrade on 8446 (path /up), and a target on 8080, all
-// on 127.0.0.1, one user with a random UUID, in-memory certificate; [admin] on 127.0.0.1:9090.
+// on 127.0.0.1, a UDP echo target on 8083, a DNS responder on 8053, one user with a random UUID, in-memory certificate;
+// [admin] on 127.0.0.1:9090.
 config default_config();
 
 }  // namespace vlessbench

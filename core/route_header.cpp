@@ -1,5 +1,6 @@
 #include "core/route_header.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -121,7 +122,7 @@ parse_result<banner_line> parse_banner_line(std::string_view bytes) {
   return r;
 }
 
-std::string format_server_timing(const session_phases& p, std::string_view quickack) {
+std::string format_server_timing(const session_phases& p, std::string_view quickack, std::string_view ja4) {
   std::string out;
   auto add = [&](const char* name, std::int64_t from, std::int64_t to) {
     if (from < 0 || to < 0) return;
@@ -138,6 +139,11 @@ std::string format_server_timing(const session_phases& p, std::string_view quick
   if (!quickack.empty()) {
     out += out.empty() ? "ack;desc=" : ", ack;desc=";
     out += quickack;
+  }
+  if (!ja4.empty()) {
+    out += out.empty() ? "ja4;desc=\"" : ", ja4;desc=\"";
+    out += ja4;
+    out += '"';
   }
   return out;
 }
@@ -169,6 +175,7 @@ server_phases_ms parse_server_timing(std::string_view value) {
       }
     }
     if (name == "ack" && desc) t.ack = std::string(*desc);
+    if (name == "ja4" && desc) t.ja4 = std::string(*desc);
     if (!dur) continue;
     if (name == "tls") t.tls = dur;
     else if (name == "upgrade") t.upgrade = dur;
@@ -177,6 +184,44 @@ server_phases_ms parse_server_timing(std::string_view value) {
     else if (name == "upstream") t.upstream = dur;
   }
   return t;
+}
+
+namespace {
+constexpr std::string_view udp_marker = "\nVLESSBENCH-UDP ";
+}  // namespace
+
+std::string format_udp_echo(std::string_view datagram, std::string_view listener, const route_info* session) {
+  std::string trailer(udp_marker);
+  trailer.append(listener).append(" ").append(format_route_header(session));
+  if (trailer.size() > max_udp_echo) trailer.resize(max_udp_echo);
+  const std::size_t keep = std::min(datagram.size(), max_udp_echo - trailer.size());
+  std::string out;
+  out.reserve(keep + trailer.size());
+  out.append(datagram.substr(0, keep)).append(trailer);
+  return out;
+}
+
+parse_result<udp_echo> parse_udp_echo(std::string_view echo) {
+  parse_result<udp_echo> r;
+  const auto at = echo.rfind(udp_marker);
+  const std::string_view trailer = at == std::string_view::npos ? std::string_view{} : echo.substr(at + udp_marker.size());
+  const auto sp = trailer.find(' ');
+  if (at == std::string_view::npos || sp == 0 || sp == std::string_view::npos) {
+    r.status = parse_status::invalid;
+    r.reason = "no vlessbench UDP trailer";
+    return r;
+  }
+  r.value.payload = echo.substr(0, at);
+  r.value.listener = std::string(trailer.substr(0, sp));
+  r.value.route = parse_route_header(trailer.substr(sp + 1));
+  if (r.value.route.kind == route_kind::unknown) {
+    r.status = parse_status::invalid;
+    r.reason = "unknown route in the UDP trailer";
+    return r;
+  }
+  r.status = parse_status::complete;
+  r.consumed = echo.size();
+  return r;
 }
 
 }  // namespace vlessbench

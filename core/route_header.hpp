@@ -3,6 +3,7 @@
 // writes them, the runner reads them, and both use this one definition.
 //   X-Vlessbench-Route: direct | vless session=ID user=NAME [transport=ws|httpupgrade]
 //   Server-Timing: tls;dur=1.234, [upgrade;dur=0.2,] vless;dur=0.050, resolve;dur=..., upstream;dur=0.100   (ms)
+//                  [, ack;desc=on] [, ja4;desc="t13d1516h2_8daaf6152771_e5627efa2ab1"]
 // Raw TLS sessions (the transport before there were others) keep the lines they always had.
 // And the one stall threshold: a TLS-done -> VLESS-header gap at least this long is a suspected
 // Nagle/delayed-ACK stall, in the daemon's log and in the runner's verdict alike.
@@ -46,10 +47,14 @@ struct server_phases_ms {
   // The VLESS listener's ACK policy (`ack;desc=on`): a stall on a listener that re-arms
   // QUICKACK cannot be the server's delayed ACK, so something in between terminates TCP.
   std::optional<std::string> ack;
+  // The VLESS client's JA4 TLS fingerprint (`ja4;desc="t13d..."`, core/ja4.hpp).
+  std::optional<std::string> ja4;
 };
 
-// The phases, and `ack;desc=POLICY` when quickack is not empty.
-std::string format_server_timing(const session_phases& p, std::string_view quickack = {});
+// The phases, `ack;desc=POLICY` when quickack is not empty, `ja4;desc="FINGERPRINT"` when ja4 is
+// not empty.
+std::string format_server_timing(const session_phases& p, std::string_view quickack = {},
+                                 std::string_view ja4 = {});
 // W3C Server-Timing: `name;dur=1.234, name2;desc="x";dur=2`. Unknown metrics are ignored.
 server_phases_ms parse_server_timing(std::string_view value);
 
@@ -65,5 +70,20 @@ std::string format_banner_line(std::string_view listener, const route_info* sess
 // Pure: complete (consumed = through the LF), need_more (no LF yet, under the cap) or invalid
 // (another prefix, no listener, over the cap, a control byte in the line).
 parse_result<banner_line> parse_banner_line(std::string_view bytes);
+
+// The [[udp_target]]'s echo (docs/target.md): each datagram comes back with a trailer naming its
+// listener and route, so a client tells per datagram whether it went through VLESS:
+//   <datagram> "\nVLESSBENCH-UDP " <listener> " " <route header value>
+// e.g. "ping\nVLESSBENCH-UDP udp vless session=7 user=alice". The echo never exceeds
+// max_udp_echo bytes: a datagram too long for its trailer is cut (payload_cut says by how much).
+inline constexpr std::size_t max_udp_echo = 65'507;
+struct udp_echo {
+  std::string_view payload;  // the datagram as echoed (a view into the parsed bytes)
+  std::string listener;
+  route_label route;
+};
+std::string format_udp_echo(std::string_view datagram, std::string_view listener, const route_info* session);
+// complete (consumed = all of it), or invalid when there is no trailer or its route is unknown.
+parse_result<udp_echo> parse_udp_echo(std::string_view echo);
 
 }  // namespace vlessbench

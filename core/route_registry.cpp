@@ -8,6 +8,10 @@ flow_id flow_id::tcp(const asio::ip::tcp::endpoint& from, const asio::ip::tcp::e
   return flow_id{protocol::tcp, unmapped(from.address()), from.port(), unmapped(to.address()), to.port()};
 }
 
+flow_id flow_id::udp(const asio::ip::udp::endpoint& from, const asio::ip::udp::endpoint& to) {
+  return flow_id{protocol::udp, unmapped(from.address()), from.port(), unmapped(to.address()), to.port()};
+}
+
 std::string to_string(const flow_id& id) {
   auto ep = [](const asio::ip::address& a, unsigned short port) {
     return (a.is_v6() ? "[" + a.to_string() + "]" : a.to_string()) + ":" + std::to_string(port);

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include <asio/ip/tcp.hpp>
+#include <asio/ip/udp.hpp>
 
 #include "core/net_address.hpp"
 #include "core/session_info.hpp"
@@ -30,6 +31,8 @@ struct flow_id {
   unsigned short to_port = 0;
 
   static flow_id tcp(const asio::ip::tcp::endpoint& from, const asio::ip::tcp::endpoint& to);
+  // A connected UDP socket: its local and remote endpoints; a datagram's receiver sees (source, own).
+  static flow_id udp(const asio::ip::udp::endpoint& from, const asio::ip::udp::endpoint& to);
   bool operator==(const flow_id&) const = default;
 };
 std::string to_string(const flow_id& id);  // "tcp 127.0.0.1:40000->127.0.0.1:8080"

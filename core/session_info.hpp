@@ -46,6 +46,7 @@ struct route_info {
   std::string listener;  // VLESS listener name
   std::string quickack;  // the listener's ACK policy for this session: "kernel", "on", "off"
   std::string transport; // "tls", "ws", "httpupgrade" (the route header names all but "tls")
+  std::string ja4;       // the client's TLS fingerprint (core/ja4.hpp), "" without one
   session_phases phases;
 };
 

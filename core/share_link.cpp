@@ -142,20 +142,21 @@ std::optional<share_link> parse_share_link(std::string_view text, std::string& r
     return fail(reason, "encryption=" + *v + " is not supported: VLESS has no encryption, use encryption=none");
 
   const std::string type = param("type") ? *param("type") : "tcp";
-  if (type != "tcp" && type != "ws" && type != "httpupgrade")
-    return fail(reason, "type=" + type + " is not supported: the transports are tcp, ws and httpupgrade");
+  if (type != "tcp" && type != "ws" && type != "httpupgrade" && type != "grpc")
+    return fail(reason, "type=" + type + " is not supported: the transports are tcp, ws, httpupgrade and grpc");
   link.type = type;
-  const bool upgrade = type != "tcp";
+  const bool upgrade = type == "ws" || type == "httpupgrade";
+  const bool grpc = type == "grpc";
   if (const auto* v = param("headerType"); v && *v != "none" && !v->empty())
     return fail(reason, "headerType=" + *v + " is not supported: no HTTP obfuscation over TCP");
 
   // Absent means "none" too. Raw TCP is only ever dialled with TLS; ws and httpupgrade may run
   // without it (a proxy in front terminates TLS).
   const std::string security = param("security") ? *param("security") : "none";
-  if (security != "tls" && !(upgrade && security == "none"))
+  if (security != "tls" && !((upgrade || grpc) && security == "none"))
     return fail(reason, "security=" + security +
                             " is not supported: the built-in client speaks VLESS over TLS only (use security=tls), "
-                            "or over plain TCP with type=ws or type=httpupgrade (security=none)");
+                            "or over plain TCP with type=ws, type=httpupgrade or type=grpc (security=none)");
   link.security = security;
 
   if (upgrade) {
@@ -184,6 +185,19 @@ std::optional<share_link> parse_share_link(std::string_view text, std::string& r
       if (ed > 100'000) return fail(reason, "ed=" + ed_text + " is not a byte count (0..100000)");
       link.early_data = ed;
     }
+  }
+
+  if (grpc) {
+    link.service_name = std::string(transport_config::default_service_name);
+    if (const auto* v = param("serviceName"); v && !v->empty()) link.service_name = *v;
+    // It becomes the request path /<serviceName>/Tun: a '/' or a space would make another path.
+    for (char c : link.service_name)
+      if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f || c == '/' || c == '?' || c == '#')
+        return fail(reason, "serviceName=" + link.service_name + " is not a gRPC service name (no '/', '?', spaces)");
+    if (const auto* v = param("ed"); v && !v->empty()) return fail(reason, "ed= is for type=ws only");
+    if (const auto* v = param("mode"); v && !v->empty() && *v != "gun" && *v != "multi")
+      return fail(reason, "mode=" + *v + " is not a gRPC mode (gun or multi)");
+    link.grpc_multi = param("mode") && *param("mode") == "multi";
   }
 
   if (const auto* v = param("flow"); v && !v->empty())
@@ -223,7 +237,10 @@ std::string format_share_link(const share_link& link) {
   if (!link.sni.empty()) out += "&sni=" + percent_encode(link.sni);
   out += link.allow_insecure ? "&allowInsecure=1" : "&allowInsecure=0";
   out += "&type=" + percent_encode(link.type);
-  if (link.type != "tcp") {
+  if (link.type == "grpc") {
+    out += "&serviceName=" + percent_encode(link.service_name);
+    if (link.grpc_multi) out += "&mode=multi";
+  } else if (link.type != "tcp") {
     out += "&path=" + percent_encode(link.path.empty() ? std::string("/") : link.path);
     if (!link.http_host.empty()) out += "&host=" + percent_encode(link.http_host);
     if (link.early_data > 0) out += "&ed=" + std::to_string(link.early_data);

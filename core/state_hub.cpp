@@ -62,6 +62,7 @@ void state_hub::session_closed(const vless_session_event& e) {
   r.tls_version = capped(e.tls_version);
   r.alpn = capped(e.alpn);
   r.sni = capped(e.sni);
+  r.ja4 = capped(e.ja4);
   r.close_reason = capped(e.close_reason);
   r.quickack = std::string(to_string(e.policy.quickack));
   if (e.phases) {

@@ -9,8 +9,13 @@ namespace vlessbench::tls {
 
 // Server context: certificate from cfg.cert/cfg.key, or an in-memory self-signed ECDSA P-256
 // certificate for "localhost", 127.0.0.1 and ::1 when both are empty. ALPN http/1.1 is offered.
+// Every ClientHello's JA4 is recorded on its SSL (ja4_received).
 // Throws std::runtime_error with a reason (file missing, key mismatch, ...).
 asio::ssl::context make_server_context(const tls_config& cfg);
+
+// Makes a server connection's ALPN pick h2 (when the client offers it) instead of http/1.1:
+// the gRPC listeners (transport = "grpc") speak HTTP/2 on the TLS context all listeners share.
+void offer_h2(SSL* ssl);
 
 struct client_options {
   bool verify = false;        // false = allowInsecure
@@ -27,6 +32,10 @@ std::string version_name(const SSL* ssl);
 std::string cipher_name(const SSL* ssl);
 std::string alpn_selected(const SSL* ssl);
 std::string sni_received(const SSL* ssl);
+// The JA4 fingerprint (core/ja4.hpp) of the ClientHello a server-side SSL received, recorded by
+// the server context's early ClientHello callback; "" before one arrived or when the parser
+// refused it (the handshake goes on either way: BoringSSL has accepted that ClientHello).
+std::string ja4_received(const SSL* ssl);
 
 // Self-signed certificate and key in PEM, for tests and persisted certificates.
 struct pem_pair {

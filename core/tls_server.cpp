@@ -16,6 +16,9 @@
 #include <unistd.h>
 
 #include <openssl/digest.h>
+#include <spdlog/spdlog.h>
+
+#include "core/ja4.hpp"
 
 #include <openssl/bio.h>
 #include <openssl/ec_key.h>
@@ -54,15 +57,24 @@ std::string bio_string(BIO* bio) {
 }
 
 constexpr unsigned char alpn_http11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+constexpr unsigned char alpn_h2[] = {2, 'h', '2'};
 
-// Server side of ALPN: pick http/1.1 when the client offers it, otherwise negotiate none (a
-// client that offers only h2 still gets a connection; VLESS does not care).
-int select_alpn(SSL*, const uint8_t** out, uint8_t* out_len, const uint8_t* in, unsigned in_len,
+// The ex_data slot offer_h2 marks a connection with.
+int h2_index() {
+  static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return index;
+}
+
+// Server side of ALPN: pick http/1.1 when the client offers it (h2 instead on a gRPC listener's
+// connection), otherwise negotiate none (a client that offers only h2 still gets a connection;
+// VLESS does not care).
+int select_alpn(SSL* ssl, const uint8_t** out, uint8_t* out_len, const uint8_t* in, unsigned in_len,
                 void*) {
+  const unsigned char* want = SSL_get_ex_data(ssl, h2_index()) != nullptr ? alpn_h2 : alpn_http11;
   for (unsigned i = 0; i < in_len;) {
     unsigned len = in[i];
     if (i + 1 + len > in_len) break;
-    if (len == 8 && std::equal(in + i + 1, in + i + 9, alpn_http11 + 1)) {
+    if (len == want[0] && std::equal(in + i + 1, in + i + 1 + len, want + 1)) {
       *out = in + i + 1;
       *out_len = static_cast<uint8_t>(len);
       return SSL_TLSEXT_ERR_OK;
@@ -70,6 +82,35 @@ int select_alpn(SSL*, const uint8_t** out, uint8_t* out_len, const uint8_t* in, 
     i += 1 + len;
   }
   return SSL_TLSEXT_ERR_NOACK;
+}
+
+}  // namespace
+
+void offer_h2(SSL* ssl) { SSL_set_ex_data(ssl, h2_index(), const_cast<unsigned char*>(alpn_h2)); }
+
+namespace {
+// The SSL's JA4, owned by the SSL through ex_data and freed with it.
+int ja4_index() {
+  static const int index = SSL_get_ex_new_index(
+      0, nullptr, nullptr, nullptr,
+      [](void*, void* ptr, CRYPTO_EX_DATA*, int, long, void*) { delete static_cast<std::string*>(ptr); });
+  return index;
+}
+
+// Runs before BoringSSL acts on the ClientHello. It only records: whatever the parser makes of
+// the bytes, the handshake continues. A HelloRetryRequest's second ClientHello keeps the first's.
+ssl_select_cert_result_t record_ja4(const SSL_CLIENT_HELLO* hello) {
+  const int index = ja4_index();
+  if (index < 0 || SSL_get_ex_data(hello->ssl, index) != nullptr) return ssl_select_cert_success;
+  try {
+    std::string_view reason;
+    auto fp = std::make_unique<std::string>(
+        ja4_of_client_hello(std::span(hello->client_hello, hello->client_hello_len), &reason));
+    if (fp->empty()) spdlog::debug("ja4: ClientHello not fingerprinted: {}", reason);
+    if (SSL_set_ex_data(hello->ssl, index, fp.get())) (void)fp.release();
+  } catch (const std::exception&) {  // out of memory: no fingerprint, the connection goes on
+  }
+  return ssl_select_cert_success;
 }
 
 uint16_t to_protocol_version(const std::string& v) {
@@ -182,6 +223,13 @@ bool ensure_certificate(const tls_config& cfg) {
   return true;
 }
 
+std::string ja4_received(const SSL* ssl) {
+  const int index = ja4_index();
+  if (ssl == nullptr || index < 0) return {};
+  const auto* fp = static_cast<const std::string*>(SSL_get_ex_data(ssl, index));
+  return fp ? *fp : std::string();
+}
+
 std::string certificate_sha256(const std::string& pem_file) {
   bio_ptr bio(BIO_new_file(pem_file.c_str(), "r"));
   if (!bio) fail(pem_file);
@@ -211,6 +259,7 @@ asio::ssl::context make_server_context(const tls_config& cfg) {
     SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_OFF);
   }
   SSL_CTX_set_alpn_select_cb(native, select_alpn, nullptr);
+  SSL_CTX_set_select_certificate_cb(native, record_ja4);
 
   std::error_code ec;
   if (cfg.cert.empty()) {

@@ -22,6 +22,17 @@ bool is_path(std::string_view s) {
   return true;
 }
 
+// A gRPC service name: what goes between the slashes of /<service>/Tun. RFC 3986 unreserved
+// characters only (a package-qualified name like "example.Gun" included), at most 128.
+bool is_service_name(std::string_view s) {
+  if (s.empty() || s.size() > 128) return false;
+  for (char c : s) {
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!alnum && c != '-' && c != '.' && c != '_' && c != '~') return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string_view to_string(transport_kind k) {
@@ -29,6 +40,7 @@ std::string_view to_string(transport_kind k) {
     case transport_kind::tls: return "tls";
     case transport_kind::ws: return "ws";
     case transport_kind::httpupgrade: return "httpupgrade";
+    case transport_kind::grpc: return "grpc";
   }
   return "tls";
 }
@@ -41,13 +53,24 @@ std::vector<std::pair<std::string, std::string>> validate_transport(const transp
     if (*keys.transport == "tls") out.kind = transport_kind::tls;
     else if (*keys.transport == "ws") out.kind = transport_kind::ws;
     else if (*keys.transport == "httpupgrade") out.kind = transport_kind::httpupgrade;
-    else errors.emplace_back("transport", "\"" + *keys.transport + "\": expected \"tls\", \"ws\" or \"httpupgrade\"");
+    else if (*keys.transport == "grpc") out.kind = transport_kind::grpc;
+    else errors.emplace_back("transport", "\"" + *keys.transport + "\": expected \"tls\", \"ws\", \"httpupgrade\" or \"grpc\"");
   }
-  const bool upgrade = out.kind != transport_kind::tls;
+  const bool upgrade = out.kind == transport_kind::ws || out.kind == transport_kind::httpupgrade;
   auto only_upgrade = [&](const char* key, bool present) {
     if (present && !upgrade) errors.emplace_back(key, "only for transport = \"ws\" or \"httpupgrade\"");
   };
-  only_upgrade("tls", keys.tls.has_value());
+  if (keys.tls && out.kind == transport_kind::tls)
+    errors.emplace_back("tls", "only for transport = \"ws\", \"httpupgrade\" or \"grpc\"");
+  if (keys.service_name && out.kind != transport_kind::grpc)
+    errors.emplace_back("service_name", "only for transport = \"grpc\"");
+  if (keys.service_name && out.kind == transport_kind::grpc) {
+    if (!is_service_name(*keys.service_name))
+      errors.emplace_back("service_name", "\"" + *keys.service_name +
+                                              "\": expected 1-128 letters, digits, '-', '.', '_' or '~' (no '/')");
+    else
+      out.service_name = *keys.service_name;
+  }
   only_upgrade("path", keys.path.has_value());
   only_upgrade("host", keys.host.has_value());
   if ((keys.max_early_data || keys.early_data_header) && out.kind != transport_kind::ws)

@@ -52,6 +52,7 @@ class client_category_impl : public std::error_category {
       case client_errc::upgrade_refused: return "upgrade: refused by the server (not 101)";
       case client_errc::bad_upgrade_response: return "upgrade: bad response (not a valid 101)";
       case client_errc::bad_frame: return "websocket: bad frame from the server";
+      case client_errc::grpc_failed: return "grpc: the stream failed";
     }
     return "vless client error";
   }
@@ -82,6 +83,10 @@ awaitable<std::error_code> client::handshake() {
     auto [ec] = co_await tls_->async_handshake(asio::ssl::stream_base::client, as_tuple_awaitable);
     if (ec) co_return ec;
   }
+  if (t.type == "grpc") {
+    // Preface, SETTINGS and the request's HEADERS go with the first write.
+    h2_ = std::make_unique<gun::h2_client>(gun::request_target{http_host(), t.service_name, t.tls, t.grpc_multi});
+  }
   if (t.upgrades()) {
     std::array<unsigned char, 16> nonce{};
     RAND_bytes(nonce.data(), nonce.size());
@@ -100,10 +105,35 @@ awaitable<std::error_code> client::handshake() {
   co_return std::error_code{};
 }
 
+std::string client::http_host() const {
+  const client_transport& t = plan_.transport;
+  if (!t.host.empty()) return t.host;
+  return !plan_.tls.sni.empty() ? plan_.tls.sni : plan_.server.address().to_string();
+}
+
+std::error_code client::h2_error() {
+  upgrade_error_ = h2_->error();
+  return make_error_code(client_errc::grpc_failed);
+}
+
+awaitable<std::error_code> client::h2_flush() {
+  for (;;) {
+    const std::string out = h2_->take_output();
+    if (!out.empty())
+      if (auto ec = co_await raw_write(out)) co_return ec;
+    if (!h2_->error().empty()) co_return h2_error();
+    if (!h2_->send_blocked()) co_return std::error_code{};
+    // The server's window is full: read (its WINDOW_UPDATE, and data kept for read_some).
+    char buf[16 * 1024];
+    std::size_t n = 0;
+    if (auto ec = co_await raw_read(buf, sizeof buf, n)) co_return ec;
+    h2_->feed(buf, n);
+  }
+}
+
 std::string client::upgrade_request(std::string_view early) const {
   const client_transport& t = plan_.transport;
-  std::string host = t.host;
-  if (host.empty()) host = !plan_.tls.sni.empty() ? plan_.tls.sni : plan_.server.address().to_string();
+  const std::string host = http_host();
   return ws::format_upgrade_request({t.type == "ws" ? ws::upgrade_kind::websocket : ws::upgrade_kind::httpupgrade,
                                      t.path, host, ws_key_, early, t.early_data_header});
 }
@@ -186,6 +216,10 @@ awaitable<std::error_code> client::read_upgrade_response() {
 }
 
 awaitable<std::error_code> client::send_header() {
+  if (h2_) {
+    h2_->send(plan_.header);
+    co_return co_await h2_flush();
+  }
   if (!plan_.transport.upgrades()) co_return co_await raw_write(plan_.header);
   std::string wire;
   frame_into(wire, plan_.header);
@@ -202,7 +236,10 @@ awaitable<std::error_code> client::write(std::string_view data) {
     out = out_;
   }
   std::error_code ec;
-  if (plan_.transport.upgrades()) {
+  if (h2_) {
+    h2_->send(out);
+    ec = co_await h2_flush();
+  } else if (plan_.transport.upgrades()) {
     std::string wire;
     wire.reserve(out.size() + 64);
     wire += pong_;
@@ -248,7 +285,24 @@ awaitable<std::error_code> client::read_some(char* data, std::size_t size, std::
     }
     if (eof_) co_return asio::error::eof;
     std::size_t got = 0;
-    if (auto ec = co_await raw_read(data, size, got)) co_return ec;
+    if (h2_) {
+      std::string& in = h2_->received();
+      if (in.empty()) {
+        if (!h2_->error().empty()) co_return h2_error();
+        if (h2_->ended()) co_return asio::error::eof;
+        if (auto ec = co_await raw_read(data, size, got)) co_return ec;
+        h2_->feed(data, got);
+        // Acks and WINDOW_UPDATEs go out now: the server may be waiting for them.
+        if (const std::string acks = h2_->take_output(); !acks.empty())
+          if (auto ec = co_await raw_write(acks)) co_return ec;
+        continue;
+      }
+      got = std::min(size, in.size());
+      std::memcpy(data, in.data(), got);
+      in.erase(0, got);
+    } else if (auto ec = co_await raw_read(data, size, got)) {
+      co_return ec;
+    }
     if (decoder_) {
       const auto step = decoder_->decode(data, got);
       if (!step.reason.empty()) co_return make_error_code(client_errc::bad_frame);

@@ -2,7 +2,8 @@
 // The one VLESS client (DESIGN.md §5): TCP connect with the client's socket policy, TLS
 // handshake, the request header with the first write (or alone, as split-writing clients send
 // it), and the server's response header parsed off the first bytes read. Transports as share
-// links name them (type=tcp|ws|httpupgrade, path=, host=, ed=, security=tls|none): ws frames
+// links name them (type=tcp|ws|httpupgrade|grpc, path=, host=, ed=, serviceName=,
+// security=tls|none): grpc runs one HTTP/2 stream per connection (core/gun_client.hpp); ws frames
 // every write (masked, RFC 6455) and decodes the server's frames; with early data (ed=N) the
 // upgrade waits for the first write and carries its first N bytes (base64url in
 // Sec-WebSocket-Protocol, as Xray and sing-box send it), so no round trip is spent on it;
@@ -22,6 +23,7 @@
 #include <system_error>
 
 #include "core/asio_compat.hpp"
+#include "core/gun_client.hpp"
 #include "core/tls.hpp"
 #include "core/vless_codec.hpp"
 #include "core/ws_frame.hpp"
@@ -34,8 +36,10 @@ namespace vlessbench::vless {
 // and the socket policy.
 // What carries the VLESS stream (a share link's type=, path=, host=, ed=, security=).
 struct client_transport {
-  std::string type = "tcp";    // "tcp", "ws", "httpupgrade"
-  bool tls = true;             // false: plain TCP (ws and httpupgrade only)
+  std::string type = "tcp";    // "tcp", "ws", "httpupgrade", "grpc"
+  bool tls = true;             // false: plain TCP (ws, httpupgrade and grpc (h2c) only)
+  std::string service_name = "vlessbench";  // grpc: POST /<service_name>/Tun
+  bool grpc_multi = false;     // grpc: TunMulti
   std::string path = "/";
   std::string host;            // Host header; empty: the server address as given
   std::size_t max_early_data = 0;
@@ -63,7 +67,7 @@ client_plan make_client_plan(const tcp::endpoint& server, const tls::client_opti
 
 // Errors of the client itself (everything else is a socket or TLS error). The message is the
 // whole reason: "vless response: bad_version".
-enum class client_errc { bad_response = 1, upgrade_refused, bad_upgrade_response, bad_frame };
+enum class client_errc { bad_response = 1, upgrade_refused, bad_upgrade_response, bad_frame, grpc_failed };
 const std::error_category& client_category();
 std::error_code make_error_code(client_errc e);
 
@@ -93,7 +97,8 @@ class client {
 
   bool response_pending() const { return response_pending_; }
   SSL* native_handle() { return tls_->native_handle(); }
-  // The server's reason when it refused the upgrade ("404 wrong_path"), else empty.
+  // The server's reason when it refused the upgrade ("404 wrong_path") or failed the gRPC
+  // stream ("grpc-status 13: ..."), else empty.
   const std::string& upgrade_error() const { return upgrade_error_; }
 
  private:
@@ -107,6 +112,10 @@ class client {
   // VLESS bytes to the wire form: the deferred upgrade request first, ws frames.
   void frame_into(std::string& out, std::string_view data);
   std::string upgrade_request(std::string_view early) const;
+  std::string http_host() const;
+  // grpc: writes what the HTTP/2 session has to send, reading while DATA waits for the window.
+  awaitable<std::error_code> h2_flush();
+  std::error_code h2_error();
 
   tcp::socket& socket_;
   const client_plan& plan_;
@@ -123,6 +132,7 @@ class client {
   bool eof_ = false;               // the server's close frame
   std::string pong_;               // a pong for the server's ping, sent with the next write
   std::string upgrade_error_;
+  std::unique_ptr<gun::h2_client> h2_;
 };
 
 }  // namespace vlessbench::vless

@@ -77,6 +77,7 @@ std::string_view to_string(path_kind k) {
     case path_kind::socks5: return "socks5";
     case path_kind::vless: return "vless";
     case path_kind::forward: return "forward";
+    case path_kind::tun: return "tun";
   }
   return "?";
 }
@@ -215,12 +216,15 @@ std::optional<path_spec> parse_path_arg(std::string_view arg, std::string& reaso
   };
   if (spec == "direct") {
     p.kind = path_kind::direct;
+  } else if (spec == "tun") {
+    p.kind = path_kind::tun;
   } else if (starts_with_icase(spec, "http://") || starts_with_icase(spec, "socks5://") ||
-             starts_with_icase(spec, "tcp://")) {
-    const bool http = starts_with_icase(spec, "http://");
-    const bool forward = starts_with_icase(spec, "tcp://");
-    p.kind = http ? path_kind::http_connect : forward ? path_kind::forward : path_kind::socks5;
-    const std::string_view hp = strip_slash(spec.substr(http ? 7 : forward ? 6 : 9));
+             starts_with_icase(spec, "tcp://") || starts_with_icase(spec, "tun://")) {
+    p.kind = starts_with_icase(spec, "http://")  ? path_kind::http_connect
+             : starts_with_icase(spec, "tcp://") ? path_kind::forward
+             : starts_with_icase(spec, "tun://") ? path_kind::tun
+                                                 : path_kind::socks5;
+    const std::string_view hp = strip_slash(spec.substr(spec.find("://") + 3));
     if (hp.find('@') != std::string_view::npos) {
       reason = "path '" + p.name + "': proxy authentication is not supported";
       return std::nullopt;
@@ -258,7 +262,7 @@ std::optional<path_spec> parse_path_arg(std::string_view arg, std::string& reaso
     p.port = parsed->port;
     p.link = std::move(parsed);
   } else {
-    reason = "path '" + p.name + "': SPEC must be direct, http://H:P, socks5://H:P, tcp://H:P or vless://...";
+    reason = "path '" + p.name + "': SPEC must be direct, http://H:P, socks5://H:P, tcp://H:P, tun, tun://H:P or vless://...";
     return std::nullopt;
   }
   return p;

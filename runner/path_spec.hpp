@@ -13,7 +13,10 @@ namespace vlessbench::runner {
 
 // forward: a plain TCP port forward in front of the target (v2ray dokodemo-door, a Clash tunnel,
 // socat): the runner connects there and speaks HTTP as if direct.
-enum class path_kind { direct, http_connect, socks5, vless, forward };
+// tun: a plain socket the OS routes into a proxy client's TUN device (`tun` dials the target,
+// `tun://H:P` another address of it that the client's rules send into the tunnel): dialled like
+// direct, but expected to arrive through VLESS, so a "direct" route is its mismatch.
+enum class path_kind { direct, http_connect, socks5, vless, forward, tun };
 std::string_view to_string(path_kind k);
 
 // How the built-in VLESS client writes: header and GET in one write (default), or the header as
@@ -36,7 +39,7 @@ struct path_spec {
   bulk_direction bulk = bulk_direction::none;
   path_kind kind = path_kind::direct;
   std::string spec;        // as given, for the report
-  std::string host;        // proxy or VLESS server; empty for direct
+  std::string host;        // proxy, VLESS server or tun://H:P address; empty for direct and tun
   std::uint16_t port = 0;
   std::optional<share_link> link;  // vless only
   // Per-path overrides of --vless-nodelay / --vless-writes, given as extra query parameters of
@@ -68,7 +71,8 @@ std::optional<target_url> parse_target_url(std::string_view text, std::string& r
 // --bulk: every path becomes NAME/down and NAME/up (in that order, baseline's first).
 std::vector<path_spec> bulk_paths(const std::vector<path_spec>& paths);
 
-// `NAME=SPEC`; SPEC is `direct`, `http://H:P`, `socks5://H:P` or a vless:// share link.
+// `NAME=SPEC`; SPEC is `direct`, `http://H:P`, `socks5://H:P`, `tcp://H:P`, `tun`, `tun://H:P`
+// or a vless:// share link.
 std::optional<path_spec> parse_path_arg(std::string_view arg, std::string& reason);
 
 // Validates a whole list: unique names; puts a path named "direct" first when no direct path was

@@ -225,6 +225,7 @@ std::string format_table(const std::vector<path_result>& results) {
     if (r.route_mismatches > 0)
       routes += "  ROUTE MISMATCH x" + std::to_string(r.route_mismatches) +
                 (r.kind == path_kind::direct ? " (baseline went through VLESS)"
+                 : r.kind == path_kind::tun  ? " (tun path answered directly: the client's TUN did not capture it)"
                                              : " (proxy path answered directly)");
     routes += "\n";
   }

@@ -21,8 +21,10 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
   path_plan plan;
   plan.spec = &spec;
   plan.target_authority = target.authority();
-  const std::string host = spec.kind == path_kind::direct ? target.host : spec.host;
-  const std::uint16_t port = spec.kind == path_kind::direct ? target.port : spec.port;
+  // direct and a bare `tun` dial the target; everything else dials its own host:port.
+  const bool dial_target = spec.kind == path_kind::direct || (spec.kind == path_kind::tun && spec.host.empty());
+  const std::string host = dial_target ? target.host : spec.host;
+  const std::uint16_t port = dial_target ? target.port : spec.port;
   try {
     tcp::resolver resolver(io);
     const auto results = resolver.resolve(host, std::to_string(port));
@@ -37,6 +39,7 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
   switch (spec.kind) {
     case path_kind::direct:
     case path_kind::forward:  // the forwarder dials the target; HTTP goes as if direct
+    case path_kind::tun:      // the OS hands the socket to the client's TUN; HTTP as if direct
       break;
     case path_kind::http_connect:
       plan.proxy_request = format_connect_request(plan.target_authority);
@@ -49,6 +52,7 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
       tls::client_options tls;
       tls.verify = !link.allow_insecure;
       tls.sni = !link.sni.empty() ? link.sni : (is_ip_literal(link.host) ? "" : link.host);
+      if (link.type == "grpc") tls.alpn = "h2";  // gRPC is HTTP/2 (the server refuses http/1.1 there)
       plan.vless = vless::make_client_plan(plan.entry.value_or(tcp::endpoint{}), tls,
                                            vless::tcp_request(link.uuid, target.host, target.port));
       const auto options = spec.client_options(defaults);
@@ -59,6 +63,8 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
       plan.vless.transport.path = link.path.empty() ? "/" : link.path;
       plan.vless.transport.host = link.http_host;
       plan.vless.transport.max_early_data = link.early_data;
+      plan.vless.transport.service_name = link.service_name;
+      plan.vless.transport.grpc_multi = link.grpc_multi;
       break;
     }
   }

@@ -31,8 +31,8 @@ admission_verdict admit_request(const config& cfg, const vless::request_header& 
   if (v.user == nullptr) return refuse("unknown_user");
   if (!header.flow.empty()) return refuse("flow_unsupported", header.flow);
   switch (header.command) {
-    case 1: break;
-    case 2: return refuse("udp_unsupported");
+    case 1:
+    case 2: break;
     case 3: return refuse("mux_unsupported");
     default: return refuse("bad_command", std::to_string(header.command));
   }

@@ -137,6 +137,42 @@ std::shared_ptr<daemon::listener> daemon::open_listener(listener_kind kind, cons
   return l;
 }
 
+std::shared_ptr<target::udp_echo_target> daemon::open_udp_target(const udp_listener_config& c) {
+  asio::ip::udp::socket sock(io_);
+  std::error_code ec;
+  sock.open(c.listen.protocol(), ec);
+  if (!ec && c.listen.address().is_v6()) sock.set_option(asio::ip::v6_only(true), ec);
+  if (!ec) sock.bind(c.listen, ec);
+  if (ec)
+    throw std::runtime_error(fmt::format("udp_target listener \"{}\" cannot bind {}: {}", c.name,
+                                         format_endpoint(tcp::endpoint(c.listen.address(), c.listen.port())),
+                                         ec.message()));
+  return std::make_shared<target::udp_echo_target>(target_, c.name, std::move(sock));
+}
+
+std::shared_ptr<target::dns_responder> daemon::open_dns(const dns_listener_config& c) {
+  asio::ip::udp::socket udp(io_);
+  tcp::acceptor acceptor(io_);
+  const asio::ip::udp::endpoint uep(c.listen.address(), c.listen.port());
+  std::error_code ec;
+  udp.open(uep.protocol(), ec);
+  if (!ec && c.listen.address().is_v6()) udp.set_option(asio::ip::v6_only(true), ec);
+  if (!ec) udp.bind(uep, ec);
+  if (!ec) acceptor.open(c.listen.protocol(), ec);
+  if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec && c.listen.address().is_v6()) acceptor.set_option(asio::ip::v6_only(true), ec);
+  if (!ec) acceptor.bind(c.listen, ec);
+  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec)
+    throw std::runtime_error(
+        fmt::format("dns listener \"{}\" cannot listen on {}: {}", c.name, format_endpoint(c.listen), ec.message()));
+  dns::zone_rules zone;
+  zone.zone = c.zone;
+  zone.v4 = c.a.to_bytes();
+  zone.v6 = c.aaaa.to_bytes();
+  return std::make_shared<target::dns_responder>(target_, c.name, std::move(zone), std::move(udp), std::move(acceptor));
+}
+
 void daemon::start_accepting(const std::shared_ptr<listener>& l) {
   asio::co_spawn(io_, accept_loop(l), [name = l->state->name](std::exception_ptr e) {
     log_exception(e, "accept loop " + name);
@@ -309,6 +345,9 @@ std::vector<std::string> daemon::describe_listeners() const {
   std::vector<std::string> out;
   for (const auto& l : listeners_)
     out.push_back(std::string(to_string(l->state->kind)) + " " + l->state->name + " " + format_endpoint(l->state->endpoint));
+  for (const auto& d : dns_) out.push_back("dns " + d->name() + " " + format_endpoint(d->endpoint()));
+  for (const auto& u : udp_targets_)
+    out.push_back("udp_target " + u->name() + " " + format_endpoint(tcp::endpoint(u->endpoint().address(), u->endpoint().port())));
   return out;
 }
 
@@ -318,11 +357,22 @@ int daemon::run() {
     listeners_.push_back(open_listener(l.kind, l.name, l.listen, l.tcp, l.upstream_tcp));
   std::shared_ptr<tcp::acceptor> admin;
   if (cfg.admin.listen) admin = admin_.bind(*cfg.admin.listen);
+  for (const auto& u : cfg.udp_target) udp_targets_.push_back(open_udp_target(u));
+  for (const auto& d : cfg.dns) dns_.push_back(open_dns(d));
   start_workers(cfg.limits.threads);  // before any accept loop hands sessions to them
   for (auto& l : listeners_) {
     spdlog::info("{} listener \"{}\" on {} ({})", to_string(l->state->kind), l->state->name,
                  format_endpoint(l->state->endpoint), policy_text(l->state->tcp.load()));
     start_accepting(l);
+  }
+  for (auto& u : udp_targets_) {
+    spdlog::info("udp_target listener \"{}\" on {}", u->name(),
+                 format_endpoint(tcp::endpoint(u->endpoint().address(), u->endpoint().port())));
+    u->start();
+  }
+  for (auto& d : dns_) {
+    spdlog::info("dns listener \"{}\" on {} (UDP and TCP)", d->name(), format_endpoint(d->endpoint()));
+    d->start();
   }
   if (admin) admin_.serve(std::move(admin));
   publish_listeners();
@@ -379,6 +429,8 @@ awaitable<void> daemon::drain() {
   }
   admin_.close();
   rt_.connections.close_all(false);
+  for (auto& u : udp_targets_) u->stop();  // its open flows are logged now
+  for (auto& d : dns_) d->stop();
   const auto deadline = steady_clock::now() + rt_.cfg->limits.drain_timeout;
   asio::steady_timer timer(io_);
   while (rt_.connections.size() > 0 && steady_clock::now() < deadline) {

@@ -14,6 +14,8 @@
 #include "server/admin_server.hpp"
 #include "server/runtime.hpp"
 #include "target/target_context.hpp"
+#include "target/dns_target.hpp"
+#include "target/udp_target.hpp"
 
 namespace vlessbench {
 
@@ -41,6 +43,10 @@ class daemon {
                                           const tcp::endpoint& ep, const tcp_policy& tcp,
                                           const tcp_policy& upstream);
   void start_accepting(const std::shared_ptr<listener>& l);
+  // [[udp_target]]: bound at start (throws naming the listener), stopped by a drain.
+  std::shared_ptr<target::udp_echo_target> open_udp_target(const udp_listener_config& c);
+  // [[dns]]: UDP and TCP bound at start (throws naming the listener), stopped by a drain.
+  std::shared_ptr<target::dns_responder> open_dns(const dns_listener_config& c);
   awaitable<void> accept_loop(std::shared_ptr<listener> l);
   bool shed_connection(listener& l);
   // A newly accepted connection joins the pending set (evicting the oldest at the cap).
@@ -73,6 +79,8 @@ class daemon {
   std::optional<std::filesystem::path> config_file_;
   std::shared_ptr<asio::ssl::context> tls_;
   std::vector<std::shared_ptr<listener>> listeners_;
+  std::vector<std::shared_ptr<target::udp_echo_target>> udp_targets_;
+  std::vector<std::shared_ptr<target::dns_responder>> dns_;
   asio::signal_set signals_;
   admin::admin_server admin_{io_, admin::admin_context{rt_.hub,
                                                        [this](hub_snapshot& s) {

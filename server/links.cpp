@@ -25,6 +25,7 @@ const char* network_name(transport_kind k) {
   switch (k) {
     case transport_kind::ws: return "ws";
     case transport_kind::httpupgrade: return "httpupgrade";
+    case transport_kind::grpc: return "grpc";
     case transport_kind::tls: break;
   }
   return "tcp";
@@ -49,7 +50,9 @@ share_link listener_link(const vless_listener_config& l, const user_config& u, c
     link.allow_insecure = insecure;
   }
   link.type = network_name(l.transport.kind);
-  if (l.transport.kind != transport_kind::tls) {
+  if (l.transport.kind == transport_kind::grpc) {
+    link.service_name = l.transport.service_name;
+  } else if (l.transport.kind != transport_kind::tls) {
     link.path = l.transport.path;
     link.http_host = l.transport.host;
     link.early_data = l.transport.max_early_data;
@@ -104,7 +107,8 @@ void print_links(std::ostream& out, const config& cfg, const links_options& opts
     const unsigned port = l.listen.port();
     const transport_config& t = l.transport;
     const bool tls = t.tls;
-    const bool upgrade = t.kind != transport_kind::tls;
+    const bool upgrade = t.kind == transport_kind::ws || t.kind == transport_kind::httpupgrade;
+    const bool grpc = t.kind == transport_kind::grpc;
     // The Host the upgrade request carries: the configured one, else what clients dial.
     const std::string http_host = t.host;
     for (const auto& u : cfg.users) {
@@ -113,7 +117,7 @@ void print_links(std::ostream& out, const config& cfg, const links_options& opts
       const std::string uri = format_share_link(link);
 
       out << "## " << name << " (listener " << l.name << ", user " << u.name << ", transport "
-          << to_string(t.kind) << (upgrade && !tls ? " over plain TCP" : "") << ", tcp quickack="
+          << to_string(t.kind) << ((upgrade || grpc) && !tls ? " over plain TCP" : "") << ", tcp quickack="
           << to_string(l.tcp.quickack) << ")\n\n";
       out << "Share link (Shadowrocket, v2rayN, NekoBox):\n" << uri << "\n\n";
       if (opts.qr) out << terminal_qr(uri) << "\n";
@@ -125,13 +129,17 @@ void print_links(std::ostream& out, const config& cfg, const links_options& opts
           << "    server: " << yaml_quote(host) << "\n"
           << "    port: " << port << "\n"
           << "    uuid: " << u.uuid_text << "\n"
-          << "    network: " << (upgrade ? "ws" : "tcp") << "\n"
+          << "    network: " << (upgrade ? "ws" : grpc ? "grpc" : "tcp") << "\n"
           << "    udp: false\n"
           << "    tls: " << (tls ? "true" : "false") << "\n";
       if (tls) {
         out << "    servername: " << yaml_quote(opts.sni) << "\n"
             << "    skip-cert-verify: " << (insecure ? "true" : "false") << "\n";
         if (!fingerprint.empty()) out << "    fingerprint: " << fingerprint << "\n";
+      }
+      if (grpc) {
+        out << "    grpc-opts:\n"
+            << "      grpc-service-name: " << yaml_quote(t.service_name) << "\n";
       }
       if (upgrade) {
         out << "    ws-opts:\n"
@@ -162,6 +170,8 @@ void print_links(std::ostream& out, const config& cfg, const links_options& opts
         nlohmann::ordered_json tr{{"type", "httpupgrade"}, {"path", t.path}};
         if (!http_host.empty()) tr["host"] = http_host;
         sing["transport"] = tr;
+      } else if (grpc) {
+        sing["transport"] = {{"type", "grpc"}, {"service_name", t.service_name}};
       }
       out << "sing-box (outbounds):\n" << sing.dump(2) << "\n\n";
 
@@ -181,6 +191,8 @@ void print_links(std::ostream& out, const config& cfg, const links_options& opts
         nlohmann::ordered_json hu{{"path", t.path}};
         if (!http_host.empty()) hu["host"] = http_host;
         stream["httpupgradeSettings"] = hu;
+      } else if (grpc) {
+        stream["grpcSettings"] = {{"serviceName", t.service_name}};
       }
       nlohmann::ordered_json v2{
           {"protocol", "vless"},

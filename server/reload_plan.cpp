@@ -34,6 +34,10 @@ reload_plan plan_reload(const config& current, const config& next) {
                                current.limits.threads, next.limits.threads);
     return plan;
   }
+  if (next.udp_target != current.udp_target || next.dns != current.dns) {
+    plan.refused = "udp_target and dns listeners change at a restart only";
+    return plan;
+  }
   plan.tls_changed = !same_tls(next.tls, current.tls);
 
   const auto running = listeners_of(current);

@@ -31,7 +31,7 @@ std::vector<planned_listener> listeners_of(const config& c);
 std::string policy_text(const tcp_policy& p);
 
 struct reload_plan {
-  // Set: the next config cannot be taken without a restart (limits.threads); nothing else is set.
+  // Set: the next config cannot be taken without a restart (limits.threads, the [[udp_target]] and [[dns]] lists); nothing else is set.
   std::optional<std::string> refused;
 
   // Listeners are matched by endpoint (the one thing a running listener cannot change).

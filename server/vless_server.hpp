@@ -25,6 +25,8 @@ enum class close_reason {
                    // closing during it (our target closes idle connections), or at its deadline
   user_removed,    // a reload removed the session's user
   slow_transfer,   // a peer did not take what was written to it at [limits] min_rate_*
+  udp_packet_too_large,  // command 2: a packet's length prefix over the largest datagram
+  udp_truncated_packet,  // command 2: the client's stream ended inside a packet
 };
 std::string_view to_string(close_reason r);
 

@@ -20,33 +20,12 @@
 #include "core/vless_codec.hpp"
 #include "core/watchdog.hpp"
 #include "server/admission.hpp"
+#include "server/relay_common.hpp"
 #include "server/transport/transport.hpp"
+#include "server/udp_relay.hpp"
 #include "server/vless_server.hpp"
 
 namespace vlessbench::vless_server::detail {
-
-using std::chrono::microseconds;
-// Relay buffers are pooled 256 KiB blocks, taken when a socket is readable and given back after
-// the write, so an idle session holds none. One upstream read of up to 256 KiB becomes one
-// SSL_write (sixteen full 16 KiB records); up to 256 KiB of client records go upstream in one write.
-constexpr std::size_t relay_block = buffer_pool::block_size;
-constexpr std::size_t tls_record = 16 * 1024;   // largest TLS plaintext record
-constexpr std::size_t header_buffer = 2048;     // a valid VLESS request header is < 600 bytes
-constexpr std::size_t header_room = 2;          // VLESS response header, sent with the first bytes
-constexpr auto shutdown_grace = std::chrono::milliseconds(1000);
-
-// asio::transfer_all caps every write_some at 64 KiB (asio's default_max_transfer_size), so one
-// 256 KiB block left as four send() calls (or four SSL_write calls), each completion a trip
-// through the scheduler and its epoll_wait. This condition hands over the whole remainder at once.
-struct transfer_all_unchunked {
-  std::size_t operator()(const std::error_code& ec, std::size_t) const {
-    return ec ? 0 : std::numeric_limits<std::size_t>::max();
-  }
-};
-
-bool is_eof(const std::error_code& ec) {
-  return ec == asio::error::eof || ec == asio::ssl::error::stream_truncated;
-}
 
 // One VLESS session over a client transport (server/transport/transport.hpp): raw TLS,
 // WebSocket or HTTPUpgrade; the session never knows which.
@@ -92,6 +71,7 @@ struct session {
   vless::request_header header;
   std::string dest;
   std::optional<route_registration> reg;
+  std::optional<udp_upstream> udp_up;  // command 2 (UDP): the socket to the destination
   std::optional<tcp_info_snapshot> tcpi;
   std::vector<char> buf;  // header bytes and the payload after them; released once relayed
   tcp::resolver* resolving = nullptr;  // the lookup in progress, cancelled with the sockets
@@ -127,11 +107,13 @@ struct session {
     return std::chrono::duration_cast<microseconds>(steady_clock::now() - accepted).count();
   }
   tcp::socket& client_socket() { return client.socket(); }
+  bool is_udp() const { return header.command == static_cast<std::uint8_t>(vless::command::udp); }
 
   // The route entry goes first: once the socket is closed its identity is free for anyone else's
   // connection, which must never find this session's entry.
   void close_upstream() {
     if (reg) reg->release();
+    if (udp_up) udp_up->close();
     std::error_code ignored;
     upstream.socket().close(ignored);
   }
@@ -155,7 +137,7 @@ struct session {
   // (set only when none is: moving the deadline later is a store, earlier wakes the watchdog).
   void touch() {
     last_transfer = steady_clock::now();
-    idle_at = last_transfer + cfg->limits.idle_timeout;
+    idle_at = last_transfer + (is_udp() ? cfg->limits.udp_idle_timeout : cfg->limits.idle_timeout);
     if (cfg->limits.min_rate_bytes > 0 && sample_at == steady_clock::time_point::max())
       sample_at = last_transfer + cfg->limits.min_rate_window;
     deadline = std::min(idle_at, sample_at);
@@ -172,7 +154,11 @@ struct session {
     }
     const std::uint64_t need = cfg->limits.min_rate_bytes;
     auto acked = [](tcp::socket& sock) { return read_bytes_acked(sock.native_handle()).value_or(0); };
-    const bool client_ok = to_client.on_window(down_writing, down_writing ? acked(client_socket()) : 0, need);
+    bool client_ok = true;
+    // A bridged transport's socket is a socketpair, with no count of acknowledged bytes: its
+    // HTTP/2 flow control bounds it, and a write that never completes ends at idle_timeout.
+    if constexpr (!requires { Transport::bridged; })
+      client_ok = to_client.on_window(down_writing, down_writing ? acked(client_socket()) : 0, need);
     const bool upstream_ok = to_upstream.on_window(up_writing, up_writing ? acked(upstream.socket()) : 0, need);
     if (!client_ok || !upstream_ok) {
       spdlog::debug("vless {} session {}: slow_transfer towards the {}", listener_name, info->session_id,
@@ -219,6 +205,7 @@ struct session {
       reject_io("handshake_timeout", client.open_failure(), ec.message());
       co_return false;
     }
+    info->ja4 = client.facts().ja4;  // for the target's Server-Timing
     co_return true;
   }
 
@@ -302,11 +289,12 @@ struct session {
     return true;
   }
 
-  awaitable<bool> connect_upstream() {
+  // The destination's addresses (a domain resolved asynchronously), every one of them allowed by
+  // [destinations]; false: rejected with the reason. TCP and UDP destinations alike.
+  awaitable<bool> resolve_destination(std::vector<tcp::endpoint>& candidates) {
     phase = "connect";
     deadline = steady_clock::now() + cfg->limits.connect_timeout;
     dest = header.address_text() + ":" + std::to_string(header.port);
-    std::vector<tcp::endpoint> candidates;
     if (header.atyp == vless::address_type::domain) {
       phase = "resolve";
       tcp::resolver resolver(client.get_executor());
@@ -340,6 +328,13 @@ struct session {
         co_return false;
       }
     }
+    co_return true;
+  }
+
+  awaitable<bool> connect_upstream() {
+    std::vector<tcp::endpoint> candidates;
+    if (!co_await resolve_destination(candidates)) co_return false;
+    if (is_udp()) co_return connect_udp_upstream(*this, candidates);
     std::error_code last = asio::error::host_not_found;
     for (const auto& ep : candidates) {
       auto& sock = upstream.socket();
@@ -515,7 +510,10 @@ struct session {
     if (!co_await connect_upstream()) co_return;
     phase = "relay";
     touch();
-    co_await (client_to_upstream(pending) && upstream_to_client());
+    if (is_udp())
+      co_await (udp_client_to_upstream(*this, pending) && udp_upstream_to_client(*this));
+    else
+      co_await (client_to_upstream(pending) && upstream_to_client());
     phase = "close";
     if (!timed_out && client_socket().is_open()) {
       deadline = steady_clock::now() + shutdown_grace;
@@ -548,6 +546,8 @@ struct session {
   }
 
   void log_reject() {
+    // From the transport, not info: a handshake cut by its deadline may have had its ClientHello.
+    const std::string ja4 = client.facts().ja4;
     const vless_reject_event event{.session = info->session_id,
                                    .listener = listener_name,
                                    .client = info->client,
@@ -557,7 +557,8 @@ struct session {
                                    .detail = reject_detail,
                                    .user = info->user,
                                    .dest = dest,
-                                   .duration_us = info->phases.closed.get()};
+                                   .duration_us = info->phases.closed.get(),
+                                   .ja4 = ja4};
     rt.log.write(format_event(event));
     rt.hub.rejected(event);
     spdlog::debug("vless {} session {} from {} rejected: {} ({})", listener_name, info->session_id,
@@ -574,11 +575,12 @@ struct session {
                                     .user = info->user,
                                     .client = info->client,
                                     .dest = dest,
-                                    .cmd = "tcp",
+                                    .cmd = is_udp() ? "udp" : "tcp",
                                     .tls_version = t.tls_version,
                                     .cipher = t.cipher,
                                     .sni = t.sni,
                                     .alpn = t.alpn,
+                                    .ja4 = t.ja4,
                                     .transport = t.transport,
                                     .early_data = t.early_data,
                                     .policy = policy_at_accept,
@@ -589,6 +591,8 @@ struct session {
                                     .tcp_info = tcpi,
                                     .bytes_up = bytes_up,
                                     .bytes_down = bytes_down,
+                                    .packets_up = udp_up ? std::optional(udp_up->packets_up) : std::nullopt,
+                                    .packets_down = udp_up ? std::optional(udp_up->packets_down) : std::nullopt,
                                     .close_reason = to_string(reason)};
     rt.log.write(format_event(event));
     rt.hub.session_closed(event);
@@ -606,8 +610,11 @@ struct session {
 template <class Transport, class Make>
 awaitable<void> serve(runtime& rt, session_start start, tcp::socket socket, Make make) {
   session<Transport> s(rt, start, std::move(socket), make);
-  if (auto err = apply_on_open(s.client_socket().native_handle(), s.policy_at_accept))
-    spdlog::warn("vless {}: setsockopt: {}", s.listener_name, err.message());
+  // A bridged transport (a gRPC stream's socketpair) has no TCP options; its connection applied them.
+  if constexpr (!requires { Transport::bridged; }) {
+    if (auto err = apply_on_open(s.client_socket().native_handle(), s.policy_at_accept))
+      spdlog::warn("vless {}: setsockopt: {}", s.listener_name, err.message());
+  }
   {
     const connection_registration registered(rt.connections, s.client.get_executor(), [&s](bool force) {
       // A client that has not sent its request yet (handshake or header in progress) goes at

@@ -14,6 +14,7 @@
 #include "target/request_handler.hpp"
 #include "core/route_header.hpp"
 #include "core/tcp_info.hpp"
+#include "core/tls.hpp"
 #include "core/watchdog.hpp"
 
 namespace vlessbench::target {
@@ -106,6 +107,7 @@ struct connection {
   bool writing = false;
   delivery_watch to_peer{};
   bool handshaking = is_tls;  // a TLS target before its handshake completed
+  std::string ja4;  // HTTPS: the client's TLS fingerprint, read once its handshake completed
 
   limits_config limits() const { return ctx.limits(); }
 
@@ -179,6 +181,14 @@ struct connection {
     raw_socket(stream).close(ignored);
   }
 
+  std::string client_ja4() {
+    if constexpr (is_tls) {
+      return tls::ja4_received(stream.native_handle());
+    } else {
+      return {};
+    }
+  }
+
   void reject_handshake(std::string_view reason, std::string_view detail) {
     ctx.log.write(format_event(target_reject_event{
         .listener = listener->name,
@@ -186,7 +196,8 @@ struct connection {
         .reason = reason,
         .bytes_seen = stream.next_layer().bytes_read(),
         .detail = detail,
-        .duration_us = std::chrono::duration_cast<std::chrono::microseconds>(steady_clock::now() - accepted).count()}));
+        .duration_us = std::chrono::duration_cast<std::chrono::microseconds>(steady_clock::now() - accepted).count(),
+        .ja4 = client_ja4()}));
   }
 
   // The TLS handshake, bounded by [limits] handshake_timeout (and the pending deadline); a failure
@@ -201,6 +212,7 @@ struct connection {
       if (stream.next_layer().bytes_read() > 0) reject_handshake("tls_handshake_failed", ec.message());
       co_return false;
     }
+    ja4 = client_ja4();
     co_return true;
   }
 
@@ -276,6 +288,14 @@ struct connection {
       const http::request& req = parsed.value;
       consume(parsed.consumed);
       response_plan plan = plan_response(req);
+      // Each probe result is a probe.run line of up to 256 KiB: past [limits]
+      // probe_results_per_minute (all target listeners together) a post is refused, its body never
+      // read, so a flood of posts cannot flood the log.
+      if (plan.probe_result && !ctx.probe_posts->take(started_at, ctx.limits().probe_results_per_minute)) {
+        plan = error_response(429, "probe results arrive faster than [limits] probe_results_per_minute");
+        plan.note = "probe_rate_limited";
+        plan.close = true;
+      }
 
       // A client that asks first (curl does for bodies over 1 KiB) would otherwise wait about a
       // second before sending: that second would land in an upload measurement. Only a response
@@ -344,7 +364,7 @@ struct connection {
 
       // Decided now, not when the head arrived: a drain that began during /delay must say close.
       const bool keep_alive = req.keep_alive && !ctx.stopping && !plan.close;
-      const std::string timing = route ? format_server_timing(route->phases, route->quickack) : std::string();
+      const std::string timing = route ? format_server_timing(route->phases, route->quickack, route->ja4) : std::string();
       const std::uint64_t length = plan.content_length();
       const std::string head = format_head(plan, length, route_value, timing, keep_alive);
       arm_write_deadline();
@@ -437,7 +457,8 @@ struct connection {
         .error = complete ? note : error,
         .run = label("X-Vlessbench-Run"),
         .seq = label("X-Vlessbench-Seq"),
-        .path_label = label("X-Vlessbench-Path")}));
+        .path_label = label("X-Vlessbench-Path"),
+        .ja4 = ja4}));
   }
 };
 

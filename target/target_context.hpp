@@ -5,10 +5,12 @@
 // the targets never read the daemon's session counters, users or TLS state.
 #include <atomic>
 #include <functional>
+#include <memory>
 
 #include "core/access_log.hpp"
 #include "core/config.hpp"
 #include "core/connection_set.hpp"
+#include "core/rate_gate.hpp"
 #include "core/route_registry.hpp"
 #include "core/state_hub.hpp"
 
@@ -21,6 +23,8 @@ struct target_context {
   const std::atomic<bool>& stopping;
   std::function<limits_config()> limits;  // the running config's: a reload may change them
   state_hub& hub;                         // probe runs for the admin dashboard
+  // POST /probe/result, every target listener together ([limits] probe_results_per_minute).
+  std::shared_ptr<rate_gate> probe_posts = std::make_shared<rate_gate>();
 };
 
 }  // namespace vlessbench::target

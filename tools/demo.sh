@@ -32,6 +32,7 @@ if ((vm)); then
   link_quick=$(tools/vm.sh links | grep '#quickack-default')
   link_ws=$(tools/vm.sh links | grep '#ws-default')
   link_up=$(tools/vm.sh links | grep '#httpupgrade-default')
+  link_grpc=$(tools/vm.sh links | grep '#grpc-default')
   echo "vlessbenchd is up in the guest: VLESS+TLS on $host:8443 (default ACK) and :8444 (QUICKACK), targets on :8080 (HTTP), :8081 (HTTPS), :8082 (banner)"
 else
   "$bin/vlessbenchd" >"$work/access.jsonl" 2>"$work/daemon.log" &
@@ -45,6 +46,7 @@ else
   link_quick=$(grep -o 'vless://[^ ]*#quickack-default' "$work/daemon.log")
   link_ws=$(grep -o 'vless://[^ ]*#ws-default' "$work/daemon.log")
   link_up=$(grep -o 'vless://[^ ]*#httpupgrade-default' "$work/daemon.log")
+  link_grpc=$(grep -o 'vless://[^ ]*#grpc-default' "$work/daemon.log")
   echo "vlessbenchd is up: VLESS+TLS on 127.0.0.1:8443 (default ACK) and :8444 (QUICKACK), targets on :8080 (HTTP), :8081 (HTTPS), :8082 (banner)"
 fi
 uuid=${link_kernel#vless://}; uuid=${uuid%%@*}
@@ -77,11 +79,12 @@ for target in "https://$host:8081/" "banner://$host:8082"; do
   echo
   "${client[@]}" "$bin/vlessbench" run --target "$target" "${other_paths[@]}" "${counts[@]}" --out "$work/$name"
 done
-# Transports: raw TLS, WebSocket without and with early data, HTTPUpgrade, one interleaved batch
+# Transports: raw TLS, WebSocket without and with early data, HTTPUpgrade, gRPC, one interleaved batch
 # (the built-in client; samples.csv has each sample's transport and the server's upgrade phase).
 echo
 "${client[@]}" "$bin/vlessbench" run --target "http://$host:8080/" "${counts[@]}" --out "$work/transports" \
-  --path "tls=$link_kernel" --path "ws=${link_ws/&ed=2048/}" --path "ws-ed=$link_ws" --path "httpupgrade=$link_up"
+  --path "tls=$link_kernel" --path "ws=${link_ws/&ed=2048/}" --path "ws-ed=$link_ws" --path "httpupgrade=$link_up" \
+  --path "grpc=$link_grpc"
 echo
 "${client[@]}" "$bin/vlessbench" run --target "http://$host:8080/" --bulk 64M "${other_paths[@]}" --out "$work/bulk"
 echo

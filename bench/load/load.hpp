@@ -23,6 +23,7 @@ struct endpoints {
   std::string server;
   std::string target = "127.0.0.1:8080";
   std::string uuid;
+  std::string ws_path;  // non-empty: VLESS over WebSocket (over TLS) on this path, no early data
 };
 
 // --flag HOST:PORT (an address literal) -> endpoint; throws std::invalid_argument "--flag: reason".

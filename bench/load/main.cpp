@@ -23,8 +23,14 @@ vless::client_plan vless_plan(const endpoints& e, const tls::client_options& tls
   const auto target = endpoint_arg("--target", e.target);
   const auto uuid = vless::parse_uuid(e.uuid);
   if (!uuid) throw std::invalid_argument("--uuid: not a UUID");
-  return vless::make_client_plan(server, tls,
-                                 vless::tcp_request(*uuid, target.address().to_string(), target.port()));
+  auto plan = vless::make_client_plan(server, tls,
+                                      vless::tcp_request(*uuid, target.address().to_string(), target.port()));
+  if (!e.ws_path.empty()) {
+    if (e.ws_path.front() != '/') throw std::invalid_argument("--ws-path: must start with '/'");
+    plan.transport.type = "ws";
+    plan.transport.path = e.ws_path;
+  }
+  return plan;
 }
 
 std::string json_escape(std::string_view s) {
@@ -47,6 +53,8 @@ void add_endpoints(CLI::App& app, vlessbench::load::endpoints& e, bool server_re
   auto* target = app.add_option("--target", e.target,
                                 "HTTP target, HOST:PORT: the destination in the VLESS header (direct: dialled)");
   target->capture_default_str();
+  app.add_option("--ws-path", e.ws_path, "VLESS over WebSocket on this path (TLS below; no early data)")
+      ->needs(server);
   if (server_required) {
     server->required();
     uuid->required();

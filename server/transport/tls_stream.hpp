@@ -59,7 +59,7 @@ class tls_stream {
   static std::string_view open_failure() { return "tls_handshake_failed"; }
   transport::facts facts() const {
     return {"tls", tls::version_name(ssl_), tls::cipher_name(ssl_), tls::sni_received(ssl_),
-            tls::alpn_selected(ssl_)};
+            tls::alpn_selected(ssl_), tls::ja4_received(ssl_)};
   }
 
   template <class Token>

@@ -50,6 +50,7 @@ struct facts {
   std::string cipher;
   std::string sni;
   std::string alpn;
+  std::string ja4;  // the client's TLS fingerprint (core/ja4.hpp); "" without TLS
   std::uint64_t early_data = 0;  // bytes of the VLESS stream that came with the upgrade request
 };
 

@@ -192,7 +192,7 @@ def toml_text(cfg: dict) -> str:
             out.append(f"[{table}]")
             out += [f"{k} = {_toml_value(v)}" for k, v in cfg[table].items()]
             out.append("")
-    for arr in ("users", "vless", "target", "banner"):
+    for arr in ("users", "vless", "target", "banner", "udp_target", "dns"):
         for entry in cfg.get(arr, []):
             out.append(f"[[{arr}]]")
             out += [f"{k} = {_toml_value(v)}" for k, v in entry.items()]
@@ -315,7 +315,8 @@ class Daemon:
             self.cfg = cfg
 
     def listeners(self) -> list[dict]:
-        return list(self.cfg.get("vless", [])) + list(self.cfg.get("target", [])) + list(self.cfg.get("banner", []))
+        return (list(self.cfg.get("vless", [])) + list(self.cfg.get("target", [])) + list(self.cfg.get("banner", []))
+                + list(self.cfg.get("dns", [])))
 
     def addr(self, name: str) -> tuple[str, int]:
         for entry in self.listeners():

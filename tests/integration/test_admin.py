@@ -225,6 +225,7 @@ def injected_html_is_shown_as_text():
     s = state()
     check(any(x["sni"] == SNI_SCRIPT for x in s["sessions"]) and any(x["sni"] == SNI_IMG for x in s["sessions"]))
     check(any(p["user_agent"] == UA for p in s["probes"]), s["probes"])
+    check(all(x["ja4"].startswith("t13") for x in s["sessions"]), s["sessions"])  # the ja4 column
     r = admin_get(f"/?token={TOKEN}")
     check("script-src 'sha256-" in r.headers.get("content-security-policy", ""), r.headers)
     shot = Path(os.environ.get("VLESSBENCH_DASHBOARD_SCREENSHOT") or tempdir() / "dashboard.png")

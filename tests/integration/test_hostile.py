@@ -147,7 +147,7 @@ def random_bytes_after_tls():
     check(not odd, odd)
     check({"bad_version", "bad_addons"} <= reasons, reasons)
     check(reasons & {"bad_address_type", "bad_command", "dest_not_allowed", "connect_failed", "bad_port", "bad_domain",
-                     "empty_domain", "udp_unsupported", "mux_unsupported"}, reasons)
+                     "empty_domain", "mux_unsupported"}, reasons)
     healthy()
 
 

@@ -403,6 +403,40 @@ def sink_upload_after_small_heads():
         check(b"HTTP/1.1 204" in data, data[-200:])
 
 
+PROBE_RESULT = (b'{"v":1,"run":"flood%d","new":1,"reuse":0,"verdict":"no_vless","samples":['
+                b'{"seq":1,"path":"target","mode":"new","ok":true,"ms":1.5,"route":"direct","session":null}]}')
+
+
+@suite.test
+def probe_result_flood_is_held_to_the_rate():
+    # [limits] probe_results_per_minute = 4: a burst of 4 passes, the rest of a quick flood is
+    # 429 and closed unread, and only the 4 become probe.run lines. A reload to 0 refuses all.
+    with Daemon(limits={"probe_results_per_minute": 4}) as d:
+        mark = d.mark()
+        statuses = []
+        for i in range(10):
+            with tcp_connect(d.target_port) as s:
+                s.sendall(http_request("POST", "/probe/result", body=PROBE_RESULT % i))
+                r = plain_stream(s).read_response()
+                statuses.append(r.status)
+                if r.status == 429:
+                    check(r.headers.get("connection") == "close" and b"probe_results_per_minute" in r.body, r)
+        check(statuses == [200] * 4 + [429] * 6, statuses)
+        limited = d.wait_event("http.request", since=mark, path="/probe/result", status=429)
+        check(limited["error"] == "probe_rate_limited", limited)
+        # Each probe.run is queued before its request's line: once all ten lines are in, so are they.
+        deadline = time.monotonic() + 5
+        while len(d.events("http.request", since=mark, path="/probe/result")) < 10 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        check(len(d.events("probe.run", since=mark)) == 4, d.events("probe.run", since=mark))
+        cfg = dict(d.cfg)
+        cfg["limits"] = dict(cfg.get("limits", {}), probe_results_per_minute=0)
+        d.reload(cfg)
+        with tcp_connect(d.target_port) as s:
+            s.sendall(http_request("POST", "/probe/result", body=PROBE_RESULT % 99))
+            check(plain_stream(s).read_response().status == 429)
+
+
 if __name__ == "__main__":
     try:
         suite.run()

@@ -172,8 +172,10 @@ def mux_command():
 
 
 @suite.test
-def udp_command():
-    expect_reject("udp_unsupported", lambda: tls_send(hdr(cmd=2, port=53) + b"\x00\x01x"))
+def udp_command_denied_destination():
+    # UDP is served (test_vless_udp.py); its destination obeys [destinations] like TCP's.
+    e = expect_reject("dest_not_allowed", lambda: tls_send(hdr(cmd=2, port=53, addr="192.0.2.1") + b"\x00\x01x"))
+    check(e.get("detail") == "192.0.2.1:53", e)
 
 
 @suite.test

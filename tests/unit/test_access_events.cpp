@@ -28,9 +28,11 @@ TEST_CASE("vless.reject: from a session, and at accept before a session exists",
                                                    .detail = "10.0.0.1:80",
                                                    .user = "alice",
                                                    .dest = "10.0.0.1:80",
-                                                   .duration_us = 1234})) ==
+                                                   .duration_us = 1234,
+                                                   .ja4 = "t13d1516h2_8daaf6152771_e5627efa2ab1"})) ==
         R"({"event":"vless.reject","ts":"T","session":7,"listener":"kernel","client":"192.0.2.1:5000",)"
-        R"("reason":"dest_not_allowed","phase":"connect","bytes_seen":42,"detail":"10.0.0.1:80","user":"alice",)"
+        R"("reason":"dest_not_allowed","phase":"connect","bytes_seen":42,)"
+        R"("ja4":"t13d1516h2_8daaf6152771_e5627efa2ab1","detail":"10.0.0.1:80","user":"alice",)"
         R"("dest":"10.0.0.1:80","duration_us":1234})"
         "\n");
   CHECK(without_ts(format_event(vless_reject_event{
@@ -66,10 +68,11 @@ TEST_CASE("http.request: relayed with the runner's labels, and a refused head", 
                                                    .duration_us = 77,
                                                    .run = "r1",
                                                    .seq = "3",
-                                                   .path_label = "ctl"})) ==
+                                                   .path_label = "ctl",
+                                                   .ja4 = "t13d1812h1_85036bcba153_d41ae481755e"})) ==
         R"({"event":"http.request","ts":"T","listener":"http","peer":"127.0.0.1:40000","route":"vless",)"
         R"("vless_session":9,"vless_user":"bob","vless_client":"192.0.2.2:6000","vless_listener":"quick",)"
-        R"("method":"POST","path":"/sink","status":200,"bytes":5,"bytes_in":1000,"duration_us":77,"run":"r1",)"
+        R"("ja4":"t13d1812h1_85036bcba153_d41ae481755e","method":"POST","path":"/sink","status":200,"bytes":5,"bytes_in":1000,"duration_us":77,"run":"r1",)"
         R"("seq":"3","path_label":"ctl"})"
         "\n");
   CHECK(without_ts(format_event(http_request_event{
@@ -98,6 +101,7 @@ TEST_CASE("vless.session: policies, phases (resolved only when reached), tcp_inf
                         .cipher = "TLS_AES_128_GCM_SHA256",
                         .sni = "vlessbench.test",
                         .alpn = "",
+                        .ja4 = "t13d1516h2_8daaf6152771_e5627efa2ab1",
                         .policy = {.nodelay = false, .quickack = quickack_mode::on},
                         .upstream_policy = {},
                         .generation = 3,
@@ -110,6 +114,7 @@ TEST_CASE("vless.session: policies, phases (resolved only when reached), tcp_inf
       R"({"event":"vless.session","ts":"T","session":12,"listener":"nagle","user":"alice",)"
       R"("client":"192.0.2.1:5000","dest":"127.0.0.1:8080","cmd":"tcp","tls_version":"TLSv1.3",)"
       R"("cipher":"TLS_AES_128_GCM_SHA256","sni":"vlessbench.test","alpn":"",)"
+      R"("ja4":"t13d1516h2_8daaf6152771_e5627efa2ab1",)"
       R"("policy":{"nodelay":false,"quickack":"on","upstream_nodelay":true,"upstream_quickack":"kernel",)"
       R"("generation":3},"phases_us":{"tls_done":900,"first_vless_byte":950,"header_complete":41000,)";
   const std::string tail =
@@ -125,6 +130,18 @@ TEST_CASE("vless.session: policies, phases (resolved only when reached), tcp_inf
         head + R"("resolved":1000,)" + tail +
             R"("tcp_info":{"rtt_us":50,"rttvar_us":25,"ato_us":40000,"retransmits":0,"unacked":0,)"
             R"("delivery_rate":1000000},)" + end);
+  // UDP (command 2): the same line with cmd "udp" and the datagram counts after the bytes.
+  e.tcp_info.reset();
+  e.cmd = "udp";
+  e.packets_up = 4;
+  e.packets_down = 3;
+  std::string udp_head = head;
+  udp_head.replace(udp_head.find(R"("cmd":"tcp")"), 11, R"("cmd":"udp")");
+  CHECK(without_ts(format_event(e)) ==
+        udp_head + R"("resolved":1000,)" + tail +
+            R"("bytes_up":80,"bytes_down":200,"packets_up":4,"packets_down":3,"duration_us":50000,)"
+            R"("close_reason":"client_eof"})"
+            "\n");
 }
 
 TEST_CASE("target.reject: TLS garbage with the library's reason, a handshake timeout without", "[access_log]") {
@@ -133,9 +150,10 @@ TEST_CASE("target.reject: TLS garbage with the library's reason, a handshake tim
                                                     .reason = "tls_handshake_failed",
                                                     .bytes_seen = 17,
                                                     .detail = "WRONG_VERSION_NUMBER",
-                                                    .duration_us = 120})) ==
+                                                    .duration_us = 120,
+                                                    .ja4 = "t12i280600_d943125447b4_e7e480e5a997"})) ==
         R"({"event":"target.reject","ts":"T","listener":"https","peer":"127.0.0.1:40002",)"
-        R"("reason":"tls_handshake_failed","bytes_seen":17,"detail":"WRONG_VERSION_NUMBER","duration_us":120})"
+        R"("reason":"tls_handshake_failed","bytes_seen":17,"ja4":"t12i280600_d943125447b4_e7e480e5a997","detail":"WRONG_VERSION_NUMBER","duration_us":120})"
         "\n");
   CHECK(without_ts(format_event(target_reject_event{
             .listener = "https", .peer = "127.0.0.1:40003", .reason = "handshake_timeout"})) ==
@@ -168,6 +186,59 @@ TEST_CASE("banner.connection: relayed with its session, and a direct one cut bef
                                                         .close_reason = "slow_transfer"})) ==
         R"({"event":"banner.connection","ts":"T","listener":"banner","peer":"127.0.0.1:40005","route":"direct",)"
         R"("bytes_in":0,"bytes_out":0,"duration_us":5000,"close_reason":"slow_transfer"})"
+        "\n");
+}
+
+TEST_CASE("udp.packet: one line per flow, relayed or direct", "[access_log]") {
+  route_info session;
+  session.session_id = 9;
+  session.user = "dave";
+  session.client = "192.0.2.4:7001";
+  session.listener = "kernel";
+  CHECK(without_ts(format_event(udp_packet_event{.listener = "udp",
+                                                 .peer = "127.0.0.1:40006",
+                                                 .route = &session,
+                                                 .packets_in = 3,
+                                                 .bytes_in = 12,
+                                                 .packets_out = 3,
+                                                 .bytes_out = 150,
+                                                 .duration_us = 2000,
+                                                 .close_reason = "idle"})) ==
+        R"({"event":"udp.packet","ts":"T","listener":"udp","peer":"127.0.0.1:40006","route":"vless",)"
+        R"("vless_session":9,"vless_user":"dave","vless_client":"192.0.2.4:7001","vless_listener":"kernel",)"
+        R"("packets_in":3,"bytes_in":12,"packets_out":3,"bytes_out":150,"duration_us":2000,"close_reason":"idle"})"
+        "\n");
+  CHECK(without_ts(format_event(udp_packet_event{.listener = "udp", .peer = "127.0.0.1:40007", .close_reason = "stop"})) ==
+        R"({"event":"udp.packet","ts":"T","listener":"udp","peer":"127.0.0.1:40007","route":"direct",)"
+        R"("packets_in":0,"bytes_in":0,"packets_out":0,"bytes_out":0,"duration_us":0,"close_reason":"stop"})"
+        "\n");
+}
+
+TEST_CASE("dns.query: answered through a session, and a malformed one", "[access_log]") {
+  route_info session;
+  session.session_id = 5;
+  session.user = "erin";
+  session.client = "192.0.2.5:7002";
+  session.listener = "kernel";
+  CHECK(without_ts(format_event(dns_query_event{.listener = "dns",
+                                                .peer = "127.0.0.1:40008",
+                                                .transport = "udp",
+                                                .route = &session,
+                                                .name = "a.delay-20.vlessbench.test",
+                                                .qtype = 1,
+                                                .rcode = "NOERROR",
+                                                .delay_ms = 20})) ==
+        R"({"event":"dns.query","ts":"T","listener":"dns","peer":"127.0.0.1:40008","transport":"udp","route":"vless",)"
+        R"("vless_session":5,"vless_user":"erin","vless_client":"192.0.2.5:7002","vless_listener":"kernel",)"
+        R"("name":"a.delay-20.vlessbench.test","qtype":1,"rcode":"NOERROR","delay_ms":20})"
+        "\n");
+  CHECK(without_ts(format_event(dns_query_event{.listener = "dns",
+                                                .peer = "127.0.0.1:40009",
+                                                .transport = "tcp",
+                                                .rcode = "FORMERR",
+                                                .error = "pointer_loop"})) ==
+        R"({"event":"dns.query","ts":"T","listener":"dns","peer":"127.0.0.1:40009","transport":"tcp","route":"direct",)"
+        R"("rcode":"FORMERR","error":"pointer_loop"})"
         "\n");
 }
 

@@ -261,8 +261,10 @@ TEST_CASE("unknown keys are errors at every level", "[config]") {
   // A transport's key on another transport (core/transport_config.cpp).
   CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\nhost = \"example.com\"\n") ==
         "x.toml:4: vless[0].host: only for transport = \"ws\" or \"httpupgrade\"");
-  CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\ntransport = \"grpc\"\n") ==
-        "x.toml:4: vless[0].transport: \"grpc\": expected \"tls\", \"ws\" or \"httpupgrade\"");
+  CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\ntransport = \"quic\"\n") ==
+        "x.toml:4: vless[0].transport: \"quic\": expected \"tls\", \"ws\", \"httpupgrade\" or \"grpc\"");
+  CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\nservice_name = \"g\"\n") ==
+        "x.toml:4: vless[0].service_name: only for transport = \"grpc\"");
   CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\ntransport = \"ws\"\npath = \"ws\"\n") ==
         "x.toml:5: vless[0].path: \"ws\": expected a path starting with '/', without query or spaces");
   CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\ntransport = \"httpupgrade\"\n"
@@ -683,7 +685,7 @@ TEST_CASE("values echoed in errors are escaped and capped", "[config]") {
 TEST_CASE("default_config is DESIGN.md's embedded default", "[config]") {
   config c = default_config();
   CHECK(c.source == "<embedded default>");
-  REQUIRE(c.vless.size() == 4);
+  REQUIRE(c.vless.size() == 5);
   CHECK(c.vless[0].name == "default-ack");
   CHECK(c.vless[0].listen == ep("127.0.0.1", 8443));
   CHECK(c.vless[0].tcp == tcp_policy{true, quickack_mode::kernel});
@@ -702,6 +704,10 @@ TEST_CASE("default_config is DESIGN.md's embedded default", "[config]") {
   CHECK(c.vless[3].listen == ep("127.0.0.1", 8446));
   CHECK(c.vless[3].transport.kind == transport_kind::httpupgrade);
   CHECK(c.vless[3].transport.path == "/up");
+  CHECK(c.vless[4].name == "grpc");
+  CHECK(c.vless[4].listen == ep("127.0.0.1", 8447));
+  CHECK(c.vless[4].transport.kind == transport_kind::grpc);
+  CHECK(c.vless[4].transport.service_name == "vlessbench");
   REQUIRE(c.target.size() == 3);
   CHECK(c.target[0].name == "http");
   CHECK(c.target[0].listen == ep("127.0.0.1", 8080));
@@ -775,7 +781,7 @@ TEST_CASE("the shipped config files are valid", "[config]") {
   const auto config_dir = std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "config";
 
   config example = load_config_file(config_dir / "vlessbenchd.example.toml");
-  CHECK(example.vless.size() == 4);
+  CHECK(example.vless.size() == 5);
   CHECK(example.target.size() == 3);
   REQUIRE(example.users.size() == 1);
   CHECK(example.users[0].name == "mac");
@@ -799,7 +805,7 @@ TEST_CASE("the shipped config files are valid", "[config]") {
   CHECK(example.target == embedded.target);
 
   config vm = load_config_file(config_dir / "vlessbenchd.toml");
-  REQUIRE(vm.vless.size() == 4);
+  REQUIRE(vm.vless.size() == 5);
   CHECK(vm.vless[0].name == "default-ack");
   CHECK(vm.vless[0].listen == ep("0.0.0.0", 8443));
   CHECK(vm.vless[0].tcp.quickack == quickack_mode::kernel);
@@ -810,6 +816,8 @@ TEST_CASE("the shipped config files are valid", "[config]") {
   CHECK(vm.vless[2].transport == default_config().vless[2].transport);
   CHECK(vm.vless[3].listen == ep("0.0.0.0", 8446));
   CHECK(vm.vless[3].transport == default_config().vless[3].transport);
+  CHECK(vm.vless[4].listen == ep("0.0.0.0", 8447));
+  CHECK(vm.vless[4].transport == default_config().vless[4].transport);
   REQUIRE(vm.target.size() == 3);
   CHECK(vm.target[0].listen == ep("0.0.0.0", 8080));
   CHECK(vm.target[1].listen == ep("0.0.0.0", 8081));
@@ -878,4 +886,54 @@ TEST_CASE("[admin]: its endpoint may not overlap a listener's", "[config]") {
         "listener's default: set [admin] listen)");
   CHECK(error_of(std::string(loopback_target) + "[admin]\nlisten = \"0.0.0.0:8080\"\ntoken = \"0123456789abcdef\"\n") ==
         "x.toml:4: admin.listen: \"0.0.0.0:8080\": overlaps the listener on \"127.0.0.1:8080\"");
+}
+
+TEST_CASE("[[udp_target]]: UDP ports are apart from TCP ones, unique among UDP listeners", "[config]") {
+  const config c = parse_config(
+      "[[target]]\nname = \"t\"\nlisten = \"127.0.0.1:9053\"\n"
+      "[[udp_target]]\nname = \"u\"\nlisten = \"127.0.0.1:9053\"\n"
+      "[limits]\nudp_idle_timeout_ms = 1500\n",
+      "x.toml");
+  REQUIRE(c.udp_target.size() == 1);
+  CHECK(c.udp_target[0].name == "u");
+  CHECK(c.udp_target[0].listen == asio::ip::udp::endpoint(asio::ip::make_address("127.0.0.1"), 9053));
+  CHECK(c.limits.udp_idle_timeout == std::chrono::milliseconds(1500));
+  CHECK(parse_config("[[udp_target]]\nname = \"u\"\nlisten = \"127.0.0.1:9053\"\n", "x.toml").limits.udp_idle_timeout ==
+        std::chrono::seconds(60));
+  CHECK(error_of("[[udp_target]]\nname = \"u\"\nlisten = \"127.0.0.1:9053\"\n"
+                 "[[udp_target]]\nname = \"v\"\nlisten = \"0.0.0.0:9053\"\n")
+            .find("overlaps udp_target[0].listen") != std::string::npos);
+  CHECK(error_of("[[udp_target]]\nname = \"u\"\nlisten = \"127.0.0.1:9053\"\ntcp = {}\n") ==
+        "x.toml:4: udp_target[0].tcp: unknown key");
+  CHECK(error_of("[[udp_target]]\nname = \"t\"\nlisten = \"127.0.0.1:9053\"\n[[target]]\nname = \"t\"\n"
+                 "listen = \"127.0.0.1:9054\"\n")
+            .find("duplicate listener name") != std::string::npos);
+  CHECK(default_config().udp_target ==
+        std::vector<udp_listener_config>{{"udp", {asio::ip::make_address("127.0.0.1"), 8083}}});
+}
+
+TEST_CASE("[[dns]]: zone and addresses, UDP and TCP on one port", "[config]") {
+  const config c = parse_config(
+      "[[dns]]\nname = \"d\"\nlisten = \"127.0.0.1:9053\"\nzone = \"Lab.Example.\"\na = \"10.0.0.7\"\n"
+      "aaaa = \"fd00::7\"\n[[dns]]\nname = \"e\"\nlisten = \"127.0.0.1:9054\"\n",
+      "x.toml");
+  REQUIRE(c.dns.size() == 2);
+  CHECK(c.dns[0].zone == "lab.example");
+  CHECK(c.dns[0].a == asio::ip::make_address_v4("10.0.0.7"));
+  CHECK(c.dns[0].aaaa == asio::ip::make_address_v6("fd00::7"));
+  CHECK(c.dns[1].zone == "vlessbench.test");
+  CHECK(c.dns[1].a == asio::ip::address_v4::loopback());
+  CHECK(error_of("[[dns]]\nname = \"d\"\nlisten = \"127.0.0.1:9053\"\nzone = \"a..b\"\n").find("zone") !=
+        std::string::npos);
+  CHECK(error_of("[[dns]]\nname = \"d\"\nlisten = \"127.0.0.1:9053\"\na = \"::1\"\n").find("not an IPv4") !=
+        std::string::npos);
+  // Its port is taken for TCP and UDP both.
+  CHECK(error_of("[[dns]]\nname = \"d\"\nlisten = \"127.0.0.1:9053\"\n"
+                 "[[udp_target]]\nname = \"u\"\nlisten = \"127.0.0.1:9053\"\n")
+            .find("dns[0].listen: \"127.0.0.1:9053\": already used by") != std::string::npos);
+  CHECK(error_of("[[dns]]\nname = \"d\"\nlisten = \"127.0.0.1:9053\"\n"
+                 "[[target]]\nname = \"t\"\nlisten = \"127.0.0.1:9053\"\n")
+            .find("dns[0].listen: \"127.0.0.1:9053\": already used by") != std::string::npos);
+  CHECK(default_config().dns.size() == 1);
+  CHECK(default_config().dns[0].listen.port() == 8053);
 }

@@ -6,6 +6,8 @@
 // and a direct request is told apart.
 #include <catch2/catch.hpp>
 
+#include <regex>
+
 #include <unistd.h>
 
 #include <filesystem>
@@ -223,6 +225,10 @@ TEST_CASE("full stack: a request through the VLESS session proves its route and 
   CHECK(*phases.vless >= 0.0);
   CHECK(*phases.upstream >= 0.0);
   CHECK(phases.ack == std::optional<std::string>(std::string(to_string(s.vless_listener->tcp.load().quickack))));
+  // The VLESS client's JA4 (core/ja4.hpp), recorded by the server context's ClientHello callback:
+  // the built-in client offers TLS 1.3 and http/1.1.
+  REQUIRE(phases.ja4);
+  CHECK(std::regex_match(*phases.ja4, std::regex("t13[di][0-9]{4}h1_[0-9a-f]{12}_[0-9a-f]{12}")));
 
   // The log: the session once, with its user and the client's TLS facts; both tunnelled requests
   // carry its id; the direct one says direct; nothing is left registered.
@@ -230,6 +236,7 @@ TEST_CASE("full stack: a request through the VLESS session proves its route and 
   CHECK(log.find("{\"event\":\"vless.session\"") != std::string::npos);
   CHECK(log.find("\"session\":1,\"listener\":\"raw-tls\",\"user\":\"alice\"") != std::string::npos);
   CHECK(log.find("\"tls_version\":\"TLSv1.3\"") != std::string::npos);
+  if (phases.ja4) CHECK(log.find("\"ja4\":\"" + *phases.ja4 + "\"") != std::string::npos);
   std::size_t vless_requests = 0;
   for (std::size_t at = 0; (at = log.find("\"route\":\"vless\",\"vless_session\":1,\"vless_user\":\"alice\"", at)) !=
                            std::string::npos;

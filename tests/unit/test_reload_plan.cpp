@@ -251,3 +251,12 @@ TEST_CASE("the admin listener moves when its endpoint changes; a token change is
   CHECK_FALSE(token.admin_rebind);
   CHECK(token.changes == std::vector<std::string>{"admin token changed"});
 }
+
+TEST_CASE("a changed [[udp_target]] list is refused: UDP listeners change at a restart", "[reload_plan]") {
+  const std::string udp = "[[udp_target]]\nname = \"u\"\nlisten = \"127.0.0.1:9053\"\n";
+  CHECK_FALSE(plan_reload(parse(base + udp), parse(base + udp)).refused);
+  const reload_plan p = plan_reload(parse(base), parse(base + udp));
+  REQUIRE(p.refused);
+  CHECK(*p.refused == "udp_target and dns listeners change at a restart only");
+  CHECK(p.open.empty());
+}

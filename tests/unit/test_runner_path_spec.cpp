@@ -46,6 +46,18 @@ TEST_CASE("path SPEC: direct, CONNECT and SOCKS5 entries", "[runner]") {
   CHECK(f->host == "127.0.0.1");
   CHECK(f->port == 7000);
   CHECK(to_string(f->kind) == "forward");
+
+  // tun dials the target itself; tun://H:P another address the client's TUN captures.
+  auto t = parse_path_arg("phone=tun", reason);
+  REQUIRE(t);
+  CHECK(t->kind == path_kind::tun);
+  CHECK(t->host.empty());
+  CHECK(to_string(t->kind) == "tun");
+  auto th = parse_path_arg("phone2=TUN://10.0.0.2:8080", reason);
+  REQUIRE(th);
+  CHECK(th->kind == path_kind::tun);
+  CHECK(th->host == "10.0.0.2");
+  CHECK(th->port == 8080);
 }
 
 TEST_CASE("path SPEC: malformed arguments are refused with a reason", "[runner]") {
@@ -62,6 +74,8 @@ TEST_CASE("path SPEC: malformed arguments are refused with a reason", "[runner]"
   CHECK_THAT(refusal("x=socks5://[::1:1080"), Catch::Contains("missing ']' after the IPv6 address"));
   CHECK_THAT(refusal("x=tcp://h:1/path"), Catch::Contains("only scheme://HOST:PORT"));
   CHECK_THAT(refusal("x=tcp://1.2.3.4"), Catch::Contains("HOST:PORT"));
+  CHECK_THAT(refusal("x=tun://1.2.3.4"), Catch::Contains("HOST:PORT"));
+  CHECK_THAT(refusal("x=tun:"), Catch::Contains("SPEC must be"));
 }
 
 TEST_CASE("path SPEC: vless link with the runner's client parameters", "[runner]") {

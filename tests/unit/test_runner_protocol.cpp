@@ -123,6 +123,16 @@ TEST_CASE("route header and Server-Timing: what the target writes, the runner re
   CHECK(*a.ack == "on");
   CHECK(*a.vless == Approx(41.6));  // the other metrics unchanged
   CHECK(*parse_server_timing("ack;desc=\"kernel\"").ack == "kernel");
+  CHECK_FALSE(a.ja4);
+  const auto with_ja4 = format_server_timing(info.phases, "on", "t13d1516h2_8daaf6152771_e5627efa2ab1");
+  CHECK_THAT(with_ja4, Catch::EndsWith(", ack;desc=on, ja4;desc=\"t13d1516h2_8daaf6152771_e5627efa2ab1\""));
+  const auto j = parse_server_timing(with_ja4);
+  REQUIRE(j.ja4);
+  CHECK(*j.ja4 == "t13d1516h2_8daaf6152771_e5627efa2ab1");
+  CHECK(*j.ack == "on");
+  CHECK(*j.upstream == Approx(0.15));
+  CHECK(format_server_timing(session_phases{}, {}, "t12i000000_000000000000_000000000000") ==
+        "ja4;desc=\"t12i000000_000000000000_000000000000\"");
 }
 
 TEST_CASE("route mismatch rules", "[runner]") {
@@ -131,6 +141,9 @@ TEST_CASE("route mismatch rules", "[runner]") {
   CHECK(is_route_mismatch(path_kind::http_connect, route_kind::direct));
   // A port forward may or may not lead through VLESS: its route is reported, never flagged.
   CHECK_FALSE(is_route_mismatch(path_kind::forward, route_kind::direct));
+  // A TUN path is dialled like direct but must arrive through VLESS: the reverse of direct.
+  CHECK(is_route_mismatch(path_kind::tun, route_kind::direct));
+  CHECK_FALSE(is_route_mismatch(path_kind::tun, route_kind::vless));
   CHECK_FALSE(is_route_mismatch(path_kind::forward, route_kind::vless));
   CHECK(is_route_mismatch(path_kind::socks5, route_kind::direct));
   CHECK(is_route_mismatch(path_kind::vless, route_kind::direct));

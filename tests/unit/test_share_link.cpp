@@ -133,8 +133,8 @@ TEST_CASE("parse_share_link refuses what the built-in client cannot do", "[share
   CHECK_THAT(refusal(link_with("h:1", "security=reality")),
              Catch::Contains("security=reality is not supported"));
   CHECK_THAT(refusal(link_with("h:1", "security=TLS")), Catch::Contains("security=TLS"));
-  CHECK_THAT(refusal(link_with("h:1", "security=tls&type=grpc")),
-             Catch::Contains("type=grpc is not supported"));
+  CHECK_THAT(refusal(link_with("h:1", "security=tls&type=xhttp")),
+             Catch::Contains("type=xhttp is not supported"));
   CHECK_THAT(refusal(link_with("h:1", "security=tls&type=httpupgrade&ed=2048")), Catch::Contains("ed= is for type=ws"));
   CHECK_THAT(refusal(link_with("h:1", "security=tls&type=ws&ed=lots")), Catch::Contains("ed=lots"));
   CHECK_THAT(refusal(link_with("h:1", "security=tls&type=ws&path=%2Fws%3Fed%3D1&ed=2")), Catch::Contains("disagree"));
@@ -177,6 +177,29 @@ TEST_CASE("parse_share_link reads the ws and httpupgrade transports", "[share_li
   CHECK(link->security == "none");
   CHECK(link->path == "/");
   CHECK(format_share_link(*link).find("&type=httpupgrade&path=%2F") != std::string::npos);
+}
+
+TEST_CASE("parse_share_link reads the grpc transport", "[share_link]") {
+  std::string reason;
+  auto link = parse_share_link(link_with("h:443", "security=tls&type=grpc&serviceName=example.Gun"), reason);
+  REQUIRE(link);
+  CHECK(link->type == "grpc");
+  CHECK(link->service_name == "example.Gun");
+  CHECK_FALSE(link->grpc_multi);
+  CHECK(format_share_link(*link).find("&type=grpc&serviceName=example.Gun") != std::string::npos);
+  // h2c below, the default service name, mode=multi (TunMulti).
+  link = parse_share_link(link_with("h:80", "security=none&type=grpc&mode=multi"), reason);
+  REQUIRE(link);
+  CHECK(link->security == "none");
+  CHECK(link->service_name == "vlessbench");
+  CHECK(link->grpc_multi);
+  const auto again = parse_share_link(format_share_link(*link), reason);
+  REQUIRE(again);
+  CHECK(again->grpc_multi);
+  CHECK(again->service_name == "vlessbench");
+  CHECK_THAT(refusal(link_with("h:1", "security=tls&type=grpc&serviceName=a%2Fb")), Catch::Contains("serviceName"));
+  CHECK_THAT(refusal(link_with("h:1", "security=tls&type=grpc&mode=stream")), Catch::Contains("mode=stream"));
+  CHECK_THAT(refusal(link_with("h:1", "security=tls&type=grpc&ed=2048")), Catch::Contains("ed= is for type=ws"));
 }
 
 TEST_CASE("format_share_link emits a canonical link that parses back", "[share_link]") {

@@ -40,11 +40,29 @@ TEST_CASE("transport keys: refusals name the key", "[config][transport]") {
     const auto errors = validate_transport(keys, out);
     return errors.empty() ? std::string("(none)") : errors.front().first + ": " + errors.front().second;
   };
-  CHECK(first_error({.transport = "tls", .tls = false}) == "tls: only for transport = \"ws\" or \"httpupgrade\"");
+  CHECK(first_error({.transport = "tls", .tls = false}) ==
+        "tls: only for transport = \"ws\", \"httpupgrade\" or \"grpc\"");
+  CHECK(first_error({.transport = "grpc", .path = "/x"}) == "path: only for transport = \"ws\" or \"httpupgrade\"");
+  CHECK(first_error({.transport = "ws", .service_name = "x"}) == "service_name: only for transport = \"grpc\"");
+  CHECK(first_error({.transport = "grpc", .service_name = "a/b"}) ==
+        "service_name: \"a/b\": expected 1-128 letters, digits, '-', '.', '_' or '~' (no '/')");
+  CHECK(first_error({.transport = "grpc", .service_name = ""}).rfind("service_name:", 0) == 0);
   CHECK(first_error({.transport = "ws", .max_early_data = -1}) == "max_early_data: expected 0..8192 bytes");
   CHECK(first_error({.transport = "ws", .max_early_data = 8193}) == "max_early_data: expected 0..8192 bytes");
   CHECK(first_error({.transport = "ws", .early_data_header = "Bad Header"}) ==
         "early_data_header: \"Bad Header\": not an HTTP header name");
   CHECK(first_error({.transport = "ws", .path = "/a?b"}).rfind("path:", 0) == 0);
   CHECK(first_error({.transport = "ws", .path = "/ws", .max_early_data = 8192}) == "(none)");
+}
+
+TEST_CASE("transport keys: grpc with its service name, over TLS or h2c", "[config][transport]") {
+  transport_config out;
+  CHECK(validate_transport({.transport = "grpc"}, out).empty());
+  CHECK(out.kind == transport_kind::grpc);
+  CHECK(out.tls);
+  CHECK(out.service_name == "vlessbench");
+  CHECK(to_string(out.kind) == "grpc");
+  CHECK(validate_transport({.transport = "grpc", .tls = false, .service_name = "example.Gun_1"}, out).empty());
+  CHECK_FALSE(out.tls);
+  CHECK(out.service_name == "example.Gun_1");
 }

@@ -1,0 +1,199 @@
+#pragma once
+// VLESS command 2 (UDP) inside a session (server/vless_session.hpp;
+// docs/sessions.md "UDP"): one connected UDP socket to the request's one
+// destination, registered in the route registry as the TCP upstreams are (so
+// the [[udp_target]] and [[dns]] targets name the session), and datagrams
+// relayed between it and the VLESS stream, framed as core/udp_framing.hpp says.
+// Free templates over the session, whose fields (deadline, phases, counters,
+// close reason) they share.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/buffer_pool.hpp"
+#include "core/logging.hpp"
+#include "core/route_registry.hpp"
+#include "core/udp_framing.hpp"
+#include "core/vless_codec.hpp"
+#include "server/relay_common.hpp"
+#include "server/vless_server.hpp"
+
+namespace vlessbench::vless_server::detail {
+
+using udp = asio::ip::udp;
+
+// The UDP side of a session. The route entry goes before the socket, as for TCP
+// upstreams.
+struct udp_upstream {
+  explicit udp_upstream(const asio::any_io_executor &ex) : socket(ex) {}
+  udp::socket socket;
+  std::optional<route_registration> reg;
+  std::uint64_t packets_up = 0;   // datagrams sent to the destination
+  std::uint64_t packets_down = 0; // datagrams relayed back to the client
+  void close() {
+    if (reg)
+      reg->release();
+    std::error_code ignored;
+    socket.close(ignored);
+  }
+};
+
+// Connects a UDP socket to the first candidate that takes it (UDP connect()
+// only sets the peer) and registers its identity. False: the session has been
+// rejected with a reason.
+template <class Session>
+bool connect_udp_upstream(Session &s,
+                          const std::vector<tcp::endpoint> &candidates) {
+  auto &up = s.udp_up.emplace(s.client.get_executor());
+  std::error_code last = asio::error::host_not_found;
+  for (const auto &c : candidates) {
+    const udp::endpoint ep(c.address(), c.port());
+    std::error_code ec;
+    if (up.socket.is_open())
+      up.socket.close(ec);
+    up.socket.open(ep.protocol(), ec);
+    if (!ec)
+      up.socket.non_blocking(true, ec);
+    if (!ec)
+      up.socket.connect(ep, ec);
+    if (ec) {
+      last = ec;
+      continue;
+    }
+    s.info->phases.upstream_connected = s.now_us();
+    std::error_code lec, rec;
+    const auto local = up.socket.local_endpoint(lec);
+    const auto remote = up.socket.remote_endpoint(rec);
+    if (lec || rec) {
+      s.reject("connect_failed", "endpoints: " + (lec ? lec : rec).message());
+      return false;
+    }
+    up.reg.emplace(s.rt.routes, flow_id::udp(local, remote), s.info);
+    if (!up.reg->owned()) {
+      spdlog::error("vless {} session {}: route {} is registered already",
+                    s.listener_name, s.info->session_id,
+                    to_string(up.reg->id()));
+      s.reject("route_conflict", to_string(up.reg->id()));
+      return false;
+    }
+    return true;
+  }
+  s.reject("connect_failed", last.message());
+  return false;
+}
+
+// Client -> destination: VLESS stream bytes in, one send() per complete packet.
+// A length over the cap or a stream that ends inside a packet ends the session
+// with that reason.
+template <class Session>
+awaitable<void> udp_client_to_upstream(Session &s, std::size_t pending) {
+  auto &up = *s.udp_up;
+  std::string acc(s.buf.data(), pending); // bounded: < one packet + one read
+  std::vector<char>().swap(s.buf);
+  for (;;) {
+    std::size_t at = 0;
+    for (;;) {
+      const auto p = vless::parse_udp_packet(std::string_view(acc).substr(at));
+      if (p.invalid()) {
+        s.reason = close_reason::udp_packet_too_large;
+        up.close();
+        co_return;
+      }
+      if (!p.complete())
+        break;
+      at += p.consumed;
+      s.touch();
+      auto [ec, n] = co_await up.socket.async_send(
+          asio::buffer(p.value.data(), p.value.size()), as_tuple_awaitable);
+      if (ec == asio::error::connection_refused)
+        continue; // an ICMP error for an earlier datagram
+      if (ec) {
+        s.reason = s.upstream_ended(close_reason::upstream_error);
+        std::error_code ignored;
+        s.client_socket().cancel(ignored);
+        co_return;
+      }
+      ++up.packets_up;
+      s.bytes_up += n;
+    }
+    acc.erase(0, at);
+    if (s.upstream_done)
+      co_return;
+    buffer_pool::block block = buffer_pool::get();
+    auto [ec, n] = co_await s.client.async_read_some(
+        asio::buffer(block.get(), buffer_pool::block_size), as_tuple_awaitable);
+    if (ec) {
+      if (is_eof(ec) && !acc.empty())
+        s.reason = close_reason::udp_truncated_packet;
+      else if (!is_eof(ec) && s.reason == close_reason::client_eof)
+        s.reason = close_reason::client_error;
+      up.close();
+      co_return;
+    }
+    acc.append(block.get(), n);
+  }
+}
+
+// Destination -> client: each datagram framed and written; the response header
+// leaves with the first one (or alone when the relay ends without any).
+template <class Session> awaitable<void> udp_upstream_to_client(Session &s) {
+  auto &up = *s.udp_up;
+  bool header_sent = false;
+  constexpr std::size_t room = header_room + vless::udp_length_bytes;
+  for (;;) {
+    auto [ec] = co_await up.socket.async_wait(udp::socket::wait_read,
+                                              as_tuple_awaitable);
+    if (ec)
+      break;
+    auto block = buffer_pool::get();
+    char *const down = block.get();
+    const std::size_t n =
+        up.socket.receive(asio::buffer(down + room, 65'535), 0, ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again ||
+        ec == asio::error::connection_refused)
+      continue;
+    if (ec) {
+      if (s.reason == close_reason::client_eof && !s.client_closed)
+        s.reason = s.upstream_ended(close_reason::upstream_error);
+      break;
+    }
+    s.touch();
+    if (s.info->phases.first_upstream_byte < 0)
+      s.info->phases.first_upstream_byte = s.now_us();
+    vless::put_udp_length(down + header_room, n);
+    const char *start = down + header_room;
+    std::size_t len = n + vless::udp_length_bytes;
+    if (!header_sent) {
+      down[0] = vless::response_header[0];
+      down[1] = vless::response_header[1];
+      start = down;
+      len += header_room;
+      s.info->phases.first_client_byte = s.now_us();
+    }
+    s.down_writing = true;
+    auto [wec, wn] = co_await asio::async_write(
+        s.client, asio::buffer(start, len), as_tuple_awaitable);
+    s.down_writing = false;
+    if (wec) {
+      s.reason = close_reason::client_error;
+      break;
+    }
+    header_sent = true;
+    ++up.packets_down;
+    s.bytes_down += n;
+  }
+  if (!header_sent && !s.timed_out && s.client_socket().is_open()) {
+    auto [wec, wn] =
+        co_await asio::async_write(s.client,
+                                   asio::buffer(vless::response_header.data(),
+                                                vless::response_header.size()),
+                                   as_tuple_awaitable);
+    (void)wec;
+    (void)wn;
+  }
+  s.upstream_done = true;
+  std::error_code ignored;
+  s.client_socket().cancel(ignored);
+}
+
+} // namespace vlessbench::vless_server::detail

@@ -1,0 +1,232 @@
+#include "target/dns_target.hpp"
+
+#include <vector>
+
+#include "core/access_events.hpp"
+#include "core/logging.hpp"
+#include "core/udp_framing.hpp"
+#include "core/watchdog.hpp"
+
+namespace vlessbench::target {
+
+using udp = asio::ip::udp;
+
+namespace {
+void log_exception(const std::string &name, std::exception_ptr e) {
+  if (!e)
+    return;
+  try {
+    std::rethrow_exception(e);
+  } catch (const std::exception &ex) {
+    spdlog::error("dns {}: unexpected exception: {}", name, ex.what());
+  }
+}
+} // namespace
+
+dns_responder::dns_responder(target_context &ctx, std::string name,
+                             dns::zone_rules zone, udp::socket udp_socket,
+                             tcp::acceptor acceptor)
+    : ctx_(ctx), name_(std::move(name)), zone_(std::move(zone)),
+      udp_(std::move(udp_socket)), tcp_(std::move(acceptor)) {
+  std::error_code ec;
+  local_ = tcp_.local_endpoint(ec);
+}
+
+void dns_responder::start() {
+  auto self = shared_from_this();
+  asio::co_spawn(
+      udp_.get_executor(), serve_udp(),
+      [self](std::exception_ptr e) { log_exception(self->name_, e); });
+  asio::co_spawn(
+      udp_.get_executor(), serve_tcp(),
+      [self](std::exception_ptr e) { log_exception(self->name_, e); });
+}
+
+void dns_responder::stop() {
+  if (stopped_)
+    return;
+  stopped_ = true;
+  std::error_code ignored;
+  udp_.close(ignored);
+  tcp_.close(ignored);
+  for (auto *t : timers_)
+    t->cancel();
+  for (auto *s : connections_)
+    s->close(ignored);
+}
+
+dns_responder::outcome dns_responder::answer(std::string_view message) const {
+  outcome o;
+  const auto q = dns::parse_query(message);
+  if (!q.complete()) {
+    o.rc = dns::rcode::formerr;
+    o.error = q.reason;
+    const auto id = dns::message_id(message);
+    o.answer = id.has_value();
+    if (id)
+      o.response =
+          dns::build_response(*id, false, nullptr, dns::rcode::formerr);
+    return o;
+  }
+  o.name = q.value.q.name;
+  o.qtype = q.value.q.qtype;
+  const auto z = dns::answer_in_zone(zone_, q.value.q);
+  o.rc = z.rc;
+  o.delay_ms = z.delay_ms;
+  o.response = dns::build_response(q.value.id, q.value.recursion_desired,
+                                   &q.value.q, z.rc, z.answers);
+  return o;
+}
+
+void dns_responder::log(const outcome &o, std::string_view transport,
+                        const tcp::endpoint &peer,
+                        const route_info *route) const {
+  const std::string peer_text = format_endpoint(peer);
+  ctx_.log.write(format_event(dns_query_event{.listener = name_,
+                                              .peer = peer_text,
+                                              .transport = transport,
+                                              .route = route,
+                                              .name = o.name,
+                                              .qtype = o.qtype,
+                                              .rcode = dns::to_string(o.rc),
+                                              .delay_ms = o.delay_ms,
+                                              .error = o.error}));
+}
+
+awaitable<void> dns_responder::serve_udp() {
+  std::vector<char> buf(65'535);
+  udp::endpoint peer;
+  std::error_code ec;
+  const udp::endpoint local = udp_.local_endpoint(ec);
+  while (!stopped_) {
+    auto [rec, n] = co_await udp_.async_receive_from(asio::buffer(buf), peer,
+                                                     as_tuple_awaitable);
+    if (stopped_ || rec == asio::error::operation_aborted ||
+        rec == asio::error::bad_descriptor)
+      co_return;
+    if (rec)
+      continue;
+    auto route = ctx_.routes.find(flow_id::udp(peer, local));
+    outcome o = answer(std::string_view(buf.data(), n));
+    if (o.delay_ms > 0 && delayed_ >= max_delayed) {
+      // Bounded: a flood of delayed queries holds no more than max_delayed
+      // timers.
+      const auto q = dns::parse_query(std::string_view(buf.data(), n));
+      o.delay_ms = 0;
+      o.rc = dns::rcode::servfail;
+      o.error = "too_many_delayed";
+      o.response = dns::build_response(q.value.id, q.value.recursion_desired,
+                                       &q.value.q, o.rc);
+    }
+    if (o.delay_ms > 0) {
+      ++delayed_;
+      asio::co_spawn(udp_.get_executor(),
+                     answer_later(std::move(o), peer, std::move(route)),
+                     [self = shared_from_this()](std::exception_ptr e) {
+                       log_exception(self->name_, e);
+                     });
+      continue;
+    }
+    log(o, "udp", tcp::endpoint(peer.address(), peer.port()), route.get());
+    if (o.answer)
+      co_await udp_.async_send_to(asio::buffer(o.response), peer,
+                                  as_tuple_awaitable);
+  }
+}
+
+awaitable<void>
+dns_responder::answer_later(outcome o, udp::endpoint peer,
+                            std::shared_ptr<const route_info> route) {
+  asio::steady_timer timer(udp_.get_executor());
+  timers_.insert(&timer);
+  timer.expires_after(std::chrono::milliseconds(o.delay_ms));
+  auto [ec] = co_await timer.async_wait(as_tuple_awaitable);
+  timers_.erase(&timer);
+  --delayed_;
+  if (ec || stopped_)
+    co_return;
+  log(o, "udp", tcp::endpoint(peer.address(), peer.port()), route.get());
+  co_await udp_.async_send_to(asio::buffer(o.response), peer,
+                              as_tuple_awaitable);
+}
+
+awaitable<void> dns_responder::serve_tcp() {
+  while (!stopped_) {
+    tcp::endpoint peer;
+    auto [ec, socket] = co_await tcp_.async_accept(peer, as_tuple_awaitable);
+    if (stopped_ || ec == asio::error::operation_aborted ||
+        ec == asio::error::bad_descriptor)
+      co_return;
+    if (ec)
+      continue;
+    if (connections_.size() >= max_connections) {
+      std::error_code ignored;
+      socket.close(ignored);
+      continue;
+    }
+    asio::co_spawn(tcp_.get_executor(),
+                   serve_connection(std::move(socket), peer),
+                   [self = shared_from_this()](std::exception_ptr e) {
+                     log_exception(self->name_, e);
+                   });
+  }
+}
+
+// RFC 1035 §4.2.2: each message with a 2-byte length, one answer after the
+// other (a delayed one holds the connection's next answers back, as a
+// single-threaded server would).
+awaitable<void> dns_responder::serve_connection(tcp::socket socket,
+                                                tcp::endpoint peer) {
+  connections_.insert(&socket);
+  std::error_code ec;
+  const auto local = socket.local_endpoint(ec);
+  const auto route = ctx_.routes.find(flow_id::tcp(peer, local));
+  watchdog_deadline deadline;
+  deadline = steady_clock::now() + tcp_idle;
+  auto work = [&]() -> awaitable<void> {
+    std::string acc;
+    std::vector<char> buf(16 * 1024);
+    for (;;) {
+      for (;;) {
+        const auto p = vless::parse_udp_packet(acc, 65'535);
+        if (!p.complete())
+          break;
+        outcome o = answer(p.value);
+        acc.erase(0, p.consumed);
+        if (o.delay_ms > 0) {
+          asio::steady_timer timer(socket.get_executor());
+          timer.expires_after(std::chrono::milliseconds(o.delay_ms));
+          deadline = steady_clock::now() + tcp_idle +
+                     std::chrono::milliseconds(o.delay_ms);
+          co_await timer.async_wait(as_tuple_awaitable);
+        }
+        if (stopped_)
+          co_return;
+        log(o, "tcp", peer, route.get());
+        if (!o.answer)
+          co_return;
+        char prefix[2];
+        vless::put_udp_length(prefix, o.response.size());
+        const std::array<asio::const_buffer, 2> out{asio::buffer(prefix),
+                                                    asio::buffer(o.response)};
+        auto [wec, wn] =
+            co_await asio::async_write(socket, out, as_tuple_awaitable);
+        if (wec)
+          co_return;
+        deadline = steady_clock::now() + tcp_idle;
+      }
+      auto [rec, n] = co_await socket.async_read_some(asio::buffer(buf),
+                                                      as_tuple_awaitable);
+      if (rec)
+        co_return;
+      acc.append(buf.data(), n);
+    }
+  };
+  co_await (work() || watchdog(deadline, [&socket] {
+              std::error_code ignored;
+              socket.close(ignored);
+            }));
+  connections_.erase(&socket);
+}
+
+} // namespace vlessbench::target

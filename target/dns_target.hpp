@@ -1,0 +1,74 @@
+#pragma once
+// The [[dns]] responder (docs/target.md): answers A/AAAA for its zone (default
+// vlessbench.test) over UDP and TCP on one port, so a user can time name
+// resolution as their client does it (through VLESS UDP, or the client's own
+// DNS). Pure rules in core/dns_message.hpp; this file is the I/O. Each query is
+// one `dns.query` line naming its route (route registry, as the HTTP and UDP
+// echo targets do).
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "core/asio_compat.hpp"
+#include "core/dns_message.hpp"
+#include "target/target_context.hpp"
+
+namespace vlessbench::target {
+
+class dns_responder : public std::enable_shared_from_this<dns_responder> {
+public:
+  // Delayed answers (`NAME.delay-MS.zone`) waiting at once; beyond, SERVFAIL at
+  // once.
+  static constexpr std::size_t max_delayed = 256;
+  // TCP connections at once; beyond, a new one is closed at accept.
+  static constexpr std::size_t max_connections = 256;
+  // A TCP connection with no query for this long is closed (RFC 7766 asks for
+  // seconds, not minutes).
+  static constexpr std::chrono::seconds tcp_idle{10};
+
+  // Both sockets bound already (the daemon binds, so a failure names the
+  // listener at start).
+  dns_responder(target_context &ctx, std::string name, dns::zone_rules zone,
+                asio::ip::udp::socket udp_socket, tcp::acceptor acceptor);
+  void start();
+  void stop(); // closes both sockets, open connections and waiting answers
+  const std::string &name() const { return name_; }
+  tcp::endpoint endpoint() const { return local_; }
+
+  // One message's answer and what the log says of it.
+  struct outcome {
+    std::string response;
+    std::uint32_t delay_ms = 0;
+    std::string name;
+    std::uint16_t qtype = 0;
+    dns::rcode rc = dns::rcode::noerror;
+    std::string_view
+        error; // the parser's reason (FORMERR), or "too_many_delayed"
+    bool answer =
+        true; // false: nothing is sent (a message under 2 bytes has no id)
+  };
+
+private:
+  outcome answer(std::string_view message) const;
+  void log(const outcome &o, std::string_view transport,
+           const tcp::endpoint &peer, const route_info *route) const;
+  awaitable<void> serve_udp();
+  awaitable<void> answer_later(outcome o, asio::ip::udp::endpoint peer,
+                               std::shared_ptr<const route_info> route);
+  awaitable<void> serve_tcp();
+  awaitable<void> serve_connection(tcp::socket socket, tcp::endpoint peer);
+
+  target_context &ctx_;
+  std::string name_;
+  dns::zone_rules zone_;
+  asio::ip::udp::socket udp_;
+  tcp::acceptor tcp_;
+  tcp::endpoint local_;
+  std::size_t delayed_ = 0;
+  std::set<asio::steady_timer *> timers_; // delayed UDP answers waiting
+  std::set<tcp::socket *> connections_;
+  bool stopped_ = false;
+};
+
+} // namespace vlessbench::target

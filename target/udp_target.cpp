@@ -1,0 +1,147 @@
+#include "target/udp_target.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/access_events.hpp"
+#include "core/logging.hpp"
+#include "core/route_header.hpp"
+
+namespace vlessbench::target {
+
+using udp = asio::ip::udp;
+
+udp_echo_target::udp_echo_target(target_context &ctx, std::string name,
+                                 udp::socket socket)
+    : ctx_(ctx), name_(std::move(name)), socket_(std::move(socket)),
+      sweep_timer_(socket_.get_executor()) {
+  std::error_code ec;
+  local_ = socket_.local_endpoint(ec);
+}
+
+udp::endpoint udp_echo_target::endpoint() const { return local_; }
+
+void udp_echo_target::start() {
+  auto self = shared_from_this();
+  auto done = [self](std::exception_ptr e) {
+    if (!e)
+      return;
+    try {
+      std::rethrow_exception(e);
+    } catch (const std::exception &ex) {
+      spdlog::error("udp_target {}: unexpected exception: {}", self->name_,
+                    ex.what());
+    }
+  };
+  asio::co_spawn(socket_.get_executor(), serve(), done);
+  asio::co_spawn(socket_.get_executor(), sweep(), done);
+}
+
+void udp_echo_target::stop() {
+  if (stopped_)
+    return;
+  stopped_ = true;
+  std::error_code ignored;
+  socket_.close(ignored);
+  sweep_timer_.cancel();
+  for (const auto &[peer, f] : flows_)
+    log_flow(peer, f, "stop");
+  flows_.clear();
+}
+
+void udp_echo_target::log_flow(const udp::endpoint &peer, const flow &f,
+                               std::string_view why) {
+  const std::string peer_text =
+      format_endpoint(tcp::endpoint(peer.address(), peer.port()));
+  ctx_.log.write(format_event(udp_packet_event{
+      .listener = name_,
+      .peer = peer_text,
+      .route = f.route.get(),
+      .packets_in = f.packets_in,
+      .bytes_in = f.bytes_in,
+      .packets_out = f.packets_out,
+      .bytes_out = f.bytes_out,
+      .duration_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                         f.last - f.first)
+                         .count(),
+      .close_reason = why}));
+}
+
+udp_echo_target::flow &
+udp_echo_target::flow_for(const udp::endpoint &peer,
+                          std::chrono::steady_clock::time_point now) {
+  if (auto it = flows_.find(peer); it != flows_.end())
+    return it->second;
+  if (flows_.size() >= max_flows) {
+    auto oldest = std::min_element(flows_.begin(), flows_.end(),
+                                   [](const auto &a, const auto &b) {
+                                     return a.second.last < b.second.last;
+                                   });
+    log_flow(oldest->first, oldest->second, "evicted");
+    flows_.erase(oldest);
+  }
+  flow f;
+  f.first = now;
+  // A VLESS session registers its socket before it sends: the first datagram is
+  // final proof.
+  f.route = ctx_.routes.find(flow_id::udp(peer, local_));
+  return flows_.emplace(peer, std::move(f)).first->second;
+}
+
+awaitable<void> udp_echo_target::serve() {
+  std::vector<char> buf(65'535);
+  udp::endpoint peer;
+  while (!stopped_) {
+    auto [ec, n] = co_await socket_.async_receive_from(asio::buffer(buf), peer,
+                                                       as_tuple_awaitable);
+    if (stopped_ || ec == asio::error::operation_aborted ||
+        ec == asio::error::bad_descriptor)
+      co_return;
+    if (ec)
+      continue; // an ICMP error for an earlier echo: the next datagram
+    const auto now = std::chrono::steady_clock::now();
+    flow &f = flow_for(peer, now);
+    f.last = now;
+    ++f.packets_in;
+    f.bytes_in += n;
+    const std::string echo =
+        format_udp_echo(std::string_view(buf.data(), n), name_, f.route.get());
+    auto [sec, sent] = co_await socket_.async_send_to(asio::buffer(echo), peer,
+                                                      as_tuple_awaitable);
+    if (stopped_)
+      co_return;
+    if (!sec) {
+      // The flow may have been evicted while the send waited: count only into
+      // one still there.
+      if (auto it = flows_.find(peer); it != flows_.end()) {
+        ++it->second.packets_out;
+        it->second.bytes_out += sent;
+      }
+    }
+  }
+}
+
+// Logs and forgets the flows idle for [limits] udp_idle_timeout_ms, checking a
+// few times per period.
+awaitable<void> udp_echo_target::sweep() {
+  while (!stopped_) {
+    const auto idle = ctx_.limits().udp_idle_timeout;
+    sweep_timer_.expires_after(std::clamp<std::chrono::milliseconds>(
+        idle / 4, std::chrono::milliseconds(50),
+        std::chrono::milliseconds(1000)));
+    auto [ec] = co_await sweep_timer_.async_wait(as_tuple_awaitable);
+    if (stopped_)
+      co_return;
+    const auto now = std::chrono::steady_clock::now();
+    for (auto it = flows_.begin(); it != flows_.end();) {
+      if (now - it->second.last >= idle) {
+        log_flow(it->first, it->second, "idle");
+        it = flows_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+}
+
+} // namespace vlessbench::target

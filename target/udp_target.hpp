@@ -1,0 +1,58 @@
+#pragma once
+// The [[udp_target]] (docs/target.md): a UDP echo server that proves each
+// datagram's route. Every datagram comes back with a trailer
+// (core/route_header.hpp, format_udp_echo) naming the listener and `vless
+// session=ID user=NAME` when its source address and port are those of a live
+// VLESS UDP session's upstream socket (the route registry, as TCP upstreams),
+// or `direct`. Logged as one `udp.packet` line per flow (source address): never
+// a line per datagram.
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "core/asio_compat.hpp"
+#include "target/target_context.hpp"
+
+namespace vlessbench::target {
+
+class udp_echo_target : public std::enable_shared_from_this<udp_echo_target> {
+public:
+  // Flows tracked at once; beyond, the longest idle one is logged and forgotten
+  // ("evicted").
+  static constexpr std::size_t max_flows = 4096;
+
+  // socket: bound already (the daemon binds, so a failure names the listener at
+  // start).
+  udp_echo_target(target_context &ctx, std::string name,
+                  asio::ip::udp::socket socket);
+  void start(); // serves on the socket's executor until stop()
+  void stop();  // closes the socket; every open flow is logged ("stop")
+  const std::string &name() const { return name_; }
+  asio::ip::udp::endpoint endpoint() const;
+
+private:
+  struct flow {
+    std::shared_ptr<const route_info>
+        route; // looked up at the flow's first datagram, kept for its life
+    std::uint64_t packets_in = 0, bytes_in = 0, packets_out = 0, bytes_out = 0;
+    std::chrono::steady_clock::time_point first, last;
+  };
+  awaitable<void> serve();
+  awaitable<void> sweep();
+  flow &flow_for(const asio::ip::udp::endpoint &peer,
+                 std::chrono::steady_clock::time_point now);
+  void log_flow(const asio::ip::udp::endpoint &peer, const flow &f,
+                std::string_view why);
+
+  target_context &ctx_;
+  std::string name_;
+  asio::ip::udp::socket socket_;
+  asio::ip::udp::endpoint local_;
+  asio::steady_timer sweep_timer_;
+  std::map<asio::ip::udp::endpoint, flow> flows_;
+  bool stopped_ = false;
+};
+
+} // namespace vlessbench::target

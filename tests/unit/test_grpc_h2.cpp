@@ -1,0 +1,118 @@
+// The gRPC transport's two HTTP/2 halves against each other, in memory: the server side
+// (server/transport/grpc_h2.hpp) and the one client's (core/gun_client.hpp), bytes passed by hand.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "core/gun_client.hpp"
+#include "server/transport/grpc_h2.hpp"
+
+using namespace vlessbench;
+
+namespace {
+
+// Moves bytes both ways until neither side has anything to send (bounded).
+void pump(gun::h2_client& c, grpc::h2_server& s) {
+  for (int round = 0; round < 1000; ++round) {
+    bool moved = false;
+    const std::string up = c.take_output();
+    if (!up.empty()) {
+      s.feed(up.data(), up.size());
+      moved = true;
+    }
+    std::string down;
+    for (auto v = s.next_output(); !v.empty(); v = s.next_output()) down.append(v);
+    if (!down.empty()) {
+      c.feed(down.data(), down.size());
+      moved = true;
+    }
+    if (!moved) return;
+  }
+  FAIL("pump did not settle");
+}
+
+const gun::request_target tun{"localhost", "example.Gun", true, false};
+
+}  // namespace
+
+TEST_CASE("grpc h2: a stream carries the VLESS bytes both ways and ends with grpc-status 0", "[grpc]") {
+  grpc::h2_server server("example.Gun", {});
+  gun::h2_client client(tun);
+  client.send("hello");
+  pump(client, server);
+  auto opened = server.take_opened();
+  REQUIRE(opened.size() == 1);
+  auto& st = *opened[0];
+  CHECK(st.in == "hello");
+  CHECK(st.kind == gun::message_kind::hunk);
+  CHECK(server.take_rejected().empty());
+  server.consume(st, st.in.size());
+  server.send(st, "world", 5);
+  pump(client, server);
+  CHECK(client.received() == "world");
+  CHECK_FALSE(client.ended());
+  server.finish(st, 0, "");
+  pump(client, server);
+  CHECK(client.ended());
+  CHECK(client.error().empty());
+  // The client had not ended its side: the server's RST_STREAM NO_ERROR closed the stream.
+  CHECK(st.closed);
+  CHECK(st.reset_code == 0);
+  CHECK(server.open_streams() == 0);
+  CHECK(server.failure().empty());
+}
+
+TEST_CASE("grpc h2: TunMulti and a framing violation's grpc-status 13", "[grpc]") {
+  grpc::h2_server server("vlessbench", {});
+  gun::h2_client client({"localhost", "vlessbench", false, true});
+  client.send("abc");
+  pump(client, server);
+  auto opened = server.take_opened();
+  REQUIRE(opened.size() == 1);
+  CHECK(opened[0]->kind == gun::message_kind::multi_hunk);
+  CHECK(opened[0]->in == "abc");
+  server.finish(*opened[0], 13, "compressed_message");
+  pump(client, server);
+  CHECK(client.ended());
+  CHECK(client.error() == "grpc-status 13: compressed_message");
+}
+
+TEST_CASE("grpc h2: another path, method or content type is refused with its reason", "[grpc]") {
+  grpc::h2_server server("vlessbench", {});
+  gun::h2_client client(tun);  // asks for /example.Gun/Tun
+  client.send("x");
+  pump(client, server);
+  CHECK(server.take_opened().empty());
+  const auto rejected = server.take_rejected();
+  REQUIRE(rejected.size() == 1);
+  CHECK(rejected[0].reason == "wrong_path");
+  CHECK(rejected[0].detail == "/example.Gun/Tun");
+  CHECK(client.ended());
+  CHECK(client.error() == "404 wrong_path");
+  CHECK(server.open_streams() == 0);
+}
+
+TEST_CASE("grpc h2: a session that does not read holds at most the stream window", "[grpc]") {
+  grpc::h2_limits limits;
+  limits.stream_window = 64 * 1024;
+  grpc::h2_server server("example.Gun", limits);
+  gun::h2_client client(tun);
+  const std::string chunk(16 * 1024, 'x');
+  for (int i = 0; i < 32; ++i) client.send(chunk);  // 512 KiB
+  pump(client, server);
+  auto opened = server.take_opened();
+  REQUIRE(opened.size() == 1);
+  auto& st = *opened[0];
+  CHECK(client.send_blocked());
+  CHECK(st.in.size() <= limits.stream_window);
+  CHECK(st.in.size() > limits.stream_window / 2);
+  // Taking the bytes opens the window again: the rest arrives as the session reads.
+  std::size_t total = 0;
+  for (int i = 0; i < 64 && total < 32 * chunk.size(); ++i) {
+    total += st.in.size();
+    server.consume(st, st.in.size());
+    pump(client, server);
+  }
+  CHECK(total == 32 * chunk.size());
+  CHECK_FALSE(client.send_blocked());
+}
