@@ -1,3 +1,5 @@
+// About 610 lines: start, accept, drain and the reload commit share the listeners' state; the
+// admin listener's serving is server/admin_server, the reload's decisions server/reload_plan.
 #include "server/daemon.hpp"
 
 #include <fcntl.h>
