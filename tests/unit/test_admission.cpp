@@ -61,7 +61,7 @@ TEST_CASE("admission keys: defaults, bounds, 0 turns the rate rule off", "[confi
         "x.toml:2: limits.min_rate_window_ms: 0: must be between 1 and 3600000");
   CHECK(limit_error("max_pendng = 3") == "x.toml:2: limits.max_pendng: unknown key");
   // The example file shows every default.
-  const config example = load_config_file(std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "config" /
+  const config example = load_config_file(std::filesystem::path(VLESSBENCH_SOURCE_DIR) / "config" /
                                           "vlessbenchd.example.toml");
   CHECK(example.limits.max_pending == d.limits.max_pending);
   CHECK(example.limits.pending_timeout == d.limits.pending_timeout);

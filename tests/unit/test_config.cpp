@@ -778,7 +778,7 @@ TEST_CASE("load_config_file names the file in every message", "[config]") {
 }
 
 TEST_CASE("the shipped config files are valid", "[config]") {
-  const auto config_dir = std::filesystem::path(__FILE__).parent_path() / ".." / ".." / "config";
+  const auto config_dir = std::filesystem::path(VLESSBENCH_SOURCE_DIR) / "config";
 
   config example = load_config_file(config_dir / "vlessbenchd.example.toml");
   CHECK(example.vless.size() == 5);
