@@ -125,7 +125,7 @@ TEST_CASE("ja4: the spec's example ClientHello and its hash vectors", "[ja4]") {
   CHECK(ja4(spec_example(list16({}, true))) == "t13d1516h2_8daaf6152771_6d807ffa2a79");
 }
 
-TEST_CASE("ja4: the parsed fields keep GREASE; the fingerprint leaves it out", "[ja4]") {
+TEST_CASE("ja4: the parsed fields keep GREASE, the fingerprint leaves it out", "[ja4]") {
   const auto r = parse_client_hello(spec_example());
   REQUIRE(r.complete());
   CHECK(r.consumed == spec_example().size());
@@ -183,7 +183,7 @@ TEST_CASE("ja4: the first ALPN value's characters, or its hex digits, or 00", "[
   CHECK(ja4(hello(0x0303, {0x1301}, {})).substr(8, 2) == "00");
 }
 
-TEST_CASE("ja4: counts stop at 99; SNI and ALPN count but are not hashed", "[ja4]") {
+TEST_CASE("ja4: counts stop at 99, SNI and ALPN count but are not hashed", "[ja4]") {
   client_hello h;
   h.legacy_version = 0x0303;
   for (std::uint16_t i = 0; i < 120; ++i) h.cipher_suites.push_back(static_cast<std::uint16_t>(0x1000 + i));

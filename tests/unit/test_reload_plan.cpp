@@ -237,7 +237,7 @@ TEST_CASE("a new thread count is refused with nothing else planned", "[reload_pl
   CHECK(p.changes.empty());
 }
 
-TEST_CASE("the admin listener moves when its endpoint changes; a token change is listed", "[reload_plan]") {
+TEST_CASE("the admin listener moves when its endpoint changes and a token change is listed", "[reload_plan]") {
   const config c = parse(base);
   CHECK_FALSE(plan_reload(c, c).admin_rebind);
   const reload_plan moved = plan_reload(c, parse(std::string(base) + "[admin]\nlisten = \"127.0.0.1:9191\"\n"));
