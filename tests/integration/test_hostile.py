@@ -585,7 +585,10 @@ def never_reading_clients_keep_memory_bounded():
               f"{median_ms(during):.2f} ms during")
         # ASan's quarantine keeps freed memory resident: only the uninstrumented daemon's RSS means much.
         check(SANITIZED or grow_kb < 32 * 1024, f"RSS grew {grow_kb} kB")
-        check(median_ms(during) < max(5 * median_ms(base), median_ms(base) + 20), (median_ms(base), median_ms(during)))
+        # Under ASan (several times slower, beside fuzz targets in a parallel ctest) the latency is
+        # no measure of the daemon: the check is the Release tree's, as for the RSS bound.
+        check(SANITIZED or median_ms(during) < max(5 * median_ms(base), median_ms(base) + 20),
+              (median_ms(base), median_ms(during)))
         # Stalled sessions are cut once idle_timeout passes without progress.
         t0 = time.monotonic()
         ev = []
