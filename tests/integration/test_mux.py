@@ -364,6 +364,70 @@ def sub_errors_keep_the_session():
     check(resp.status == 200, resp.status)
 
 
+class Sinkhole:
+    """A TCP server on loopback that accepts and never reads: a stalled destination."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.port = self.sock.getsockname()[1]
+        self.conns = []
+        self.sock.settimeout(0.2)
+        self.stopped = False
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while not self.stopped:
+            try:
+                self.conns.append(self.sock.accept()[0])
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+
+    def stop(self):
+        self.stopped = True
+        for c in self.conns:
+            c.close()
+        self.sock.close()
+
+
+@suite.test
+def stalled_destination_does_not_block_others():
+    hole = Sinkhole()
+    mark = D.mark()
+    chunk = b"s" * 60000
+    try:
+        with mux_client() as c:
+            c.send(vless_header(UUID, 0, cmd=3) + mux(1, NEW, None, target(hole.port)))
+            read_vless_response_header(c.stream)
+            # Far more than the sub-connection's queue and both socket buffers can hold.
+            sender = threading.Thread(target=lambda: c.send(b"".join(mux(1, KEEP, chunk) for _ in range(400))),
+                                      daemon=True)
+            sender.start()
+            sender.join(20)
+            # The stalled sub-connection ends alone; then another one is served on the same session.
+            check(read_frame(c)[:3] == (1, END, 2), "End with the error option")
+            c.send(mux(2, NEW, http_request("GET", "/bytes/3", headers={"Connection": "close"}), target(TP)))
+            body = b""
+            while True:
+                sid, st, _, _, data = read_frame(c)
+                check(sid == 2, sid)
+                body += data
+                if st == END:
+                    break
+            check(body.endswith(b"\r\n\r\nabc"), body[-40:])
+            c.close_notify()
+            c.stream.read_to_eof()
+    finally:
+        hole.stop()
+    stalled = D.wait_event("vless.sub", since=mark, mux_id=1)
+    check(stalled["close_reason"] == "error" and stalled["error"] == "sub_stalled", stalled)
+    check(stalled["bytes_up"] < 400 * len(chunk), stalled)
+
+
 if __name__ == "__main__":
     try:
         suite.run()
