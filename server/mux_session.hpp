@@ -342,7 +342,8 @@ class mux_relay {
   }
 
   void deliver(sub_conn &c, const mux::frame &f) {
-    if (f.dest) c.addressed = true;
+    const bool keep_target = f.st == mux::status::keep && f.dest.has_value();  // a New's is the sub's own
+    if (keep_target) c.addressed = true;
     if (!f.has_data()) return;
     if (c.udp()) {
       if (c.queued + f.data.size() > mux_udp_queue_limit) {
@@ -351,7 +352,7 @@ class mux_relay {
       }
     }
     c.queued += f.data.size();
-    c.queue.push_back(packet{std::string(f.data), f.dest});
+    c.queue.push_back(packet{std::string(f.data), keep_target ? f.dest : std::nullopt});
     c.wake.cancel();
     if (!c.udp() && !c.full && c.queued > mux_sub_queue_limit) {
       c.full = true;

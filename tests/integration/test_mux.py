@@ -23,12 +23,14 @@ def free_udp_port() -> int:
 
 UUID = new_uuid()
 UP = free_udp_port()
+DNS_PORT = free_port()
 MAX_SUBS = 12
 D = Daemon({
     "users": [{"name": "alice", "uuid": UUID}],
     "vless": [{"name": "edge", "listen": f"127.0.0.1:{free_port()}"}],
     "target": [{"name": "http", "listen": f"127.0.0.1:{free_port()}"}],
     "udp_target": [{"name": "udp", "listen": f"127.0.0.1:{UP}"}],
+    "dns": [{"name": "dns", "listen": f"127.0.0.1:{DNS_PORT}"}],
 }, limits={"max_mux_subs": MAX_SUBS})
 VP = D.port("edge")
 TP = D.port("http")
@@ -362,6 +364,26 @@ def sub_errors_keep_the_session():
     # Still serving.
     resp, _ = vless_get(VP, UUID, TP)
     check(resp.status == 200, resp.status)
+
+
+@suite.test
+def dns_through_a_udp_sub_names_it():
+    mark = D.mark()
+    q = struct.pack(">HHHHHH", 77, 0x0100, 1, 0, 0, 0) + b"\x03sub\x0avlessbench\x04test\x00" + struct.pack(">HH", 1, 1)
+    with mux_client() as c:
+        c.send(vless_header(UUID, 0, cmd=3) + mux(0, KEEPALIVE) + mux(6, NEW, q, target(DNS_PORT, net=2)))
+        read_vless_response_header(c.stream)
+        sid, st, _, meta, data = read_frame(c)
+        check((sid, st, meta) == (6, KEEP, b""), (sid, st, meta))  # plain UDP: no target on the answer
+        check(data[:2] == struct.pack(">H", 77) and data[-4:] == bytes([127, 0, 0, 1]), data)
+        c.send(mux(6, END))
+        c.close_notify()
+        c.stream.read_to_eof()
+    e = session_of(mark)
+    sub = D.wait_event("vless.sub", since=mark, mux_id=6)
+    check(sub["net"] == "udp" and sub["close_reason"] == "client_end" and sub["packets_down"] == 1, sub)
+    d = D.wait_event("dns.query", since=mark, name="sub.vlessbench.test")
+    check(d["route"] == "vless" and d["vless_session"] == e["session"] and d["vless_sub"] == sub["sub"], d)
 
 
 class Sinkhole:
