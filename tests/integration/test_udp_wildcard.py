@@ -7,7 +7,6 @@ datagram was sent to (a client connected to the LAN address takes nothing else).
 updates in place and closes UDP listeners and DNS responders, and one whose port is taken fails
 the reload and changes nothing. Skipped (77) without root (namespace)."""
 import socket
-import struct
 
 from harness import (Daemon, Suite, TlsClient, check, dns_query, free_port, new_uuid, read_udp_frame,
                      read_vless_response_header, require_binary, run_in_own_netns, udp_echo_trailer, udp_frame,
