@@ -32,7 +32,9 @@ DNS_PORT = free_port()  # TCP and UDP
 D = Daemon({
     "users": [{"name": "alice", "uuid": UUID}],
     "vless": [{"name": "tls", "listen": f"{LOOPBACK}:{free_port()}"},
-              {"name": "ws", "listen": f"{LOOPBACK}:{free_port()}", "transport": "ws", "path": "/ws"}],
+              {"name": "ws", "listen": f"{LOOPBACK}:{free_port()}", "transport": "ws", "path": "/ws"},
+              {"name": "up", "listen": f"{LOOPBACK}:{free_port()}", "transport": "httpupgrade", "path": "/up"},
+              {"name": "grpc", "listen": f"{LOOPBACK}:{free_port()}", "transport": "grpc"}],
     "target": [{"name": "http", "listen": f"{LOOPBACK}:{free_port()}"}],
     "udp_target": [{"name": "udp", "listen": f"{LOOPBACK}:{UDP_PORT}"}],
     "dns": [{"name": "dns", "listen": f"{LOOPBACK}:{DNS_PORT}"}],
@@ -41,6 +43,10 @@ LINK_TLS = (f"vless://{UUID}@{LOOPBACK}:{D.port('tls')}?encryption=none&security
             f"&allowInsecure=1&type=tcp#tls")
 LINK_WS = (f"vless://{UUID}@{LOOPBACK}:{D.port('ws')}?encryption=none&security=tls&sni=localhost"
            f"&allowInsecure=1&type=ws&path=%2Fws#ws")
+LINK_UP = (f"vless://{UUID}@{LOOPBACK}:{D.port('up')}?encryption=none&security=tls&sni=localhost"
+           f"&allowInsecure=1&type=httpupgrade&path=%2Fup#up")
+LINK_GRPC = (f"vless://{UUID}@{LOOPBACK}:{D.port('grpc')}?encryption=none&security=tls&sni=localhost"
+             f"&allowInsecure=1&type=grpc#grpc")
 SOCKS_VLESS = free_port()
 SOCKS_FREE = free_port()
 # v2ray 4.34: a SOCKS5 inbound with UDP -> VLESS+TLS to the daemon, and one -> freedom (direct).
@@ -99,6 +105,9 @@ def verify(out, want_ok=True):
     return v.stdout
 
 
+TRANSPORT = {"vl-ws": "ws", "vl-up": "httpupgrade", "vl-grpc": "grpc"}
+
+
 def routes_right(rows):
     check(all(s["ok"] == "1" for s in rows), [s for s in rows if s["ok"] != "1"][:3])
     for s in rows:
@@ -106,13 +115,13 @@ def routes_right(rows):
             check(s["route"] == "direct" and s["session"] == "", s)
         else:
             check(s["route"] == "vless" and s["session"] and s["user"] == "alice", s)
-            check(s["transport"] == ("ws" if s["path"] == "vl-ws" else "tls"), s)
+            check(s["transport"] == TRANSPORT.get(s["path"], "tls"), s)
         check(s["route_mismatch"] == "0", s)
 
 
-def flows_right(rows):
+def flows_right(rows, paths=("vl-tls", "vl-ws", "v2ray")):
     """new = a new flow (its own VLESS session) per sample; reuse = one session for the path."""
-    for path in ("vl-tls", "vl-ws", "v2ray"):
+    for path in paths:
         fresh = [s["session"] for s in rows if s["path"] == path and s["mode"] == "new"]
         check(len(fresh) == 4 and len(set(fresh)) == 4, (path, fresh))
         reused = {s["session"] for s in rows if s["path"] == path and s["mode"] == "reuse"}
@@ -154,12 +163,39 @@ def dns_query_through_every_path():
 
 
 @suite.test
+def udp_and_dns_over_httpupgrade_and_grpc():
+    paths = [f"vl-up={LINK_UP}", f"vl-grpc={LINK_GRPC}"]
+    for target in (UDP_TARGET, DNS_TARGET):
+        out, _, rows, _ = run(target, paths=paths)
+        routes_right(rows)
+        flows_right(rows, ("vl-up", "vl-grpc"))
+        check("verify: OK" in verify(out), target)
+
+
+@suite.test
 def refused_name_is_a_failed_sample():
     _, _, rows, _ = run(f"dns://{LOOPBACK}:{DNS_PORT}/example.com", paths=[f"vl-tls={LINK_TLS}"], new=2,
                         reuse=2, expect_rc=1)
     check(rows and all(s["ok"] == "0" and s["error"] == "dns: rcode REFUSED" for s in rows), rows[:2])
     # The answer still named its route.
     check({s["route"] for s in rows} == {"direct", "vless"}, rows)
+
+
+@suite.test
+def lost_and_refused_datagrams_are_failed_samples():
+    out = tempdir("vlessbench-udp-lost-")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sink:  # takes datagrams, never answers
+        sink.bind((LOOPBACK, 0))
+        r = runner("run", "--target", f"udp://{LOOPBACK}:{sink.getsockname()[1]}", "--new", 2, "--reuse", 1,
+                   "--warmup", 0, "--timeout", 0.2, "--out", out)
+    check(r.returncode == 1 and "every sample failed" in r.stderr, r.stderr)
+    rows = list(csv.DictReader(open(out / "samples.csv", newline="")))
+    check([s["error"] for s in rows] == ["reply: timeout after 200 ms"] * 2 +
+          ["open flow: first datagram: reply: timeout after 200 ms"], rows)
+    r = runner("run", "--target", f"udp://{LOOPBACK}:{free_udp_port()}", "--new", 1, "--reuse", 0, "--warmup", 0,
+               "--out", out)
+    rows = list(csv.DictReader(open(out / "samples.csv", newline="")))
+    check(r.returncode == 1 and rows[0]["error"] == "reply: Connection refused", rows)
 
 
 @suite.test
