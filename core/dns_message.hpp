@@ -99,7 +99,7 @@ std::optional<route_txt> parse_route_txt(std::string_view txt);
 struct response {
   std::uint16_t id = 0;
   rcode rc = rcode::noerror;
-  bool truncated = false;  // TC
+  bool truncated = false;    // TC
   std::optional<question> q; // the first question, when there is one
   // A (first 4 bytes used) and AAAA answers, in order; other types skipped.
   std::vector<std::array<std::uint8_t, 16>> addresses;

@@ -12,7 +12,10 @@ import socket
 import subprocess
 import time
 
-from harness import BIN, LOOPBACK, Daemon, Suite, V2ray, check, free_port, require_binary, tempdir
+import struct
+
+from harness import (BIN, LOOPBACK, Daemon, Suite, TlsClient, V2ray, check, free_port, read_vless_response_header,
+                     require_binary, tempdir, vless_header)
 
 suite = Suite("test_runner_udp")
 require_binary()
@@ -196,6 +199,43 @@ def lost_and_refused_datagrams_are_failed_samples():
                "--out", out)
     rows = list(csv.DictReader(open(out / "samples.csv", newline="")))
     check(r.returncode == 1 and rows[0]["error"] == "reply: Connection refused", rows)
+
+
+def relay_ports(dest_port: int) -> set[int]:
+    """Local ports of the UDP sockets connected to 127.0.0.1:dest_port (/proc/net/udp)."""
+    ports = set()
+    for line in open("/proc/net/udp").read().splitlines()[1:]:
+        local, remote = line.split()[1:3]
+        if remote == f"0100007F:{dest_port:04X}":
+            ports.add(int(local.split(":")[1], 16))
+    return ports
+
+
+@suite.test
+def reused_relay_port_is_a_new_flow_with_its_own_route():
+    """A closed VLESS session's relay port, reused by a direct client before the flow idled, must
+    not inherit the session's route (the runner's interleaved new flows hit this)."""
+    mark = D.mark()
+    before = relay_ports(UDP_PORT)
+    with TlsClient(D.port("tls")) as c:
+        c.handshake()
+        c.send(vless_header(UUID, UDP_PORT, cmd=2) + struct.pack(">H", 4) + b"ping")
+        read_vless_response_header(c.stream)
+        (n,) = struct.unpack(">H", c.stream.read_exact(2))
+        check(b"VLESSBENCH-UDP udp vless session=" in c.stream.read_exact(n))
+        ports = relay_ports(UDP_PORT) - before
+        check(len(ports) == 1, ports)
+        c.close_notify()
+    D.wait_event("vless.session", since=mark, cmd="udp")
+    port = ports.pop()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+        u.bind((LOOPBACK, port))
+        u.settimeout(3)
+        u.sendto(b"plain", (LOOPBACK, UDP_PORT))
+        echo = u.recv(65535)
+    check(echo == b"plain\nVLESSBENCH-UDP udp direct", echo)
+    e = D.wait_event("udp.packet", since=mark, peer=f"{LOOPBACK}:{port}", close_reason="route_changed")
+    check(e["route"] == "vless" and e["packets_in"] == 1, e)
 
 
 @suite.test

@@ -137,8 +137,7 @@ TEST_CASE("dns: the zone's rules", "[dns]") {
   CHECK(ask("name.delay-2x.vlessbench.test").delay_ms == 0);
 }
 
-TEST_CASE("dns: the route TXT record round-trips through a response",
-          "[dns]") {
+TEST_CASE("dns: the route TXT record round-trips through a response", "[dns]") {
   const std::string txt =
       dns::format_route_txt("dns", "vless session=7 user=alice");
   CHECK(txt == "VLESSBENCH-DNS dns vless session=7 user=alice");
@@ -150,8 +149,8 @@ TEST_CASE("dns: the route TXT record round-trips through a response",
   CHECK_FALSE(dns::parse_route_txt("VLESSBENCH-DNS dns"));
   CHECK_FALSE(dns::parse_route_txt("v=spf1 -all"));
   // Cut at one character-string; the session, first, survives.
-  const std::string long_txt =
-      dns::format_route_txt("dns", "vless session=9 user=" + std::string(400, 'u'));
+  const std::string long_txt = dns::format_route_txt(
+      "dns", "vless session=9 user=" + std::string(400, 'u'));
   CHECK(long_txt.size() == dns::max_txt_string);
   REQUIRE(dns::parse_route_txt(long_txt));
 
@@ -195,14 +194,15 @@ TEST_CASE("dns: the route TXT record round-trips through a response",
 
 TEST_CASE("dns: malformed responses are refused with a reason", "[dns]") {
   CHECK(dns::parse_response("short").reason == "short_header");
-  CHECK(dns::parse_response(dns::build_query(1, "a.test", dns::type_a))
-            .reason == "not_a_response");
+  CHECK(
+      dns::parse_response(dns::build_query(1, "a.test", dns::type_a)).reason ==
+      "not_a_response");
   dns::question q{"a.vlessbench.test", dns::type_a, dns::class_in};
   dns::answer_set set;
   set.addresses.push_back({127, 0, 0, 1});
-  const std::string m = dns::build_response(
-      3, false, &q, dns::rcode::noerror, set, 60,
-      dns::format_route_txt("dns", "direct"));
+  const std::string m =
+      dns::build_response(3, false, &q, dns::rcode::noerror, set, 60,
+                          dns::format_route_txt("dns", "direct"));
   // Cut inside the last record.
   CHECK(dns::parse_response(m.substr(0, m.size() - 3)).reason ==
         "truncated_record");
