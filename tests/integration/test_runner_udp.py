@@ -12,10 +12,8 @@ import socket
 import subprocess
 import time
 
-import struct
-
-from harness import (BIN, LOOPBACK, Daemon, Suite, TlsClient, V2ray, check, free_port, read_vless_response_header,
-                     require_binary, tempdir, vless_header)
+from harness import (BIN, LOOPBACK, Daemon, Suite, TlsClient, V2ray, check, free_port, read_udp_frame,
+                     read_vless_response_header, require_binary, tempdir, udp_echo_trailer, udp_frame, vless_header)
 
 suite = Suite("test_runner_udp")
 require_binary()
@@ -219,10 +217,10 @@ def reused_relay_port_is_a_new_flow_with_its_own_route():
     before = relay_ports(UDP_PORT)
     with TlsClient(D.port("tls")) as c:
         c.handshake()
-        c.send(vless_header(UUID, UDP_PORT, cmd=2) + struct.pack(">H", 4) + b"ping")
+        c.send(vless_header(UUID, UDP_PORT, cmd=2) + udp_frame(b"ping"))
         read_vless_response_header(c.stream)
-        (n,) = struct.unpack(">H", c.stream.read_exact(2))
-        check(b"VLESSBENCH-UDP udp vless session=" in c.stream.read_exact(n))
+        payload, _, route = udp_echo_trailer(read_udp_frame(c.stream))
+        check(payload == b"ping" and route.startswith("vless session="), route)
         ports = relay_ports(UDP_PORT) - before
         check(len(ports) == 1, ports)
         c.close_notify()
@@ -233,7 +231,7 @@ def reused_relay_port_is_a_new_flow_with_its_own_route():
         u.settimeout(3)
         u.sendto(b"plain", (LOOPBACK, UDP_PORT))
         echo = u.recv(65535)
-    check(echo == b"plain\nVLESSBENCH-UDP udp direct", echo)
+    check(udp_echo_trailer(echo) == (b"plain", "udp", "direct"), echo)
     e = D.wait_event("udp.packet", since=mark, peer=f"{LOOPBACK}:{port}", close_reason="route_changed")
     check(e["route"] == "vless" and e["packets_in"] == 1, e)
 
