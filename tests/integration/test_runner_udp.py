@@ -113,8 +113,9 @@ def routes_right(rows):
     check(all(s["ok"] == "1" for s in rows), [s for s in rows if s["ok"] != "1"][:3])
     for s in rows:
         if s["path"] == "direct":
-            check(s["route"] == "direct" and s["session"] == "", s)
+            check(s["route"] == "direct" and s["session"] == "" and s["flow"].startswith(f"{LOOPBACK}:"), s)
         else:
+            check(s["flow"] == "", s)
             check(s["route"] == "vless" and s["session"] and s["user"] == "alice", s)
             check(s["transport"] == TRANSPORT.get(s["path"], "tls"), s)
         check(s["route_mismatch"] == "0", s)
