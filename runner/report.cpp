@@ -47,8 +47,17 @@ std::string_view to_string(stall_verdict::kind k) {
     case stall_verdict::kind::none: return "none";
     case stall_verdict::kind::intermittent: return "intermittent";
     case stall_verdict::kind::stall: return "stall";
+    case stall_verdict::kind::not_applicable: return "n/a";
   }
   return "?";
+}
+
+stall_verdict stall_not_applicable() {
+  stall_verdict v;
+  v.verdict = stall_verdict::kind::not_applicable;
+  v.text = "not applicable: a UDP flow's VLESS header goes with its first datagram, so the server "
+           "times no TLS-done -> VLESS-header wait (see methodology.md, UDP and DNS)";
+  return v;
 }
 
 stall_verdict judge_stall(std::span<const sample> samples) {
@@ -229,7 +238,7 @@ std::string format_table(const std::vector<path_result>& results) {
                                              : " (proxy path answered directly)");
     routes += "\n";
   }
-  t += "\nroutes (from X-Vlessbench-Route):\n" + routes;
+  t += "\nroutes (as the target named them: X-Vlessbench-Route, banner line, UDP echo trailer, DNS route TXT):\n" + routes;
 
   std::string failures;
   for (const auto& r : results)
@@ -258,6 +267,13 @@ std::string format_table(const std::vector<path_result>& results) {
   if (!inner.empty()) t += "\ninner TLS handshake with the target (ms, part of the new-connection time):\n" + inner;
   if (!bulk.empty()) t += "\nthroughput (MB/s = 10^6 bytes/s; the client's view, `verify` adds the server's):\n" + bulk;
 
+  const bool applicable = std::any_of(results.begin(), results.end(), [](const path_result& r) {
+    return r.stall.verdict != stall_verdict::kind::not_applicable;
+  });
+  if (!applicable && !results.empty()) {
+    t += "\nstall verdict: " + results.front().stall.text + "\n";
+    return t;
+  }
   t += "\nstall verdict (server phase TLS done -> VLESS header >= 30 ms):\n";
   for (const auto& r : results) t += "  " + pad(r.name, name_w) + "  " + r.stall.text + "\n";
   return t;
@@ -304,7 +320,7 @@ std::vector<std::string> parse_csv_line(std::string_view line) {
 std::string samples_csv(const std::vector<sample>& samples) {
   std::string out =
       "round,path,mode,seq,ns,ok,error,status,route,session,user,tls_ms,vless_ms,resolve_ms,"
-      "upstream_ms,route_mismatch,inner_tls_ms,bytes,mbps,transport,upgrade_ms\n";
+      "upstream_ms,route_mismatch,inner_tls_ms,bytes,mbps,transport,upgrade_ms,flow\n";
   auto opt = [](const std::optional<double>& v) { return v ? fmt_ms(v) : std::string(); };
   for (const auto& s : samples) {
     out += std::to_string(s.round) + ',' + csv_field(s.path) + ',' + std::string(to_string(s.mode)) +
@@ -320,7 +336,7 @@ std::string samples_csv(const std::vector<sample>& samples) {
            (s.bytes ? std::to_string(s.bytes) : std::string()) + ',' +
            (s.bytes && s.ok ? fmt_ms(s.mbps()) : std::string()) + ',' +
            (s.route.kind == route_kind::vless ? csv_field(s.route.transport) : std::string()) + ',' +
-           opt(s.timing.upgrade) + '\n';
+           opt(s.timing.upgrade) + ',' + csv_field(s.flow) + '\n';
   }
   return out;
 }
