@@ -461,6 +461,32 @@ def measure_udp(s: Setup, new: int, reuse: int, warmup: int) -> dict:
         if err is not None:
             res["paths"][f"{which}-mux-udp"] = {"error": f"not measured: the mux probe failed: {err}"}
     res["table"] = udp_rtt.format_table(res)
+    # Packets/s: 16 datagrams in flight on one flow for 2 s, ours and v2ray's alternately, twice.
+    rate: dict = {}
+    for rnd in range(2):
+        for name in ("direct", "ours-udp", "v2ray-udp") if rnd == 0 else ("direct", "v2ray-udp", "ours-udp"):
+            s.check_alive()
+            pid = {"ours-udp": s.ours.pid, "v2ray-udp": s.v2.pid}.get(name)
+            c0 = cpu_seconds(pid) if pid else 0.0
+            try:
+                j = udp_rtt.packets_per_second(s.udp_port, paths[name], 2.0)
+            except OSError as e:
+                rate.setdefault(name, []).append({"error": f"{type(e).__name__}: {e}"})
+                continue
+            if pid:
+                used = cpu_seconds(pid) - c0
+                j["server_cpu_share"] = used / j["seconds"]
+                j["server_cpu_us_per_echo"] = used * 1e6 / max(j["echoes"], 1)
+            rate.setdefault(name, []).append(j)
+            time.sleep(0.3)
+    res["rate"] = {}
+    for name, runs in rate.items():
+        bad = [r["error"] for r in runs if "error" in r]
+        res["rate"][name] = {"error": bad[0]} if bad else {
+            "per_second": statistics.median(r["per_second"] for r in runs), "runs": runs,
+            "lost": sum(r["lost"] for r in runs)}
+        if not bad and name != "direct":
+            res["rate"][name]["server_cpu_us_per_echo"] = statistics.median(r["server_cpu_us_per_echo"] for r in runs)
     return res
 
 
@@ -704,6 +730,18 @@ def issue12_rows(results: dict) -> list[dict]:
                     delta(u.get(f"v2ray-{suffix}"), mode), d[mode]["median_ms"], ci=True)
                 row(f"UDP round trip P95, {what} ({label})", "ms", p95(u.get(f"ours-{suffix}"), mode),
                     p95(u.get(f"v2ray-{suffix}"), mode), d[mode]["p95_ms"])
+        r = results["udp"].get("rate", {})
+
+        def rate(p, key="per_second"):
+            if p is None or "error" in p:
+                return {"error": (p or {}).get("error", "not measured")}
+            return {"value": float(p[key])}
+        # The v2ray client (the same for both servers) is in the path: the server CPU per datagram
+        # (its process, over both rounds' echoes: one datagram each way) compares the servers.
+        row("UDP packets/s, 16 in flight on one flow (VLESS cmd 2, v2ray SOCKS5 client)", "1/s",
+            rate(r.get("ours-udp")), rate(r.get("v2ray-udp")), (r.get("direct") or {}).get("per_second"))
+        row("server CPU per UDP round trip, in the packets/s run", "us", rate(r.get("ours-udp"), "server_cpu_us_per_echo"),
+            rate(r.get("v2ray-udp"), "server_cpu_us_per_echo"))
     if "latency" in results:
         lat = results["latency"]
         for mode, label in (("new", "new-sub-connection added latency"), ("reuse", "reused added latency")):

@@ -126,6 +126,43 @@ class Flow:
             self.ctl.close()
 
 
+def packets_per_second(echo_port: int, socks_port: int | None, seconds: float, window: int = 16,
+                       size: int = 64, timeout: float = 1.0) -> dict:
+    """Closed loop with `window` datagrams in flight on one flow for `seconds`: echoes per second.
+    A datagram whose echo does not come within `timeout` is counted lost (the window shrinks by
+    one). This Python client's CPU share is returned too: near 1.0 means it set the pace."""
+    f = Flow(echo_port, socks_port, timeout)
+    try:
+        f.round_trip(size)  # the flow's first datagram (for a proxy: the outbound is open after it)
+        msg = f.prefix + b"p".ljust(size, b"x")
+        r0 = resource.getrusage(resource.RUSAGE_SELF)
+        t0 = time.perf_counter()
+        stop = t0 + seconds
+        for _ in range(window):
+            f.sock.sendto(msg, f.relay)
+        got = lost = 0
+        outstanding = window
+        while outstanding:
+            try:
+                data = f.sock.recv(65535)
+            except socket.timeout:
+                lost += outstanding
+                break
+            if MARKER not in data:
+                raise OSError(f"echo without the target's trailer: {data[-40:]!r}")
+            got += 1
+            outstanding -= 1
+            if time.perf_counter() < stop:
+                f.sock.sendto(msg, f.relay)
+                outstanding += 1
+        took = time.perf_counter() - t0
+        r1 = resource.getrusage(resource.RUSAGE_SELF)
+    finally:
+        f.close()
+    return {"per_second": got / took, "echoes": got, "lost": lost, "seconds": took, "window": window,
+            "client_cpu_share": (r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) / took}
+
+
 def measure(paths: dict[str, int | None], echo_port: int, new: int, reuse: int, warmup: int,
             size: int = 64, timeout: float = 2.0, give_up: int = 5, seed: int | None = None) -> dict:
     """paths: name -> SOCKS5 port (None: direct, the baseline, must be named "direct")."""
