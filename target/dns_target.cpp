@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "core/access_events.hpp"
+#include "core/udp_dest.hpp"
 #include "core/logging.hpp"
 #include "core/udp_framing.hpp"
 #include "core/watchdog.hpp"
@@ -30,6 +31,9 @@ dns_responder::dns_responder(target_context &ctx, std::string name,
       udp_(std::move(udp_socket)), tcp_(std::move(acceptor)) {
   std::error_code ec;
   local_ = tcp_.local_endpoint(ec);
+  if (const auto err = enable_destination_address(udp_))
+    spdlog::warn("dns {}: no destination addresses ({}): UDP routes on {} read direct", name_, err.message(),
+                 local_.address().to_string());
 }
 
 void dns_responder::start() {
@@ -95,12 +99,12 @@ void dns_responder::log(const outcome &o, std::string_view transport,
 
 awaitable<void> dns_responder::serve_udp() {
   std::vector<char> buf(65'535);
-  udp::endpoint peer;
-  std::error_code ec;
-  const udp::endpoint local = udp_.local_endpoint(ec);
+  datagram d;
   while (!stopped_) {
-    auto [rec, n] = co_await udp_.async_receive_from(asio::buffer(buf), peer,
-                                                     as_tuple_awaitable);
+    const auto rec = co_await receive_datagram(udp_, asio::buffer(buf), d);
+    const std::size_t n = d.size;
+    const udp::endpoint &peer = d.peer;
+    const udp::endpoint &local = d.local;
     if (stopped_ || rec == asio::error::operation_aborted ||
         rec == asio::error::bad_descriptor)
       co_return;
@@ -121,7 +125,7 @@ awaitable<void> dns_responder::serve_udp() {
     if (o.delay_ms > 0) {
       ++delayed_;
       asio::co_spawn(udp_.get_executor(),
-                     answer_later(std::move(o), peer, std::move(route)),
+                     answer_later(std::move(o), peer, local, std::move(route)),
                      [self = shared_from_this()](std::exception_ptr e) {
                        log_exception(self->name_, e);
                      });
@@ -129,13 +133,12 @@ awaitable<void> dns_responder::serve_udp() {
     }
     log(o, "udp", tcp::endpoint(peer.address(), peer.port()), route.get());
     if (o.answer)
-      co_await udp_.async_send_to(asio::buffer(o.response), peer,
-                                  as_tuple_awaitable);
+      co_await send_datagram_from(udp_, asio::buffer(o.response), peer, local);
   }
 }
 
 awaitable<void>
-dns_responder::answer_later(outcome o, udp::endpoint peer,
+dns_responder::answer_later(outcome o, udp::endpoint peer, udp::endpoint local,
                             std::shared_ptr<const route_info> route) {
   asio::steady_timer timer(udp_.get_executor());
   timers_.insert(&timer);
@@ -146,8 +149,7 @@ dns_responder::answer_later(outcome o, udp::endpoint peer,
   if (ec || stopped_)
     co_return;
   log(o, "udp", tcp::endpoint(peer.address(), peer.port()), route.get());
-  co_await udp_.async_send_to(asio::buffer(o.response), peer,
-                              as_tuple_awaitable);
+  co_await send_datagram_from(udp_, asio::buffer(o.response), peer, local);
 }
 
 awaitable<void> dns_responder::serve_tcp() {

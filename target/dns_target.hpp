@@ -55,6 +55,7 @@ private:
            const tcp::endpoint &peer, const route_info *route) const;
   awaitable<void> serve_udp();
   awaitable<void> answer_later(outcome o, asio::ip::udp::endpoint peer,
+                               asio::ip::udp::endpoint local,
                                std::shared_ptr<const route_info> route);
   awaitable<void> serve_tcp();
   awaitable<void> serve_connection(tcp::socket socket, tcp::endpoint peer);

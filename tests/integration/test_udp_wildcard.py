@@ -1,0 +1,115 @@
+"""The UDP echo target and the DNS responder on a wildcard address (0.0.0.0), as the installed
+config has them, in a network namespace of the test's own with a LAN address as on a VM. The
+daemon reads each datagram's destination address (core/udp_dest.hpp, IP_PKTINFO), so a VLESS UDP
+session to the VM's address and one to 127.0.0.1 both reach the one socket and are both named;
+a direct datagram to either address says direct; every answer comes from the address its
+datagram was sent to (a client connected to the LAN address takes nothing else). Skipped (77)
+without root (namespace)."""
+import socket
+import struct
+
+from harness import (Daemon, Suite, TlsClient, check, free_port, new_uuid, read_vless_response_header,
+                     require_binary, run_in_own_netns, vless_header)
+
+LAN = "10.77.3.1"
+run_in_own_netns(addresses=(LAN,))
+
+suite = Suite("test_udp_wildcard")
+require_binary()
+
+UUID = new_uuid()
+UDP_PORT = free_port()
+DNS_PORT = free_port()
+D = Daemon({
+    "users": [{"name": "alice", "uuid": UUID}],
+    "vless": [{"name": "edge", "listen": f"{LAN}:{free_port()}"}],
+    "target": [{"name": "http", "listen": f"0.0.0.0:{free_port()}"}],
+    "udp_target": [{"name": "udp", "listen": f"0.0.0.0:{UDP_PORT}"}],
+    "dns": [{"name": "dns", "listen": f"0.0.0.0:{DNS_PORT}"}],
+}, limits={"udp_idle_timeout_ms": 1000})
+VP = D.port("edge")
+MARKER = b"\nVLESSBENCH-UDP "
+
+
+def frame(data: bytes) -> bytes:
+    return struct.pack(">H", len(data)) + data
+
+
+def read_packet(stream) -> bytes:
+    (n,) = struct.unpack(">H", stream.read_exact(2))
+    return stream.read_exact(n)
+
+
+def route_of(echo: bytes) -> str:
+    at = echo.rfind(MARKER)
+    check(at >= 0, echo[-80:])
+    return echo[at + len(MARKER):].decode().partition(" ")[2]
+
+
+def through_vless(dest: str, port: int, payloads: list[bytes]) -> tuple[list[bytes], dict]:
+    """payloads through one VLESS UDP session to dest:port; the replies and the session's line."""
+    mark = D.mark()
+    with TlsClient(VP, host=LAN) as c:
+        c.handshake()
+        c.send(vless_header(UUID, port, addr=dest, cmd=2) + b"".join(frame(p) for p in payloads))
+        try:
+            read_vless_response_header(c.stream)
+            replies = [read_packet(c.stream) for _ in payloads]
+        except EOFError:
+            check(False, ("refused", dest, port, D.events("vless.reject", since=mark)))
+        c.close_notify()
+    return replies, D.wait_event("vless.session", since=mark, timeout=8, cmd="udp")
+
+
+def direct(dest: str, port: int, payload: bytes) -> bytes:
+    """One datagram from a socket connected to dest: a reply from any other address is dropped."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+        u.settimeout(3)
+        u.connect((dest, port))
+        u.send(payload)
+        return u.recv(65535)
+
+
+@suite.test
+def echo_names_sessions_on_each_local_address():
+    for dest in (LAN, "127.0.0.1"):
+        mark = D.mark()
+        replies, s = through_vless(dest, UDP_PORT, [b"one", b"two"])
+        want = f"vless session={s['session']} user=alice"
+        check([route_of(r) for r in replies] == [want, want], (dest, replies))
+        f = D.wait_event("udp.packet", since=mark, timeout=6, route="vless")
+        check(f["vless_session"] == s["session"] and f["packets_in"] == 2 and f["packets_out"] == 2, f)
+
+
+@suite.test
+def direct_datagrams_say_direct_and_come_back_from_their_address():
+    for dest in (LAN, "127.0.0.1"):
+        check(route_of(direct(dest, UDP_PORT, b"plain")) == "direct", dest)
+
+
+def dns_query(qid: int, name: str) -> bytes:
+    q = struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0)
+    for label in name.split("."):
+        q += bytes([len(label)]) + label.encode()
+    return q + b"\0" + struct.pack(">HH", 1, 1)
+
+
+@suite.test
+def dns_queries_name_their_session():
+    mark = D.mark()
+    replies, s = through_vless(LAN, DNS_PORT, [dns_query(7, "a.vlessbench.test")])
+    check(replies[0][:2] == b"\x00\x07" and replies[0][3] & 0xf == 0, replies[0][:4])
+    q = D.wait_event("dns.query", since=mark, timeout=6, transport="udp")
+    check(q["route"] == "vless" and q["vless_session"] == s["session"], q)
+    # Direct to the LAN address: answered from it, and named direct.
+    mark = D.mark()
+    resp = direct(LAN, DNS_PORT, dns_query(8, "b.vlessbench.test"))
+    check(resp[:2] == b"\x00\x08", resp[:4])
+    q = D.wait_event("dns.query", since=mark, timeout=6, transport="udp")
+    check(q["route"] == "direct", q)
+
+
+try:
+    suite.run()
+finally:
+    D.stop()
