@@ -34,6 +34,12 @@ public:
   void start();
   void stop(); // closes both sockets, open connections and waiting answers
   const std::string &name() const { return name_; }
+  // A reload that keeps the endpoint: the next query is answered by the new zone rules (one
+  // already waiting on its delay keeps the answer it was given).
+  void update(std::string name, dns::zone_rules zone) {
+    name_ = std::move(name);
+    zone_ = std::move(zone);
+  }
   tcp::endpoint endpoint() const { return local_; }
 
   // One message's answer and what the log says of it.

@@ -31,6 +31,8 @@ public:
   void start(); // serves on the socket's executor until stop()
   void stop();  // closes the socket; every open flow is logged ("stop")
   const std::string &name() const { return name_; }
+  // A reload that keeps the endpoint: flows and their routes stay, later lines carry the name.
+  void rename(std::string name) { name_ = std::move(name); }
   asio::ip::udp::endpoint endpoint() const;
 
 private:

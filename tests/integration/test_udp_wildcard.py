@@ -3,8 +3,9 @@ config has them, in a network namespace of the test's own with a LAN address as 
 daemon reads each datagram's destination address (core/udp_dest.hpp, IP_PKTINFO), so a VLESS UDP
 session to the VM's address and one to 127.0.0.1 both reach the one socket and are both named;
 a direct datagram to either address says direct; every answer comes from the address its
-datagram was sent to (a client connected to the LAN address takes nothing else). Skipped (77)
-without root (namespace)."""
+datagram was sent to (a client connected to the LAN address takes nothing else). A reload opens,
+updates in place and closes UDP listeners and DNS responders, and one whose port is taken fails
+the reload and changes nothing. Skipped (77) without root (namespace)."""
 import socket
 import struct
 
@@ -107,6 +108,50 @@ def dns_queries_name_their_session():
     check(resp[:2] == b"\x00\x08", resp[:4])
     q = D.wait_event("dns.query", since=mark, timeout=6, transport="udp")
     check(q["route"] == "direct", q)
+
+
+def udp_ask(port: int, payload: bytes, host: str = LAN) -> bytes | None:
+    """One datagram to host:port; the reply, or None when the port is closed or nothing came."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+        u.settimeout(1)
+        u.connect((host, port))
+        u.send(payload)
+        try:
+            return u.recv(65535)
+        except (ConnectionRefusedError, socket.timeout):
+            return None
+
+
+@suite.test
+def reload_opens_updates_and_closes_udp_listeners():
+    base = {k: v for k, v in D.cfg.items() if k not in ("udp_target", "dns")}
+    port2, dns2 = free_port(), free_port()
+    added = dict(base, udp_target=[{"name": "u2", "listen": f"{LAN}:{port2}"}],
+                 dns=[{"name": "d2", "listen": f"0.0.0.0:{dns2}"}])
+    e = D.reload(added)
+    check(e["ok"], e)
+    check(udp_ask(UDP_PORT, b"x") is None, "the dropped udp_target is closed")
+    reply = udp_ask(port2, b"hello")
+    check(reply is not None and reply.endswith(b"\nVLESSBENCH-UDP u2 direct"), reply)
+    resp = udp_ask(dns2, dns_query(9, "x.vlessbench.test"))
+    check(resp is not None and resp[3] & 0xf == 0, resp)  # NOERROR in the default zone
+    # The same endpoints, new names and zone: updated in place.
+    updated = dict(base, udp_target=[{"name": "u3", "listen": f"{LAN}:{port2}"}],
+                   dns=[{"name": "d2", "listen": f"0.0.0.0:{dns2}", "zone": "example.test"}])
+    e = D.reload(updated)
+    check(e["ok"], e)
+    check(udp_ask(port2, b"hi").endswith(b"\nVLESSBENCH-UDP u3 direct"), "renamed")
+    check(udp_ask(dns2, dns_query(10, "x.vlessbench.test"))[3] & 0xf == 5, "REFUSED outside the new zone")
+    check(udp_ask(dns2, dns_query(11, "x.example.test"))[3] & 0xf == 0, "NOERROR in it")
+    # A port in use: the reload fails, naming the listener, and what runs stays.
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as squatter:
+        squatter.bind((LAN, 0))
+        taken = squatter.getsockname()[1]
+        e = D.reload(dict(updated, udp_target=[*updated["udp_target"], {"name": "u4", "listen": f"{LAN}:{taken}"}]))
+        check(not e["ok"] and "u4" in e["error"], e)
+    check(udp_ask(port2, b"still").endswith(b"\nVLESSBENCH-UDP u3 direct"), "kept after the failed reload")
+    check(D.reload(base)["ok"])
+    check(udp_ask(port2, b"gone") is None and udp_ask(dns2, dns_query(12, "x.example.test")) is None, "closed")
 
 
 try:
