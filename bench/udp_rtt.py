@@ -2,10 +2,10 @@
 straight (the direct floor) or through a SOCKS5 UDP ASSOCIATE (RFC 1928) of a v2ray client, whose
 outbound carries it as VLESS command 2 (or as a Mux.Cool UDP sub-connection) to a server under test.
 
-"new" = the first datagram of a new flow: a new UDP socket (a new source port, so the v2ray client
-opens a new outbound: TCP + TLS + VLESS header, or a new mux sub), timed from sendto to the echo;
-the SOCKS5 associate before it (a TCP round trip to the client alone) is not timed. "reuse" = a
-later datagram on one flow kept for the whole run. Paths are interleaved at random per round, as
+"new" = a new flow and its first datagram, as the runner times it for udp:// (docs/runner.md): a
+new UDP socket (a new source port, so the v2ray client opens a new outbound: TCP + TLS + VLESS
+header, or a new mux sub) and, through SOCKS5, a new control connection and UDP ASSOCIATE, timed
+from the start of that to the echo. "reuse" = a later datagram on one flow kept for the whole run. Paths are interleaved at random per round, as
 the runner does; each round's sample minus the direct path's sample of the same round is the
 paired difference, summarised as the runner does (median, percentile-bootstrap 95% CI of the
 median, 2000 resamples; quantiles type 7).
@@ -191,9 +191,10 @@ def measure(paths: dict[str, int | None], echo_port: int, new: int, reuse: int, 
             return
         try:
             if mode == "new":
+                t0 = time.perf_counter()
                 f = Flow(echo_port, paths[name], timeout)
                 try:
-                    took = f.round_trip(size)
+                    took = time.perf_counter() - t0 + f.round_trip(size)
                 finally:
                     f.close()
             else:
