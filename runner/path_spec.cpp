@@ -50,6 +50,13 @@ bool extract_runner_params(std::string& link, path_spec& out, std::string& reaso
         return false;
       }
       out.nodelay = on;
+    } else if ((key == "mux" && value != "off" && value != "0" && value != "false") ||
+               (key == "packetEncoding" && value == "xudp")) {
+      // Accepted by the share-link parser (a copied link keeps them), but the built-in client
+      // speaks plain VLESS (TCP, and command 2 for UDP): measuring that while the link asks
+      // for Mux/XUDP would report the wrong protocol.
+      reason = key + "=" + value + " is not supported by the built-in client yet (Mux.Cool/XUDP); remove it to measure plain VLESS";
+      return false;
     } else if (key == "writes") {
       if (value == "one") {
         out.writes = write_mode::one;
@@ -110,8 +117,25 @@ std::string_view to_string(target_scheme s) {
     case target_scheme::http: return "http";
     case target_scheme::https: return "https";
     case target_scheme::banner: return "banner";
+    case target_scheme::udp: return "udp";
+    case target_scheme::dns: return "dns";
   }
   return "?";
+}
+
+bool is_datagram(target_scheme s) { return s == target_scheme::udp || s == target_scheme::dns; }
+
+bool check_paths_for_target(const std::vector<path_spec>& paths, const target_url& target,
+                            std::string& reason) {
+  if (!is_datagram(target.scheme)) return true;
+  for (const auto& p : paths) {
+    if (p.kind == path_kind::direct || p.kind == path_kind::socks5 || p.kind == path_kind::vless) continue;
+    reason = "path '" + p.name + "' (" + std::string(to_string(p.kind)) + ") cannot carry a " +
+             std::string(to_string(target.scheme)) +
+             ":// target: UDP goes over direct, socks5://H:P (UDP ASSOCIATE) or vless:// (UDP command) paths";
+    return false;
+  }
+  return true;
 }
 
 std::string_view to_string(bulk_direction d) {
@@ -149,18 +173,50 @@ std::optional<target_url> parse_target_url(std::string_view text, std::string& r
     url.scheme = target_scheme::banner;
     url.port = 0;
     scheme_len = 9;
+  } else if (starts_with_icase(text, "udp://")) {
+    url.scheme = target_scheme::udp;
+    url.port = 0;
+    scheme_len = 6;
+  } else if (starts_with_icase(text, "dns://")) {
+    url.scheme = target_scheme::dns;
+    url.port = 53;
+    scheme_len = 6;
   } else {
-    reason = "target must be an http://, https:// or banner:// URL (got '" + std::string(text) + "')";
+    reason = "target must be an http://, https://, banner://, udp:// or dns:// URL (got '" + std::string(text) + "')";
     return std::nullopt;
   }
   std::string_view rest = text.substr(scheme_len);
   const auto slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
-  if (url.scheme == target_scheme::banner && slash != std::string_view::npos && slash + 1 != rest.size()) {
-    reason = "a banner:// target has no path";
+  const bool no_path = url.scheme == target_scheme::banner || url.scheme == target_scheme::udp;
+  if (no_path && slash != std::string_view::npos && slash + 1 != rest.size()) {
+    reason = "a " + std::string(to_string(url.scheme)) + ":// target has no path";
     return std::nullopt;
   }
-  url.path = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
+  if (url.scheme == target_scheme::dns) {
+    std::string name = slash == std::string_view::npos ? "" : std::string(rest.substr(slash + 1));
+    if (!name.empty() && name.back() == '.') name.pop_back();
+    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    bool ok = !name.empty() && name.size() <= 253;
+    std::size_t label = 0;
+    for (char c : name) {
+      if (c == '.') {
+        ok = ok && label > 0;
+        label = 0;
+      } else {
+        ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_');
+        ++label;
+        ok = ok && label <= 63;
+      }
+    }
+    if (!ok || label == 0) {
+      reason = "a dns:// target is dns://HOST[:PORT]/NAME with NAME a DNS name (labels of 1-63 letters, digits, '-' or '_'), got '" +
+               std::string(text) + "'";
+      return std::nullopt;
+    }
+    url.dns_name = std::move(name);
+  }
+  url.path = slash == std::string_view::npos || url.scheme == target_scheme::dns ? "/" : std::string(rest.substr(slash));
   if (authority.find('@') != std::string_view::npos) {
     reason = "credentials in the target URL are not supported";
     return std::nullopt;
@@ -186,7 +242,8 @@ std::optional<target_url> parse_target_url(std::string_view text, std::string& r
     return std::nullopt;
   }
   if (url.port == 0) {
-    reason = "a banner:// target needs a port (banner://HOST:PORT)";
+    reason = "a " + std::string(to_string(url.scheme)) + ":// target needs a port (" +
+             std::string(to_string(url.scheme)) + "://HOST:PORT)";
     return std::nullopt;
   }
   if (url.path.find_first_of(" \r\n") != std::string::npos) {

@@ -21,6 +21,8 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
   path_plan plan;
   plan.spec = &spec;
   plan.target_authority = target.authority();
+  plan.target_host = target.host;
+  plan.target_port = target.port;
   // direct and a bare `tun` dial the target; everything else dials its own host:port.
   const bool dial_target = spec.kind == path_kind::direct || (spec.kind == path_kind::tun && spec.host.empty());
   const std::string host = dial_target ? target.host : spec.host;
@@ -53,8 +55,9 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
       tls.verify = !link.allow_insecure;
       tls.sni = !link.sni.empty() ? link.sni : (is_ip_literal(link.host) ? "" : link.host);
       if (link.type == "grpc") tls.alpn = "h2";  // gRPC is HTTP/2 (the server refuses http/1.1 there)
-      plan.vless = vless::make_client_plan(plan.entry.value_or(tcp::endpoint{}), tls,
-                                           vless::tcp_request(link.uuid, target.host, target.port));
+      auto request = vless::tcp_request(link.uuid, target.host, target.port);
+      if (is_datagram(target.scheme)) request.command = static_cast<std::uint8_t>(vless::command::udp);
+      plan.vless = vless::make_client_plan(plan.entry.value_or(tcp::endpoint{}), tls, request);
       const auto options = spec.client_options(defaults);
       plan.vless.nodelay = options.nodelay;
       plan.vless.split_header = options.writes == write_mode::split;

@@ -5,6 +5,7 @@
 #include "core/access_events.hpp"
 #include "core/udp_dest.hpp"
 #include "core/logging.hpp"
+#include "core/route_header.hpp"
 #include "core/udp_framing.hpp"
 #include "core/watchdog.hpp"
 
@@ -59,7 +60,8 @@ void dns_responder::stop() {
     s->close(ignored);
 }
 
-dns_responder::outcome dns_responder::answer(std::string_view message) const {
+dns_responder::outcome dns_responder::answer(std::string_view message,
+                                             const route_info *route) const {
   outcome o;
   const auto q = dns::parse_query(message);
   if (!q.complete()) {
@@ -77,8 +79,9 @@ dns_responder::outcome dns_responder::answer(std::string_view message) const {
   const auto z = dns::answer_in_zone(zone_, q.value.q);
   o.rc = z.rc;
   o.delay_ms = z.delay_ms;
-  o.response = dns::build_response(q.value.id, q.value.recursion_desired,
-                                   &q.value.q, z.rc, z.answers);
+  o.response = dns::build_response(
+      q.value.id, q.value.recursion_desired, &q.value.q, z.rc, z.answers, 60,
+      dns::format_route_txt(name_, format_route_header(route)));
   return o;
 }
 
@@ -111,7 +114,7 @@ awaitable<void> dns_responder::serve_udp() {
     if (rec)
       continue;
     auto route = ctx_.routes.find(flow_id::udp(peer, local));
-    outcome o = answer(std::string_view(buf.data(), n));
+    outcome o = answer(std::string_view(buf.data(), n), route.get());
     if (o.delay_ms > 0 && delayed_ >= max_delayed) {
       // Bounded: a flood of delayed queries holds no more than max_delayed
       // timers.
@@ -193,7 +196,7 @@ awaitable<void> dns_responder::serve_connection(tcp::socket socket,
         const auto p = vless::parse_udp_packet(acc, 65'535);
         if (!p.complete())
           break;
-        outcome o = answer(p.value);
+        outcome o = answer(p.value, route.get());
         acc.erase(0, p.consumed);
         if (o.delay_ms > 0) {
           asio::steady_timer timer(socket.get_executor());

@@ -56,7 +56,9 @@ public:
   };
 
 private:
-  outcome answer(std::string_view message) const;
+  // route: the relaying session, or nullptr (direct); named in the response's
+  // route TXT record (dns::format_route_txt).
+  outcome answer(std::string_view message, const route_info *route) const;
   void log(const outcome &o, std::string_view transport,
            const tcp::endpoint &peer, const route_info *route) const;
   awaitable<void> serve_udp();

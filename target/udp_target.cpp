@@ -87,8 +87,8 @@ udp_echo_target::flow_for(const flow_key &key,
   }
   flow f;
   f.first = now;
-  // A VLESS session registers its socket before it sends: the first datagram is
-  // final proof.
+  // A VLESS session registers its socket before it sends, so the lookup at a
+  // flow's first datagram is proof; serve() re-checks it for every datagram.
   f.route = ctx_.routes.find(flow_id::udp(key.first, key.second));
   return flows_.emplace(key, std::move(f)).first->second;
 }
@@ -106,6 +106,20 @@ awaitable<void> udp_echo_target::serve() {
     if (ec)
       continue; // an ICMP error for an earlier echo: the next datagram
     const auto now = std::chrono::steady_clock::now();
+    // A peer address is reused: a closed VLESS session's relay socket and a direct client may
+    // get the same ephemeral port one after the other while the old flow is still in the table.
+    // So the route is looked up per datagram; another session (or none) ends the old flow
+    // ("route_changed") and starts a new one, and every echo names the route it really took.
+    if (auto it = flows_.find(key); it != flows_.end()) {
+      const auto route = ctx_.routes.find(flow_id::udp(key.first, key.second));
+      const auto id = [](const std::shared_ptr<const route_info> &r) {
+        return r ? r->session_id : 0;
+      };
+      if (id(route) != id(it->second.route)) {
+        log_flow(key.first, it->second, "route_changed");
+        flows_.erase(it);
+      }
+    }
     flow &f = flow_for(key, now);
     f.last = now;
     ++f.packets_in;

@@ -7,10 +7,10 @@ datagram was sent to (a client connected to the LAN address takes nothing else).
 updates in place and closes UDP listeners and DNS responders, and one whose port is taken fails
 the reload and changes nothing. Skipped (77) without root (namespace)."""
 import socket
-import struct
 
-from harness import (Daemon, Suite, TlsClient, check, free_port, new_uuid, read_vless_response_header,
-                     require_binary, run_in_own_netns, vless_header)
+from harness import (Daemon, Suite, TlsClient, check, dns_query, free_port, new_uuid, read_udp_frame,
+                     read_vless_response_header, require_binary, run_in_own_netns, udp_echo_trailer, udp_frame,
+                     vless_header)
 
 LAN = "10.77.3.1"
 run_in_own_netns(addresses=(LAN,))
@@ -29,22 +29,10 @@ D = Daemon({
     "dns": [{"name": "dns", "listen": f"0.0.0.0:{DNS_PORT}"}],
 }, limits={"udp_idle_timeout_ms": 1000})
 VP = D.port("edge")
-MARKER = b"\nVLESSBENCH-UDP "
-
-
-def frame(data: bytes) -> bytes:
-    return struct.pack(">H", len(data)) + data
-
-
-def read_packet(stream) -> bytes:
-    (n,) = struct.unpack(">H", stream.read_exact(2))
-    return stream.read_exact(n)
 
 
 def route_of(echo: bytes) -> str:
-    at = echo.rfind(MARKER)
-    check(at >= 0, echo[-80:])
-    return echo[at + len(MARKER):].decode().partition(" ")[2]
+    return udp_echo_trailer(echo)[2]
 
 
 def through_vless(dest: str, port: int, payloads: list[bytes]) -> tuple[list[bytes], dict]:
@@ -52,10 +40,10 @@ def through_vless(dest: str, port: int, payloads: list[bytes]) -> tuple[list[byt
     mark = D.mark()
     with TlsClient(VP, host=LAN) as c:
         c.handshake()
-        c.send(vless_header(UUID, port, addr=dest, cmd=2) + b"".join(frame(p) for p in payloads))
+        c.send(vless_header(UUID, port, addr=dest, cmd=2) + b"".join(udp_frame(p) for p in payloads))
         try:
             read_vless_response_header(c.stream)
-            replies = [read_packet(c.stream) for _ in payloads]
+            replies = [read_udp_frame(c.stream) for _ in payloads]
         except EOFError:
             check(False, ("refused", dest, port, D.events("vless.reject", since=mark)))
         c.close_notify()
@@ -86,13 +74,6 @@ def echo_names_sessions_on_each_local_address():
 def direct_datagrams_say_direct_and_come_back_from_their_address():
     for dest in (LAN, "127.0.0.1"):
         check(route_of(direct(dest, UDP_PORT, b"plain")) == "direct", dest)
-
-
-def dns_query(qid: int, name: str) -> bytes:
-    q = struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0)
-    for label in name.split("."):
-        q += bytes([len(label)]) + label.encode()
-    return q + b"\0" + struct.pack(">HH", 1, 1)
 
 
 @suite.test

@@ -210,3 +210,63 @@ TEST_CASE("nagle-paths option turns named vless paths Nagle-prone", "[runner]") 
   CHECK_THAT(reason, Catch::Contains("'c'"));
   CHECK_FALSE(apply_nagle_paths(paths, {"zz"}, reason));
 }
+
+TEST_CASE("udp:// and dns:// targets", "[runner]") {
+  std::string reason;
+  auto u = parse_target_url("udp://127.0.0.1:8054", reason);
+  REQUIRE(u);
+  CHECK(u->scheme == target_scheme::udp);
+  CHECK(is_datagram(u->scheme));
+  CHECK(u->host == "127.0.0.1");
+  CHECK(u->port == 8054);
+  auto six = parse_target_url("udp://[::1]:9/", reason);
+  REQUIRE(six);
+  CHECK(six->host == "::1");
+  auto d = parse_target_url("DNS://127.0.0.1/Host.VlessBench.test.", reason);
+  REQUIRE(d);
+  CHECK(d->scheme == target_scheme::dns);
+  CHECK(d->port == 53);
+  CHECK(d->dns_name == "host.vlessbench.test");
+  auto d2 = parse_target_url("dns://127.0.0.1:8053/a.delay-20.vlessbench.test", reason);
+  REQUIRE(d2);
+  CHECK(d2->port == 8053);
+  CHECK(d2->dns_name == "a.delay-20.vlessbench.test");
+  CHECK_FALSE(is_datagram(target_scheme::banner));
+
+  for (const char* bad : {"udp://127.0.0.1", "udp://127.0.0.1:9/x", "dns://127.0.0.1:53", "dns://127.0.0.1:53/",
+                          "dns://127.0.0.1/a..b", "dns://127.0.0.1/a b", "dns://127.0.0.1/.x"}) {
+    INFO(bad);
+    CHECK_FALSE(parse_target_url(bad, reason));
+  }
+  CHECK_FALSE(parse_target_url("dns://h/" + std::string(64, 'a') + ".test", reason));
+  CHECK(reason.find("labels of 1-63") != std::string::npos);
+  CHECK_FALSE(parse_target_url("udp://127.0.0.1", reason));
+  CHECK(reason == "a udp:// target needs a port (udp://HOST:PORT)");
+}
+
+TEST_CASE("only direct, socks5 and vless paths carry udp:// and dns:// targets", "[runner]") {
+  std::string reason;
+  const auto udp = *parse_target_url("udp://127.0.0.1:9", reason);
+  const auto http = *parse_target_url("http://127.0.0.1:8080/", reason);
+  std::vector<path_spec> ok;
+  for (const char* arg : {"direct=direct", "s=socks5://127.0.0.1:1080"}) ok.push_back(*parse_path_arg(arg, reason));
+  ok.push_back(*parse_path_arg(std::string("v=vless://") + uuid_text + "@127.0.0.1:8443?security=tls", reason));
+  CHECK(check_paths_for_target(ok, udp, reason));
+  for (const char* arg : {"h=http://127.0.0.1:1", "f=tcp://127.0.0.1:1", "t=tun", "t2=tun://127.0.0.1:1"}) {
+    INFO(arg);
+    auto paths = ok;
+    paths.push_back(*parse_path_arg(arg, reason));
+    CHECK_FALSE(check_paths_for_target(paths, udp, reason));
+    CHECK(reason.find("cannot carry a udp:// target") != std::string::npos);
+    CHECK(check_paths_for_target(paths, http, reason));  // TCP targets: any kind
+  }
+}
+
+TEST_CASE("path SPEC: Mux and XUDP links are refused until the client speaks them", "[runner]") {
+  const std::string base = std::string("m=vless://") + uuid_text + "@127.0.0.1:8443?security=tls";
+  CHECK(refusal(base + "&mux=on").find("mux=on is not supported") != std::string::npos);
+  CHECK(refusal(base + "&packetEncoding=xudp").find("packetEncoding=xudp is not supported") != std::string::npos);
+  std::string reason;
+  // Keys that ask for nothing the client lacks stay accepted, and so does mux=off.
+  CHECK(parse_path_arg(base + "&mux=off&packetEncoding=none&fp=chrome", reason));
+}
