@@ -410,23 +410,9 @@ def measure_idle(s: Setup, load: Path, sessions: int) -> dict:
     return out
 
 
-def measure_latency(s: Setup, new: int, reuse: int, warmup: int) -> dict:
-    out_dir = s.work / "latency"
-    runner = s.bindir / "vlessbench"
-    paths = ["direct=direct", f"ours-builtin={s.link('ours')}", f"v2ray-builtin={s.link('v2ray')}",
-             f"ours-v2client=http://{HOST}:{s.ours_http}", f"v2ray-v2client=http://{HOST}:{s.v2_http}",
-             f"relay-floor=tcp://{HOST}:{s.relay_port}",
-             f"ours-ws-builtin={s.link('ours', ws=True)}", f"v2ray-ws-builtin={s.link('v2ray', ws=True)}",
-             f"ours-ws-v2client=http://{HOST}:{s.ours_ws_http}", f"v2ray-ws-v2client=http://{HOST}:{s.v2_ws_http}"]
-    # Mux.Cool (issue 12): the v2ray client with "mux" on, through its http inbound; "new" is a new
-    # sub-connection on a mux session the client already holds (no TLS handshake), "reused" the
-    # same sub. A server the probe found not speaking Mux.Cool is left out, with the reason.
-    mux_errors = {w: s.probe_mux(w) for w in ("ours", "v2ray")}
-    for which, port in (("ours", s.ours_mux_http), ("v2ray", s.v2_mux_http)):
-        if mux_errors[which] is None:
-            paths.append(f"{which}-mux-v2client=http://{HOST}:{port}")
-    argv = [runner, "run", "--target", f"http://{HOST}:{s.target_port}/",
-            *[a for p in paths for a in ("--path", p)],
+def run_runner(s: Setup, target: str, paths: list[str], new: int, reuse: int, warmup: int, out_dir: Path) -> dict:
+    """One interleaved `vlessbench run`; per path and mode the figures the table uses."""
+    argv = [s.bindir / "vlessbench", "run", "--target", target, *[a for p in paths for a in ("--path", p)],
             "--new", new, "--reuse", reuse, "--warmup", warmup, "--out", out_dir,
             "--allow-mismatch"]  # the target is a separate process: it answers "direct" to both servers
     r = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=240,
@@ -440,6 +426,23 @@ def measure_latency(s: Setup, new: int, reuse: int, warmup: int) -> dict:
                                                        "paired_delta_median_ms", "paired_delta_ci_low_ms",
                                                        "paired_delta_ci_high_ms")}
                      for mode in ("new", "reuse")}
+    return res
+
+
+def measure_latency(s: Setup, new: int, reuse: int, warmup: int) -> dict:
+    paths = ["direct=direct", f"ours-builtin={s.link('ours')}", f"v2ray-builtin={s.link('v2ray')}",
+             f"ours-v2client=http://{HOST}:{s.ours_http}", f"v2ray-v2client=http://{HOST}:{s.v2_http}",
+             f"relay-floor=tcp://{HOST}:{s.relay_port}",
+             f"ours-ws-builtin={s.link('ours', ws=True)}", f"v2ray-ws-builtin={s.link('v2ray', ws=True)}",
+             f"ours-ws-v2client=http://{HOST}:{s.ours_ws_http}", f"v2ray-ws-v2client=http://{HOST}:{s.v2_ws_http}"]
+    # Mux.Cool (issue 12): the v2ray client with "mux" on, through its http inbound; "new" is a new
+    # sub-connection on a mux session the client already holds (no TLS handshake), "reused" the
+    # same sub. A server the probe found not speaking Mux.Cool is left out, with the reason.
+    mux_errors = {w: s.probe_mux(w) for w in ("ours", "v2ray")}
+    for which, port in (("ours", s.ours_mux_http), ("v2ray", s.v2_mux_http)):
+        if mux_errors[which] is None:
+            paths.append(f"{which}-mux-v2client=http://{HOST}:{port}")
+    res = run_runner(s, f"http://{HOST}:{s.target_port}/", paths, new, reuse, warmup, s.work / "latency")
     for which, err in mux_errors.items():
         if err is not None:
             res[f"{which}-mux-v2client"] = {"error": f"not measured: the mux probe failed: {err}"}
@@ -457,6 +460,12 @@ def measure_udp(s: Setup, new: int, reuse: int, warmup: int) -> dict:
         if mux_errors[which] is None:
             paths[f"{which}-mux-udp"] = port
     res = udp_rtt.measure(paths, s.udp_port, new, reuse, warmup)
+    # The runner's own client (issue 12, acceptance 3): VLESS command 2 over TLS from the built-in
+    # client to each server, udp:// target, interleaved with direct (its "new" is a new connection,
+    # TLS handshake and command-2 session + the first datagram).
+    res["builtin"] = run_runner(s, f"udp://{HOST}:{s.udp_port}",
+                                ["direct=direct", f"ours-builtin-udp={s.link('ours')}",
+                                 f"v2ray-builtin-udp={s.link('v2ray')}"], new, reuse, warmup, s.work / "udp-builtin")
     for which, err in mux_errors.items():
         if err is not None:
             res["paths"][f"{which}-mux-udp"] = {"error": f"not measured: the mux probe failed: {err}"}
@@ -725,7 +734,7 @@ def issue12_rows(results: dict) -> list[dict]:
         u = results["udp"]["paths"]
         d = u["direct"]
         for suffix, label in (("udp", "VLESS cmd 2, v2ray SOCKS5 client"), ("mux-udp", "Mux.Cool UDP, v2ray mux client")):
-            for mode, what in (("new", "first datagram of a new flow"), ("reuse", "datagram on a kept flow")):
+            for mode, what in (("new", "new flow + first datagram"), ("reuse", "datagram on a kept flow")):
                 row(f"UDP round trip added, {what} ({label})", "ms", delta(u.get(f"ours-{suffix}"), mode),
                     delta(u.get(f"v2ray-{suffix}"), mode), d[mode]["median_ms"], ci=True)
                 row(f"UDP round trip P95, {what} ({label})", "ms", p95(u.get(f"ours-{suffix}"), mode),
@@ -738,6 +747,15 @@ def issue12_rows(results: dict) -> list[dict]:
             return {"value": float(p[key])}
         # The v2ray client (the same for both servers) is in the path: the server CPU per datagram
         # (its process, over both rounds' echoes: one datagram each way) compares the servers.
+        b = results["udp"].get("builtin")
+        if b:
+            for mode, what in (("new", "new flow + first datagram"), ("reuse", "datagram on a kept flow")):
+                row(f"UDP round trip added, {what} (built-in client, VLESS cmd 2)", "ms",
+                    delta(b.get("ours-builtin-udp"), mode), delta(b.get("v2ray-builtin-udp"), mode),
+                    b["direct"][mode]["median_ms"], ci=True)
+                row(f"UDP round trip P95, {what} (built-in client, VLESS cmd 2)", "ms",
+                    p95(b.get("ours-builtin-udp"), mode), p95(b.get("v2ray-builtin-udp"), mode),
+                    b["direct"][mode]["p95_ms"])
         row("UDP packets/s, 16 in flight on one flow (VLESS cmd 2, v2ray SOCKS5 client)", "1/s",
             rate(r.get("ours-udp")), rate(r.get("v2ray-udp")), (r.get("direct") or {}).get("per_second"))
         row("server CPU per UDP round trip, in the packets/s run", "us", rate(r.get("ours-udp"), "server_cpu_us_per_echo"),
@@ -847,6 +865,8 @@ def main() -> int:
         cpu = u["client_cpu_us_per_datagram"]
         print(f"\nUDP round trips ({u['size']}-byte datagrams; this Python client's CPU per datagram "
               f"{'-' if cpu is None else f'{cpu:.1f}'} us):\n" + u["table"])
+        if "builtin" in u:
+            print("\nUDP round trips, the runner's built-in client (vlessbench run, udp://):\n" + u["builtin"]["table"])
     c = results["crypto"]
     print("\nhandshake crypto, us per operation (BoringSSL linked / OpenSSL 3 `openssl speed`): "
           f"ECDSA P-256 sign {c['boringssl']['ecdsa_p256_sign_us']} / {c['openssl3'].get('ecdsa_p256_sign_us')}, "
