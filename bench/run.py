@@ -745,8 +745,6 @@ def issue12_rows(results: dict) -> list[dict]:
             if p is None or "error" in p:
                 return {"error": (p or {}).get("error", "not measured")}
             return {"value": float(p[key])}
-        # The v2ray client (the same for both servers) is in the path: the server CPU per datagram
-        # (its process, over both rounds' echoes: one datagram each way) compares the servers.
         b = results["udp"].get("builtin")
         if b:
             for mode, what in (("new", "new flow + first datagram"), ("reuse", "datagram on a kept flow")):
@@ -756,6 +754,8 @@ def issue12_rows(results: dict) -> list[dict]:
                 row(f"UDP round trip P95, {what} (built-in client, VLESS cmd 2)", "ms",
                     p95(b.get("ours-builtin-udp"), mode), p95(b.get("v2ray-builtin-udp"), mode),
                     b["direct"][mode]["p95_ms"])
+        # The v2ray client (the same for both servers) is in the path: the server CPU per datagram
+        # (its process, over both rounds' echoes: one datagram each way) compares the servers.
         row("UDP packets/s, 16 in flight on one flow (VLESS cmd 2, v2ray SOCKS5 client)", "1/s",
             rate(r.get("ours-udp")), rate(r.get("v2ray-udp")), (r.get("direct") or {}).get("per_second"))
         row("server CPU per UDP round trip, in the packets/s run", "us", rate(r.get("ours-udp"), "server_cpu_us_per_echo"),
