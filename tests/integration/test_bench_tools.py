@@ -1,6 +1,6 @@
 """The benchmark's issue-12 tools against the real binaries, small: vlessbench_load's bulk modes
-CONNECTing through an HTTP proxy (the v2ray client's http inbound, as bench/run.py's Mux.Cool bulk
-rows do), and bench/udp_rtt.py's SOCKS5 UDP round trips and packets/s through v2ray's socks inbound
+CONNECTing through an HTTP proxy (the v2ray client's http inbound, plain and with Mux.Cool on, as
+bench/run.py's Mux.Cool bulk rows do), and bench/udp_rtt.py's SOCKS5 UDP round trips and packets/s through v2ray's socks inbound
 -> VLESS command 2 -> our daemon -> its [[udp_target]] echo. A failing path must come back as an
 error with its reason, never as a figure."""
 import json
@@ -38,6 +38,11 @@ CFG = v2ray_client_config(HTTP_PORT, D.port("edge"), UUID)
 CFG["inbounds"].append({"listen": "127.0.0.1", "port": SOCKS_PORT, "protocol": "socks",
                         "settings": {"auth": "noauth", "udp": True, "ip": "127.0.0.1"}})
 V = V2ray(CFG, HTTP_PORT)
+# The same client with Mux.Cool on (bench/run.py's mux rows): its http inbound only.
+MUX_PORT = free_port()
+MUX_CFG = v2ray_client_config(MUX_PORT, D.port("edge"), UUID)
+MUX_CFG["outbounds"][0]["mux"] = {"enabled": True, "concurrency": 8}
+VM = V2ray(MUX_CFG, MUX_PORT)
 
 
 def load(mode: str, *args) -> tuple[int, dict]:
@@ -56,6 +61,20 @@ def bulk_through_http_proxy():
         check(rc == 0 and j["ok"] == 1 and j["failed"] == 0 and j["bytes"] == n, j)
         # It went through the v2ray client and our VLESS server, not straight to the target.
         e = D.wait_event("vless.session", since=mark, timeout=8)
+        check(e["user"] == "alice" and e["dest"] == f"127.0.0.1:{D.port('http')}", e)
+        check((e["bytes_down"] if mode == "down" else e["bytes_up"]) >= n, e)
+
+
+@suite.test
+def bulk_through_a_mux_sub_connection():
+    n = 4 << 20
+    for mode in ("down", "up"):
+        mark = D.mark()
+        rc, j = load(mode, "--target", f"127.0.0.1:{D.port('http')}", "--http-proxy", f"127.0.0.1:{MUX_PORT}",
+                     "--bytes", n, "--seconds", 30)
+        check(rc == 0 and j["ok"] == 1 and j["failed"] == 0 and j["bytes"] == n, j)
+        # A Mux.Cool sub-connection of our daemon carried it (logged when the sub closes).
+        e = D.wait_event("vless.sub", since=mark, timeout=8, net="tcp")
         check(e["user"] == "alice" and e["dest"] == f"127.0.0.1:{D.port('http')}", e)
         check((e["bytes_down"] if mode == "down" else e["bytes_up"]) >= n, e)
 
@@ -103,5 +122,6 @@ if __name__ == "__main__":
     try:
         suite.run()
     finally:
+        VM.stop()
         V.stop()
         D.stop()
