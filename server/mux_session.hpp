@@ -437,7 +437,11 @@ class mux_relay {
       out.emplace_back(parse_target_address(t), t.port);
     }
     for (const auto& ep : out) {
-      if (const auto v = check_destination(*s_.rt.live.current(), ep); v != destination_verdict::allowed) {
+      // By protocol: an XUDP packet may reach a UDP target on the machine's addresses, and a datagram to a
+      // [[vless]] port nests nothing.
+      const auto proto = t.net == mux::network::udp ? ip_protocol::udp : ip_protocol::tcp;
+      if (const auto v = check_destination(*s_.rt.live.current(), ep, machine_addresses, proto);
+          v != destination_verdict::allowed) {
         finish(c, how, vlessbench::reject_reason(v), format_endpoint(ep));
         co_return false;
       }
