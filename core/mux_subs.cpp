@@ -22,12 +22,12 @@ std::string_view to_string(action a) {
   return "unknown";
 }
 
-const sub_state *sub_table::find(std::uint16_t id) const {
+const sub_state* sub_table::find(std::uint16_t id) const {
   const auto it = live_.find(id);
   return it == live_.end() ? nullptr : &it->second;
 }
 
-decision sub_table::on_frame(const frame &f) {
+decision sub_table::on_frame(const frame& f) {
   const auto it = live_.find(f.id);
   switch (f.st) {
     case status::keep_alive:

@@ -1,35 +1,27 @@
 #pragma once
-// VLESS command 3 (Mux.Cool, XUDP included) inside a session
-// (server/vless_session.hpp; docs/sessions.md "Mux"): frames from the client
-// (core/mux_frame.hpp) go through the pure sub-connection table
-// (core/mux_subs.hpp); each sub-connection dials its destination through the
-// same [destinations] policy and route registration as a whole session's
-// upstream, under a route_info of its own that names the session and the sub
-// (route_info::sub), and is logged as a vless.sub line at its close.
+// VLESS command 3 (Mux.Cool, XUDP included) inside a session (server/vless_session.hpp; docs/sessions.md
+// "Mux"): frames from the client (core/mux_frame.hpp) go through the pure sub-connection table
+// (core/mux_subs.hpp); each sub-connection dials its destination through the same [destinations] policy and
+// route registration as a whole session's upstream, under a route_info of its own that names the session and
+// the sub (route_info::sub), and is logged as a vless.sub line at its close.
 //
-// Independence of sub-connections. Mux.Cool has no window of its own: the
-// underlying stream is its only flow control, so a server must stop reading it
-// when a destination takes data slower than the client sends (else its queue
-// grows without bound), and a server that stopped reading for as long as one
-// destination is stalled would stall every other sub-connection. The bounded
-// window here: each TCP sub-connection queues at most mux_sub_queue_limit bytes
-// its destination has not taken; past it the client's stream is not read
-// (backpressure, the sender's TCP window closes) until that queue drains to
-// half, but for at most mux_stall_limit: a destination that has not drained by
-// then is stalled, and its sub-connection alone ends with the error option
-// (vless.sub error "sub_stalled"), after which reading goes on. So a slow
-// destination is paced, a stalled one costs the others at most mux_stall_limit
-// once, and memory stays bounded (max_mux_subs x the queue). UDP:
-// mux_udp_queue_limit bytes; past it datagrams are dropped (counted:
-// packets_dropped), as a full socket buffer would, without pausing anyone.
-// Towards the client every sub-connection shares the one stream: frames wait in
-// one queue of at most mux_down_limit bytes; a sub-connection with data waits
-// for room, so a client that reads slowly slows all of them (it is the one
+// Independence of sub-connections. Mux.Cool has no window of its own: the underlying stream is its only flow
+// control, so a server must stop reading it when a destination takes data slower than the client sends (else
+// its queue grows without bound), and a server that stopped reading for as long as one destination is stalled
+// would stall every other sub-connection. The bounded window here: each TCP sub-connection queues at most
+// mux_sub_queue_limit bytes its destination has not taken; past it the client's stream is not read
+// (backpressure, the sender's TCP window closes) until that queue drains to half, but for at most
+// mux_stall_limit: a destination that has not drained by then is stalled, and its sub-connection alone ends
+// with the error option (vless.sub error "sub_stalled"), after which reading goes on. So a slow destination
+// is paced, a stalled one costs the others at most mux_stall_limit once, and memory stays bounded
+// (max_mux_subs x the queue). UDP: mux_udp_queue_limit bytes; past it datagrams are dropped (counted:
+// packets_dropped), as a full socket buffer would, without pausing anyone. Towards the client every
+// sub-connection shares the one stream: frames wait in one queue of at most mux_down_limit bytes; a
+// sub-connection with data waits for room, so a client that reads slowly slows all of them (it is the one
 // reader of them all) and the min_rate rule applies.
 //
-// One object per mux session, owned by the session; coroutines per
-// sub-connection (dial + relay towards the destination, relay back) and one
-// writer towards the client, all on the session's executor. join() waits for
+// One object per mux session, owned by the session; coroutines per sub-connection (dial + relay towards the
+// destination, relay back) and one writer towards the client, all on the session's executor. join() waits for
 // all of them before the session logs and goes.
 #include <deque>
 #include <memory>
@@ -67,14 +59,14 @@ class mux_relay {
     std::optional<mux::target> to;  // XUDP: the datagram's own destination
   };
   struct udp_flow {
-    explicit udp_flow(const asio::any_io_executor &ex) : sock(ex) {}
+    explicit udp_flow(const asio::any_io_executor& ex) : sock(ex) {}
     std::string key;  // the target as mux::format_target spells it
     udp::endpoint to;
     udp::socket sock;
     std::optional<route_registration> reg;
   };
   struct sub_conn : std::enable_shared_from_this<sub_conn> {
-    explicit sub_conn(const asio::any_io_executor &ex)
+    explicit sub_conn(const asio::any_io_executor& ex)
         : tcp_sock(ex), wake(ex, steady_clock::time_point::max()), deadline(ex), resolver(ex) {}
     std::uint16_t id = 0;
     std::uint32_t number = 0;
@@ -105,7 +97,7 @@ class mux_relay {
   using sub_ptr = std::shared_ptr<sub_conn>;
 
  public:
-  mux_relay(Session &s, std::size_t pending)
+  mux_relay(Session& s, std::size_t pending)
       : s_(s),
         ex_(s.client.get_executor()),
         table_(s.cfg->limits.max_mux_subs),
@@ -122,12 +114,10 @@ class mux_relay {
   std::uint64_t refused() const { return refused_; }
   std::string_view mux_error() const { return mux_error_; }
 
-  // Reads and applies the client's frames until its stream ends or breaks the
-  // framing (the session's close reason says which), then ends every
-  // sub-connection.
+  // Reads and applies the client's frames until its stream ends or breaks the framing (the session's close
+  // reason says which), then ends every sub-connection.
   awaitable<void> run() {
-    // Under the session's `|| watchdog`: a cancellation is a closed socket
-    // here, seen as an error.
+    // Under the session's `|| watchdog`: a cancellation is a closed socket here, seen as an error.
     co_await asio::this_coro::throw_if_cancelled(false);
     spawn(down_writer());
     for (;;) {
@@ -161,11 +151,10 @@ class mux_relay {
     co_await join();
   }
 
-  // Ends every sub-connection (idempotent) and waits until their coroutines are
-  // gone: the writer towards the client too, so the session's TLS shutdown that
-  // follows writes alone. Each ends once its sockets are closed; a write to a
-  // client that reads nothing ends with the session's watchdog (idle or
-  // minimum-rate rule), which closes the client socket.
+  // Ends every sub-connection (idempotent) and waits until their coroutines are gone: the writer towards the
+  // client too, so the session's TLS shutdown that follows writes alone. Each ends once its sockets are
+  // closed; a write to a client that reads nothing ends with the session's watchdog (idle or minimum-rate
+  // rule), which closes the client socket.
   awaitable<void> join() {
     stop();
     while (tasks_ > 0) {
@@ -174,20 +163,18 @@ class mux_relay {
     }
   }
 
-  // Ends every sub-connection now (the session's sockets are closing);
-  // idempotent.
+  // Ends every sub-connection now (the session's sockets are closing); idempotent.
   void stop() { stop_all(); }
 
  private:
   static constexpr std::size_t relay_read = 64 * 1024;
 
-  // --- bookkeeping
-  // -------------------------------------------------------------------------
+  // --- bookkeeping -------------------------------------------------------------------------------
 
   template <class Task>
   void spawn(Task task) {
     ++tasks_;
-    asio::co_spawn(ex_, std::move(task), [this](const std::exception_ptr &e) {
+    asio::co_spawn(ex_, std::move(task), [this](const std::exception_ptr& e) {
       if (e) spdlog::error("vless {} session {}: mux task failed", s_.listener_name, s_.info->session_id);
       if (--tasks_ == 0) joined_.cancel();
     });
@@ -202,17 +189,16 @@ class mux_relay {
     if (!stopping_) {
       stopping_ = true;
       auto all = subs_;
-      for (auto &[id, c] : all) finish(*c, "session_end");
+      for (auto& [id, c] : all) finish(*c, "session_end");
     }
     down_ready_.cancel();
     down_space_.cancel();
     drained_.cancel();
   }
 
-  // --- towards the client
-  // --------------------------------------------------------------------
+  // --- towards the client ------------------------------------------------------------------------
 
-  void emit(const mux::frame &f) {
+  void emit(const mux::frame& f) {
     mux::encode_mux_frame(down_, f);
     down_ready_.cancel();
   }
@@ -226,9 +212,8 @@ class mux_relay {
     emit(f);
   }
 
-  // Room in the queue towards the client; false: the sub-connection or the
-  // session is over.
-  awaitable<bool> wait_room(const sub_conn &c) {
+  // Room in the queue towards the client; false: the sub-connection or the session is over.
+  awaitable<bool> wait_room(const sub_conn& c) {
     while (down_.size() >= mux_down_limit && !c.closed && !stopping_) {
       auto [ec] = co_await down_space_.async_wait(as_tuple_awaitable);
       (void)ec;
@@ -266,10 +251,9 @@ class mux_relay {
     down_space_.cancel();
   }
 
-  // --- frames from the client
-  // ----------------------------------------------------------------
+  // --- frames from the client --------------------------------------------------------------------
 
-  void handle(const mux::frame &f) {
+  void handle(const mux::frame& f) {
     s_.touch();
     const mux::decision d = table_.on_frame(f);
     switch (d.act) {
@@ -282,9 +266,8 @@ class mux_relay {
       case mux::action::end:
         if (auto c = find(f.id, d.sub)) {
           c->client_end = true;
-          // UDP has no half-close: the sub-connection is over. TCP: the writer
-          // half-closes after what is queued; the destination's answer still
-          // comes back.
+          // UDP has no half-close: the sub-connection is over. TCP: the writer half-closes after what is
+          // queued; the destination's answer still comes back.
           if (c->udp())
             finish(*c, "client_end");
           else
@@ -307,7 +290,7 @@ class mux_relay {
     }
   }
 
-  void log_refusal(const mux::frame &f, std::string_view why) {
+  void log_refusal(const mux::frame& f, std::string_view why) {
     if (refused_++ >= mux_logged_refusals) return;  // counted in the session line (subs_refused)
     const std::string dest = f.dest ? mux::format_target(*f.dest) : std::string();
     const vless_sub_event e{.session = s_.info->session_id,
@@ -321,7 +304,7 @@ class mux_relay {
     s_.rt.log.write(format_event(e));
   }
 
-  void open(const mux::frame &f, std::uint32_t number) {
+  void open(const mux::frame& f, std::uint32_t number) {
     auto c = std::make_shared<sub_conn>(ex_);
     c->id = f.id;
     c->number = number;
@@ -341,7 +324,7 @@ class mux_relay {
     spawn(connect_deadline(c));
   }
 
-  void deliver(sub_conn &c, const mux::frame &f) {
+  void deliver(sub_conn& c, const mux::frame& f) {
     const bool keep_target = f.st == mux::status::keep && f.dest.has_value();  // a New's is the sub's own
     if (keep_target) c.addressed = true;
     if (!f.has_data()) return;
@@ -360,18 +343,17 @@ class mux_relay {
     }
   }
 
-  // Before the next read of the client's stream: while a TCP sub-connection's
-  // queue is past its limit, wait for it to drain to half, at most
-  // mux_stall_limit; then end whichever has not.
+  // Before the next read of the client's stream: while a TCP sub-connection's queue is past its limit, wait
+  // for it to drain to half, at most mux_stall_limit; then end whichever has not.
   awaitable<void> wait_for_full() {
     const auto until = steady_clock::now() + mux_stall_limit;
     for (;;) {
-      std::erase_if(full_, [](const sub_ptr &c) { return c->closed || !c->full; });
+      std::erase_if(full_, [](const sub_ptr& c) { return c->closed || !c->full; });
       if (full_.empty() || stopping_) break;
       if (steady_clock::now() >= until) {
         auto stalled = std::move(full_);
         full_.clear();
-        for (auto &c : stalled) finish(*c, "error", "sub_stalled");
+        for (auto& c : stalled) finish(*c, "error", "sub_stalled");
         break;
       }
       drained_.expires_at(until);
@@ -380,20 +362,18 @@ class mux_relay {
     }
   }
 
-  // --- a sub-connection's end
-  // ------------------------------------------------------------------
+  // --- a sub-connection's end --------------------------------------------------------------------
 
-  // Ends c once: sockets closed (route entries first), End sent unless the
-  // client ended it, a vless.sub line written. close_reason: "client_end",
-  // "upstream_eof", "upstream_error", "rejected" (its destination refused or
-  // unreachable), "error", "timeout", "session_end".
-  void finish(sub_conn &c, std::string_view reason, std::string_view error = {}, std::string detail = {}) {
+  // Ends c once: sockets closed (route entries first), End sent unless the client ended it, a vless.sub line
+  // written. close_reason: "client_end", "upstream_eof", "upstream_error", "rejected" (its destination
+  // refused or unreachable), "error", "timeout", "session_end".
+  void finish(sub_conn& c, std::string_view reason, std::string_view error = {}, std::string detail = {}) {
     if (c.closed) return;
     c.closed = true;
     if (c.reg) c.reg->release();
     std::error_code ignored;
     c.tcp_sock.close(ignored);
-    for (auto &fl : c.flows) {
+    for (auto& fl : c.flows) {
       if (fl->reg) fl->reg->release();
       fl->sock.close(ignored);
     }
@@ -406,7 +386,7 @@ class mux_relay {
       c.full = false;
       drained_.cancel();
     }
-    if (const auto *st = table_.find(c.id); st != nullptr && st->sub == c.number) table_.closed(c.id);
+    if (const auto* st = table_.find(c.id); st != nullptr && st->sub == c.number) table_.closed(c.id);
     if (const auto it = subs_.find(c.id); it != subs_.end() && it->second.get() == &c) subs_.erase(it);
     if (!c.client_end && reason != "session_end") emit_end(c.id, !error.empty() || reason == "upstream_error");
     down_space_.cancel();  // a writer of c waiting for room sees it closed
@@ -433,8 +413,7 @@ class mux_relay {
     s_.rt.log.write(format_event(e));
   }
 
-  // Resolve + connect (TCP), or the first destination's socket (UDP), within
-  // connect_timeout_ms.
+  // Resolve + connect (TCP), or the first destination's socket (UDP), within connect_timeout_ms.
   awaitable<void> connect_deadline(sub_ptr c) {
     if (c->closed || c->connected) co_return;  // before this started: no cancel() to wake it
     c->deadline.expires_after(s_.cfg->limits.connect_timeout);
@@ -442,9 +421,9 @@ class mux_relay {
     if (!ec && !c->connected) finish(*c, "rejected", "connect_timeout", c->dest);
   }
 
-  // The target's addresses, every one allowed by [destinations]; false: c has
-  // ended (rejected when it is the New's own destination, else error).
-  awaitable<bool> resolve(sub_conn &c, const mux::target &t, std::vector<tcp::endpoint> &out) {
+  // The target's addresses, every one allowed by [destinations]; false: c has ended (rejected when it is the
+  // New's own destination, else error).
+  awaitable<bool> resolve(sub_conn& c, const mux::target& t, std::vector<tcp::endpoint>& out) {
     const std::string_view how = c.connected ? "error" : "rejected";
     if (t.type == mux::address_type::domain) {
       auto [ec, results] = co_await c.resolver.async_resolve(t.address, std::to_string(t.port), as_tuple_awaitable);
@@ -453,13 +432,13 @@ class mux_relay {
         finish(c, how, "resolve_failed", ec.message());
         co_return false;
       }
-      for (const auto &r : results) out.push_back(r.endpoint());
+      for (const auto& r : results) out.push_back(r.endpoint());
     } else {
       out.emplace_back(parse_target_address(t), t.port);
     }
-    for (const auto &ep : out) {
-      // By protocol: an XUDP packet may reach a UDP target on the machine's addresses, and a
-      // datagram to a [[vless]] port nests nothing.
+    for (const auto& ep : out) {
+      // By protocol: an XUDP packet may reach a UDP target on the machine's addresses, and a datagram to a
+      // [[vless]] port nests nothing.
       const auto proto = t.net == mux::network::udp ? ip_protocol::udp : ip_protocol::tcp;
       if (const auto v = check_destination(*s_.rt.live.current(), ep, machine_addresses, proto);
           v != destination_verdict::allowed) {
@@ -470,7 +449,7 @@ class mux_relay {
     co_return true;
   }
 
-  static asio::ip::address parse_target_address(const mux::target &t) {
+  static asio::ip::address parse_target_address(const mux::target& t) {
     if (t.type == mux::address_type::ipv4 && t.address.size() == 4) {
       asio::ip::address_v4::bytes_type b{};
       std::copy_n(t.address.begin(), 4, b.begin());
@@ -481,14 +460,13 @@ class mux_relay {
     return asio::ip::address_v6(b);
   }
 
-  // --- TCP
-  // -----------------------------------------------------------------------------------
+  // --- TCP ---------------------------------------------------------------------------------------
 
   awaitable<void> tcp_sub(sub_ptr c) {
     std::vector<tcp::endpoint> candidates;
     if (!co_await resolve(*c, c->target, candidates)) co_return;
     std::error_code last = asio::error::host_not_found;
-    for (const auto &ep : candidates) {
+    for (const auto& ep : candidates) {
       std::error_code ec;
       if (c->tcp_sock.is_open()) c->tcp_sock.close(ec);
       c->tcp_sock.open(ep.protocol(), ec);
@@ -556,7 +534,7 @@ class mux_relay {
     }
   }
 
-  void connected(sub_conn &c) {
+  void connected(sub_conn& c) {
     c.connected = true;
     c.deadline.cancel();
     const auto now = steady_clock::now();
@@ -589,8 +567,7 @@ class mux_relay {
     }
   }
 
-  // --- UDP
-  // -----------------------------------------------------------------------------------
+  // --- UDP ---------------------------------------------------------------------------------------
 
   awaitable<void> udp_sub(sub_ptr c) {
     if (co_await flow_for(*c, c->target) == nullptr) co_return;
@@ -613,7 +590,7 @@ class mux_relay {
       c->queue.pop_front();
       c->queued -= p.data.size();
       c->last = steady_clock::now();
-      udp_flow *fl = co_await flow_for(*c, p.to ? *p.to : c->target);
+      udp_flow* fl = co_await flow_for(*c, p.to ? *p.to : c->target);
       if (fl == nullptr) co_return;
       auto [ec, n] = co_await fl->sock.async_send(asio::buffer(p.data), as_tuple_awaitable);
       if (c->closed) co_return;
@@ -628,11 +605,11 @@ class mux_relay {
     }
   }
 
-  // The connected, registered socket for target t (one per destination, at most
-  // mux_udp_flows); nullptr: c has ended with the reason.
-  awaitable<udp_flow *> flow_for(sub_conn &c, const mux::target &t) {
+  // The connected, registered socket for target t (one per destination, at most mux_udp_flows); nullptr: c
+  // has ended with the reason.
+  awaitable<udp_flow*> flow_for(sub_conn& c, const mux::target& t) {
     std::string key = mux::format_target(t);
-    for (auto &fl : c.flows)
+    for (auto& fl : c.flows)
       if (fl->key == key) co_return fl.get();
     if (c.flows.size() >= mux_udp_flows) {
       finish(c, "error", "too_many_udp_destinations", key);
@@ -643,7 +620,7 @@ class mux_relay {
     auto fl = std::make_unique<udp_flow>(ex_);
     fl->key = std::move(key);
     std::error_code last = asio::error::host_not_found;
-    for (const auto &cand : candidates) {
+    for (const auto& cand : candidates) {
       const udp::endpoint ep(cand.address(), cand.port());
       std::error_code ec;
       if (fl->sock.is_open()) fl->sock.close(ec);
@@ -667,7 +644,7 @@ class mux_relay {
         finish(c, c.connected ? "error" : "rejected", "route_conflict", to_string(fl->reg->id()));
         co_return nullptr;
       }
-      udp_flow *raw = fl.get();
+      udp_flow* raw = fl.get();
       c.flows.push_back(std::move(fl));
       spawn(udp_flow_reader(c.shared_from_this(), raw));
       co_return raw;
@@ -676,7 +653,7 @@ class mux_relay {
     co_return nullptr;
   }
 
-  awaitable<void> udp_flow_reader(sub_ptr c, udp_flow *fl) {
+  awaitable<void> udp_flow_reader(sub_ptr c, udp_flow* fl) {
     auto buf = std::make_unique<char[]>(mux_frame_data);
     for (;;) {
       auto [ec] = co_await fl->sock.async_wait(udp::socket::wait_read, as_tuple_awaitable);
@@ -705,7 +682,7 @@ class mux_relay {
     }
   }
 
-  static mux::target target_of(const udp::endpoint &ep) {
+  static mux::target target_of(const udp::endpoint& ep) {
     mux::target t;
     t.net = mux::network::udp;
     t.port = ep.port();
@@ -722,7 +699,7 @@ class mux_relay {
     return t;
   }
 
-  Session &s_;
+  Session& s_;
   asio::any_io_executor ex_;
   mux::sub_table table_;
   std::unordered_map<std::uint16_t, sub_ptr> subs_;

@@ -1,5 +1,4 @@
-// The Mux.Cool sub-connection table (core/mux_subs.hpp): what the session does
-// with each frame.
+// The Mux.Cool sub-connection table (core/mux_subs.hpp): what the session does with each frame.
 #include <catch2/catch.hpp>
 
 #include "core/mux_subs.hpp"
