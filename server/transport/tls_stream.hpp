@@ -158,18 +158,37 @@ class tls_stream {
   }
 
   // Calls op until it succeeds or fails for good, waiting for the socket in between.
+  //
+  // An op that succeeds at once (SSL_read from records already buffered) completes inside the
+  // initiating call (Asio 1.22's async_compose does not defer it), so the awaiting coroutine resumes
+  // on this stack; one that reads again at once while data keeps coming (the Mux.Cool session's
+  // reader, whose writes go to other coroutines) nests a level per record until the stack runs out
+  // (ASan caught it under test_mux). Every max_inline-th completion in a row without a wait goes
+  // through the executor instead: the stack unwinds, at the cost of one post per 16 records.
+  static constexpr unsigned max_inline = 16;
   template <bool WithSize, class Op, class Token>
   auto run(Op op, Token&& token) {
     using signature = std::conditional_t<WithSize, void(std::error_code, std::size_t), void(std::error_code)>;
     return asio::async_compose<Token, signature>(
-        [this, op](auto& self, std::error_code wait_ec = {}) mutable {
-          auto done = [&self](std::error_code ec, std::size_t n) {
+        [this, op, waited = false](auto& self, std::error_code wait_ec = {}) mutable {
+          auto finish = [](auto& op_self, std::error_code ec, std::size_t n) {
             if constexpr (WithSize) {
-              self.complete(ec, n);
+              op_self.complete(ec, n);
             } else {
               (void)n;
-              self.complete(ec);
+              op_self.complete(ec);
             }
+          };
+          auto done = [&](std::error_code ec, std::size_t n) {
+            if (waited) {
+              inline_streak_ = 0;
+            } else if (++inline_streak_ >= max_inline) {
+              inline_streak_ = 0;
+              auto ex = self.get_executor();
+              asio::post(ex, [finish, op_self = std::move(self), ec, n]() mutable { finish(op_self, ec, n); });
+              return;
+            }
+            finish(self, ec, n);
           };
           if (wait_ec) return done(wait_ec, 0);
           clear_errors();
@@ -177,6 +196,7 @@ class tls_stream {
           const int r = op(ssl_);
           if (r > 0) return done({}, static_cast<std::size_t>(r));
           const int err = SSL_get_error(ssl_, r);
+          waited = err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE;
           if (err == SSL_ERROR_WANT_READ)
             return next_.socket().async_wait(tcp::socket::wait_read, std::move(self));
           if (err == SSL_ERROR_WANT_WRITE)
@@ -257,6 +277,7 @@ class tls_stream {
   std::size_t in_used_ = 0;
   bool eof_ = false;
   int sys_error_ = 0;
+  unsigned inline_streak_ = 0;  // completions in a row without a wait (run())
 };
 
 inline awaitable<std::error_code> tls_stream::open(const transport::open_clock& clock) {
