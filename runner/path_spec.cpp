@@ -59,7 +59,30 @@ bool extract_runner_params(std::string& link, path_spec& out, std::string& reaso
         reason = "writes must be one or split, got '" + value + "'";
         return false;
       }
+    } else if (key == "mux") {
+      if (!parse_on_off(value, out.mux)) {
+        reason = "mux must be on or off, got '" + value + "'";
+        return false;
+      }
+    } else if (key == "muxnew") {
+      if (value == "sub") {
+        out.mux_new = mux_new_mode::sub;
+      } else if (value == "connection") {
+        out.mux_new = mux_new_mode::connection;
+      } else {
+        reason = "muxnew must be sub or connection, got '" + value + "'";
+        return false;
+      }
     } else {
+      // packetEncoding is the share link's own (Xray, v2rayN): read here, kept in the link.
+      if (key == "packetEncoding") {
+        if (value == "xudp") {
+          out.xudp = true;
+        } else if (value != "none" && !value.empty()) {
+          reason = "packetEncoding must be xudp or none, got '" + value + "'";
+          return false;
+        }
+      }
       if (!kept.empty()) kept += '&';
       kept += item;
     }
@@ -81,6 +104,8 @@ std::string_view to_string(path_kind k) {
   }
   return "?";
 }
+
+std::string_view to_string(mux_new_mode m) { return m == mux_new_mode::sub ? "sub" : "connection"; }
 
 std::string_view to_string(write_mode w) { return w == write_mode::one ? "one" : "split"; }
 

@@ -116,6 +116,37 @@ TEST_CASE("path SPEC: vless link with the runner's client parameters", "[runner]
   CHECK_THAT(refusal("v=vless://not-a-uuid@h:1?security=tls"), Catch::Contains("bad vless link"));
 }
 
+TEST_CASE("path SPEC: mux=on, muxnew and packetEncoding on a vless link", "[runner]") {
+  std::string reason;
+  const std::string base = std::string("v=vless://") + uuid_text + "@h:1?security=tls";
+  auto plain = parse_path_arg(base, reason);
+  REQUIRE(plain);
+  CHECK_FALSE(plain->mux);
+  CHECK_FALSE(plain->xudp);
+  for (const char* on : {"on", "1", "true"}) {
+    auto p = parse_path_arg(base + "&mux=" + on, reason);
+    REQUIRE(p);
+    CHECK(p->mux);
+    CHECK(p->mux_new == mux_new_mode::sub);
+  }
+  auto fresh = parse_path_arg(base + "&mux=on&muxnew=connection&packetEncoding=xudp#n", reason);
+  INFO(reason);
+  REQUIRE(fresh);
+  CHECK(fresh->mux);
+  CHECK(fresh->mux_new == mux_new_mode::connection);
+  CHECK(fresh->xudp);
+  REQUIRE(fresh->link);
+  CHECK(fresh->link->name == "n");
+  CHECK(to_string(fresh->mux_new) == "connection");
+  auto off = parse_path_arg(base + "&mux=off&packetEncoding=none", reason);
+  REQUIRE(off);
+  CHECK_FALSE(off->mux);
+  CHECK_FALSE(off->xudp);
+  CHECK_THAT(refusal(base + "&mux=sometimes"), Catch::Contains("mux must be on or off"));
+  CHECK_THAT(refusal(base + "&muxnew=first"), Catch::Contains("muxnew must be sub or connection"));
+  CHECK_THAT(refusal(base + "&packetEncoding=packet"), Catch::Contains("packetEncoding must be xudp or none"));
+}
+
 TEST_CASE("target URL parsing", "[runner]") {
   std::string reason;
   auto a = parse_target_url("http://127.0.0.1:8080/", reason);
