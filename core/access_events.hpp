@@ -117,7 +117,7 @@ struct udp_packet_event {
   std::uint64_t packets_in = 0, bytes_in = 0;    // datagrams received from the peer
   std::uint64_t packets_out = 0, bytes_out = 0;  // echoes sent (with their trailers)
   std::int64_t duration_us = 0;                  // first datagram -> last one
-  std::string_view close_reason;                 // "idle", "evicted", "stop"
+  std::string_view close_reason;                 // "idle", "evicted", "stop", "route_changed"
 };
 std::string format_event(const udp_packet_event& e);
 

@@ -67,16 +67,30 @@ bool own_vless_port(const config& cfg, const asio::ip::address& addr, unsigned s
   return std::any_of(local.begin(), local.end(), [&](const asio::ip::address& a) { return unmapped(a) == addr; });
 }
 
-bool allowed_by_policy(const config& cfg, const asio::ip::address& addr, unsigned short port,
+// The addresses the daemon's own targets of proto listen on, at port.
+std::vector<asio::ip::address> own_target_addresses(const config& cfg, unsigned short port, ip_protocol proto) {
+  std::vector<asio::ip::address> out;
+  if (proto == ip_protocol::tcp) {
+    for (const auto& t : cfg.target)  // [[target]] and [[banner]]
+      if (t.listen.port() == port) out.push_back(t.listen.address());
+  } else {
+    for (const auto& u : cfg.udp_target)
+      if (u.listen.port() == port) out.push_back(u.listen.address());
+  }
+  for (const auto& d : cfg.dns)  // UDP and TCP on one port
+    if (d.listen.port() == port) out.push_back(d.listen.address());
+  return out;
+}
+
+bool allowed_by_policy(const config& cfg, const asio::ip::address& addr, unsigned short port, ip_protocol proto,
                        const std::function<address_list()>& machine) {
   if (addr.is_loopback()) return true;
   if (std::any_of(cfg.destinations.allow.begin(), cfg.destinations.allow.end(),
                   [&](const ip_network& n) { return n.contains(addr); }))
     return true;
   bool wildcard_target = false;
-  for (const auto& t : cfg.target) {
-    if (t.listen.port() != port) continue;
-    const auto listen = unmapped(t.listen.address());
+  for (const auto& a : own_target_addresses(cfg, port, proto)) {
+    const auto listen = unmapped(a);
     if (!listen.is_unspecified()) {
       if (listen == addr) return true;
     } else if (listen.is_v4() == addr.is_v4()) {
@@ -92,11 +106,12 @@ bool allowed_by_policy(const config& cfg, const asio::ip::address& addr, unsigne
 }  // namespace
 
 destination_verdict check_destination(const config& cfg, const asio::ip::tcp::endpoint& dest,
-                                      const std::function<address_list()>& machine) {
+                                      const std::function<address_list()>& machine, ip_protocol proto) {
   const auto addr = unmapped(dest.address());
-  if (own_vless_port(cfg, addr, dest.port(), machine)) return destination_verdict::vless_listener;
-  return allowed_by_policy(cfg, addr, dest.port(), machine) ? destination_verdict::allowed
-                                                            : destination_verdict::not_allowed;
+  if (proto == ip_protocol::tcp && own_vless_port(cfg, addr, dest.port(), machine))
+    return destination_verdict::vless_listener;
+  return allowed_by_policy(cfg, addr, dest.port(), proto, machine) ? destination_verdict::allowed
+                                                                   : destination_verdict::not_allowed;
 }
 
 }  // namespace vlessbench

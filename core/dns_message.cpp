@@ -148,7 +148,8 @@ std::optional<std::uint16_t> message_id(std::string_view m) {
 
 std::string build_response(std::uint16_t id, bool recursion_desired,
                            const question *q, rcode rc,
-                           const answer_set &answers, std::uint32_t ttl) {
+                           const answer_set &answers, std::uint32_t ttl,
+                           std::string_view route_txt) {
   std::string out;
   put16(out, id);
   put16(out, static_cast<std::uint16_t>(0x8000 | 0x0400 |
@@ -160,24 +161,123 @@ std::string build_response(std::uint16_t id, bool recursion_desired,
   put16(out, static_cast<std::uint16_t>(with_answers ? answers.addresses.size()
                                                      : 0));
   put16(out, 0);
-  put16(out, 0);
+  const bool with_txt = q != nullptr && !route_txt.empty();
+  put16(out, with_txt ? 1 : 0);
   if (q == nullptr)
     return out;
   put_name(out, q->name);
   put16(out, q->qtype);
   put16(out, q->qclass);
-  if (!with_answers)
-    return out;
-  const std::size_t len = q->qtype == type_a ? 4 : 16;
-  for (const auto &a : answers.addresses) {
-    put16(out, 0xc000 | header_bytes); // the question's name
-    put16(out, q->qtype);
+  if (with_answers) {
+    const std::size_t len = q->qtype == type_a ? 4 : 16;
+    for (const auto &a : answers.addresses) {
+      put16(out, 0xc000 | header_bytes); // the question's name
+      put16(out, q->qtype);
+      put16(out, class_in);
+      put32(out, ttl);
+      put16(out, static_cast<std::uint16_t>(len));
+      out.append(reinterpret_cast<const char *>(a.data()), len);
+    }
+  }
+  if (with_txt) {
+    const std::string_view text = route_txt.substr(0, max_txt_string);
+    put16(out, 0xc000 | header_bytes);
+    put16(out, type_txt);
     put16(out, class_in);
-    put32(out, ttl);
-    put16(out, static_cast<std::uint16_t>(len));
-    out.append(reinterpret_cast<const char *>(a.data()), len);
+    put32(out, 0);
+    put16(out, static_cast<std::uint16_t>(1 + text.size()));
+    out.push_back(static_cast<char>(text.size()));
+    out.append(text);
   }
   return out;
+}
+
+std::string format_route_txt(std::string_view listener,
+                             std::string_view route_value) {
+  std::string out(route_txt_prefix);
+  out.append(listener).append(" ").append(route_value);
+  if (out.size() > max_txt_string)
+    out.resize(max_txt_string);
+  return out;
+}
+
+std::optional<route_txt> parse_route_txt(std::string_view txt) {
+  if (txt.substr(0, route_txt_prefix.size()) != route_txt_prefix)
+    return std::nullopt;
+  txt.remove_prefix(route_txt_prefix.size());
+  const auto space = txt.find(' ');
+  if (space == 0 || space == std::string_view::npos)
+    return std::nullopt;
+  return route_txt{std::string(txt.substr(0, space)),
+                   std::string(txt.substr(space + 1))};
+}
+
+parse_result<response> parse_response(std::string_view m) {
+  parse_result<response> r;
+  auto refuse = [&r](std::string_view why) {
+    r.status = parse_status::invalid;
+    r.reason = why;
+    return r;
+  };
+  if (m.size() < header_bytes)
+    return refuse("short_header");
+  const std::uint16_t flags = u16(m, 2);
+  if ((flags & 0x8000) == 0)
+    return refuse("not_a_response");
+  r.value.id = u16(m, 0);
+  r.value.rc = static_cast<rcode>(flags & 0xf);
+  r.value.truncated = (flags & 0x0200) != 0;
+  const std::size_t qd = u16(m, 4), an = u16(m, 6), ns = u16(m, 8),
+                    ar = u16(m, 10);
+  std::size_t pos = header_bytes;
+  for (std::size_t i = 0; i < qd; ++i) {
+    question q;
+    std::size_t end = 0;
+    if (const auto why = read_name(m, pos, q.name, end); !why.empty())
+      return refuse(why);
+    if (end + 4 > m.size())
+      return refuse("truncated_question");
+    q.qtype = u16(m, end);
+    q.qclass = u16(m, end + 2);
+    if (i == 0)
+      r.value.q = std::move(q);
+    pos = end + 4;
+  }
+  for (std::size_t i = 0; i < an + ns + ar; ++i) {
+    std::string owner;
+    std::size_t end = 0;
+    if (const auto why = read_name(m, pos, owner, end); !why.empty())
+      return refuse(why);
+    if (end + 10 > m.size())
+      return refuse("truncated_record");
+    const std::uint16_t type = u16(m, end);
+    const std::size_t rdlen = u16(m, end + 8);
+    const std::size_t rdata = end + 10;
+    if (rdata + rdlen > m.size())
+      return refuse("truncated_record");
+    if (i < an && ((type == type_a && rdlen == 4) ||
+                   (type == type_aaaa && rdlen == 16))) {
+      std::array<std::uint8_t, 16> a{};
+      std::copy_n(reinterpret_cast<const std::uint8_t *>(m.data() + rdata),
+                  rdlen, a.begin());
+      r.value.addresses.push_back(a);
+      r.value.address_types.push_back(type);
+    } else if (i >= an + ns && type == type_txt) {
+      std::string text;
+      for (std::size_t at = rdata; at < rdata + rdlen;) {
+        const std::size_t len = static_cast<unsigned char>(m[at]);
+        if (at + 1 + len > rdata + rdlen)
+          return refuse("bad_txt");
+        text.append(m.substr(at + 1, len));
+        at += 1 + len;
+      }
+      r.value.additional_txt.push_back(std::move(text));
+    }
+    pos = rdata + rdlen;
+  }
+  r.status = parse_status::complete;
+  r.consumed = pos;
+  return r;
 }
 
 zone_answer answer_in_zone(const zone_rules &z, const question &q) {

@@ -66,10 +66,48 @@ struct answer_set {
   std::vector<std::array<std::uint8_t, 16>>
       addresses; // A uses the first 4 bytes
 };
+// route_txt, when not empty (the responder's route proof, format_route_txt):
+// one TXT record in the additional section, owner the question's name, class
+// IN, TTL 0 (nothing caches it), one character-string.
 std::string build_response(std::uint16_t id, bool recursion_desired,
                            const question *q, rcode rc,
                            const answer_set &answers = {},
-                           std::uint32_t ttl = 60);
+                           std::uint32_t ttl = 60,
+                           std::string_view route_txt = {});
+
+// The responder's route proof (docs/target.md), the DNS twin of the UDP echo's
+// trailer: "VLESSBENCH-DNS <listener> <route header value>", e.g.
+// "VLESSBENCH-DNS dns vless session=7 user=alice". At most 255 bytes (one TXT
+// character-string): a longer one is cut, and parse_route_txt still reads the
+// listener and what is left of the route (the session comes first).
+inline constexpr std::string_view route_txt_prefix = "VLESSBENCH-DNS ";
+inline constexpr std::size_t max_txt_string = 255;
+inline constexpr std::uint16_t type_txt = 16;
+std::string format_route_txt(std::string_view listener,
+                             std::string_view route_value);
+struct route_txt {
+  std::string listener;
+  std::string route; // the route header value, for parse_route_header
+};
+// nullopt when txt is not a route proof (another prefix, no listener).
+std::optional<route_txt> parse_route_txt(std::string_view txt);
+
+// Client side (the runner): a whole response message. complete: consumed = the
+// whole message; invalid reasons: "short_header", "not_a_response" (QR clear),
+// the name errors of parse_query, "truncated_record", "bad_txt" (a
+// character-string past its record).
+struct response {
+  std::uint16_t id = 0;
+  rcode rc = rcode::noerror;
+  bool truncated = false;    // TC
+  std::optional<question> q; // the first question, when there is one
+  // A (first 4 bytes used) and AAAA answers, in order; other types skipped.
+  std::vector<std::array<std::uint8_t, 16>> addresses;
+  std::vector<std::uint16_t> address_types; // type_a / type_aaaa per address
+  // TXT records of the additional section, each record's strings joined.
+  std::vector<std::string> additional_txt;
+};
+parse_result<response> parse_response(std::string_view message);
 
 // The responder's rules for one question in its zone: every name at or under
 // zone is answered (A with v4, AAAA with v6, other types with no answer); a

@@ -141,13 +141,17 @@ int do_run(const run_args& a, const std::string& command_line) {
     return exit_usage;
   }
   o.baseline = *baseline;
+  if (!check_paths_for_target(o.paths, o.target, reason)) {
+    std::cerr << "--path: " << reason << "\n";
+    return exit_usage;
+  }
   const std::size_t given_paths = o.paths.size();
   if (!a.bulk.empty()) {
     if (!parse_size(a.bulk, o.bulk_bytes)) {
       std::cerr << "--bulk: expected a size such as 64M, 1G or 1048576 (at most 64G), got '" << a.bulk << "'\n";
       return exit_usage;
     }
-    if (o.target.scheme == target_scheme::banner) {
+    if (o.target.scheme != target_scheme::http && o.target.scheme != target_scheme::https) {
       std::cerr << "--bulk: needs an http:// or https:// target (GET /bytes/N, POST /sink)\n";
       return exit_usage;
     }
@@ -205,6 +209,8 @@ int do_run(const run_args& a, const std::string& command_line) {
   std::vector<path_result> results;
   if (!bulk) {
     results = analyze(o.paths, o.baseline, samples, o.vless_defaults, o.seed);
+    if (is_datagram(o.target.scheme))
+      for (auto& r : results) r.stall = stall_not_applicable();
   } else {
     // Downloads and uploads each against their own direct baseline.
     for (std::size_t half = 0; half < 2; ++half) {
@@ -278,7 +284,8 @@ int run_cli(int argc, char** argv) {
                   "bulk run: every path becomes NAME/down (GET /bytes/SIZE) and NAME/up (POST /sink), "
                   "throughput in MB/s; SIZE like 64M or 1G (default counts 3 new + 5 reused after 1)");
   run->add_option("--path", ra.paths,
-                  "NAME=SPEC; SPEC is direct, http://H:P (CONNECT), socks5://H:P or a vless:// link "
+                  "NAME=SPEC; SPEC is direct, http://H:P (CONNECT), socks5://H:P (UDP ASSOCIATE for udp:// and dns://), "
+                  "tcp://H:P, tun, tun://H:P or a vless:// link "
                   "(extra query parameters nodelay=on|off and writes=one|split set that path's client)")
       ->take_all();
   run->add_option("--profile", ra.profile, "default counts: seed (300 new + 500 reused after 20) "

@@ -1,9 +1,12 @@
 #include "runner/measure.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <memory>
 
+#include "core/dns_message.hpp"
+#include "runner/datagram.hpp"
 #include "runner/tunnel.hpp"
 
 namespace vlessbench::runner {
@@ -224,6 +227,107 @@ awaitable<sample> reuse_sample(state& st, std::size_t p, int round, std::shared_
   co_return s;
 }
 
+// udp:// and dns:// targets: what one sample sends and how its reply is recognised (built before
+// the clock starts).
+struct datagram_probe {
+  std::string datagram;
+  datagram_tunnel::matcher mine;
+};
+
+datagram_probe plan_datagram(const state& st, std::uint64_t seq, const std::string& name) {
+  if (st.opts.target.scheme == target_scheme::dns) {
+    const auto id = static_cast<std::uint16_t>(seq & 0xffff);
+    return {dns::build_query(id, st.opts.target.dns_name, dns::type_a), [id](std::string_view reply) {
+              const auto r = dns::parse_response(reply);
+              return r.complete() && r.value.id == id;
+            }};
+  }
+  std::string line = format_echo_line(st.opts.run_id, seq, name);
+  line.pop_back();  // the echo's trailer starts with its own newline
+  return {line, [line](std::string_view reply) { return reply.substr(0, line.size()) == line; }};
+}
+
+// After the clock: the reply's route proof (the echo's trailer, the DNS answer's route TXT
+// record) and whether it is a success.
+void record_datagram(sample& s, target_scheme scheme, const std::string& reply, const std::string& err,
+                     path_kind kind) {
+  s.ok = err.empty();
+  s.error = err;
+  if (!s.ok) return;
+  if (scheme == target_scheme::dns) {
+    const auto r = dns::parse_response(reply);  // complete: the matcher accepted it
+    for (const auto& txt : r.value.additional_txt)
+      if (const auto route = dns::parse_route_txt(txt)) s.route = parse_route_header(route->route);
+    if (r.value.rc != dns::rcode::noerror) {
+      s.ok = false;
+      s.error = "dns: rcode " + std::string(dns::to_string(r.value.rc));
+    } else if (std::find(r.value.address_types.begin(), r.value.address_types.end(), dns::type_a) ==
+               r.value.address_types.end()) {
+      s.ok = false;
+      s.error = "dns: no A record in the answer";
+    }
+  } else {
+    const auto echo = parse_udp_echo(reply);
+    if (echo.complete()) s.route = echo.value.route;
+  }
+  s.route_mismatch = is_route_mismatch(kind, s.route.kind);
+}
+
+awaitable<sample> datagram_new_sample(state& st, std::size_t p, int round) {
+  const auto& plan = st.plans[p];
+  sample s = start_sample(st, p, round, sample_mode::new_connection);
+  const datagram_probe probe = plan_datagram(st, s.seq, s.path);
+  std::string reply;
+  reply.reserve(1024);
+  auto t = std::make_shared<datagram_tunnel>(st.io.get_executor(), plan, st.opts.timeout);
+  t->arm();
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string err = co_await t->open();
+  if (err.empty()) err = co_await t->round_trip(probe.datagram, probe.mine, reply);
+  const auto t1 = std::chrono::steady_clock::now();
+  t->disarm();
+  t->close();
+  s.ns = elapsed_ns(t0, t1);
+  record_datagram(s, st.opts.target.scheme, reply, err, plan.spec->kind);
+  co_return s;
+}
+
+awaitable<sample> datagram_reuse_sample(state& st, std::size_t p, int round, std::shared_ptr<datagram_tunnel>& t) {
+  const auto& plan = st.plans[p];
+  sample s = start_sample(st, p, round, sample_mode::reuse);
+  std::string reply;
+  reply.reserve(1024);
+  if (!t || !t->reusable()) {
+    // Outside the clock: the flow (and its VLESS session or SOCKS5 association) with one
+    // unrecorded first datagram, so a reused sample is one more datagram on a flow in use.
+    t = std::make_shared<datagram_tunnel>(st.io.get_executor(), plan, st.opts.timeout);
+    t->arm();
+    auto err = co_await t->open();
+    if (err.empty()) {
+      const auto first = plan_datagram(st, ++st.seq, s.path);
+      err = co_await t->round_trip(first.datagram, first.mine, reply);
+      if (!err.empty()) err = "first datagram: " + err;
+    }
+    t->disarm();
+    if (!err.empty()) {
+      t->close();
+      t.reset();
+      s.ok = false;
+      s.error = "open flow: " + err;
+      co_return s;
+    }
+  }
+  const datagram_probe probe = plan_datagram(st, s.seq, s.path);
+  t->arm();
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto err = co_await t->round_trip(probe.datagram, probe.mine, reply);
+  const auto t1 = std::chrono::steady_clock::now();
+  t->disarm();
+  s.ns = elapsed_ns(t0, t1);
+  record_datagram(s, st.opts.target.scheme, reply, err, plan.spec->kind);
+  co_return s;
+}
+
 // One phase: rounds [first, count) of every path in a fresh random order; negative rounds are
 // warm-ups. Returns false when the run gave up (every path failing round after round).
 template <class TakeSample>
@@ -251,6 +355,19 @@ awaitable<void> run_all(state& st) {
   const std::size_t n = st.plans.size();
   std::vector<std::size_t> order(n);
   for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  if (is_datagram(o.target.scheme)) {
+    const bool go = co_await run_rounds(st, order, o.new_count > 0 ? -o.warmup : 0, o.new_count, "new",
+                                        [&st](std::size_t p, int round) { return datagram_new_sample(st, p, round); });
+    if (!go || o.reuse_count <= 0) co_return;
+    std::vector<std::shared_ptr<datagram_tunnel>> flows(n);
+    (void)co_await run_rounds(st, order, -o.warmup, o.reuse_count, "reuse",
+                              [&st, &flows](std::size_t p, int round) {
+                                return datagram_reuse_sample(st, p, round, flows[p]);
+                              });
+    for (auto& f : flows)
+      if (f) f->close();
+    co_return;
+  }
 
   const bool go_on = co_await run_rounds(st, order, o.new_count > 0 ? -o.warmup : 0, o.new_count, "new",
                                          [&st](std::size_t p, int round) {

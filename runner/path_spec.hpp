@@ -64,21 +64,31 @@ struct path_spec {
 
 // What the target speaks (docs/runner.md "Target kinds"): plain HTTP, HTTP inside a TLS session
 // the runner opens through the tunnel (its handshake is the inner_tls phase), or a server that
-// speaks first (the daemon's [[banner]]: time to the first server byte, then an echo).
-enum class target_scheme { http, https, banner };
-std::string_view to_string(target_scheme s);  // "http", "https", "banner"
+// speaks first (the daemon's [[banner]]: time to the first server byte, then an echo), or a UDP
+// target: the daemon's [[udp_target]] echo (one datagram's round trip) or its [[dns]] responder
+// (one A query's time), both carried as datagrams (docs/runner.md "UDP and DNS targets").
+enum class target_scheme { http, https, banner, udp, dns };
+std::string_view to_string(target_scheme s);  // "http", "https", "banner", "udp", "dns"
+bool is_datagram(target_scheme s);            // udp, dns
 
 struct target_url {
   target_scheme scheme = target_scheme::http;
   std::string host;  // without brackets
   std::uint16_t port = 80;
   std::string path = "/";
+  std::string dns_name;  // dns:// only: the name queried (lower case, no final dot)
   std::string authority() const;  // for Host and CONNECT: "host:port", IPv6 in brackets
 };
 
-// `http://HOST[:PORT][/PATH]`, `https://HOST[:PORT][/PATH]` (port 443 by default) or
-// `banner://HOST:PORT` (a port is required, no path).
+// `http://HOST[:PORT][/PATH]`, `https://HOST[:PORT][/PATH]` (port 443 by default),
+// `banner://HOST:PORT` or `udp://HOST:PORT` (a port is required, no path), or
+// `dns://HOST[:PORT]/NAME` (port 53 by default; NAME a DNS name, queried for A).
 std::optional<target_url> parse_target_url(std::string_view text, std::string& reason);
+
+// UDP and DNS targets travel as datagrams: only direct, socks5:// (UDP ASSOCIATE) and vless://
+// (command 2) paths carry them; any other kind is a usage error naming the path.
+bool check_paths_for_target(const std::vector<path_spec>& paths, const target_url& target,
+                            std::string& reason);
 
 // --bulk: every path becomes NAME/down and NAME/up (in that order, baseline's first).
 std::vector<path_spec> bulk_paths(const std::vector<path_spec>& paths);

@@ -11,6 +11,7 @@ namespace {
 constexpr std::uint8_t socks_version = 5;
 constexpr std::uint8_t method_no_auth = 0;
 constexpr std::uint8_t cmd_connect = 1;
+constexpr std::uint8_t cmd_udp_associate = 3;
 constexpr std::uint8_t atyp_ipv4 = 1, atyp_domain = 3, atyp_ipv6 = 4;
 
 std::string_view rep_reason(std::uint8_t rep) {
@@ -112,6 +113,33 @@ parse_result<bool> parse_socks5_connect_reply(std::string_view buffer) {
   r.value = true;
   r.consumed = total;
   return r;
+}
+
+std::string socks5_udp_associate_request() {
+  return std::string{static_cast<char>(socks_version), static_cast<char>(cmd_udp_associate), 0,
+                     static_cast<char>(atyp_ipv4), 0, 0, 0, 0, 0, 0};
+}
+
+socks5_bound socks5_reply_bound(std::string_view r) {
+  socks5_bound b;
+  const auto byte = [&](std::size_t i) { return static_cast<std::uint8_t>(r[i]); };
+  std::size_t at = 4;
+  if (byte(3) == atyp_ipv4) {
+    asio::ip::address_v4::bytes_type a{};
+    for (std::size_t i = 0; i < 4; ++i) a[i] = byte(at + i);
+    b.host = asio::ip::address_v4(a).to_string();
+    at += 4;
+  } else if (byte(3) == atyp_ipv6) {
+    asio::ip::address_v6::bytes_type a{};
+    for (std::size_t i = 0; i < 16; ++i) a[i] = byte(at + i);
+    b.host = asio::ip::address_v6(a).to_string();
+    at += 16;
+  } else {
+    b.host = std::string(r.substr(at + 1, byte(at)));
+    at += 1 + byte(at);
+  }
+  b.port = static_cast<std::uint16_t>(byte(at) << 8 | byte(at + 1));
+  return b;
 }
 
 }  // namespace vlessbench::runner

@@ -23,4 +23,15 @@ std::string socks5_connect_request(std::string_view host, std::uint16_t port);
 // RFC 1928 meaning of the REP field otherwise.
 parse_result<bool> parse_socks5_connect_reply(std::string_view buffer);
 
+// UDP ASSOCIATE (RFC 1928 §4, CMD 3) with DST 0.0.0.0:0: the client does not yet know which
+// address it will send from, as most clients send it. The reply has CONNECT's form (parse it with
+// parse_socks5_connect_reply); its BND.ADDR:BND.PORT is the relay.
+std::string socks5_udp_associate_request();
+struct socks5_bound {
+  std::string host;  // IPv4/IPv6 literal as text, or a domain; "0.0.0.0"/"::" mean "the server's address"
+  std::uint16_t port = 0;
+};
+// BND.ADDR and BND.PORT of a reply parse_socks5_connect_reply found complete.
+socks5_bound socks5_reply_bound(std::string_view complete_reply);
+
 }  // namespace vlessbench::runner

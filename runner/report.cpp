@@ -47,8 +47,17 @@ std::string_view to_string(stall_verdict::kind k) {
     case stall_verdict::kind::none: return "none";
     case stall_verdict::kind::intermittent: return "intermittent";
     case stall_verdict::kind::stall: return "stall";
+    case stall_verdict::kind::not_applicable: return "n/a";
   }
   return "?";
+}
+
+stall_verdict stall_not_applicable() {
+  stall_verdict v;
+  v.verdict = stall_verdict::kind::not_applicable;
+  v.text = "not applicable: a UDP flow's VLESS header goes with its first datagram, so the server "
+           "times no TLS-done -> VLESS-header wait (see methodology.md, UDP and DNS)";
+  return v;
 }
 
 stall_verdict judge_stall(std::span<const sample> samples) {
@@ -229,7 +238,7 @@ std::string format_table(const std::vector<path_result>& results) {
                                              : " (proxy path answered directly)");
     routes += "\n";
   }
-  t += "\nroutes (from X-Vlessbench-Route):\n" + routes;
+  t += "\nroutes (as the target named them: X-Vlessbench-Route, banner line, UDP echo trailer, DNS route TXT):\n" + routes;
 
   std::string failures;
   for (const auto& r : results)
@@ -258,6 +267,13 @@ std::string format_table(const std::vector<path_result>& results) {
   if (!inner.empty()) t += "\ninner TLS handshake with the target (ms, part of the new-connection time):\n" + inner;
   if (!bulk.empty()) t += "\nthroughput (MB/s = 10^6 bytes/s; the client's view, `verify` adds the server's):\n" + bulk;
 
+  const bool applicable = std::any_of(results.begin(), results.end(), [](const path_result& r) {
+    return r.stall.verdict != stall_verdict::kind::not_applicable;
+  });
+  if (!applicable && !results.empty()) {
+    t += "\nstall verdict: " + results.front().stall.text + "\n";
+    return t;
+  }
   t += "\nstall verdict (server phase TLS done -> VLESS header >= 30 ms):\n";
   for (const auto& r : results) t += "  " + pad(r.name, name_w) + "  " + r.stall.text + "\n";
   return t;

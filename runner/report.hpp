@@ -16,7 +16,9 @@ namespace vlessbench::runner {
 
 
 struct stall_verdict {
-  enum class kind { no_data, none, intermittent, stall };
+  // not_applicable: udp:// and dns:// targets (no TLS-done -> VLESS-header phase is timed per
+  // datagram, and a flow's first datagram carries the header with it).
+  enum class kind { no_data, none, intermittent, stall, not_applicable };
   kind verdict = kind::no_data;
   std::size_t with_timing = 0;  // ok new-connection samples carrying a vless phase
   std::size_t stalled = 0;      // of those, vless phase >= threshold
@@ -30,6 +32,8 @@ struct stall_verdict {
 };
 std::string_view to_string(stall_verdict::kind k);
 stall_verdict judge_stall(std::span<const sample> new_connection_samples);
+// What udp:// and dns:// runs say instead of a verdict.
+stall_verdict stall_not_applicable();
 
 struct mode_result {
   std::size_t attempted = 0;

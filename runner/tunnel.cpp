@@ -21,6 +21,8 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
   path_plan plan;
   plan.spec = &spec;
   plan.target_authority = target.authority();
+  plan.target_host = target.host;
+  plan.target_port = target.port;
   // direct and a bare `tun` dial the target; everything else dials its own host:port.
   const bool dial_target = spec.kind == path_kind::direct || (spec.kind == path_kind::tun && spec.host.empty());
   const std::string host = dial_target ? target.host : spec.host;
@@ -53,13 +55,15 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
       tls.verify = !link.allow_insecure;
       tls.sni = !link.sni.empty() ? link.sni : (is_ip_literal(link.host) ? "" : link.host);
       if (link.type == "grpc") tls.alpn = "h2";  // gRPC is HTTP/2 (the server refuses http/1.1 there)
-      plan.vless = vless::make_client_plan(plan.entry.value_or(tcp::endpoint{}), tls,
-                                           spec.mux ? mux::vless_request(link.uuid)
-                                                    : vless::tcp_request(link.uuid, target.host, target.port));
+      // mux=on: a command 3 connection; every sample a sub to the target (runner/mux_tunnel.hpp).
+      auto request = spec.mux ? mux::vless_request(link.uuid) : vless::tcp_request(link.uuid, target.host, target.port);
+      if (!spec.mux && is_datagram(target.scheme)) request.command = static_cast<std::uint8_t>(vless::command::udp);
+      plan.vless = vless::make_client_plan(plan.entry.value_or(tcp::endpoint{}), tls, request);
       if (spec.mux) {
         plan.mux = std::make_shared<mux_path>();
         plan.mux->fresh_per_new = spec.mux_new == mux_new_mode::connection;
-        if (auto dest = mux::make_target(mux::network::tcp, target.host, target.port)) plan.mux->dest = *dest;
+        const auto net = is_datagram(target.scheme) ? mux::network::udp : mux::network::tcp;
+        if (auto dest = mux::make_target(net, target.host, target.port)) plan.mux->dest = *dest;
       }
       const auto options = spec.client_options(defaults);
       plan.vless.nodelay = options.nodelay;

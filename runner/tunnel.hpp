@@ -25,8 +25,12 @@ struct path_plan {
   std::optional<tcp::endpoint> entry;  // target, proxy or VLESS server
   std::string entry_error;             // why entry is missing ("resolve: ...")
   std::string target_authority;        // host:port of the HTTP target
+  std::string target_host;             // the target as given (SOCKS5 UDP headers name it)
+  std::uint16_t target_port = 0;
   std::string proxy_request;           // CONNECT request or SOCKS5 CONNECT request
-  vless::client_plan vless;            // vless paths: TLS context, header, socket policy
+  // vless paths: TLS context, header, socket policy; for udp:// and dns:// targets the header
+  // asks for the UDP command (2) to the target.
+  vless::client_plan vless;
   // https:// targets: the inner TLS session's context (no certificate check: the daemon's
   // certificate is self-signed; what is measured is the handshake's cost, not its trust).
   std::shared_ptr<asio::ssl::context> inner_tls_context;

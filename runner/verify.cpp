@@ -63,7 +63,20 @@ verify_report verify_run(const std::string& summary_json, const std::string& sam
   for (const auto& [name, p] : summary["paths"].items())
     if (auto k = kind_from_string(p.value("kind", ""))) kinds[name] = *k;
 
-  const bool banner_run = summary["run"].value("target", "").rfind("banner://", 0) == 0;
+  const std::string target_text = summary["run"].value("target", "");
+  const bool banner_run = target_text.rfind("banner://", 0) == 0;
+  const bool udp_run = target_text.rfind("udp://", 0) == 0;
+  const bool dns_run = target_text.rfind("dns://", 0) == 0;
+  std::string dns_name;
+  if (dns_run) {
+    std::string why;
+    if (const auto t = parse_target_url(target_text, why)) dns_name = t->dns_name;
+  }
+  if (udp_run || dns_run) rep.datagram_event = udp_run ? "udp.packet" : "dns.query";
+  // Datagrams the server logged, per VLESS session and for direct flows (udp.packet counts
+  // packets_in of a flow; a dns.query line is one query).
+  std::map<std::uint64_t, std::uint64_t> datagrams_by_session;
+  std::uint64_t datagrams_direct = 0;
   std::map<std::uint64_t, log_entry> log;
   std::map<std::uint64_t, std::string> banner_sessions;  // session -> route, from banner.connection
   std::size_t banner_direct = 0;
@@ -81,6 +94,19 @@ verify_report verify_run(const std::string& summary_json, const std::string& sam
         if (const auto id = as_u64(j["vless_session"])) banner_sessions[*id] = j.value("route", "");
       } else if (j.value("route", "") == "direct") {
         ++banner_direct;
+      }
+      continue;
+    }
+    if (!rep.datagram_event.empty()) {
+      if (j.value("event", "") != rep.datagram_event) continue;
+      if (dns_run && (j.value("name", "") != dns_name || j.value("transport", "") != "udp")) continue;
+      ++rep.log_datagram_lines;
+      std::uint64_t n = 1;
+      if (udp_run) n = j.contains("packets_in") ? as_u64(j["packets_in"]).value_or(0) : 0;
+      if (j.contains("vless_session")) {
+        if (const auto id = as_u64(j["vless_session"])) datagrams_by_session[*id] += n;
+      } else if (j.value("route", "") == "direct") {
+        datagrams_direct += n;
       }
       continue;
     }
@@ -113,6 +139,8 @@ verify_report verify_run(const std::string& summary_json, const std::string& sam
     if (rep.problems.size() < max_listed) rep.problems.push_back(std::move(text));
   };
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> bulk;  // client, server MB/s
+  std::map<std::uint64_t, std::uint64_t> ok_by_session;  // datagram runs: ok samples naming each session
+  std::uint64_t ok_direct = 0;
   while (std::getline(csv, line)) {
     if (line.empty()) continue;
     const auto cells = parse_csv_line(line);
@@ -122,6 +150,38 @@ verify_report verify_run(const std::string& summary_json, const std::string& sam
     const std::uint64_t seq = std::stoull(cells[col["seq"]]);
     const bool ok = cells[col["ok"]] == "1";
     const std::string where = "seq " + std::to_string(seq) + " (" + path + ")";
+    if (!rep.datagram_event.empty()) {
+      // A datagram sample is proven by the session its reply named (the echo's trailer, the DNS
+      // answer's route TXT record) and the server's record of that session's datagrams.
+      const std::string& route = cells[col["route"]];
+      const std::string& session = cells[col["session"]];
+      bool seen = false;
+      if (route == "vless" && !session.empty()) {
+        const auto id = std::stoull(session);
+        seen = datagrams_by_session.count(id) > 0;
+        if (seen && ok) ++ok_by_session[id];
+      } else if (route == "direct") {
+        seen = datagrams_direct > 0;
+        if (seen && ok) ++ok_direct;
+      }
+      if (!seen) {
+        if (ok) {
+          ++rep.unseen_ok;
+          problem(where + ": succeeded but the server logged no " + rep.datagram_event + " for route " + route +
+                  (session.empty() ? "" : " session " + session));
+        } else {
+          ++rep.unseen_failed;
+        }
+        continue;
+      }
+      ++rep.matched;
+      const auto kind = kinds.find(path);
+      if (kind != kinds.end() && is_route_mismatch(kind->second, route_from_string(route))) {
+        ++rep.route_mismatches;
+        problem(where + ": " + std::string(to_string(kind->second)) + " path, but the server named route " + route);
+      }
+      continue;
+    }
     if (banner_run) {
       // A banner sample is proven by the connection it named: the session's banner.connection line.
       const std::string& route = cells[col["route"]];
@@ -196,6 +256,18 @@ verify_report verify_run(const std::string& summary_json, const std::string& sam
       server.push_back(static_cast<double>(e.bytes) / static_cast<double>(e.duration_us));
     }
   }
+  // More samples naming a session than the server counted datagrams on it: some were not its.
+  for (const auto& [id, n] : ok_by_session) {
+    if (n <= datagrams_by_session[id]) continue;
+    ++rep.disagreements;
+    problem("session " + std::to_string(id) + ": " + std::to_string(n) + " ok samples named it, the server logged " +
+            std::to_string(datagrams_by_session[id]) + " datagrams");
+  }
+  if (ok_direct > datagrams_direct) {
+    ++rep.disagreements;
+    problem(std::to_string(ok_direct) + " ok samples arrived direct, the server logged " +
+            std::to_string(datagrams_direct) + " direct datagrams");
+  }
   for (auto& [path, views] : bulk)
     rep.bulk.push_back({path, views.first.size(), stats::median(views.first).value_or(0),
                         stats::median(views.second).value_or(0)});
@@ -204,14 +276,19 @@ verify_report verify_run(const std::string& summary_json, const std::string& sam
 
 std::string format_verify_report(const verify_report& r) {
   std::ostringstream o;
-  o << "run " << r.run_id << ": " << r.samples << " samples, " << r.matched
-    << " found in the access log (" << r.log_requests << " logged requests of this run, warm-ups included)\n";
+  o << "run " << r.run_id << ": " << r.samples << " samples, " << r.matched << " found in the access log";
+  if (r.datagram_event.empty())
+    o << " (" << r.log_requests << " logged requests of this run, warm-ups included)";
+  o << "\n";
   o << "  ok samples the server never saw: " << r.unseen_ok << "\n";
   o << "  failed samples the server never saw: " << r.unseen_failed << "\n";
   o << "  route mismatches (log route vs path kind): " << r.route_mismatches << "\n";
   o << "  disagreements (path label, route, session, status): " << r.disagreements << "\n";
   if (r.log_unparsed) o << "  access-log lines that are not JSON: " << r.log_unparsed << "\n";
   if (r.log_banners) o << "  banner.connection lines in the log: " << r.log_banners << "\n";
+  if (!r.datagram_event.empty())
+    o << "  " << r.datagram_event << " lines in the log: " << r.log_datagram_lines
+      << (r.datagram_event == "udp.packet" ? " (a flow's line is written once it idles)\n" : "\n");
   if (!r.bulk.empty()) {
     o << "  throughput, median MB/s (client: request to last byte; server: its http.request duration_us):\n";
     for (const auto& b : r.bulk) {

@@ -22,6 +22,12 @@ struct verify_report {
   // banner:// runs: banner.connection lines (matched by the session each banner named; direct
   // samples by count, as a direct banner connection carries no label).
   std::size_t log_banners = 0;
+  // udp:// runs: udp.packet lines (one per flow, written when the flow goes idle: run verify
+  // after [limits] udp_idle_timeout_ms); dns:// runs: dns.query lines for the run's name. Matched
+  // by the VLESS session each reply named (its datagram count must cover the samples that named
+  // it); direct samples by count, as a direct datagram carries no label.
+  std::size_t log_datagram_lines = 0;
+  std::string datagram_event;  // "udp.packet" or "dns.query" on such runs
   // Bulk runs, per path: median MB/s as the client measured it and as the server logged it
   // (http.request bytes or bytes_in over its duration_us).
   struct bulk_view {

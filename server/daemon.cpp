@@ -1,5 +1,6 @@
-// About 610 lines: start, accept, drain and the reload commit share the listeners' state; the
-// admin listener's serving is server/admin_server, the reload's decisions server/reload_plan.
+// About 590 lines: start, accept, drain and the reload commit share the listeners' state; the
+// admin listener's serving is server/admin_server, the reload's decisions server/reload_plan, the
+// UDP listeners and DNS responders server/daemon_sockets.
 #include "server/daemon.hpp"
 
 #include <fcntl.h>
@@ -137,42 +138,6 @@ std::shared_ptr<daemon::listener> daemon::open_listener(listener_kind kind, cons
     throw std::runtime_error(fmt::format("{} listener \"{}\" cannot listen on {}: {}", to_string(kind), name,
                                          format_endpoint(ep), ec.message()));
   return l;
-}
-
-std::shared_ptr<target::udp_echo_target> daemon::open_udp_target(const udp_listener_config& c) {
-  asio::ip::udp::socket sock(io_);
-  std::error_code ec;
-  sock.open(c.listen.protocol(), ec);
-  if (!ec && c.listen.address().is_v6()) sock.set_option(asio::ip::v6_only(true), ec);
-  if (!ec) sock.bind(c.listen, ec);
-  if (ec)
-    throw std::runtime_error(fmt::format("udp_target listener \"{}\" cannot bind {}: {}", c.name,
-                                         format_endpoint(tcp::endpoint(c.listen.address(), c.listen.port())),
-                                         ec.message()));
-  return std::make_shared<target::udp_echo_target>(target_, c.name, std::move(sock));
-}
-
-std::shared_ptr<target::dns_responder> daemon::open_dns(const dns_listener_config& c) {
-  asio::ip::udp::socket udp(io_);
-  tcp::acceptor acceptor(io_);
-  const asio::ip::udp::endpoint uep(c.listen.address(), c.listen.port());
-  std::error_code ec;
-  udp.open(uep.protocol(), ec);
-  if (!ec && c.listen.address().is_v6()) udp.set_option(asio::ip::v6_only(true), ec);
-  if (!ec) udp.bind(uep, ec);
-  if (!ec) acceptor.open(c.listen.protocol(), ec);
-  if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec && c.listen.address().is_v6()) acceptor.set_option(asio::ip::v6_only(true), ec);
-  if (!ec) acceptor.bind(c.listen, ec);
-  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec)
-    throw std::runtime_error(
-        fmt::format("dns listener \"{}\" cannot listen on {}: {}", c.name, format_endpoint(c.listen), ec.message()));
-  dns::zone_rules zone;
-  zone.zone = c.zone;
-  zone.v4 = c.a.to_bytes();
-  zone.v6 = c.aaaa.to_bytes();
-  return std::make_shared<target::dns_responder>(target_, c.name, std::move(zone), std::move(udp), std::move(acceptor));
 }
 
 void daemon::start_accepting(const std::shared_ptr<listener>& l) {
@@ -518,6 +483,15 @@ void daemon::reload() {
     }
   }
 
+  // Bound here, started at commit; dropped (closed) if the reload fails after this.
+  opened_sockets sockets;
+  try {
+    sockets = open_sockets(plan);
+  } catch (const std::exception& e) {
+    abandon_opened();
+    return fail(e.what());
+  }
+
   std::shared_ptr<tcp::acceptor> admin;
   if (plan.admin_rebind && next->admin.listen) {
     try {
@@ -589,6 +563,7 @@ void daemon::reload() {
   std::stable_sort(next_listeners.begin(), next_listeners.end(),
                    [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
   listeners_ = std::move(next_listeners);
+  commit_sockets(plan, std::move(sockets));
 
   tls_ = std::move(tls);
   if (plan.log_queue_changed) rt_.log.set_queue_bytes(next->log.queue_bytes);

@@ -12,6 +12,7 @@
 
 #include "core/asio_compat.hpp"
 #include "server/admin_server.hpp"
+#include "server/reload_plan.hpp"
 #include "server/runtime.hpp"
 #include "target/target_context.hpp"
 #include "target/dns_target.hpp"
@@ -47,6 +48,14 @@ class daemon {
   std::shared_ptr<target::udp_echo_target> open_udp_target(const udp_listener_config& c);
   // [[dns]]: UDP and TCP bound at start (throws naming the listener), stopped by a drain.
   std::shared_ptr<target::dns_responder> open_dns(const dns_listener_config& c);
+  // A reload's [[udp_target]] and [[dns]] changes (server/daemon_sockets.cpp): the new ones are
+  // bound before the commit (throws naming the listener), then started, updated or stopped.
+  struct opened_sockets {
+    std::vector<std::shared_ptr<target::udp_echo_target>> udp_targets;
+    std::vector<std::shared_ptr<target::dns_responder>> dns;
+  };
+  opened_sockets open_sockets(const reload_plan& plan);
+  void commit_sockets(const reload_plan& plan, opened_sockets opened);
   awaitable<void> accept_loop(std::shared_ptr<listener> l);
   bool shed_connection(listener& l);
   // A newly accepted connection joins the pending set (evicting the oldest at the cap).

@@ -13,6 +13,29 @@ bool same_tls(const tls_config& a, const tls_config& b) {
          a.session_tickets == b.session_tickets && a.min_version == b.min_version;
 }
 
+// Matches the entries of one UDP listener kind by endpoint, and says what changes.
+template <class Listener>
+void plan_sockets(const std::vector<Listener>& running, const std::vector<Listener>& wanted, std::string_view kind,
+                  reload_plan::socket_changes<Listener>& out, std::vector<std::string>& changes) {
+  auto endpoint_text = [](const Listener& l) { return format_endpoint(asio::ip::tcp::endpoint(l.listen.address(), l.listen.port())); };
+  for (const auto& want : wanted) {
+    const auto it = std::find_if(running.begin(), running.end(), [&](const auto& r) { return r.listen == want.listen; });
+    if (it == running.end()) {
+      out.open.push_back(want);
+      changes.push_back(fmt::format("opened {} \"{}\" on {}", kind, want.name, endpoint_text(want)));
+    } else if (!(*it == want)) {
+      out.keep.emplace_back(*it, want);
+      changes.push_back(fmt::format("{} \"{}\" on {} updated", kind, want.name, endpoint_text(want)));
+    }
+  }
+  for (const auto& r : running) {
+    if (std::none_of(wanted.begin(), wanted.end(), [&](const auto& w) { return w.listen == r.listen; })) {
+      out.close.push_back(r);
+      changes.push_back(fmt::format("closed {} \"{}\" on {}", kind, r.name, endpoint_text(r)));
+    }
+  }
+}
+
 }  // namespace
 
 std::string policy_text(const tcp_policy& p) {
@@ -32,10 +55,6 @@ reload_plan plan_reload(const config& current, const config& next) {
   if (next.limits.threads != current.limits.threads) {
     plan.refused = fmt::format("limits.threads {} -> {}: the thread count changes at a restart only",
                                current.limits.threads, next.limits.threads);
-    return plan;
-  }
-  if (next.udp_target != current.udp_target || next.dns != current.dns) {
-    plan.refused = "udp_target and dns listeners change at a restart only";
     return plan;
   }
   plan.tls_changed = !same_tls(next.tls, current.tls);
@@ -70,6 +89,9 @@ reload_plan plan_reload(const config& current, const config& next) {
   for (const auto& l : plan.open)
     plan.changes.push_back(
         fmt::format("opened {} \"{}\" on {} ({})", to_string(l.kind), l.name, format_endpoint(l.listen), policy_text(l.tcp)));
+
+  plan_sockets(current.udp_target, next.udp_target, "udp_target", plan.udp_targets, plan.changes);
+  plan_sockets(current.dns, next.dns, "dns", plan.dns, plan.changes);
 
   const auto admin_text = [](const admin_config& a) {
     return a.listen ? format_endpoint(*a.listen) : std::string("off");

@@ -5,6 +5,7 @@
 // (tests/unit/test_reload_plan.cpp).
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <asio/ip/tcp.hpp>
@@ -31,7 +32,7 @@ std::vector<planned_listener> listeners_of(const config& c);
 std::string policy_text(const tcp_policy& p);
 
 struct reload_plan {
-  // Set: the next config cannot be taken without a restart (limits.threads, the [[udp_target]] and [[dns]] lists); nothing else is set.
+  // Set: the next config cannot be taken without a restart (limits.threads); nothing else is set.
   std::optional<std::string> refused;
 
   // Listeners are matched by endpoint (the one thing a running listener cannot change).
@@ -48,6 +49,18 @@ struct reload_plan {
   std::vector<listener_change> take_over;
   std::vector<planned_listener> open;   // endpoints only the next config has: bound before commit
   std::vector<planned_listener> close;  // endpoints only the running config has
+
+  // [[udp_target]] and [[dns]], matched by endpoint as the TCP listeners are: one on the same
+  // endpoint is updated in place (its name; a responder's zone and answers), so its socket and
+  // flows stay; the others are closed, and the new ones bound before commit.
+  template <class Listener>
+  struct socket_changes {
+    std::vector<std::pair<Listener, Listener>> keep;  // (as running, as the next config has it), changed
+    std::vector<Listener> open;
+    std::vector<Listener> close;
+  };
+  socket_changes<udp_listener_config> udp_targets;
+  socket_changes<dns_listener_config> dns;
 
   // [admin]: the listener moves (closed, then the next endpoint bound before commit) when its
   // endpoint changes; a token change applies to the next request.

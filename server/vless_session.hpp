@@ -323,7 +323,9 @@ struct session {
     // Against the config current at this step (a reload may have come during the lookup).
     cfg = rt.live.current();
     for (const auto& ep : candidates) {
-      if (const auto verdict = check_destination(*cfg, ep); verdict != destination_verdict::allowed) {
+      const auto proto = is_udp() ? ip_protocol::udp : ip_protocol::tcp;
+      if (const auto verdict = check_destination(*cfg, ep, machine_addresses, proto);
+          verdict != destination_verdict::allowed) {
         reject(vlessbench::reject_reason(verdict), format_endpoint(ep));
         co_return false;
       }

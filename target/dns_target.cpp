@@ -3,7 +3,9 @@
 #include <vector>
 
 #include "core/access_events.hpp"
+#include "core/udp_dest.hpp"
 #include "core/logging.hpp"
+#include "core/route_header.hpp"
 #include "core/udp_framing.hpp"
 #include "core/watchdog.hpp"
 
@@ -30,6 +32,9 @@ dns_responder::dns_responder(target_context &ctx, std::string name,
       udp_(std::move(udp_socket)), tcp_(std::move(acceptor)) {
   std::error_code ec;
   local_ = tcp_.local_endpoint(ec);
+  if (const auto err = enable_destination_address(udp_))
+    spdlog::warn("dns {}: no destination addresses ({}): UDP routes on {} read direct", name_, err.message(),
+                 local_.address().to_string());
 }
 
 void dns_responder::start() {
@@ -55,7 +60,8 @@ void dns_responder::stop() {
     s->close(ignored);
 }
 
-dns_responder::outcome dns_responder::answer(std::string_view message) const {
+dns_responder::outcome dns_responder::answer(std::string_view message,
+                                             const route_info *route) const {
   outcome o;
   const auto q = dns::parse_query(message);
   if (!q.complete()) {
@@ -73,8 +79,9 @@ dns_responder::outcome dns_responder::answer(std::string_view message) const {
   const auto z = dns::answer_in_zone(zone_, q.value.q);
   o.rc = z.rc;
   o.delay_ms = z.delay_ms;
-  o.response = dns::build_response(q.value.id, q.value.recursion_desired,
-                                   &q.value.q, z.rc, z.answers);
+  o.response = dns::build_response(
+      q.value.id, q.value.recursion_desired, &q.value.q, z.rc, z.answers, 60,
+      dns::format_route_txt(name_, format_route_header(route)));
   return o;
 }
 
@@ -95,19 +102,19 @@ void dns_responder::log(const outcome &o, std::string_view transport,
 
 awaitable<void> dns_responder::serve_udp() {
   std::vector<char> buf(65'535);
-  udp::endpoint peer;
-  std::error_code ec;
-  const udp::endpoint local = udp_.local_endpoint(ec);
+  datagram d;
   while (!stopped_) {
-    auto [rec, n] = co_await udp_.async_receive_from(asio::buffer(buf), peer,
-                                                     as_tuple_awaitable);
+    const auto rec = co_await receive_datagram(udp_, asio::buffer(buf), d);
+    const std::size_t n = d.size;
+    const udp::endpoint &peer = d.peer;
+    const udp::endpoint &local = d.local;
     if (stopped_ || rec == asio::error::operation_aborted ||
         rec == asio::error::bad_descriptor)
       co_return;
     if (rec)
       continue;
     auto route = ctx_.routes.find(flow_id::udp(peer, local));
-    outcome o = answer(std::string_view(buf.data(), n));
+    outcome o = answer(std::string_view(buf.data(), n), route.get());
     if (o.delay_ms > 0 && delayed_ >= max_delayed) {
       // Bounded: a flood of delayed queries holds no more than max_delayed
       // timers.
@@ -121,7 +128,7 @@ awaitable<void> dns_responder::serve_udp() {
     if (o.delay_ms > 0) {
       ++delayed_;
       asio::co_spawn(udp_.get_executor(),
-                     answer_later(std::move(o), peer, std::move(route)),
+                     answer_later(std::move(o), peer, local, std::move(route)),
                      [self = shared_from_this()](std::exception_ptr e) {
                        log_exception(self->name_, e);
                      });
@@ -129,13 +136,12 @@ awaitable<void> dns_responder::serve_udp() {
     }
     log(o, "udp", tcp::endpoint(peer.address(), peer.port()), route.get());
     if (o.answer)
-      co_await udp_.async_send_to(asio::buffer(o.response), peer,
-                                  as_tuple_awaitable);
+      co_await send_datagram_from(udp_, asio::buffer(o.response), peer, local);
   }
 }
 
 awaitable<void>
-dns_responder::answer_later(outcome o, udp::endpoint peer,
+dns_responder::answer_later(outcome o, udp::endpoint peer, udp::endpoint local,
                             std::shared_ptr<const route_info> route) {
   asio::steady_timer timer(udp_.get_executor());
   timers_.insert(&timer);
@@ -146,8 +152,7 @@ dns_responder::answer_later(outcome o, udp::endpoint peer,
   if (ec || stopped_)
     co_return;
   log(o, "udp", tcp::endpoint(peer.address(), peer.port()), route.get());
-  co_await udp_.async_send_to(asio::buffer(o.response), peer,
-                              as_tuple_awaitable);
+  co_await send_datagram_from(udp_, asio::buffer(o.response), peer, local);
 }
 
 awaitable<void> dns_responder::serve_tcp() {
@@ -191,7 +196,7 @@ awaitable<void> dns_responder::serve_connection(tcp::socket socket,
         const auto p = vless::parse_udp_packet(acc, 65'535);
         if (!p.complete())
           break;
-        outcome o = answer(p.value);
+        outcome o = answer(p.value, route.get());
         acc.erase(0, p.consumed);
         if (o.delay_ms > 0) {
           asio::steady_timer timer(socket.get_executor());

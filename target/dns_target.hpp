@@ -34,6 +34,12 @@ public:
   void start();
   void stop(); // closes both sockets, open connections and waiting answers
   const std::string &name() const { return name_; }
+  // A reload that keeps the endpoint: the next query is answered by the new zone rules (one
+  // already waiting on its delay keeps the answer it was given).
+  void update(std::string name, dns::zone_rules zone) {
+    name_ = std::move(name);
+    zone_ = std::move(zone);
+  }
   tcp::endpoint endpoint() const { return local_; }
 
   // One message's answer and what the log says of it.
@@ -50,11 +56,14 @@ public:
   };
 
 private:
-  outcome answer(std::string_view message) const;
+  // route: the relaying session, or nullptr (direct); named in the response's
+  // route TXT record (dns::format_route_txt).
+  outcome answer(std::string_view message, const route_info *route) const;
   void log(const outcome &o, std::string_view transport,
            const tcp::endpoint &peer, const route_info *route) const;
   awaitable<void> serve_udp();
   awaitable<void> answer_later(outcome o, asio::ip::udp::endpoint peer,
+                               asio::ip::udp::endpoint local,
                                std::shared_ptr<const route_info> route);
   awaitable<void> serve_tcp();
   awaitable<void> serve_connection(tcp::socket socket, tcp::endpoint peer);

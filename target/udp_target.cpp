@@ -6,6 +6,7 @@
 #include "core/access_events.hpp"
 #include "core/logging.hpp"
 #include "core/route_header.hpp"
+#include "core/udp_dest.hpp"
 
 namespace vlessbench::target {
 
@@ -17,6 +18,10 @@ udp_echo_target::udp_echo_target(target_context &ctx, std::string name,
       sweep_timer_(socket_.get_executor()) {
   std::error_code ec;
   local_ = socket_.local_endpoint(ec);
+  // On a wildcard address each datagram's own destination completes its flow's identity.
+  if (const auto err = enable_destination_address(socket_))
+    spdlog::warn("udp_target {}: no destination addresses ({}): routes on {} read direct", name_, err.message(),
+                 local_.address().to_string());
 }
 
 udp::endpoint udp_echo_target::endpoint() const { return local_; }
@@ -44,8 +49,8 @@ void udp_echo_target::stop() {
   std::error_code ignored;
   socket_.close(ignored);
   sweep_timer_.cancel();
-  for (const auto &[peer, f] : flows_)
-    log_flow(peer, f, "stop");
+  for (const auto &[key, f] : flows_)
+    log_flow(key.first, f, "stop");
   flows_.clear();
 }
 
@@ -68,54 +73,69 @@ void udp_echo_target::log_flow(const udp::endpoint &peer, const flow &f,
 }
 
 udp_echo_target::flow &
-udp_echo_target::flow_for(const udp::endpoint &peer,
+udp_echo_target::flow_for(const flow_key &key,
                           std::chrono::steady_clock::time_point now) {
-  if (auto it = flows_.find(peer); it != flows_.end())
+  if (auto it = flows_.find(key); it != flows_.end())
     return it->second;
   if (flows_.size() >= max_flows) {
     auto oldest = std::min_element(flows_.begin(), flows_.end(),
                                    [](const auto &a, const auto &b) {
                                      return a.second.last < b.second.last;
                                    });
-    log_flow(oldest->first, oldest->second, "evicted");
+    log_flow(oldest->first.first, oldest->second, "evicted");
     flows_.erase(oldest);
   }
   flow f;
   f.first = now;
-  // A VLESS session registers its socket before it sends: the first datagram is
-  // final proof.
-  f.route = ctx_.routes.find(flow_id::udp(peer, local_));
-  return flows_.emplace(peer, std::move(f)).first->second;
+  // A VLESS session registers its socket before it sends, so the lookup at a
+  // flow's first datagram is proof; serve() re-checks it for every datagram.
+  f.route = ctx_.routes.find(flow_id::udp(key.first, key.second));
+  return flows_.emplace(key, std::move(f)).first->second;
 }
 
 awaitable<void> udp_echo_target::serve() {
   std::vector<char> buf(65'535);
-  udp::endpoint peer;
+  datagram d;
   while (!stopped_) {
-    auto [ec, n] = co_await socket_.async_receive_from(asio::buffer(buf), peer,
-                                                       as_tuple_awaitable);
+    const auto ec = co_await receive_datagram(socket_, asio::buffer(buf), d);
+    const std::size_t n = d.size;
+    const flow_key key{d.peer, d.local};
     if (stopped_ || ec == asio::error::operation_aborted ||
         ec == asio::error::bad_descriptor)
       co_return;
     if (ec)
       continue; // an ICMP error for an earlier echo: the next datagram
     const auto now = std::chrono::steady_clock::now();
-    flow &f = flow_for(peer, now);
+    // A peer address is reused: a closed VLESS session's relay socket and a direct client may
+    // get the same ephemeral port one after the other while the old flow is still in the table.
+    // So the route is looked up per datagram; another session (or none) ends the old flow
+    // ("route_changed") and starts a new one, and every echo names the route it really took.
+    if (auto it = flows_.find(key); it != flows_.end()) {
+      const auto route = ctx_.routes.find(flow_id::udp(key.first, key.second));
+      const auto id = [](const std::shared_ptr<const route_info> &r) {
+        return r ? r->session_id : 0;
+      };
+      if (id(route) != id(it->second.route)) {
+        log_flow(key.first, it->second, "route_changed");
+        flows_.erase(it);
+      }
+    }
+    flow &f = flow_for(key, now);
     f.last = now;
     ++f.packets_in;
     f.bytes_in += n;
     const std::string echo =
         format_udp_echo(std::string_view(buf.data(), n), name_, f.route.get());
-    auto [sec, sent] = co_await socket_.async_send_to(asio::buffer(echo), peer,
-                                                      as_tuple_awaitable);
+    const auto sec = co_await send_datagram_from(socket_, asio::buffer(echo),
+                                                 d.peer, d.local);
     if (stopped_)
       co_return;
     if (!sec) {
       // The flow may have been evicted while the send waited: count only into
       // one still there.
-      if (auto it = flows_.find(peer); it != flows_.end()) {
+      if (auto it = flows_.find(key); it != flows_.end()) {
         ++it->second.packets_out;
-        it->second.bytes_out += sent;
+        it->second.bytes_out += echo.size();
       }
     }
   }
@@ -135,7 +155,7 @@ awaitable<void> udp_echo_target::sweep() {
     const auto now = std::chrono::steady_clock::now();
     for (auto it = flows_.begin(); it != flows_.end();) {
       if (now - it->second.last >= idle) {
-        log_flow(it->first, it->second, "idle");
+        log_flow(it->first.first, it->second, "idle");
         it = flows_.erase(it);
       } else {
         ++it;

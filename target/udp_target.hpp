@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "core/asio_compat.hpp"
 #include "target/target_context.hpp"
@@ -30,6 +31,8 @@ public:
   void start(); // serves on the socket's executor until stop()
   void stop();  // closes the socket; every open flow is logged ("stop")
   const std::string &name() const { return name_; }
+  // A reload that keeps the endpoint: flows and their routes stay, later lines carry the name.
+  void rename(std::string name) { name_ = std::move(name); }
   asio::ip::udp::endpoint endpoint() const;
 
 private:
@@ -41,7 +44,9 @@ private:
   };
   awaitable<void> serve();
   awaitable<void> sweep();
-  flow &flow_for(const asio::ip::udp::endpoint &peer,
+  // A flow is a source and the local address it sent to (several on a wildcard socket).
+  using flow_key = std::pair<asio::ip::udp::endpoint, asio::ip::udp::endpoint>;
+  flow &flow_for(const flow_key &key,
                  std::chrono::steady_clock::time_point now);
   void log_flow(const asio::ip::udp::endpoint &peer, const flow &f,
                 std::string_view why);
@@ -51,7 +56,7 @@ private:
   asio::ip::udp::socket socket_;
   asio::ip::udp::endpoint local_;
   asio::steady_timer sweep_timer_;
-  std::map<asio::ip::udp::endpoint, flow> flows_;
+  std::map<flow_key, flow> flows_;
   bool stopped_ = false;
 };
 

@@ -4,7 +4,9 @@
 # QUICKACK listener, and v2ray's client when installed. The seed's ~40 ms stall appears on the
 # default-ACK listener with the Nagle-prone client, and disappears with QUICKACK. Then the other
 # targets, direct vs built-in vs v2ray: HTTPS (:8081, the inner TLS handshake as its own phase),
-# the server-first banner (:8082, time to the first server byte) and a bulk run (64 MiB each way).
+# the server-first banner (:8082, time to the first server byte), a bulk run (64 MiB each way), and
+# UDP: one datagram's round trip to the UDP echo (:8083) and an A query to the DNS responder
+# (:8053), direct vs the built-in client's UDP command (TLS and WebSocket) vs v2ray's SOCKS5 UDP.
 # Usage: tools/demo.sh [--vm] [--full]   (--full: the seed's counts instead of short ones;
 #   --vm: the seed's layout, host -> VM: the daemon in a qemu guest booted by tools/vm.sh, the
 #   runner in the host-side network namespace, through the guest's virtual NIC; root only)
@@ -52,12 +54,14 @@ fi
 uuid=${link_kernel#vless://}; uuid=${uuid%%@*}
 
 other_paths=()  # the HTTPS, banner and bulk runs: direct, built-in (default ACK), v2ray
+udp_paths=()    # the UDP and DNS runs: direct, built-in over TLS and WebSocket, v2ray's SOCKS5 UDP
 paths=(--path "vless-kernel=$link_kernel" --path "vless-quickack=$link_quick"
        --path "nagle-kernel=$link_kernel" --path "nagle-quickack=$link_quick")
 if command -v v2ray >/dev/null; then
   cat >"$work/v2ray-client.json" <<JSON
 {"log":{"loglevel":"warning"},
- "inbounds":[{"listen":"127.0.0.1","port":18080,"protocol":"http","settings":{}}],
+ "inbounds":[{"listen":"127.0.0.1","port":18080,"protocol":"http","settings":{}},
+   {"listen":"127.0.0.1","port":18081,"protocol":"socks","settings":{"auth":"noauth","udp":true,"ip":"127.0.0.1"}}],
  "outbounds":[{"protocol":"vless","settings":{"vnext":[{"address":"$host","port":8443,
    "users":[{"id":"$uuid","encryption":"none"}]}]},
    "streamSettings":{"network":"tcp","security":"tls","tlsSettings":{"serverName":"localhost","allowInsecure":true}}}]}
@@ -67,6 +71,7 @@ JSON
   sleep 0.5
   paths+=(--path "v2ray-http=http://127.0.0.1:18080")
   other_paths=(--path "v2ray-http=http://127.0.0.1:18080")
+  udp_paths=(--path "v2ray-socks=socks5://127.0.0.1:18081")
 fi
 counts=(--new 40 --reuse 60 --warmup 5)
 [[ "${1:-}" == "--full" ]] && counts=()
@@ -88,11 +93,20 @@ echo
 echo
 "${client[@]}" "$bin/vlessbench" run --target "http://$host:8080/" --bulk 64M "${other_paths[@]}" --out "$work/bulk"
 echo
-runs="$work/run $work/https $work/banner $work/transports $work/bulk"
+udp_paths=(--path "vless-kernel=$link_kernel" --path "vless-ws=$link_ws" "${udp_paths[@]}")
+for target in "udp://$host:8083" "dns://$host:8053/host.vlessbench.test"; do
+  name=${target%%:*}
+  echo
+  "${client[@]}" "$bin/vlessbench" run --target "$target" "${udp_paths[@]}" "${counts[@]}" --out "$work/$name"
+done
+echo
+runs="$work/run $work/https $work/banner $work/transports $work/bulk $work/udp $work/dns"
 if ((vm)); then
   echo "Files: $runs (samples.csv, summary.json, report.svg); the access log stays in the guest"
   exit 0
 fi
 echo "Files: $runs (samples.csv, summary.json, report.svg); daemon access log: $work/access.jsonl"
 sleep 3  # banner.connection lines are written at close: v2ray closes its upstream a moment later
+# udp.packet lines are written when a flow idles (60 s by default) or when the daemon stops.
+kill -TERM "${pids[0]}" && wait "${pids[0]}" 2>/dev/null || true
 for run in $runs; do "$bin/vlessbench" verify "$run" --log "$work/access.jsonl"; done

@@ -665,6 +665,37 @@ def read_vless_response_header(stream: Stream) -> None:
     stream.read_exact(alen)
 
 
+# VLESS UDP (command 2) and the daemon's UDP targets
+
+UDP_ECHO_MARKER = b"\nVLESSBENCH-UDP "
+
+
+def udp_frame(data: bytes) -> bytes:
+    """One datagram as a VLESS UDP session carries it: 2-byte big-endian length, then the bytes."""
+    return struct.pack(">H", len(data)) + data
+
+
+def read_udp_frame(stream: Stream) -> bytes:
+    (n,) = struct.unpack(">H", stream.read_exact(2))
+    return stream.read_exact(n)
+
+
+def udp_echo_trailer(echo: bytes) -> tuple[bytes, str, str]:
+    """(payload, listener, route) of a [[udp_target]] echo (core/route_header.hpp, format_udp_echo)."""
+    at = echo.rfind(UDP_ECHO_MARKER)
+    check(at >= 0, echo[-80:])
+    listener, _, route = echo[at + len(UDP_ECHO_MARKER):].decode().partition(" ")
+    return echo[:at], listener, route
+
+
+def dns_query(qid: int, name: str, qtype: int = 1) -> bytes:
+    """A DNS query (RD set) for name, type qtype (1 = A), class IN."""
+    q = struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0)
+    for label in name.split("."):
+        q += bytes([len(label)]) + label.encode()
+    return q + b"\0" + struct.pack(">HH", qtype, 1)
+
+
 def vless_get(vless_port: int, user_uuid: str, target_port: int, path: str = "/", nodelay: bool = True,
               headers: dict | None = None, dest: str = LOOPBACK, timeout: float = 5.0):
     """One new connection: TLS 1.3 + VLESS header + GET in one write. Returns (response, seconds)."""

@@ -7,8 +7,11 @@ import struct
 import threading
 import time
 
-from harness import (Daemon, Suite, TlsClient, V2ray, check, free_port, new_uuid, read_vless_response_header,
-                     require_binary, vless_header)
+from harness import (Daemon, Suite, TlsClient, V2ray, check, dns_query, free_port, new_uuid,
+                     read_vless_response_header, require_binary, vless_header)
+from harness import read_udp_frame as read_packet
+from harness import udp_echo_trailer as trailer
+from harness import udp_frame as frame
 
 suite = Suite("test_vless_udp")
 require_binary()
@@ -30,15 +33,6 @@ D = Daemon({
     "dns": [{"name": "dns", "listen": f"127.0.0.1:{DNS_PORT}"}],
 }, limits={"udp_idle_timeout_ms": 1500})
 VP = D.port("edge")
-MARKER = b"\nVLESSBENCH-UDP "
-
-
-def trailer(echo: bytes) -> tuple[bytes, str, str]:
-    """(payload, listener, route) of a [[udp_target]] echo (core/route_header.hpp, format_udp_echo)."""
-    at = echo.rfind(MARKER)
-    check(at >= 0, echo[-80:])
-    listener, _, route = echo[at + len(MARKER):].decode().partition(" ")
-    return echo[:at], listener, route
 
 
 class Echo:
@@ -75,15 +69,6 @@ class Echo:
 
 
 ECHO = Echo()
-
-
-def frame(data: bytes) -> bytes:
-    return struct.pack(">H", len(data)) + data
-
-
-def read_packet(stream) -> bytes:
-    (n,) = struct.unpack(">H", stream.read_exact(2))
-    return stream.read_exact(n)
 
 
 def session_line(mark, timeout=8.0):
@@ -194,13 +179,6 @@ def udp_target_names_the_session():
     g = D.wait_event("udp.packet", since=mark, timeout=6, peer=f"127.0.0.1:{direct_port}")
     check(g["route"] == "direct" and g["packets_in"] == 1, g)
     check(len(D.events("udp.packet", since=mark)) == 2, D.events("udp.packet", since=mark))
-
-
-def dns_query(qid: int, name: str, qtype: int = 1) -> bytes:
-    q = struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0)
-    for label in name.split("."):
-        q += bytes([len(label)]) + label.encode()
-    return q + b"\0" + struct.pack(">HH", qtype, 1)
 
 
 def dns_answer(resp: bytes) -> tuple[int, int, list[bytes]]:

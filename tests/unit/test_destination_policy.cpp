@@ -85,3 +85,43 @@ listen = "127.0.0.1:8080"
     CHECK(check_destination(d, ep("127.0.0.1", 8080)) == destination_verdict::allowed);
   }
 }
+
+TEST_CASE("UDP sessions reach the daemon's own UDP targets and [[dns]] on a wildcard, by protocol",
+          "[config][destinations]") {
+  const config c = parse_config(R"([[users]]
+name = "a"
+uuid = "11111111-2222-4333-8444-555555555555"
+[[vless]]
+name = "lan"
+listen = "192.0.2.10:8443"
+[[target]]
+name = "http"
+listen = "0.0.0.0:8080"
+[[udp_target]]
+name = "udp"
+listen = "0.0.0.0:8083"
+[[dns]]
+name = "dns"
+listen = "0.0.0.0:8053"
+)",
+                                "x.toml");
+  auto machine = [] { return address_list{asio::ip::make_address("192.0.2.10")}; };
+  auto verdict = [&](const char* addr, unsigned short port, ip_protocol proto) {
+    return check_destination(c, ep(addr, port), machine, proto);
+  };
+  constexpr auto ok = destination_verdict::allowed;
+  constexpr auto no = destination_verdict::not_allowed;
+  // The VM's own address: each target on the protocol it listens on, and only that one.
+  CHECK(verdict("192.0.2.10", 8083, ip_protocol::udp) == ok);
+  CHECK(verdict("192.0.2.10", 8083, ip_protocol::tcp) == no);  // nothing listens on TCP 8083
+  CHECK(verdict("192.0.2.10", 8080, ip_protocol::tcp) == ok);
+  CHECK(verdict("192.0.2.10", 8080, ip_protocol::udp) == no);
+  CHECK(verdict("192.0.2.10", 8053, ip_protocol::udp) == ok);  // [[dns]]: both
+  CHECK(verdict("192.0.2.10", 8053, ip_protocol::tcp) == ok);
+  // Not one of the machine's addresses.
+  CHECK(verdict("192.0.2.11", 8083, ip_protocol::udp) == no);
+  // A datagram to a VLESS listener's port nests no session: the ordinary policy decides.
+  CHECK(verdict("127.0.0.1", 8443, ip_protocol::udp) == ok);
+  CHECK(verdict("192.0.2.10", 8443, ip_protocol::udp) == no);
+  CHECK(verdict("192.0.2.10", 8443, ip_protocol::tcp) == destination_verdict::vless_listener);
+}

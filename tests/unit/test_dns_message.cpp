@@ -136,3 +136,78 @@ TEST_CASE("dns: the zone's rules", "[dns]") {
         0); // only right under the zone
   CHECK(ask("name.delay-2x.vlessbench.test").delay_ms == 0);
 }
+
+TEST_CASE("dns: the route TXT record round-trips through a response", "[dns]") {
+  const std::string txt =
+      dns::format_route_txt("dns", "vless session=7 user=alice");
+  CHECK(txt == "VLESSBENCH-DNS dns vless session=7 user=alice");
+  const auto back = dns::parse_route_txt(txt);
+  REQUIRE(back);
+  CHECK(back->listener == "dns");
+  CHECK(back->route == "vless session=7 user=alice");
+  CHECK_FALSE(dns::parse_route_txt("VLESSBENCH-DNS "));
+  CHECK_FALSE(dns::parse_route_txt("VLESSBENCH-DNS dns"));
+  CHECK_FALSE(dns::parse_route_txt("v=spf1 -all"));
+  // Cut at one character-string; the session, first, survives.
+  const std::string long_txt = dns::format_route_txt(
+      "dns", "vless session=9 user=" + std::string(400, 'u'));
+  CHECK(long_txt.size() == dns::max_txt_string);
+  REQUIRE(dns::parse_route_txt(long_txt));
+
+  dns::question q{"a.vlessbench.test", dns::type_a, dns::class_in};
+  dns::answer_set set;
+  set.addresses.push_back({127, 0, 0, 2});
+  const std::string m =
+      dns::build_response(0xbeef, true, &q, dns::rcode::noerror, set, 60, txt);
+  CHECK(m.substr(0, 12) ==
+        bytes({0xbe, 0xef, 0x85, 0x00, 0, 1, 0, 1, 0, 0, 0, 1}));
+  auto r = dns::parse_response(m);
+  REQUIRE(r.complete());
+  CHECK(r.consumed == m.size());
+  CHECK(r.value.id == 0xbeef);
+  CHECK(r.value.rc == dns::rcode::noerror);
+  REQUIRE(r.value.q);
+  CHECK(r.value.q->name == "a.vlessbench.test");
+  REQUIRE(r.value.addresses.size() == 1);
+  CHECK(r.value.address_types[0] == dns::type_a);
+  CHECK(r.value.addresses[0][3] == 2);
+  REQUIRE(r.value.additional_txt.size() == 1);
+  CHECK(r.value.additional_txt[0] == txt);
+
+  // REFUSED: the question and the TXT, no answer; AAAA: 16 bytes.
+  const auto refused = dns::parse_response(
+      dns::build_response(1, false, &q, dns::rcode::refused, set, 60, txt));
+  REQUIRE(refused.complete());
+  CHECK(refused.value.rc == dns::rcode::refused);
+  CHECK(refused.value.addresses.empty());
+  CHECK(refused.value.additional_txt.size() == 1);
+  dns::question q6{"a.vlessbench.test", dns::type_aaaa, dns::class_in};
+  dns::answer_set set6;
+  set6.addresses.push_back({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1});
+  const auto six = dns::parse_response(
+      dns::build_response(2, false, &q6, dns::rcode::noerror, set6));
+  REQUIRE(six.complete());
+  REQUIRE(six.value.address_types.size() == 1);
+  CHECK(six.value.address_types[0] == dns::type_aaaa);
+  CHECK(six.value.additional_txt.empty());
+}
+
+TEST_CASE("dns: malformed responses are refused with a reason", "[dns]") {
+  CHECK(dns::parse_response("short").reason == "short_header");
+  CHECK(
+      dns::parse_response(dns::build_query(1, "a.test", dns::type_a)).reason ==
+      "not_a_response");
+  dns::question q{"a.vlessbench.test", dns::type_a, dns::class_in};
+  dns::answer_set set;
+  set.addresses.push_back({127, 0, 0, 1});
+  const std::string m =
+      dns::build_response(3, false, &q, dns::rcode::noerror, set, 60,
+                          dns::format_route_txt("dns", "direct"));
+  // Cut inside the last record.
+  CHECK(dns::parse_response(m.substr(0, m.size() - 3)).reason ==
+        "truncated_record");
+  // A TXT character-string longer than its record.
+  std::string bad = m;
+  bad[bad.size() - dns::format_route_txt("dns", "direct").size() - 1] = 100;
+  CHECK(dns::parse_response(bad).reason == "bad_txt");
+}

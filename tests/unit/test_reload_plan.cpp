@@ -252,11 +252,48 @@ TEST_CASE("the admin listener moves when its endpoint changes and a token change
   CHECK(token.changes == std::vector<std::string>{"admin token changed"});
 }
 
-TEST_CASE("a changed [[udp_target]] list is refused: UDP listeners change at a restart", "[reload_plan]") {
+TEST_CASE("[[udp_target]] and [[dns]] open, close and update in place by endpoint", "[reload_plan]") {
   const std::string udp = "[[udp_target]]\nname = \"u\"\nlisten = \"127.0.0.1:9053\"\n";
-  CHECK_FALSE(plan_reload(parse(base + udp), parse(base + udp)).refused);
-  const reload_plan p = plan_reload(parse(base), parse(base + udp));
-  REQUIRE(p.refused);
-  CHECK(*p.refused == "udp_target and dns listeners change at a restart only");
-  CHECK(p.open.empty());
+  const std::string dns = "[[dns]]\nname = \"d\"\nlisten = \"127.0.0.1:9054\"\n";
+  const config both = parse(base + udp + dns);
+  const reload_plan same = plan_reload(both, parse(base + udp + dns));
+  CHECK(same.udp_targets.open.empty());
+  CHECK(same.udp_targets.keep.empty());
+  CHECK(same.dns.keep.empty());
+  CHECK(same.changes.empty());
+
+  const reload_plan added = plan_reload(parse(base), both);
+  CHECK_FALSE(added.refused);
+  REQUIRE(added.udp_targets.open.size() == 1);
+  CHECK(added.udp_targets.open[0].name == "u");
+  REQUIRE(added.dns.open.size() == 1);
+  CHECK(added.open.empty());  // no TCP listener of the ordinary kinds: [[dns]]'s TCP half is its own
+  CHECK(added.changes == std::vector<std::string>{"opened udp_target \"u\" on 127.0.0.1:9053",
+                                                  "opened dns \"d\" on 127.0.0.1:9054"});
+
+  const reload_plan removed = plan_reload(both, parse(base));
+  CHECK(removed.udp_targets.close.size() == 1);
+  CHECK(removed.dns.close.size() == 1);
+  CHECK(removed.changes == std::vector<std::string>{"closed udp_target \"u\" on 127.0.0.1:9053",
+                                                    "closed dns \"d\" on 127.0.0.1:9054"});
+
+  // Same endpoints, another name and zone: updated in place, nothing bound or closed.
+  const reload_plan updated = plan_reload(
+      both, parse(std::string(base) + "[[udp_target]]\nname = \"echo\"\nlisten = \"127.0.0.1:9053\"\n" +
+                  "[[dns]]\nname = \"d\"\nlisten = \"127.0.0.1:9054\"\nzone = \"example.test\"\n"));
+  CHECK(updated.udp_targets.open.empty());
+  CHECK(updated.udp_targets.close.empty());
+  REQUIRE(updated.udp_targets.keep.size() == 1);
+  CHECK(updated.udp_targets.keep[0].second.name == "echo");
+  REQUIRE(updated.dns.keep.size() == 1);
+  CHECK(updated.dns.keep[0].second.zone == "example.test");
+  CHECK(updated.changes == std::vector<std::string>{"udp_target \"echo\" on 127.0.0.1:9053 updated",
+                                                    "dns \"d\" on 127.0.0.1:9054 updated"});
+
+  // Moved: the old endpoint closes, the new one opens.
+  const reload_plan moved =
+      plan_reload(both, parse(std::string(base) + "[[udp_target]]\nname = \"u\"\nlisten = \"127.0.0.1:9055\"\n" + dns));
+  CHECK(moved.udp_targets.open.size() == 1);
+  CHECK(moved.udp_targets.close.size() == 1);
 }
+

@@ -202,3 +202,22 @@ TEST_CASE("banner line: format and parse round-trip, partial input, refusals", "
   CHECK(capped.size() == max_banner_line);
   CHECK(parse_banner_line(capped).complete());
 }
+
+TEST_CASE("socks5: UDP ASSOCIATE request and the relay address of its reply", "[runner]") {
+  CHECK(socks5_udp_associate_request() == bytes({5, 3, 0, 1, 0, 0, 0, 0, 0, 0}));
+  const std::string v4 = bytes({5, 0, 0, 1, 127, 0, 0, 1, 0x9c, 0x40});
+  const auto r = parse_socks5_connect_reply(v4);
+  REQUIRE(r.complete());
+  const auto b = socks5_reply_bound(v4.substr(0, r.consumed));
+  CHECK(b.host == "127.0.0.1");
+  CHECK(b.port == 40000);
+  std::string v6 = bytes({5, 0, 0, 4});
+  v6 += std::string(15, '\0') + bytes({1, 0, 53});
+  CHECK(socks5_reply_bound(v6).host == "::1");
+  CHECK(socks5_reply_bound(v6).port == 53);
+  const std::string named = bytes({5, 0, 0, 3, 5}) + "relay" + bytes({0, 7});
+  CHECK(socks5_reply_bound(named).host == "relay");
+  CHECK(socks5_reply_bound(named).port == 7);
+  CHECK(parse_socks5_connect_reply(bytes({5, 7, 0, 1, 0, 0, 0, 0, 0, 0})).reason ==
+        "socks5: command not supported");
+}

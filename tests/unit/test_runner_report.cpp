@@ -369,3 +369,69 @@ TEST_CASE("compare lays runs side by side", "[runner]") {
   CHECK_THAT(out, Catch::Contains("+10.500"));
   CHECK_THROWS(format_comparison({{"bad", "{}"}}));
 }
+
+TEST_CASE("verify: udp and dns samples by the session their reply named and its datagram count", "[runner]") {
+  const std::string summary =
+      R"({"run":{"id":"u1","target":"udp://127.0.0.1:8054"},"paths":{"direct":{"kind":"direct"},)"
+      R"("vl":{"kind":"vless"},"leaky":{"kind":"socks5"}}})";
+  auto d = make_sample("direct", sample_mode::new_connection, 0, 1, 0.1);
+  d.route.kind = route_kind::direct;
+  auto v1 = make_sample("vl", sample_mode::reuse, 0, 2, 0.2);
+  v1.route.kind = route_kind::vless;
+  v1.route.session = 9;
+  auto v2 = v1;
+  v2.seq = 3;
+  const std::string csv = samples_csv({d, v1, v2});
+  std::istringstream none("");
+  auto r = verify_run(summary, csv, none);
+  CHECK(r.unseen_ok == 3);
+  CHECK(r.datagram_event == "udp.packet");
+  std::istringstream log(
+      R"({"event":"udp.packet","listener":"udp","route":"direct","packets_in":1})" "\n"
+      R"({"event":"udp.packet","listener":"udp","route":"vless","vless_session":9,"packets_in":3})" "\n"
+      R"({"event":"dns.query","listener":"dns","route":"vless","vless_session":4,"name":"x"})" "\n");
+  r = verify_run(summary, csv, log);
+  CHECK(r.log_datagram_lines == 2);
+  CHECK(r.matched == 3);
+  CHECK(r.ok());
+  CHECK_THAT(format_verify_report(r), Catch::Contains("udp.packet lines in the log: 2"));
+  // The server counted fewer datagrams on session 9 than samples named it.
+  std::istringstream short_log(
+      R"({"event":"udp.packet","route":"direct","packets_in":1})" "\n"
+      R"({"event":"udp.packet","route":"vless","vless_session":9,"packets_in":1})" "\n");
+  r = verify_run(summary, csv, short_log);
+  CHECK(r.disagreements == 1);
+  CHECK_FALSE(r.ok());
+  // A proxy path whose replies came back direct: a route mismatch.
+  auto leak = make_sample("leaky", sample_mode::new_connection, 0, 4, 0.3);
+  leak.route.kind = route_kind::direct;
+  std::istringstream direct_log(R"({"event":"udp.packet","route":"direct","packets_in":5})" "\n");
+  r = verify_run(summary, samples_csv({d, leak}), direct_log);
+  CHECK(r.route_mismatches == 1);
+  CHECK_FALSE(r.ok());
+
+  // dns://: dns.query lines over UDP for the run's name, one query each.
+  const std::string dns_summary =
+      R"({"run":{"id":"d1","target":"dns://127.0.0.1:8053/Host.vlessbench.test"},"paths":{"vl":{"kind":"vless"}}})";
+  std::istringstream dns_log(
+      R"({"event":"dns.query","transport":"udp","route":"vless","vless_session":9,"name":"host.vlessbench.test"})" "\n"
+      R"({"event":"dns.query","transport":"tcp","route":"vless","vless_session":9,"name":"host.vlessbench.test"})" "\n"
+      R"({"event":"dns.query","transport":"udp","route":"vless","vless_session":9,"name":"other.vlessbench.test"})" "\n");
+  r = verify_run(dns_summary, samples_csv({v1, v2}), dns_log);
+  CHECK(r.log_datagram_lines == 1);
+  CHECK(r.matched == 2);
+  CHECK(r.disagreements == 1);  // two samples named session 9, one query of the name over UDP on it
+}
+
+TEST_CASE("udp:// and dns:// runs say the stall verdict does not apply", "[runner]") {
+  fixture f;
+  auto results = analyze(f.paths, 0, f.samples, {}, 1);
+  for (auto& r : results) r.stall = stall_not_applicable();
+  const auto table = format_table(results);
+  CHECK_THAT(table, Catch::Contains("stall verdict: not applicable"));
+  CHECK_THAT(table, !Catch::Contains("TLS done -> VLESS header >= 30 ms):"));
+  run_metadata meta;
+  meta.run_id = "x";
+  const auto j = nlohmann::json::parse(summary_json(meta, results));
+  CHECK(j["paths"]["proxy"]["stall"]["verdict"] == "n/a");
+}

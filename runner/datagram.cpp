@@ -1,0 +1,207 @@
+#include "runner/datagram.hpp"
+
+#include "core/socks5_udp.hpp"
+#include "core/udp_framing.hpp"
+#include "runner/proxy_protocol.hpp"
+
+namespace vlessbench::runner {
+
+using udp = asio::ip::udp;
+
+datagram_tunnel::datagram_tunnel(asio::any_io_executor ex, const path_plan& plan, std::chrono::milliseconds timeout)
+    : plan_(plan), timeout_(timeout), tcp_(ex), udp_(ex), timer_(ex), scratch_(65'536, '\0') {}
+
+void datagram_tunnel::arm() {
+  deadline_ = clock::now() + timeout_;
+  watch();
+}
+
+void datagram_tunnel::disarm() {
+  deadline_ = clock::time_point::max();
+  timer_.cancel();
+}
+
+void datagram_tunnel::watch() {
+  timer_.expires_at(deadline_);
+  timer_.async_wait([weak = weak_from_this()](std::error_code ec) {
+    const auto self = weak.lock();
+    if (!self || ec == asio::error::operation_aborted) return;
+    if (self->deadline_ == clock::time_point::max()) return;
+    if (clock::now() >= self->deadline_) {
+      self->timed_out_ = true;
+      std::error_code ignored;
+      self->tcp_.close(ignored);
+      self->udp_.close(ignored);
+    } else {
+      self->watch();
+    }
+  });
+}
+
+void datagram_tunnel::touch(const char* phase) {
+  phase_ = phase;
+  if (deadline_ != clock::time_point::max()) deadline_ = clock::now() + timeout_;
+}
+
+void datagram_tunnel::close() {
+  open_ = false;
+  std::error_code ignored;
+  tcp_.close(ignored);
+  udp_.close(ignored);
+  timer_.cancel();
+}
+
+std::string datagram_tunnel::describe(const std::error_code& ec) const {
+  if (ec.category() == vless::client_category()) return ec.message();
+  if (timed_out_) return std::string(phase_) + ": timeout after " + std::to_string(timeout_.count()) + " ms";
+  if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated)
+    return std::string(phase_) + ": connection closed by peer";
+  return std::string(phase_) + ": " + ec.message();
+}
+
+awaitable<std::string> datagram_tunnel::open() {
+  if (!plan_.entry) co_return plan_.entry_error;
+  touch("connect");
+  switch (plan_.spec->kind) {
+    case path_kind::vless: {
+      vless_.emplace(tcp_, plan_.vless);
+      if (const auto ec = co_await vless_->connect()) co_return describe(ec);
+      open_ = true;
+      touch("tls handshake");
+      if (const auto ec = co_await vless_->handshake()) co_return describe(ec);
+      if (vless_->splits_header()) {
+        touch("vless header");
+        if (const auto ec = co_await vless_->send_header()) co_return describe(ec);
+      }
+      co_return std::string{};
+    }
+    case path_kind::socks5: co_return co_await open_socks5();
+    default: {
+      // direct: the target's address (make_plan resolved it as the entry).
+      const udp::endpoint target(plan_.entry->address(), plan_.entry->port());
+      std::error_code ec;
+      udp_.open(target.protocol(), ec);
+      if (!ec) udp_.connect(target, ec);
+      if (ec) co_return describe(ec);
+      open_ = true;
+      co_return std::string{};
+    }
+  }
+}
+
+awaitable<std::string> datagram_tunnel::open_socks5() {
+  {
+    auto [ec] = co_await tcp_.async_connect(*plan_.entry, as_tuple_awaitable);
+    if (ec) co_return describe(ec);
+  }
+  open_ = true;
+  std::error_code opt_ec;
+  tcp_.set_option(tcp::no_delay(true), opt_ec);
+  std::string in;
+  auto read_until = [&](auto parse) -> awaitable<std::pair<std::string, std::size_t>> {
+    for (;;) {
+      const auto r = parse(in);
+      if (r.invalid()) co_return std::pair{std::string(r.reason), std::size_t{0}};
+      if (r.complete()) co_return std::pair{std::string{}, r.consumed};
+      auto [ec, n] = co_await tcp_.async_read_some(asio::buffer(scratch_), as_tuple_awaitable);
+      if (ec) co_return std::pair{describe(ec), std::size_t{0}};
+      in.append(scratch_.data(), n);
+    }
+  };
+  touch("socks5 greeting");
+  {
+    const std::string hello = socks5_greeting();
+    auto [ec, n] = co_await asio::async_write(tcp_, asio::buffer(hello), as_tuple_awaitable);
+    if (ec) co_return describe(ec);
+  }
+  {
+    auto [err, used] = co_await read_until([](std::string_view b) { return parse_socks5_method_reply(b); });
+    if (!err.empty()) co_return err;
+    in.erase(0, used);
+  }
+  touch("socks5 udp associate");
+  {
+    const std::string req = socks5_udp_associate_request();
+    auto [ec, n] = co_await asio::async_write(tcp_, asio::buffer(req), as_tuple_awaitable);
+    if (ec) co_return describe(ec);
+  }
+  auto [err, used] = co_await read_until([](std::string_view b) { return parse_socks5_connect_reply(b); });
+  if (!err.empty()) co_return err;
+  const auto bound = socks5_reply_bound(std::string_view(in).substr(0, used));
+  std::error_code ec;
+  auto relay_addr = asio::ip::make_address(bound.host, ec);
+  if (ec) co_return "socks5: the UDP relay's address is a name (" + bound.host + "), not supported";
+  // 0.0.0.0 / :: : "the address you reached me at" (RFC 1928 leaves it open; clients do this).
+  if (relay_addr.is_unspecified()) relay_addr = plan_.entry->address();
+  const udp::endpoint relay(relay_addr, bound.port);
+  udp_.open(relay.protocol(), ec);
+  if (!ec) udp_.connect(relay, ec);
+  if (ec) co_return describe(ec);
+  co_return std::string{};
+}
+
+awaitable<std::error_code> datagram_tunnel::send(std::string_view datagram) {
+  const auto kind = plan_.spec->kind;
+  if (kind == path_kind::vless) {
+    frame_.clear();
+    vless::encode_udp_packet(frame_, datagram);
+    co_return co_await vless_->write(frame_);
+  }
+  std::string_view out = datagram;
+  if (kind == path_kind::socks5) {
+    frame_ = socks5::encode_udp_datagram(plan_.target_host, plan_.target_port, datagram);
+    out = frame_;
+  }
+  auto [ec, n] = co_await udp_.async_send(asio::buffer(out.data(), out.size()), as_tuple_awaitable);
+  co_return ec;
+}
+
+awaitable<std::string> datagram_tunnel::receive(std::string& out) {
+  const auto kind = plan_.spec->kind;
+  if (kind == path_kind::vless) {
+    for (;;) {
+      const auto p = vless::parse_udp_packet(stream_);
+      if (p.complete()) {
+        out.assign(p.value);
+        stream_.erase(0, p.consumed);
+        co_return std::string{};
+      }
+      if (p.invalid()) co_return "vless udp: " + std::string(p.reason);
+      std::size_t n = 0;
+      if (const auto ec = co_await vless_->read_some(scratch_.data(), scratch_.size(), n)) co_return describe(ec);
+      stream_.append(scratch_.data(), n);
+    }
+  }
+  auto [ec, n] = co_await udp_.async_receive(asio::buffer(scratch_), as_tuple_awaitable);
+  if (ec) co_return describe(ec);
+  const std::string_view got(scratch_.data(), n);
+  if (kind == path_kind::socks5) {
+    const auto r = socks5::parse_udp_datagram(got);
+    if (!r.complete()) co_return "socks5 udp relay: " + std::string(r.reason);
+    out.assign(r.value.data);
+  } else {
+    out.assign(got);
+  }
+  co_return std::string{};
+}
+
+awaitable<std::string> datagram_tunnel::round_trip(std::string_view datagram, const matcher& mine,
+                                                   std::string& reply) {
+  touch("send");
+  if (const auto ec = co_await send(datagram)) {
+    reusable_ = false;
+    co_return describe(ec);
+  }
+  touch("reply");
+  // Bounded by the watchdog: a reply that never comes ends in a timeout (the sockets close).
+  for (;;) {
+    auto err = co_await receive(reply);
+    if (!err.empty()) {
+      reusable_ = false;
+      co_return err;
+    }
+    if (mine(reply)) co_return std::string{};
+  }
+}
+
+}  // namespace vlessbench::runner

@@ -1,0 +1,71 @@
+#pragma once
+// One UDP flow of one path, for udp:// and dns:// targets (docs/runner.md "UDP and DNS
+// targets"): a connected UDP socket (direct), a SOCKS5 UDP ASSOCIATE (the TCP control connection
+// stays open for the flow's life; datagrams carry the RFC 1928 header, core/socks5_udp.hpp), or a
+// VLESS command 2 session of the built-in client over any of its transports (datagrams framed as
+// u16 length + bytes, core/udp_framing.hpp). A sample is one datagram's round trip on it.
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/asio_compat.hpp"
+#include "core/vless_client.hpp"
+#include "runner/tunnel.hpp"
+
+namespace vlessbench::runner {
+
+class datagram_tunnel : public std::enable_shared_from_this<datagram_tunnel> {
+ public:
+  using clock = std::chrono::steady_clock;
+  // Whether a reply belongs to the datagram just sent (an echo of it, a DNS answer with its id).
+  // Replies that do not (a late answer to an earlier, timed-out sample) are skipped.
+  using matcher = std::function<bool(std::string_view reply)>;
+
+  // plan: make_plan() for a udp:// or dns:// target (its VLESS header has the UDP command).
+  datagram_tunnel(asio::any_io_executor ex, const path_plan& plan, std::chrono::milliseconds timeout);
+  datagram_tunnel(const datagram_tunnel&) = delete;
+  datagram_tunnel& operator=(const datagram_tunnel&) = delete;
+
+  // As tunnel::arm/disarm: the watchdog for the operations that follow (it closes the sockets).
+  void arm();
+  void disarm();
+
+  // The path's setup: a UDP socket connected to the target; SOCKS5 greeting + UDP ASSOCIATE and
+  // a UDP socket connected to the relay; or TCP connect + TLS (+ upgrade) of the VLESS client,
+  // whose header then goes with the first datagram. Returns an error reason, empty on success.
+  awaitable<std::string> open();
+  // Sends one datagram and waits for the reply mine() accepts; reply receives its payload.
+  awaitable<std::string> round_trip(std::string_view datagram, const matcher& mine, std::string& reply);
+
+  bool reusable() const { return open_ && reusable_; }
+  void close();
+
+ private:
+  void watch();
+  void touch(const char* phase);
+  std::string describe(const std::error_code& ec) const;
+  awaitable<std::string> open_socks5();
+  awaitable<std::error_code> send(std::string_view datagram);
+  // The next datagram from the far side (its payload: SOCKS5 header and VLESS length removed).
+  awaitable<std::string> receive(std::string& out);
+
+  const path_plan& plan_;
+  std::chrono::milliseconds timeout_;
+  tcp::socket tcp_;               // SOCKS5 control connection, or the VLESS client's connection
+  asio::ip::udp::socket udp_;     // direct and SOCKS5
+  std::optional<vless::client> vless_;
+  asio::steady_timer timer_;
+  clock::time_point deadline_ = clock::time_point::max();
+  const char* phase_ = "idle";
+  bool timed_out_ = false;
+  bool open_ = false;
+  bool reusable_ = true;
+  std::string stream_;  // VLESS: bytes read, not yet a whole packet
+  std::string scratch_;
+  std::string frame_;   // the framed datagram being sent
+};
+
+}  // namespace vlessbench::runner

@@ -1,0 +1,102 @@
+// The daemon's UDP listeners and DNS responders: opened at start and by a reload (bound before
+// the commit, so a port in use fails the reload and changes nothing), updated in place when a
+// reload keeps their endpoint, stopped when it drops them. Split from server/daemon.cpp, which
+// runs the TCP listeners and the reload commit.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/logging.hpp"
+#include "core/net_address.hpp"
+#include "server/daemon.hpp"
+
+namespace vlessbench {
+
+namespace {
+
+dns::zone_rules zone_of(const dns_listener_config& c) {
+  dns::zone_rules zone;
+  zone.zone = c.zone;
+  zone.v4 = c.a.to_bytes();
+  zone.v6 = c.aaaa.to_bytes();
+  return zone;
+}
+
+tcp::endpoint as_tcp(const asio::ip::udp::endpoint& ep) { return {ep.address(), ep.port()}; }
+
+}  // namespace
+
+std::shared_ptr<target::udp_echo_target> daemon::open_udp_target(const udp_listener_config& c) {
+  asio::ip::udp::socket sock(io_);
+  std::error_code ec;
+  sock.open(c.listen.protocol(), ec);
+  if (!ec && c.listen.address().is_v6()) sock.set_option(asio::ip::v6_only(true), ec);
+  if (!ec) sock.bind(c.listen, ec);
+  if (ec)
+    throw std::runtime_error(fmt::format("udp_target listener \"{}\" cannot bind {}: {}", c.name,
+                                         format_endpoint(as_tcp(c.listen)),
+                                         ec.message()));
+  return std::make_shared<target::udp_echo_target>(target_, c.name, std::move(sock));
+}
+
+std::shared_ptr<target::dns_responder> daemon::open_dns(const dns_listener_config& c) {
+  asio::ip::udp::socket udp(io_);
+  tcp::acceptor acceptor(io_);
+  const asio::ip::udp::endpoint uep(c.listen.address(), c.listen.port());
+  std::error_code ec;
+  udp.open(uep.protocol(), ec);
+  if (!ec && c.listen.address().is_v6()) udp.set_option(asio::ip::v6_only(true), ec);
+  if (!ec) udp.bind(uep, ec);
+  if (!ec) acceptor.open(c.listen.protocol(), ec);
+  if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec && c.listen.address().is_v6()) acceptor.set_option(asio::ip::v6_only(true), ec);
+  if (!ec) acceptor.bind(c.listen, ec);
+  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec)
+    throw std::runtime_error(
+        fmt::format("dns listener \"{}\" cannot listen on {}: {}", c.name, format_endpoint(c.listen), ec.message()));
+  return std::make_shared<target::dns_responder>(target_, c.name, zone_of(c), std::move(udp), std::move(acceptor));
+}
+
+daemon::opened_sockets daemon::open_sockets(const reload_plan& plan) {
+  opened_sockets out;
+  for (const auto& u : plan.udp_targets.open) out.udp_targets.push_back(open_udp_target(u));
+  for (const auto& d : plan.dns.open) out.dns.push_back(open_dns(d));
+  return out;
+}
+
+void daemon::commit_sockets(const reload_plan& plan, opened_sockets opened) {
+  for (const auto& c : plan.udp_targets.close) {
+    const auto it = std::find_if(udp_targets_.begin(), udp_targets_.end(),
+                                 [&](const auto& u) { return u->endpoint() == c.listen; });
+    if (it == udp_targets_.end()) continue;
+    (*it)->stop();  // its open flows are logged now
+    udp_targets_.erase(it);
+  }
+  for (const auto& c : plan.dns.close) {
+    const auto it = std::find_if(dns_.begin(), dns_.end(), [&](const auto& d) { return d->endpoint() == c.listen; });
+    if (it == dns_.end()) continue;
+    (*it)->stop();
+    dns_.erase(it);
+  }
+  for (const auto& [from, to] : plan.udp_targets.keep) {
+    for (auto& u : udp_targets_)
+      if (u->endpoint() == to.listen) u->rename(to.name);
+  }
+  for (const auto& [from, to] : plan.dns.keep) {
+    for (auto& d : dns_)
+      if (d->endpoint() == to.listen) d->update(to.name, zone_of(to));
+  }
+  for (auto& u : opened.udp_targets) {
+    spdlog::info("udp_target listener \"{}\" on {}", u->name(), format_endpoint(as_tcp(u->endpoint())));
+    u->start();
+    udp_targets_.push_back(std::move(u));
+  }
+  for (auto& d : opened.dns) {
+    spdlog::info("dns listener \"{}\" on {} (UDP and TCP)", d->name(), format_endpoint(d->endpoint()));
+    d->start();
+    dns_.push_back(std::move(d));
+  }
+}
+
+}  // namespace vlessbench
