@@ -15,18 +15,15 @@
 namespace vlessbench::runner {
 
 struct mux_path {
-  mux::target dest;           // the target, as every sub's New frame names it
-  bool fresh_per_new = false; // muxnew=connection
-  std::shared_ptr<mux::connection>
-      shared; // nullptr until the first sample needs it
-  std::uint64_t connections =
-      0; // mux connections made for this path (shared or own)
+  mux::target dest;                         // the target, as every sub's New frame names it
+  bool fresh_per_new = false;               // muxnew=connection
+  std::shared_ptr<mux::connection> shared;  // nullptr until the first sample needs it
+  std::uint64_t connections = 0;            // mux connections made for this path (shared or own)
 };
 
 // The shared connection when it is usable; else a new one (not connected yet:
 // made is set, and the caller connects it). Unusable ones are dropped.
-std::shared_ptr<mux::connection>
-shared_connection(mux_path &path, asio::any_io_executor ex,
-                  const vless::client_plan &plan, bool &made);
+std::shared_ptr<mux::connection> shared_connection(mux_path& path, asio::any_io_executor ex,
+                                                   const vless::client_plan& plan, bool& made);
 
-} // namespace vlessbench::runner
+}  // namespace vlessbench::runner

@@ -10,49 +10,39 @@ namespace vlessbench::runner {
 namespace {
 
 bool starts_with_icase(std::string_view s, std::string_view prefix) {
-  if (s.size() < prefix.size())
-    return false;
+  if (s.size() < prefix.size()) return false;
   for (std::size_t i = 0; i < prefix.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i])
-      return false;
+    if (std::tolower(static_cast<unsigned char>(s[i])) != prefix[i]) return false;
   return true;
 }
 
 // Names end up in CSV cells, HTTP header values and SVG text: keep them plain.
 bool valid_name(std::string_view name) {
-  if (name.empty() || name.size() > 64)
-    return false;
+  if (name.empty() || name.size() > 64) return false;
   return std::all_of(name.begin(), name.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' ||
-           c == '_' || c == '.';
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
   });
 }
 
-// Removes the runner's own parameters from a vless:// link's query before the
-// share-link parser sees it, so the link stays importable elsewhere.
-bool extract_runner_params(std::string &link, path_spec &out,
-                           std::string &reason) {
+// Removes the runner's own parameters from a vless:// link's query before the share-link parser
+// sees it, so the link stays importable elsewhere.
+bool extract_runner_params(std::string& link, path_spec& out, std::string& reason) {
   const auto q = link.find('?');
-  if (q == std::string::npos)
-    return true;
+  if (q == std::string::npos) return true;
   auto end = link.find('#', q);
-  if (end == std::string::npos)
-    end = link.size();
+  if (end == std::string::npos) end = link.size();
   const std::string query = link.substr(q + 1, end - q - 1);
   std::string kept;
   std::size_t pos = 0;
   while (pos <= query.size()) {
     auto amp = query.find('&', pos);
-    if (amp == std::string::npos)
-      amp = query.size();
+    if (amp == std::string::npos) amp = query.size();
     const std::string item = query.substr(pos, amp - pos);
     pos = amp + 1;
-    if (item.empty())
-      continue;
+    if (item.empty()) continue;
     const auto eq = item.find('=');
     const std::string key = item.substr(0, eq);
-    const std::string value =
-        eq == std::string::npos ? "" : item.substr(eq + 1);
+    const std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
     if (key == "nodelay") {
       bool on = true;
       if (!parse_on_off(value, on)) {
@@ -84,8 +74,7 @@ bool extract_runner_params(std::string &link, path_spec &out,
         return false;
       }
     } else {
-      // packetEncoding is the share link's own (Xray, v2rayN): read here, kept
-      // in the link.
+      // packetEncoding is the share link's own (Xray, v2rayN): read here, kept in the link.
       if (key == "packetEncoding") {
         if (value == "xudp") {
           out.xudp = true;
@@ -94,45 +83,33 @@ bool extract_runner_params(std::string &link, path_spec &out,
           return false;
         }
       }
-      if (!kept.empty())
-        kept += '&';
+      if (!kept.empty()) kept += '&';
       kept += item;
     }
   }
-  link =
-      link.substr(0, q) + (kept.empty() ? "" : "?" + kept) + link.substr(end);
+  link = link.substr(0, q) + (kept.empty() ? "" : "?" + kept) + link.substr(end);
   return true;
 }
 
-} // namespace
+}  // namespace
 
 std::string_view to_string(path_kind k) {
   switch (k) {
-  case path_kind::direct:
-    return "direct";
-  case path_kind::http_connect:
-    return "http-connect";
-  case path_kind::socks5:
-    return "socks5";
-  case path_kind::vless:
-    return "vless";
-  case path_kind::forward:
-    return "forward";
-  case path_kind::tun:
-    return "tun";
+    case path_kind::direct: return "direct";
+    case path_kind::http_connect: return "http-connect";
+    case path_kind::socks5: return "socks5";
+    case path_kind::vless: return "vless";
+    case path_kind::forward: return "forward";
+    case path_kind::tun: return "tun";
   }
   return "?";
 }
 
-std::string_view to_string(mux_new_mode m) {
-  return m == mux_new_mode::sub ? "sub" : "connection";
-}
+std::string_view to_string(mux_new_mode m) { return m == mux_new_mode::sub ? "sub" : "connection"; }
 
-std::string_view to_string(write_mode w) {
-  return w == write_mode::one ? "one" : "split";
-}
+std::string_view to_string(write_mode w) { return w == write_mode::one ? "one" : "split"; }
 
-bool parse_on_off(std::string_view text, bool &out) {
+bool parse_on_off(std::string_view text, bool& out) {
   if (text == "on" || text == "1" || text == "true" || text == "yes") {
     out = true;
     return true;
@@ -144,64 +121,44 @@ bool parse_on_off(std::string_view text, bool &out) {
   return false;
 }
 
-vless_client_options
-path_spec::client_options(const vless_client_options &defaults) const {
+vless_client_options path_spec::client_options(const vless_client_options& defaults) const {
   vless_client_options o = defaults;
-  if (nodelay)
-    o.nodelay = *nodelay;
-  if (writes)
-    o.writes = *writes;
+  if (nodelay) o.nodelay = *nodelay;
+  if (writes) o.writes = *writes;
   return o;
 }
 
-std::string target_url::authority() const {
-  return format_host_port(host, port);
-}
+std::string target_url::authority() const { return format_host_port(host, port); }
 
 std::string_view to_string(target_scheme s) {
   switch (s) {
-  case target_scheme::http:
-    return "http";
-  case target_scheme::https:
-    return "https";
-  case target_scheme::banner:
-    return "banner";
-  case target_scheme::udp:
-    return "udp";
-  case target_scheme::dns:
-    return "dns";
+    case target_scheme::http: return "http";
+    case target_scheme::https: return "https";
+    case target_scheme::banner: return "banner";
+    case target_scheme::udp: return "udp";
+    case target_scheme::dns: return "dns";
   }
   return "?";
 }
 
-bool is_datagram(target_scheme s) {
-  return s == target_scheme::udp || s == target_scheme::dns;
-}
+bool is_datagram(target_scheme s) { return s == target_scheme::udp || s == target_scheme::dns; }
 
-bool check_paths_for_target(const std::vector<path_spec> &paths,
-                            const target_url &target, std::string &reason) {
-  if (!is_datagram(target.scheme))
-    return true;
-  for (const auto &p : paths) {
-    // The mux client has UDP subs and XUDP (core/mux_client.hpp), the datagram
-    // samples do not use them yet: measuring plain command 2 under a Mux/XUDP
-    // link would report the wrong protocol.
+bool check_paths_for_target(const std::vector<path_spec>& paths, const target_url& target,
+                            std::string& reason) {
+  if (!is_datagram(target.scheme)) return true;
+  for (const auto& p : paths) {
+    // The mux client has UDP subs and XUDP (core/mux_client.hpp), the datagram samples do not
+    // use them yet: measuring plain command 2 under a Mux/XUDP link would report the wrong protocol.
     if (p.kind == path_kind::vless && (p.mux || p.xudp)) {
-      reason = "path '" + p.name +
-               "': " + (p.mux ? "mux=on" : "packetEncoding=xudp") +
-               " is not supported by the built-in client for " +
-               std::string(to_string(target.scheme)) +
-               ":// targets yet (Mux.Cool carries TCP targets); remove it to "
-               "measure plain VLESS UDP";
+      reason = "path '" + p.name + "': " + (p.mux ? "mux=on" : "packetEncoding=xudp") +
+               " is not supported by the built-in client for " + std::string(to_string(target.scheme)) +
+               ":// targets yet (Mux.Cool carries TCP targets); remove it to measure plain VLESS UDP";
       return false;
     }
-    if (p.kind == path_kind::direct || p.kind == path_kind::socks5 ||
-        p.kind == path_kind::vless)
-      continue;
-    reason = "path '" + p.name + "' (" + std::string(to_string(p.kind)) +
-             ") cannot carry a " + std::string(to_string(target.scheme)) +
-             ":// target: UDP goes over direct, socks5://H:P (UDP ASSOCIATE) "
-             "or vless:// (UDP command) paths";
+    if (p.kind == path_kind::direct || p.kind == path_kind::socks5 || p.kind == path_kind::vless) continue;
+    reason = "path '" + p.name + "' (" + std::string(to_string(p.kind)) + ") cannot carry a " +
+             std::string(to_string(target.scheme)) +
+             ":// target: UDP goes over direct, socks5://H:P (UDP ASSOCIATE) or vless:// (UDP command) paths";
     return false;
   }
   return true;
@@ -209,21 +166,18 @@ bool check_paths_for_target(const std::vector<path_spec> &paths,
 
 std::string_view to_string(bulk_direction d) {
   switch (d) {
-  case bulk_direction::none:
-    return "";
-  case bulk_direction::down:
-    return "down";
-  case bulk_direction::up:
-    return "up";
+    case bulk_direction::none: return "";
+    case bulk_direction::down: return "down";
+    case bulk_direction::up: return "up";
   }
   return "?";
 }
 
-std::vector<path_spec> bulk_paths(const std::vector<path_spec> &paths) {
+std::vector<path_spec> bulk_paths(const std::vector<path_spec>& paths) {
   std::vector<path_spec> out;
   out.reserve(paths.size() * 2);
   for (const auto d : {bulk_direction::down, bulk_direction::up}) {
-    for (const auto &p : paths) {
+    for (const auto& p : paths) {
       out.push_back(p);
       out.back().name = p.name + "/" + std::string(to_string(d));
       out.back().bulk = d;
@@ -232,8 +186,7 @@ std::vector<path_spec> bulk_paths(const std::vector<path_spec> &paths) {
   return out;
 }
 
-std::optional<target_url> parse_target_url(std::string_view text,
-                                           std::string &reason) {
+std::optional<target_url> parse_target_url(std::string_view text, std::string& reason) {
   target_url url;
   std::size_t scheme_len = 0;
   if (starts_with_icase(text, "http://")) {
@@ -255,29 +208,21 @@ std::optional<target_url> parse_target_url(std::string_view text,
     url.port = 53;
     scheme_len = 6;
   } else {
-    reason = "target must be an http://, https://, banner://, udp:// or dns:// "
-             "URL (got '" +
-             std::string(text) + "')";
+    reason = "target must be an http://, https://, banner://, udp:// or dns:// URL (got '" + std::string(text) + "')";
     return std::nullopt;
   }
   std::string_view rest = text.substr(scheme_len);
   const auto slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
-  const bool no_path =
-      url.scheme == target_scheme::banner || url.scheme == target_scheme::udp;
+  const bool no_path = url.scheme == target_scheme::banner || url.scheme == target_scheme::udp;
   if (no_path && slash != std::string_view::npos && slash + 1 != rest.size()) {
-    reason =
-        "a " + std::string(to_string(url.scheme)) + ":// target has no path";
+    reason = "a " + std::string(to_string(url.scheme)) + ":// target has no path";
     return std::nullopt;
   }
   if (url.scheme == target_scheme::dns) {
-    std::string name = slash == std::string_view::npos
-                           ? ""
-                           : std::string(rest.substr(slash + 1));
-    if (!name.empty() && name.back() == '.')
-      name.pop_back();
-    for (auto &c : name)
-      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string name = slash == std::string_view::npos ? "" : std::string(rest.substr(slash + 1));
+    if (!name.empty() && name.back() == '.') name.pop_back();
+    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     bool ok = !name.empty() && name.size() <= 253;
     std::size_t label = 0;
     for (char c : name) {
@@ -285,31 +230,26 @@ std::optional<target_url> parse_target_url(std::string_view text,
         ok = ok && label > 0;
         label = 0;
       } else {
-        ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '-' ||
-                    c == '_');
+        ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_');
         ++label;
         ok = ok && label <= 63;
       }
     }
     if (!ok || label == 0) {
-      reason = "a dns:// target is dns://HOST[:PORT]/NAME with NAME a DNS name "
-               "(labels of 1-63 letters, digits, '-' or '_'), got '" +
+      reason = "a dns:// target is dns://HOST[:PORT]/NAME with NAME a DNS name (labels of 1-63 letters, digits, '-' or '_'), got '" +
                std::string(text) + "'";
       return std::nullopt;
     }
     url.dns_name = std::move(name);
   }
-  url.path = slash == std::string_view::npos || url.scheme == target_scheme::dns
-                 ? "/"
-                 : std::string(rest.substr(slash));
+  url.path = slash == std::string_view::npos || url.scheme == target_scheme::dns ? "/" : std::string(rest.substr(slash));
   if (authority.find('@') != std::string_view::npos) {
     reason = "credentials in the target URL are not supported";
     return std::nullopt;
   }
   const bool has_port = !authority.empty() &&
-                        (authority.front() == '['
-                             ? authority.find("]:") != std::string_view::npos
-                             : authority.find(':') != std::string_view::npos);
+                        (authority.front() == '[' ? authority.find("]:") != std::string_view::npos
+                                                  : authority.find(':') != std::string_view::npos);
   if (has_port) {
     auto hp = parse_host_port(authority, host_rule::name_or_address, reason);
     if (!hp) {
@@ -320,8 +260,7 @@ std::optional<target_url> parse_target_url(std::string_view text,
     url.port = hp->port;
   } else {
     url.host = std::string(authority);
-    if (url.host.size() >= 2 && url.host.front() == '[' &&
-        url.host.back() == ']')
+    if (url.host.size() >= 2 && url.host.front() == '[' && url.host.back() == ']')
       url.host = url.host.substr(1, url.host.size() - 2);
   }
   if (url.host.empty()) {
@@ -329,9 +268,8 @@ std::optional<target_url> parse_target_url(std::string_view text,
     return std::nullopt;
   }
   if (url.port == 0) {
-    reason = "a " + std::string(to_string(url.scheme)) +
-             ":// target needs a port (" + std::string(to_string(url.scheme)) +
-             "://HOST:PORT)";
+    reason = "a " + std::string(to_string(url.scheme)) + ":// target needs a port (" +
+             std::string(to_string(url.scheme)) + "://HOST:PORT)";
     return std::nullopt;
   }
   if (url.path.find_first_of(" \r\n") != std::string::npos) {
@@ -341,8 +279,7 @@ std::optional<target_url> parse_target_url(std::string_view text,
   return url;
 }
 
-std::optional<path_spec> parse_path_arg(std::string_view arg,
-                                        std::string &reason) {
+std::optional<path_spec> parse_path_arg(std::string_view arg, std::string& reason) {
   const auto eq = arg.find('=');
   if (eq == std::string_view::npos) {
     reason = "expected NAME=SPEC, got '" + std::string(arg) + "'";
@@ -352,24 +289,20 @@ std::optional<path_spec> parse_path_arg(std::string_view arg,
   p.name = std::string(arg.substr(0, eq));
   p.spec = std::string(arg.substr(eq + 1));
   if (!valid_name(p.name)) {
-    reason = "path name '" + p.name +
-             "' must be 1-64 characters of A-Z a-z 0-9 - _ .";
+    reason = "path name '" + p.name + "' must be 1-64 characters of A-Z a-z 0-9 - _ .";
     return std::nullopt;
   }
   std::string_view spec = p.spec;
   auto strip_slash = [](std::string_view s) {
-    if (!s.empty() && s.back() == '/')
-      s.remove_suffix(1);
+    if (!s.empty() && s.back() == '/') s.remove_suffix(1);
     return s;
   };
   if (spec == "direct") {
     p.kind = path_kind::direct;
   } else if (spec == "tun") {
     p.kind = path_kind::tun;
-  } else if (starts_with_icase(spec, "http://") ||
-             starts_with_icase(spec, "socks5://") ||
-             starts_with_icase(spec, "tcp://") ||
-             starts_with_icase(spec, "tun://")) {
+  } else if (starts_with_icase(spec, "http://") || starts_with_icase(spec, "socks5://") ||
+             starts_with_icase(spec, "tcp://") || starts_with_icase(spec, "tun://")) {
     p.kind = starts_with_icase(spec, "http://")  ? path_kind::http_connect
              : starts_with_icase(spec, "tcp://") ? path_kind::forward
              : starts_with_icase(spec, "tun://") ? path_kind::tun
@@ -403,43 +336,33 @@ std::optional<path_spec> parse_path_arg(std::string_view arg,
       reason = "path '" + p.name + "': bad vless link: " + why;
       return std::nullopt;
     }
-    // parse_share_link refuses what the client cannot dial (security, type,
-    // flow).
+    // parse_share_link refuses what the client cannot dial (security, type, flow).
     if (!parsed->flow.empty()) {
-      reason =
-          "path '" + p.name + "': flow '" + parsed->flow + "' is not supported";
+      reason = "path '" + p.name + "': flow '" + parsed->flow + "' is not supported";
       return std::nullopt;
     }
     p.host = parsed->host;
     p.port = parsed->port;
     p.link = std::move(parsed);
   } else {
-    reason = "path '" + p.name +
-             "': SPEC must be direct, http://H:P, socks5://H:P, tcp://H:P, "
-             "tun, tun://H:P or vless://...";
+    reason = "path '" + p.name + "': SPEC must be direct, http://H:P, socks5://H:P, tcp://H:P, tun, tun://H:P or vless://...";
     return std::nullopt;
   }
   return p;
 }
 
-std::optional<std::size_t> finalize_paths(std::vector<path_spec> &paths,
-                                          std::string &reason) {
+std::optional<std::size_t> finalize_paths(std::vector<path_spec>& paths, std::string& reason) {
   for (std::size_t i = 0; i < paths.size(); ++i)
     for (std::size_t j = i + 1; j < paths.size(); ++j)
       if (paths[i].name == paths[j].name) {
         reason = "path name '" + paths[i].name + "' is used twice";
         return std::nullopt;
       }
-  const auto it =
-      std::find_if(paths.begin(), paths.end(), [](const path_spec &p) {
-        return p.kind == path_kind::direct;
-      });
-  if (it != paths.end())
-    return static_cast<std::size_t>(it - paths.begin());
-  if (std::any_of(paths.begin(), paths.end(),
-                  [](const path_spec &p) { return p.name == "direct"; })) {
-    reason =
-        "a non-direct path is named 'direct'; the baseline needs that name";
+  const auto it = std::find_if(paths.begin(), paths.end(),
+                               [](const path_spec& p) { return p.kind == path_kind::direct; });
+  if (it != paths.end()) return static_cast<std::size_t>(it - paths.begin());
+  if (std::any_of(paths.begin(), paths.end(), [](const path_spec& p) { return p.name == "direct"; })) {
+    reason = "a non-direct path is named 'direct'; the baseline needs that name";
     return std::nullopt;
   }
   path_spec direct;
@@ -449,13 +372,11 @@ std::optional<std::size_t> finalize_paths(std::vector<path_spec> &paths,
   return 0;
 }
 
-bool apply_nagle_paths(std::vector<path_spec> &paths,
-                       const std::vector<std::string> &names,
-                       std::string &reason) {
-  for (const auto &name : names) {
-    const auto it =
-        std::find_if(paths.begin(), paths.end(),
-                     [&](const path_spec &p) { return p.name == name; });
+bool apply_nagle_paths(std::vector<path_spec>& paths, const std::vector<std::string>& names,
+                       std::string& reason) {
+  for (const auto& name : names) {
+    const auto it = std::find_if(paths.begin(), paths.end(),
+                                 [&](const path_spec& p) { return p.name == name; });
     if (it == paths.end() || it->kind != path_kind::vless) {
       reason = "'" + name + "' is not the name of a vless:// --path";
       return false;
@@ -466,4 +387,4 @@ bool apply_nagle_paths(std::vector<path_spec> &paths,
   return true;
 }
 
-} // namespace vlessbench::runner
+}  // namespace vlessbench::runner

@@ -12,8 +12,7 @@ using namespace vlessbench;
 
 namespace {
 
-std::vector<mux::frame> frames_of(const std::string &bytes,
-                                  std::vector<std::string> &data) {
+std::vector<mux::frame> frames_of(const std::string& bytes, std::vector<std::string>& data) {
   std::vector<mux::frame> out;
   std::string_view rest = bytes;
   while (!rest.empty()) {
@@ -26,22 +25,19 @@ std::vector<mux::frame> frames_of(const std::string &bytes,
   return out;
 }
 
-std::string server_keep(std::uint16_t id, std::string_view data,
-                        const mux::target *from = nullptr) {
+std::string server_keep(std::uint16_t id, std::string_view data, const mux::target* from = nullptr) {
   mux::frame f;
   f.id = id;
   f.st = mux::status::keep;
   f.option = mux::option_data;
   f.data = data;
-  if (from)
-    f.dest = *from;
+  if (from) f.dest = *from;
   std::string out;
   mux::encode_mux_frame(out, f);
   return out;
 }
 
-std::string server_frame(std::uint16_t id, mux::status st,
-                         std::uint8_t option = 0) {
+std::string server_frame(std::uint16_t id, mux::status st, std::uint8_t option = 0) {
   mux::frame f;
   f.id = id;
   f.st = st;
@@ -51,19 +47,16 @@ std::string server_frame(std::uint16_t id, mux::status st,
   return out;
 }
 
-std::string take_all(mux::sub_table &t, std::uint16_t id) {
+std::string take_all(mux::sub_table& t, std::uint16_t id) {
   std::string out;
   char buf[7];
-  while (const auto n = t.take(id, buf, sizeof buf))
-    out.append(buf, n);
+  while (const auto n = t.take(id, buf, sizeof buf)) out.append(buf, n);
   return out;
 }
 
-} // namespace
+}  // namespace
 
-TEST_CASE(
-    "mux client: make_target writes literals as raw bytes and names as domains",
-    "[mux]") {
+TEST_CASE("mux client: make_target writes literals as raw bytes and names as domains", "[mux]") {
   const auto v4 = mux::make_target(mux::network::tcp, "127.0.0.1", 8080);
   REQUIRE(v4);
   CHECK(v4->type == mux::address_type::ipv4);
@@ -83,9 +76,10 @@ TEST_CASE(
   CHECK_FALSE(mux::make_target(mux::network::tcp, std::string(256, 'a'), 80));
 }
 
-TEST_CASE("mux client: the VLESS request of a mux connection is command 3 with "
-          "no address",
-          "[mux]") {
+TEST_CASE(
+    "mux client: the VLESS request of a mux connection is command 3 with "
+    "no address",
+    "[mux]") {
   const auto uuid = *vless::parse_uuid("27848739-7e62-4138-9fd3-098a63964b6b");
   const std::string wire = vless::encode_request(mux::vless_request(uuid));
   // version, uuid, addons length 0, command 3: nothing after (v2ray/Xray send
@@ -98,9 +92,7 @@ TEST_CASE("mux client: the VLESS request of a mux connection is command 3 with "
   CHECK(back.value.domain == "v1.mux.cool");
 }
 
-TEST_CASE(
-    "mux client: New carries the target and the first data; ids count from 1",
-    "[mux]") {
+TEST_CASE("mux client: New carries the target and the first data; ids count from 1", "[mux]") {
   mux::sub_table t;
   const auto dest = *mux::make_target(mux::network::tcp, "127.0.0.1", 80);
   std::string out;
@@ -121,7 +113,7 @@ TEST_CASE(
   CHECK(*fs[0].dest == dest);
   CHECK_FALSE(fs[0].global_id);
   CHECK(fs[1].st == mux::status::new_sub);
-  CHECK_FALSE(fs[1].has_data()); // a New without data: the option bit is clear
+  CHECK_FALSE(fs[1].has_data());  // a New without data: the option bit is clear
   CHECK(t.open_count() == 2);
   CHECK(t.opened() == 2);
 }
@@ -138,7 +130,7 @@ TEST_CASE("mux client: data past 65535 bytes goes on in Keep frames", "[mux]") {
   REQUIRE(fs.size() == 2);
   CHECK(data[0].size() == 65535);
   CHECK(fs[1].st == mux::status::keep);
-  CHECK_FALSE(fs[1].dest); // a TCP Keep names no target
+  CHECK_FALSE(fs[1].dest);  // a TCP Keep names no target
   CHECK(data[1].size() == 70000 - 65535);
 
   out.clear();
@@ -147,18 +139,19 @@ TEST_CASE("mux client: data past 65535 bytes goes on in Keep frames", "[mux]") {
   const auto more = frames_of(out, data);
   CHECK(more.size() == 4);
   CHECK(data.back().size() == 1);
-  CHECK_FALSE(t.write(out, 99, "z")); // never opened
+  CHECK_FALSE(t.write(out, 99, "z"));  // never opened
 }
 
-TEST_CASE("mux client: End is sent once, forgets the sub, and its id is free "
-          "again later",
-          "[mux]") {
+TEST_CASE(
+    "mux client: End is sent once, forgets the sub, and its id is free "
+    "again later",
+    "[mux]") {
   mux::sub_table t(2);
   const auto dest = *mux::make_target(mux::network::tcp, "127.0.0.1", 80);
   std::string out;
   const auto a = t.open(out, dest);
   const auto b = t.open(out, dest);
-  CHECK_FALSE(t.open(out, dest)); // the cap
+  CHECK_FALSE(t.open(out, dest));  // the cap
   out.clear();
   CHECK(t.end(out, *a));
   CHECK_FALSE(t.end(out, *a));
@@ -170,16 +163,15 @@ TEST_CASE("mux client: End is sent once, forgets the sub, and its id is free "
   CHECK_FALSE(t.is_open(*a));
   const auto c = t.open(out, dest);
   REQUIRE(c);
-  CHECK(*c == 3); // ids move on; a freed id comes back only after the wrap
+  CHECK(*c == 3);  // ids move on; a freed id comes back only after the wrap
   CHECK(*b == 2);
 }
 
-TEST_CASE("mux client: ids wrap past 65535 to 1 and skip ids still open",
-          "[mux]") {
+TEST_CASE("mux client: ids wrap past 65535 to 1 and skip ids still open", "[mux]") {
   mux::sub_table t(4);
   const auto dest = *mux::make_target(mux::network::tcp, "127.0.0.1", 80);
   std::string out;
-  const auto first = t.open(out, dest); // id 1 stays open
+  const auto first = t.open(out, dest);  // id 1 stays open
   REQUIRE(first);
   for (int i = 0; i < 65533; ++i) {
     const auto id = t.open(out, dest);
@@ -192,17 +184,16 @@ TEST_CASE("mux client: ids wrap past 65535 to 1 and skip ids still open",
   CHECK(*last == 65535);
   const auto wrapped = t.open(out, dest);
   REQUIRE(wrapped);
-  CHECK(*wrapped == 2); // 0 is never used, 1 is still open
+  CHECK(*wrapped == 2);  // 0 is never used, 1 is still open
 }
 
-TEST_CASE("mux client: the server's frames are demultiplexed by id, whole or "
-          "split anywhere",
-          "[mux]") {
+TEST_CASE(
+    "mux client: the server's frames are demultiplexed by id, whole or "
+    "split anywhere",
+    "[mux]") {
   const auto dest = *mux::make_target(mux::network::tcp, "127.0.0.1", 80);
-  std::string wire = server_keep(2, "second") +
-                     server_frame(0, mux::status::keep_alive) +
-                     server_keep(1, "first ") + server_keep(1, "sub") +
-                     server_frame(2, mux::status::end);
+  std::string wire = server_keep(2, "second") + server_frame(0, mux::status::keep_alive) + server_keep(1, "first ") +
+                     server_keep(1, "sub") + server_frame(2, mux::status::end);
   for (std::size_t cut = 0; cut <= wire.size(); ++cut) {
     mux::sub_table t;
     std::string out;
@@ -221,31 +212,28 @@ TEST_CASE("mux client: the server's frames are demultiplexed by id, whole or "
   }
 }
 
-TEST_CASE("mux client: End with the error option, late data and unknown ids",
-          "[mux]") {
+TEST_CASE("mux client: End with the error option, late data and unknown ids", "[mux]") {
   mux::sub_table t;
   const auto dest = *mux::make_target(mux::network::tcp, "127.0.0.1", 80);
   std::string out;
   const auto a = t.open(out, dest);
   const auto b = t.open(out, dest);
-  REQUIRE(
-      t.feed(server_frame(*a, mux::status::end, mux::option_error)).empty());
+  REQUIRE(t.feed(server_frame(*a, mux::status::end, mux::option_error)).empty());
   CHECK(t.remote_ended(*a));
   CHECK(t.remote_error(*a));
   // Data after the server's End, and for subs we ended or never had, is dropped
   // and counted.
   t.end(out, *b);
-  REQUIRE(t.feed(server_keep(*a, "late") + server_keep(*b, "gone") +
-                 server_keep(77, "never"))
-              .empty());
+  REQUIRE(t.feed(server_keep(*a, "late") + server_keep(*b, "gone") + server_keep(77, "never")).empty());
   CHECK(t.dropped_bytes() == 4 + 4 + 5);
   CHECK_FALSE(t.has_data(*a));
-  CHECK(t.remote_ended(*b)); // not open: nothing more will come
+  CHECK(t.remote_ended(*b));  // not open: nothing more will come
 }
 
-TEST_CASE("mux client: a server that sends New or a bad frame makes the "
-          "connection unusable",
-          "[mux]") {
+TEST_CASE(
+    "mux client: a server that sends New or a bad frame makes the "
+    "connection unusable",
+    "[mux]") {
   mux::sub_table t;
   mux::frame f;
   f.id = 1;
@@ -267,9 +255,10 @@ TEST_CASE("mux client: a sub's unread bytes are bounded", "[mux]") {
   CHECK(t.feed(server_keep(*a, "!")) == "sub_buffer_overflow");
 }
 
-TEST_CASE("mux client: UDP subs keep datagrams apart; XUDP packets carry their "
-          "own address",
-          "[mux]") {
+TEST_CASE(
+    "mux client: UDP subs keep datagrams apart; XUDP packets carry their "
+    "own address",
+    "[mux]") {
   mux::sub_table t;
   const auto dns = *mux::make_target(mux::network::udp, "127.0.0.1", 53);
   const auto echo = *mux::make_target(mux::network::udp, "127.0.0.1", 7);
@@ -282,28 +271,23 @@ TEST_CASE("mux client: UDP subs keep datagrams apart; XUDP packets carry their "
   CHECK(t.write_packet(out, *plain, "again"));
   CHECK(t.write_packet(out, *x, "q2", &echo));
   CHECK(t.write_packet(out, *x, "q3"));
-  CHECK_FALSE(t.write_packet(
-      out, *x, std::string(65536, 'x'))); // one datagram, one frame
+  CHECK_FALSE(t.write_packet(out, *x, std::string(65536, 'x')));  // one datagram, one frame
   std::vector<std::string> data;
   const auto fs = frames_of(out, data);
   REQUIRE(fs.size() == 5);
   CHECK_FALSE(fs[0].global_id);
   REQUIRE(fs[1].global_id);
   CHECK(*fs[1].global_id == gid);
-  CHECK_FALSE(
-      fs[2].dest); // a plain UDP sub: packets go to the New frame's target
+  CHECK_FALSE(fs[2].dest);  // a plain UDP sub: packets go to the New frame's target
   REQUIRE(fs[3].dest);
   CHECK(*fs[3].dest == echo);
   CHECK(data[3] == "q2");
   REQUIRE(fs[4].dest);
-  CHECK(*fs[4].dest == dns); // XUDP without an explicit target: the sub's own
+  CHECK(*fs[4].dest == dns);  // XUDP without an explicit target: the sub's own
 
-  CHECK_FALSE(
-      t.open(out, dns, std::string(65536, 'x'))); // an oversized first datagram
+  CHECK_FALSE(t.open(out, dns, std::string(65536, 'x')));  // an oversized first datagram
 
-  REQUIRE(t.feed(server_keep(*plain, "a1") + server_keep(*plain, "a2") +
-                 server_keep(*x, "r", &echo))
-              .empty());
+  REQUIRE(t.feed(server_keep(*plain, "a1") + server_keep(*plain, "a2") + server_keep(*x, "r", &echo)).empty());
   const auto p1 = t.take_packet(*plain);
   const auto p2 = t.take_packet(*plain);
   REQUIRE(p1);

@@ -5,15 +5,15 @@
 using namespace vlessbench::runner;
 
 namespace {
-constexpr const char *uuid_text = "b831381d-6324-4d53-ad4f-8cda48b30811";
+constexpr const char* uuid_text = "b831381d-6324-4d53-ad4f-8cda48b30811";
 
-std::string refusal(const std::string &arg) {
+std::string refusal(const std::string& arg) {
   std::string reason;
   const auto p = parse_path_arg(arg, reason);
   REQUIRE_FALSE(p.has_value());
   return reason;
 }
-} // namespace
+}  // namespace
 
 TEST_CASE("path SPEC: direct, CONNECT and SOCKS5 entries", "[runner]") {
   std::string reason;
@@ -47,8 +47,7 @@ TEST_CASE("path SPEC: direct, CONNECT and SOCKS5 entries", "[runner]") {
   CHECK(f->port == 7000);
   CHECK(to_string(f->kind) == "forward");
 
-  // tun dials the target itself; tun://H:P another address the client's TUN
-  // captures.
+  // tun dials the target itself; tun://H:P another address the client's TUN captures.
   auto t = parse_path_arg("phone=tun", reason);
   REQUIRE(t);
   CHECK(t->kind == path_kind::tun);
@@ -61,39 +60,29 @@ TEST_CASE("path SPEC: direct, CONNECT and SOCKS5 entries", "[runner]") {
   CHECK(th->port == 8080);
 }
 
-TEST_CASE("path SPEC: malformed arguments are refused with a reason",
-          "[runner]") {
+TEST_CASE("path SPEC: malformed arguments are refused with a reason", "[runner]") {
   CHECK_THAT(refusal("direct"), Catch::Contains("NAME=SPEC"));
   CHECK_THAT(refusal("=direct"), Catch::Contains("path name"));
   CHECK_THAT(refusal("a b=direct"), Catch::Contains("path name"));
   CHECK_THAT(refusal("x=ftp://1.2.3.4:21"), Catch::Contains("SPEC must be"));
   CHECK_THAT(refusal("x=http://1.2.3.4"), Catch::Contains("HOST:PORT"));
-  CHECK_THAT(refusal("x=http://1.2.3.4:0"),
-             Catch::Contains("'1.2.3.4:0': port out of range"));
-  CHECK_THAT(refusal("x=http://1.2.3.4:70000"),
-             Catch::Contains("port out of range"));
-  CHECK_THAT(refusal("x=http://1.2.3.4:8x"),
-             Catch::Contains("port must be a number"));
-  CHECK_THAT(refusal("x=http://u:p@1.2.3.4:1"),
-             Catch::Contains("authentication"));
-  CHECK_THAT(refusal("x=socks5://h:1/path"),
-             Catch::Contains("only scheme://HOST:PORT"));
-  CHECK_THAT(refusal("x=socks5://[::1:1080"),
-             Catch::Contains("missing ']' after the IPv6 address"));
-  CHECK_THAT(refusal("x=tcp://h:1/path"),
-             Catch::Contains("only scheme://HOST:PORT"));
+  CHECK_THAT(refusal("x=http://1.2.3.4:0"), Catch::Contains("'1.2.3.4:0': port out of range"));
+  CHECK_THAT(refusal("x=http://1.2.3.4:70000"), Catch::Contains("port out of range"));
+  CHECK_THAT(refusal("x=http://1.2.3.4:8x"), Catch::Contains("port must be a number"));
+  CHECK_THAT(refusal("x=http://u:p@1.2.3.4:1"), Catch::Contains("authentication"));
+  CHECK_THAT(refusal("x=socks5://h:1/path"), Catch::Contains("only scheme://HOST:PORT"));
+  CHECK_THAT(refusal("x=socks5://[::1:1080"), Catch::Contains("missing ']' after the IPv6 address"));
+  CHECK_THAT(refusal("x=tcp://h:1/path"), Catch::Contains("only scheme://HOST:PORT"));
   CHECK_THAT(refusal("x=tcp://1.2.3.4"), Catch::Contains("HOST:PORT"));
   CHECK_THAT(refusal("x=tun://1.2.3.4"), Catch::Contains("HOST:PORT"));
   CHECK_THAT(refusal("x=tun:"), Catch::Contains("SPEC must be"));
 }
 
-TEST_CASE("path SPEC: vless link with the runner's client parameters",
-          "[runner]") {
+TEST_CASE("path SPEC: vless link with the runner's client parameters", "[runner]") {
   std::string reason;
-  const std::string link =
-      std::string("vless://") + uuid_text +
-      "@127.0.0.1:8443?encryption=none&security=tls&nodelay=off&sni=localhost&"
-      "allowInsecure=1&writes=split&type=tcp#quick%20ack";
+  const std::string link = std::string("vless://") + uuid_text +
+                           "@127.0.0.1:8443?encryption=none&security=tls&nodelay=off&sni=localhost&"
+                           "allowInsecure=1&writes=split&type=tcp#quick%20ack";
   auto p = parse_path_arg("nagle=" + link, reason);
   INFO(reason);
   REQUIRE(p);
@@ -108,47 +97,39 @@ TEST_CASE("path SPEC: vless link with the runner's client parameters",
   CHECK_FALSE(*p->nodelay);
   REQUIRE(p->writes);
   CHECK(*p->writes == write_mode::split);
-  // Per-path parameters override the command-line defaults; absent ones keep
-  // them.
+  // Per-path parameters override the command-line defaults; absent ones keep them.
   const auto o = p->client_options({true, write_mode::one});
   CHECK_FALSE(o.nodelay);
   CHECK(o.writes == write_mode::split);
 
-  auto plain = parse_path_arg(
-      std::string("v=vless://") + uuid_text + "@h:1?security=tls", reason);
+  auto plain = parse_path_arg(std::string("v=vless://") + uuid_text + "@h:1?security=tls", reason);
   REQUIRE(plain);
   CHECK_FALSE(plain->nodelay.has_value());
   const auto d = plain->client_options({false, write_mode::split});
   CHECK_FALSE(d.nodelay);
   CHECK(d.writes == write_mode::split);
 
-  CHECK_THAT(refusal(std::string("v=vless://") + uuid_text +
-                     "@h:1?security=tls&writes=three"),
+  CHECK_THAT(refusal(std::string("v=vless://") + uuid_text + "@h:1?security=tls&writes=three"),
              Catch::Contains("writes must be"));
-  CHECK_THAT(refusal(std::string("v=vless://") + uuid_text +
-                     "@h:1?security=tls&nodelay=maybe"),
+  CHECK_THAT(refusal(std::string("v=vless://") + uuid_text + "@h:1?security=tls&nodelay=maybe"),
              Catch::Contains("nodelay must be"));
-  CHECK_THAT(refusal("v=vless://not-a-uuid@h:1?security=tls"),
-             Catch::Contains("bad vless link"));
+  CHECK_THAT(refusal("v=vless://not-a-uuid@h:1?security=tls"), Catch::Contains("bad vless link"));
 }
 
-TEST_CASE("path SPEC: mux=on, muxnew and packetEncoding on a vless link",
-          "[runner]") {
+TEST_CASE("path SPEC: mux=on, muxnew and packetEncoding on a vless link", "[runner]") {
   std::string reason;
-  const std::string base =
-      std::string("v=vless://") + uuid_text + "@h:1?security=tls";
+  const std::string base = std::string("v=vless://") + uuid_text + "@h:1?security=tls";
   auto plain = parse_path_arg(base, reason);
   REQUIRE(plain);
   CHECK_FALSE(plain->mux);
   CHECK_FALSE(plain->xudp);
-  for (const char *on : {"on", "1", "true"}) {
+  for (const char* on : {"on", "1", "true"}) {
     auto p = parse_path_arg(base + "&mux=" + on, reason);
     REQUIRE(p);
     CHECK(p->mux);
     CHECK(p->mux_new == mux_new_mode::sub);
   }
-  auto fresh = parse_path_arg(
-      base + "&mux=on&muxnew=connection&packetEncoding=xudp#n", reason);
+  auto fresh = parse_path_arg(base + "&mux=on&muxnew=connection&packetEncoding=xudp#n", reason);
   INFO(reason);
   REQUIRE(fresh);
   CHECK(fresh->mux);
@@ -161,12 +142,9 @@ TEST_CASE("path SPEC: mux=on, muxnew and packetEncoding on a vless link",
   REQUIRE(off);
   CHECK_FALSE(off->mux);
   CHECK_FALSE(off->xudp);
-  CHECK_THAT(refusal(base + "&mux=sometimes"),
-             Catch::Contains("mux must be on or off"));
-  CHECK_THAT(refusal(base + "&muxnew=first"),
-             Catch::Contains("muxnew must be sub or connection"));
-  CHECK_THAT(refusal(base + "&packetEncoding=packet"),
-             Catch::Contains("packetEncoding must be xudp or none"));
+  CHECK_THAT(refusal(base + "&mux=sometimes"), Catch::Contains("mux must be on or off"));
+  CHECK_THAT(refusal(base + "&muxnew=first"), Catch::Contains("muxnew must be sub or connection"));
+  CHECK_THAT(refusal(base + "&packetEncoding=packet"), Catch::Contains("packetEncoding must be xudp or none"));
 }
 
 TEST_CASE("target URL parsing", "[runner]") {
@@ -208,11 +186,9 @@ TEST_CASE("target URL parsing", "[runner]") {
   CHECK_FALSE(parse_target_url("http://h:99999/", reason));
 }
 
-TEST_CASE("bulk runs: each path becomes NAME/down and NAME/up, downloads first",
-          "[runner]") {
+TEST_CASE("bulk runs: each path becomes NAME/down and NAME/up, downloads first", "[runner]") {
   std::string reason;
-  std::vector<path_spec> paths{*parse_path_arg("direct=direct", reason),
-                               *parse_path_arg("p=http://127.0.0.1:1", reason)};
+  std::vector<path_spec> paths{*parse_path_arg("direct=direct", reason), *parse_path_arg("p=http://127.0.0.1:1", reason)};
   const auto bulk = bulk_paths(paths);
   REQUIRE(bulk.size() == 4);
   CHECK(bulk[0].name == "direct/down");
@@ -224,12 +200,10 @@ TEST_CASE("bulk runs: each path becomes NAME/down and NAME/up, downloads first",
   CHECK(bulk[3].bulk == bulk_direction::up);
 }
 
-TEST_CASE("the direct baseline is always present and names are unique",
-          "[runner]") {
+TEST_CASE("the direct baseline is always present and names are unique", "[runner]") {
   std::string reason;
-  std::vector<path_spec> paths{
-      *parse_path_arg("a=http://127.0.0.1:1", reason),
-      *parse_path_arg("b=socks5://127.0.0.1:2", reason)};
+  std::vector<path_spec> paths{*parse_path_arg("a=http://127.0.0.1:1", reason),
+                               *parse_path_arg("b=socks5://127.0.0.1:2", reason)};
   auto base = finalize_paths(paths, reason);
   REQUIRE(base);
   CHECK(*base == 0);
@@ -244,8 +218,7 @@ TEST_CASE("the direct baseline is always present and names are unique",
   CHECK(*base == 1);
   CHECK(given.size() == 2);
 
-  std::vector<path_spec> dup{*parse_path_arg("a=direct", reason),
-                             *parse_path_arg("a=http://h:1", reason)};
+  std::vector<path_spec> dup{*parse_path_arg("a=direct", reason), *parse_path_arg("a=http://h:1", reason)};
   CHECK_FALSE(finalize_paths(dup, reason));
   CHECK_THAT(reason, Catch::Contains("used twice"));
 
@@ -253,14 +226,11 @@ TEST_CASE("the direct baseline is always present and names are unique",
   CHECK_FALSE(finalize_paths(squat, reason));
 }
 
-TEST_CASE("nagle-paths option turns named vless paths Nagle-prone",
-          "[runner]") {
+TEST_CASE("nagle-paths option turns named vless paths Nagle-prone", "[runner]") {
   std::string reason;
   std::vector<path_spec> paths{
-      *parse_path_arg(
-          std::string("a=vless://") + uuid_text + "@h:1?security=tls", reason),
-      *parse_path_arg(
-          std::string("b=vless://") + uuid_text + "@h:2?security=tls", reason),
+      *parse_path_arg(std::string("a=vless://") + uuid_text + "@h:1?security=tls", reason),
+      *parse_path_arg(std::string("b=vless://") + uuid_text + "@h:2?security=tls", reason),
       *parse_path_arg("c=http://h:3", reason)};
   REQUIRE(apply_nagle_paths(paths, {"b"}, reason));
   CHECK_FALSE(paths[0].nodelay.has_value());
@@ -288,74 +258,59 @@ TEST_CASE("udp:// and dns:// targets", "[runner]") {
   CHECK(d->scheme == target_scheme::dns);
   CHECK(d->port == 53);
   CHECK(d->dns_name == "host.vlessbench.test");
-  auto d2 = parse_target_url("dns://127.0.0.1:8053/a.delay-20.vlessbench.test",
-                             reason);
+  auto d2 = parse_target_url("dns://127.0.0.1:8053/a.delay-20.vlessbench.test", reason);
   REQUIRE(d2);
   CHECK(d2->port == 8053);
   CHECK(d2->dns_name == "a.delay-20.vlessbench.test");
   CHECK_FALSE(is_datagram(target_scheme::banner));
 
-  for (const char *bad :
-       {"udp://127.0.0.1", "udp://127.0.0.1:9/x", "dns://127.0.0.1:53",
-        "dns://127.0.0.1:53/", "dns://127.0.0.1/a..b", "dns://127.0.0.1/a b",
-        "dns://127.0.0.1/.x"}) {
+  for (const char* bad : {"udp://127.0.0.1", "udp://127.0.0.1:9/x", "dns://127.0.0.1:53", "dns://127.0.0.1:53/",
+                          "dns://127.0.0.1/a..b", "dns://127.0.0.1/a b", "dns://127.0.0.1/.x"}) {
     INFO(bad);
     CHECK_FALSE(parse_target_url(bad, reason));
   }
-  CHECK_FALSE(
-      parse_target_url("dns://h/" + std::string(64, 'a') + ".test", reason));
+  CHECK_FALSE(parse_target_url("dns://h/" + std::string(64, 'a') + ".test", reason));
   CHECK(reason.find("labels of 1-63") != std::string::npos);
   CHECK_FALSE(parse_target_url("udp://127.0.0.1", reason));
   CHECK(reason == "a udp:// target needs a port (udp://HOST:PORT)");
 }
 
-TEST_CASE("only direct, socks5 and vless paths carry udp:// and dns:// targets",
-          "[runner]") {
+TEST_CASE("only direct, socks5 and vless paths carry udp:// and dns:// targets", "[runner]") {
   std::string reason;
   const auto udp = *parse_target_url("udp://127.0.0.1:9", reason);
   const auto http = *parse_target_url("http://127.0.0.1:8080/", reason);
   std::vector<path_spec> ok;
-  for (const char *arg : {"direct=direct", "s=socks5://127.0.0.1:1080"})
-    ok.push_back(*parse_path_arg(arg, reason));
-  ok.push_back(*parse_path_arg(std::string("v=vless://") + uuid_text +
-                                   "@127.0.0.1:8443?security=tls",
-                               reason));
+  for (const char* arg : {"direct=direct", "s=socks5://127.0.0.1:1080"}) ok.push_back(*parse_path_arg(arg, reason));
+  ok.push_back(*parse_path_arg(std::string("v=vless://") + uuid_text + "@127.0.0.1:8443?security=tls", reason));
   CHECK(check_paths_for_target(ok, udp, reason));
-  for (const char *arg : {"h=http://127.0.0.1:1", "f=tcp://127.0.0.1:1",
-                          "t=tun", "t2=tun://127.0.0.1:1"}) {
+  for (const char* arg : {"h=http://127.0.0.1:1", "f=tcp://127.0.0.1:1", "t=tun", "t2=tun://127.0.0.1:1"}) {
     INFO(arg);
     auto paths = ok;
     paths.push_back(*parse_path_arg(arg, reason));
     CHECK_FALSE(check_paths_for_target(paths, udp, reason));
     CHECK(reason.find("cannot carry a udp:// target") != std::string::npos);
-    CHECK(check_paths_for_target(paths, http, reason)); // TCP targets: any kind
+    CHECK(check_paths_for_target(paths, http, reason));  // TCP targets: any kind
   }
 }
 
-TEST_CASE("path SPEC: Mux and XUDP links are refused for UDP targets until "
-          "datagram samples speak them",
+TEST_CASE("path SPEC: Mux and XUDP links are refused for UDP targets until datagram samples speak them",
           "[runner]") {
-  const std::string base =
-      std::string("m=vless://") + uuid_text + "@127.0.0.1:8443?security=tls";
+  const std::string base = std::string("m=vless://") + uuid_text + "@127.0.0.1:8443?security=tls";
   std::string reason;
   const auto udp = parse_target_url("udp://127.0.0.1:7", reason);
   const auto http = parse_target_url("http://127.0.0.1:80/", reason);
   REQUIRE(udp);
   REQUIRE(http);
-  for (const char *extra : {"&mux=on", "&packetEncoding=xudp"}) {
+  for (const char* extra : {"&mux=on", "&packetEncoding=xudp"}) {
     INFO(extra);
     const auto p = parse_path_arg(base + extra, reason);
-    REQUIRE(p); // TCP targets: mux=on is measured, packetEncoding does not
-                // touch TCP
+    REQUIRE(p);  // TCP targets: mux=on is measured, packetEncoding does not touch TCP
     CHECK(check_paths_for_target({*p}, *http, reason));
     CHECK_FALSE(check_paths_for_target({*p}, *udp, reason));
-    CHECK(reason.find(std::string(extra + 1) + " is not supported") !=
-          std::string::npos);
+    CHECK(reason.find(std::string(extra + 1) + " is not supported") != std::string::npos);
   }
-  // Keys that ask for nothing the client lacks stay accepted, and so does
-  // mux=off.
-  const auto plain =
-      parse_path_arg(base + "&mux=off&packetEncoding=none&fp=chrome", reason);
+  // Keys that ask for nothing the client lacks stay accepted, and so does mux=off.
+  const auto plain = parse_path_arg(base + "&mux=off&packetEncoding=none&fp=chrome", reason);
   REQUIRE(plain);
   CHECK(check_paths_for_target({*plain}, *udp, reason));
 }
