@@ -1,7 +1,6 @@
 #include "core/mux_client.hpp"
 
 #include <algorithm>
-#include <cstring>
 
 namespace vlessbench::mux {
 
@@ -198,7 +197,7 @@ std::size_t sub_table::take(std::uint16_t id, char* data, std::size_t size) {
   if (it == subs_.end()) return 0;
   sub& s = it->second;
   const std::size_t n = std::min(size, s.stream.size());
-  std::memcpy(data, s.stream.data(), n);
+  s.stream.copy(data, n);
   s.stream.erase(0, n);
   s.buffered -= n;
   return n;
