@@ -76,8 +76,10 @@ struct dns_listener_config {
   std::string name;
   asio::ip::tcp::endpoint listen;  // the same address and port for UDP and TCP
   std::string zone = "vlessbench.test";
-  asio::ip::address_v4 a = asio::ip::address_v4::loopback();
-  asio::ip::address_v6 aaaa = asio::ip::address_v6::loopback();
+  // Unset: the address the query was sent to, when it is of the family (so the installed
+  // config on 0.0.0.0 answers with the VM's address), else 127.0.0.1 / ::1.
+  std::optional<asio::ip::address_v4> a;
+  std::optional<asio::ip::address_v6> aaaa;
   bool operator==(const dns_listener_config&) const = default;
 };
 

@@ -119,6 +119,10 @@ struct zone_rules {
   std::array<std::uint8_t, 4> v4{127, 0, 0, 1};
   std::array<std::uint8_t, 16> v6{0, 0, 0, 0, 0, 0, 0, 0,
                                   0, 0, 0, 0, 0, 0, 0, 1};
+  // Not configured: the responder puts the address each query arrived on in v4 / v6 when it
+  // is of that family (target/dns_target.cpp), the defaults above otherwise.
+  bool v4_from_arrival = false;
+  bool v6_from_arrival = false;
 };
 struct zone_answer {
   rcode rc = rcode::refused;

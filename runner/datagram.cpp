@@ -1,5 +1,6 @@
 #include "runner/datagram.hpp"
 
+#include "core/net_address.hpp"
 #include "core/socks5_udp.hpp"
 #include "core/udp_framing.hpp"
 #include "runner/proxy_protocol.hpp"
@@ -57,6 +58,14 @@ std::string datagram_tunnel::describe(const std::error_code& ec) const {
   if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated)
     return std::string(phase_) + ": connection closed by peer";
   return std::string(phase_) + ": " + ec.message();
+}
+
+std::string datagram_tunnel::direct_flow() const {
+  if (plan_.spec->kind != path_kind::direct || !udp_.is_open()) return {};
+  std::error_code ec;
+  const auto local = udp_.local_endpoint(ec);
+  if (ec) return {};
+  return format_endpoint(tcp::endpoint(local.address(), local.port()));
 }
 
 awaitable<std::string> datagram_tunnel::open() {

@@ -41,6 +41,9 @@ class datagram_tunnel : public std::enable_shared_from_this<datagram_tunnel> {
   awaitable<std::string> round_trip(std::string_view datagram, const matcher& mine, std::string& reply);
 
   bool reusable() const { return open_ && reusable_; }
+  // A direct path's UDP socket address ("127.0.0.1:40006": the peer the target logs); empty for
+  // other paths or a socket that is not open.
+  std::string direct_flow() const;
   void close();
 
  private:

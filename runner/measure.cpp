@@ -286,6 +286,7 @@ awaitable<sample> datagram_new_sample(state& st, std::size_t p, int round) {
   if (err.empty()) err = co_await t->round_trip(probe.datagram, probe.mine, reply);
   const auto t1 = std::chrono::steady_clock::now();
   t->disarm();
+  s.flow = t->direct_flow();
   t->close();
   s.ns = elapsed_ns(t0, t1);
   record_datagram(s, st.opts.target.scheme, reply, err, plan.spec->kind);
@@ -323,6 +324,7 @@ awaitable<sample> datagram_reuse_sample(state& st, std::size_t p, int round, std
   const auto err = co_await t->round_trip(probe.datagram, probe.mine, reply);
   const auto t1 = std::chrono::steady_clock::now();
   t->disarm();
+  s.flow = t->direct_flow();
   s.ns = elapsed_ns(t0, t1);
   record_datagram(s, st.opts.target.scheme, reply, err, plan.spec->kind);
   co_return s;

@@ -120,7 +120,8 @@ std::string socks5_udp_associate_request() {
                      static_cast<char>(atyp_ipv4), 0, 0, 0, 0, 0, 0};
 }
 
-socks5_bound socks5_reply_bound(std::string_view r) {
+socks5_bound socks5_reply_bound(std::string_view complete_reply) {
+  const std::string_view r = complete_reply;
   socks5_bound b;
   const auto byte = [&](std::size_t i) { return static_cast<std::uint8_t>(r[i]); };
   std::size_t at = 4;

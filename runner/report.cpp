@@ -320,7 +320,7 @@ std::vector<std::string> parse_csv_line(std::string_view line) {
 std::string samples_csv(const std::vector<sample>& samples) {
   std::string out =
       "round,path,mode,seq,ns,ok,error,status,route,session,user,tls_ms,vless_ms,resolve_ms,"
-      "upstream_ms,route_mismatch,inner_tls_ms,bytes,mbps,transport,upgrade_ms\n";
+      "upstream_ms,route_mismatch,inner_tls_ms,bytes,mbps,transport,upgrade_ms,flow\n";
   auto opt = [](const std::optional<double>& v) { return v ? fmt_ms(v) : std::string(); };
   for (const auto& s : samples) {
     out += std::to_string(s.round) + ',' + csv_field(s.path) + ',' + std::string(to_string(s.mode)) +
@@ -336,7 +336,7 @@ std::string samples_csv(const std::vector<sample>& samples) {
            (s.bytes ? std::to_string(s.bytes) : std::string()) + ',' +
            (s.bytes && s.ok ? fmt_ms(s.mbps()) : std::string()) + ',' +
            (s.route.kind == route_kind::vless ? csv_field(s.route.transport) : std::string()) + ',' +
-           opt(s.timing.upgrade) + '\n';
+           opt(s.timing.upgrade) + ',' + csv_field(s.flow) + '\n';
   }
   return out;
 }

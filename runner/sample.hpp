@@ -36,6 +36,9 @@ struct sample {
   // of ns, reported as its own phase); -1 when there was none.
   std::int64_t inner_tls_ns = -1;
   std::uint64_t bytes = 0;  // bulk samples: body bytes moved (down: response, up: request)
+  // udp:// and dns:// samples of a direct path: the runner's own UDP address ("127.0.0.1:40006"),
+  // the peer the target logs, so `verify` finds the sample's flow exactly.
+  std::string flow;
 
   double ms() const { return static_cast<double>(ns) / 1e6; }
   // Bulk throughput in MB/s (10^6 bytes per second); 0 when not a bulk sample or no time passed.

@@ -77,6 +77,7 @@ verify_report verify_run(const std::string& summary_json, const std::string& sam
   // packets_in of a flow; a dns.query line is one query).
   std::map<std::uint64_t, std::uint64_t> datagrams_by_session;
   std::uint64_t datagrams_direct = 0;
+  std::map<std::string, std::uint64_t> direct_by_peer;  // direct datagrams per peer address
   std::map<std::uint64_t, log_entry> log;
   std::map<std::uint64_t, std::string> banner_sessions;  // session -> route, from banner.connection
   std::size_t banner_direct = 0;
@@ -107,6 +108,7 @@ verify_report verify_run(const std::string& summary_json, const std::string& sam
         if (const auto id = as_u64(j["vless_session"])) datagrams_by_session[*id] += n;
       } else if (j.value("route", "") == "direct") {
         datagrams_direct += n;
+        direct_by_peer[j.value("peer", "")] += n;
       }
       continue;
     }
@@ -141,6 +143,7 @@ verify_report verify_run(const std::string& summary_json, const std::string& sam
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> bulk;  // client, server MB/s
   std::map<std::uint64_t, std::uint64_t> ok_by_session;  // datagram runs: ok samples naming each session
   std::uint64_t ok_direct = 0;
+  std::map<std::string, std::uint64_t> ok_by_peer;  // direct-path samples with their flow
   while (std::getline(csv, line)) {
     if (line.empty()) continue;
     const auto cells = parse_csv_line(line);
@@ -161,7 +164,15 @@ verify_report verify_run(const std::string& summary_json, const std::string& sam
         seen = datagrams_by_session.count(id) > 0;
         if (seen && ok) ++ok_by_session[id];
       } else if (route == "direct") {
-        seen = datagrams_direct > 0;
+        // A direct path's sample names its own UDP address: that flow's lines. Otherwise (a
+        // proxy path that went direct: the target saw the proxy's socket) by count.
+        const std::string flow = col.count("flow") ? cells[col["flow"]] : std::string();
+        if (!flow.empty()) {
+          seen = direct_by_peer.count(flow) > 0;
+          if (seen && ok) ++ok_by_peer[flow];
+        } else {
+          seen = datagrams_direct > 0;
+        }
         if (seen && ok) ++ok_direct;
       }
       if (!seen) {
@@ -262,6 +273,12 @@ verify_report verify_run(const std::string& summary_json, const std::string& sam
     ++rep.disagreements;
     problem("session " + std::to_string(id) + ": " + std::to_string(n) + " ok samples named it, the server logged " +
             std::to_string(datagrams_by_session[id]) + " datagrams");
+  }
+  for (const auto& [peer, n] : ok_by_peer) {
+    if (n <= direct_by_peer[peer]) continue;
+    ++rep.disagreements;
+    problem("flow " + peer + ": " + std::to_string(n) + " ok samples came from it, the server logged " +
+            std::to_string(direct_by_peer[peer]) + " datagrams");
   }
   if (ok_direct > datagrams_direct) {
     ++rep.disagreements;

@@ -17,8 +17,10 @@ namespace {
 dns::zone_rules zone_of(const dns_listener_config& c) {
   dns::zone_rules zone;
   zone.zone = c.zone;
-  zone.v4 = c.a.to_bytes();
-  zone.v6 = c.aaaa.to_bytes();
+  if (c.a) zone.v4 = c.a->to_bytes();
+  if (c.aaaa) zone.v6 = c.aaaa->to_bytes();
+  zone.v4_from_arrival = !c.a;
+  zone.v6_from_arrival = !c.aaaa;
   return zone;
 }
 

@@ -5,6 +5,7 @@
 #include "core/access_events.hpp"
 #include "core/udp_dest.hpp"
 #include "core/logging.hpp"
+#include "core/net_address.hpp"
 #include "core/route_header.hpp"
 #include "core/udp_framing.hpp"
 #include "core/watchdog.hpp"
@@ -61,7 +62,8 @@ void dns_responder::stop() {
 }
 
 dns_responder::outcome dns_responder::answer(std::string_view message,
-                                             const route_info *route) const {
+                                             const route_info *route,
+                                             const asio::ip::address &local) const {
   outcome o;
   const auto q = dns::parse_query(message);
   if (!q.complete()) {
@@ -76,7 +78,13 @@ dns_responder::outcome dns_responder::answer(std::string_view message,
   }
   o.name = q.value.q.name;
   o.qtype = q.value.q.qtype;
-  const auto z = dns::answer_in_zone(zone_, q.value.q);
+  dns::zone_rules rules = zone_;
+  const auto arrived = unmapped(local);
+  if (rules.v4_from_arrival && arrived.is_v4() && !arrived.is_unspecified())
+    rules.v4 = arrived.to_v4().to_bytes();
+  if (rules.v6_from_arrival && arrived.is_v6() && !arrived.is_unspecified())
+    rules.v6 = arrived.to_v6().to_bytes();
+  const auto z = dns::answer_in_zone(rules, q.value.q);
   o.rc = z.rc;
   o.delay_ms = z.delay_ms;
   o.response = dns::build_response(
@@ -114,7 +122,7 @@ awaitable<void> dns_responder::serve_udp() {
     if (rec)
       continue;
     auto route = ctx_.routes.find(flow_id::udp(peer, local));
-    outcome o = answer(std::string_view(buf.data(), n), route.get());
+    outcome o = answer(std::string_view(buf.data(), n), route.get(), local.address());
     if (o.delay_ms > 0 && delayed_ >= max_delayed) {
       // Bounded: a flood of delayed queries holds no more than max_delayed
       // timers.
@@ -196,7 +204,7 @@ awaitable<void> dns_responder::serve_connection(tcp::socket socket,
         const auto p = vless::parse_udp_packet(acc, 65'535);
         if (!p.complete())
           break;
-        outcome o = answer(p.value, route.get());
+        outcome o = answer(p.value, route.get(), local.address());
         acc.erase(0, p.consumed);
         if (o.delay_ms > 0) {
           asio::steady_timer timer(socket.get_executor());

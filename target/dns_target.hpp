@@ -58,7 +58,9 @@ public:
 private:
   // route: the relaying session, or nullptr (direct); named in the response's
   // route TXT record (dns::format_route_txt).
-  outcome answer(std::string_view message, const route_info *route) const;
+  // local: the address the query arrived on (the zone's A/AAAA when they are not configured).
+  outcome answer(std::string_view message, const route_info *route,
+                 const asio::ip::address &local) const;
   void log(const outcome &o, std::string_view transport,
            const tcp::endpoint &peer, const route_info *route) const;
   awaitable<void> serve_udp();

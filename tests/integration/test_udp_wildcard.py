@@ -87,6 +87,9 @@ def dns_queries_name_their_session():
     mark = D.mark()
     resp = direct(LAN, DNS_PORT, dns_query(8, "b.vlessbench.test"))
     check(resp[:2] == b"\x00\x08", resp[:4])
+    # No `a` configured: the answer is the address the query was sent to.
+    check(socket.inet_aton(LAN) in resp, resp)
+    check(socket.inet_aton("127.0.0.1") in direct("127.0.0.1", DNS_PORT, dns_query(9, "c.vlessbench.test")), "loopback")
     q = D.wait_event("dns.query", since=mark, timeout=6, transport="udp")
     check(q["route"] == "direct", q)
 

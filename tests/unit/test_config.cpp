@@ -922,7 +922,8 @@ TEST_CASE("[[dns]]: zone and addresses, UDP and TCP on one port", "[config]") {
   CHECK(c.dns[0].a == asio::ip::make_address_v4("10.0.0.7"));
   CHECK(c.dns[0].aaaa == asio::ip::make_address_v6("fd00::7"));
   CHECK(c.dns[1].zone == "vlessbench.test");
-  CHECK(c.dns[1].a == asio::ip::address_v4::loopback());
+  CHECK_FALSE(c.dns[1].a);  // unset: the address each query arrives on (target/dns_target.cpp)
+  CHECK_FALSE(c.dns[1].aaaa);
   CHECK(error_of("[[dns]]\nname = \"d\"\nlisten = \"127.0.0.1:9053\"\nzone = \"a..b\"\n").find("zone") !=
         std::string::npos);
   CHECK(error_of("[[dns]]\nname = \"d\"\nlisten = \"127.0.0.1:9053\"\na = \"::1\"\n").find("not an IPv4") !=

@@ -175,12 +175,12 @@ TEST_CASE("samples.csv rows", "[runner]") {
   const auto csv = samples_csv({s, f, h, b, w});
   CHECK(csv ==
         "round,path,mode,seq,ns,ok,error,status,route,session,user,tls_ms,vless_ms,resolve_ms,"
-        "upstream_ms,route_mismatch,inner_tls_ms,bytes,mbps,transport,upgrade_ms\n"
-        "3,vl,new,17,1500000,1,,200,vless,9,default,1.234,0.050,,0.080,0,,,,tls,\n"
-        "0,vl,reuse,18,0,0,\"response head: timeout after 5000 ms, then \"\"reset\"\"\",,unknown,,,,,,,0,,,,,\n"
-        "3,tls,new,19,4000000,1,,200,unknown,,,,,,,0,2.500,,,,\n"
-        "1,vl/down,reuse,20,2000000,1,,200,unknown,,,,,,,0,,8000000,4000.000,,\n"
-        "2,ws,new,21,1200000,1,,204,vless,10,default,0.900,0.040,,0.070,0,,,,ws,0.030\n");
+        "upstream_ms,route_mismatch,inner_tls_ms,bytes,mbps,transport,upgrade_ms,flow\n"
+        "3,vl,new,17,1500000,1,,200,vless,9,default,1.234,0.050,,0.080,0,,,,tls,,\n"
+        "0,vl,reuse,18,0,0,\"response head: timeout after 5000 ms, then \"\"reset\"\"\",,unknown,,,,,,,0,,,,,,\n"
+        "3,tls,new,19,4000000,1,,200,unknown,,,,,,,0,2.500,,,,,\n"
+        "1,vl/down,reuse,20,2000000,1,,200,unknown,,,,,,,0,,8000000,4000.000,,,\n"
+        "2,ws,new,21,1200000,1,,204,vless,10,default,0.900,0.040,,0.070,0,,,,ws,0.030,\n");
 }
 
 TEST_CASE("inner TLS phase and bulk throughput reach the table and summary.json", "[runner]") {
@@ -409,6 +409,25 @@ TEST_CASE("verify: udp and dns samples by the session their reply named and its 
   r = verify_run(summary, samples_csv({d, leak}), direct_log);
   CHECK(r.route_mismatches == 1);
   CHECK_FALSE(r.ok());
+
+  // A direct path's sample names its own UDP address: matched to that flow's lines only.
+  auto df = d;
+  df.flow = "127.0.0.1:40000";
+  auto df2 = df;
+  df2.seq = 5;
+  std::istringstream peer_log(
+      R"({"event":"udp.packet","route":"direct","peer":"127.0.0.1:40001","packets_in":9})" "\n"
+      R"({"event":"udp.packet","route":"direct","peer":"127.0.0.1:40000","packets_in":1})" "\n");
+  r = verify_run(summary, samples_csv({df}), peer_log);
+  CHECK(r.ok());
+  peer_log.clear();
+  peer_log.seekg(0);
+  r = verify_run(summary, samples_csv({df, df2}), peer_log);
+  CHECK(r.disagreements == 1);  // two samples from the flow, one datagram logged on it
+  CHECK_THAT(format_verify_report(r), Catch::Contains("flow 127.0.0.1:40000: 2 ok samples"));
+  std::istringstream elsewhere(R"({"event":"udp.packet","route":"direct","peer":"127.0.0.1:40001","packets_in":9})" "\n");
+  r = verify_run(summary, samples_csv({df}), elsewhere);
+  CHECK(r.unseen_ok == 1);
 
   // dns://: dns.query lines over UDP for the run's name, one query each.
   const std::string dns_summary =
