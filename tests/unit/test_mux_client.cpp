@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/mux_client.hpp"
+#include "core/tls.hpp"
 
 using namespace vlessbench;
 
@@ -301,4 +302,120 @@ TEST_CASE(
   CHECK(r->data == "r");
   REQUIRE(r->from);
   CHECK(*r->from == echo);
+}
+
+// mux::connection against a scripted Mux.Cool server on loopback (TLS): the command 3 header
+// with the first New frame, two subs read at the same time (one reads the connection, the
+// other waits and gets its frames filed), the replies in the opposite order, End with error.
+namespace {
+
+struct mux_fixture {
+  asio::io_context io;
+  asio::ssl::context server_tls = tls::make_server_context(tls_config{});
+  tcp::acceptor acceptor{io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)};
+  vless::client_plan plan;
+  std::vector<mux::frame> seen;  // what the server read (data not kept)
+  std::string header_seen;
+
+  mux_fixture() {
+    tls::client_options opts;
+    opts.sni = "localhost";
+    plan = vless::make_client_plan(acceptor.local_endpoint(), opts,
+                                   mux::vless_request(*vless::parse_uuid("b831381d-6324-4d53-ad4f-8cda48b30811")));
+  }
+
+  // Reads the header and frames until two News with data are in, then answers sub 2 before
+  // sub 1 in one write, and ends sub 1 with the error option.
+  awaitable<void> serve() {
+    auto socket = co_await acceptor.async_accept(use_awaitable);
+    asio::ssl::stream<tcp::socket> s(std::move(socket), server_tls);
+    co_await s.async_handshake(asio::ssl::stream_base::server, use_awaitable);
+    std::string in;
+    char buf[4096];
+    std::size_t news = 0;
+    while (news < 2) {
+      const auto n = co_await s.async_read_some(asio::buffer(buf), use_awaitable);
+      in.append(buf, n);
+      if (header_seen.empty()) {
+        if (in.size() < plan.header.size()) continue;
+        header_seen = in.substr(0, plan.header.size());
+        in.erase(0, plan.header.size());
+      }
+      for (;;) {
+        const auto r = mux::parse_mux_frame(in);
+        if (!r.complete()) break;
+        seen.push_back(r.value);
+        seen.back().data = {};
+        if (r.value.st == mux::status::new_sub) ++news;
+        in.erase(0, r.consumed);
+      }
+    }
+    std::string out(2, '\0');  // the VLESS response header
+    mux::frame f;
+    f.st = mux::status::keep;
+    f.option = mux::option_data;
+    f.id = 2;
+    f.data = "reply two";
+    mux::encode_mux_frame(out, f);
+    f.id = 1;
+    f.data = "reply one";
+    mux::encode_mux_frame(out, f);
+    f.st = mux::status::end;
+    f.option = mux::option_error;
+    mux::encode_mux_frame(out, f);
+    co_await asio::async_write(s, asio::buffer(out), use_awaitable);
+    // Hold the connection until the client closes it.
+    for (;;) {
+      auto [ec, n] = co_await s.async_read_some(asio::buffer(buf), as_tuple_awaitable);
+      if (ec) break;
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("mux client: a connection demultiplexes replies to subs read at the same time", "[mux]") {
+  mux_fixture f;
+  mux::connection c(f.io.get_executor(), f.plan);
+  const auto dest = *mux::make_target(mux::network::tcp, "127.0.0.1", 8080);
+  std::string one, two;
+  std::error_code end_one, end_two, open_ec;
+  std::uint16_t a = 0, b = 0;
+  int done = 0;
+  // Sub 1 reads until its End; sub 2 (never ended) until its reply is in.
+  auto read_sub = [&](std::uint16_t id, std::string& got, std::error_code& last) -> awaitable<void> {
+    char buf[64];
+    for (int i = 0; i < 8 && !(id == 2 && got.size() >= 9); ++i) {  // bounded
+      std::size_t n = 0;
+      last = co_await c.read_some(id, buf, sizeof buf, n);
+      if (last) break;
+      got.append(buf, n);
+    }
+    if (++done == 2) c.close();
+  };
+  asio::co_spawn(f.io, f.serve(), asio::detached);
+  asio::co_spawn(
+      f.io,
+      [&]() -> awaitable<void> {
+        if ((open_ec = co_await c.connect())) co_return;
+        if ((open_ec = co_await c.handshake())) co_return;
+        if ((open_ec = co_await c.open(dest, "first", a))) co_return;
+        if ((open_ec = co_await c.open(dest, "second", b))) co_return;
+        asio::co_spawn(f.io, read_sub(a, one, end_one), asio::detached);
+        asio::co_spawn(f.io, read_sub(b, two, end_two), asio::detached);
+      },
+      asio::detached);
+  f.io.run_for(std::chrono::seconds(10));
+  REQUIRE_FALSE(open_ec);
+  CHECK(a == 1);
+  CHECK(b == 2);
+  CHECK(f.header_seen == f.plan.header);  // the command 3 header, with the first frame
+  REQUIRE(f.seen.size() >= 2);
+  CHECK(f.seen[0].st == mux::status::new_sub);
+  CHECK(f.seen[0].id == 1);
+  CHECK(f.seen[1].id == 2);
+  CHECK(one == "reply one");
+  CHECK(two == "reply two");
+  CHECK(end_one == mux::errc::sub_error);  // ended by the server with the error option
+  CHECK(done == 2);
 }
