@@ -16,11 +16,20 @@ Then measures, ours and v2ray's alternately:
   3. bulk: 1 GiB download (/bytes/N) and 1 GiB upload (POST /sink) through one session, and the
      same 1 GiB split over 16 parallel sessions;
   4. RSS per idle session: VmRSS before and with 1,000 idle sessions open;
-  5. CPU-seconds per GiB relayed (utime+stime of the server process over the bulk runs).
+  5. CPU-seconds per GiB relayed (utime+stime of the server process over the bulk runs);
+  6. UDP round trips (issue 12; bench/udp_rtt.py): one datagram at a time to the target's
+     [[udp_target]] echo, direct and through v2ray clients' SOCKS5 UDP (VLESS command 2, and a
+     Mux.Cool UDP sub-connection) to each server;
+  7. Mux.Cool (issue 12): a v2ray client with "mux" on as two more latency paths (phase 1) and
+     256 MiB down/up through one sub-connection. A server whose mux client cannot carry one request
+     gets FAILED and the reason, never a figure.
 Prints one table and writes JSON (--out). Python 3 stdlib only; every process it starts is killed
 at exit, on Ctrl-C and on errors; every wait is bounded.
 
-Usage: bench/run.py [--bin BUILD/bin] [--out bench-result.json] [--quick]
+Usage: bench/run.py [--bin BUILD/bin] [--out bench-result.json] [--quick] [--only PHASES]
+
+Over 600 lines: one setup and one report for every phase, kept together so that a reader sees
+what is measured against what in one place; the UDP client and its statistics are in udp_rtt.py.
 """
 from __future__ import annotations
 
@@ -42,6 +51,8 @@ import tempfile
 import time
 import uuid as uuidlib
 from pathlib import Path
+
+import udp_rtt  # bench/udp_rtt.py: the SOCKS5 UDP client and its statistics
 
 REPO = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
@@ -119,6 +130,21 @@ def free_port() -> int:
     raise RuntimeError("no free port >= 20000")
 
 
+def free_udp_port() -> int:
+    for _ in range(200):
+        port = random.randint(20000, 60999)
+        if port in _used_ports:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            try:
+                s.bind((HOST, port))
+            except OSError:
+                continue
+        _used_ports.add(port)
+        return port
+    raise RuntimeError("no free UDP port >= 20000")
+
+
 def wait_port(port: int, proc: subprocess.Popen, what: str, timeout: float = 15) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -191,17 +217,26 @@ class Setup:
         # v2ray ws client for each (v2ray 4.34 sends no early data, so neither does anyone here).
         self.ours_ws_port, self.v2_ws_port = free_port(), free_port()
         self.ours_ws_http, self.v2_ws_http = free_port(), free_port()
+        # UDP (issue 12): the target's [[udp_target]] echo; a v2ray client per server whose SOCKS5
+        # inbound ("udp": true) sends VLESS command 2; and a v2ray client per server with Mux.Cool on
+        # ("mux": {"enabled": true}) behind an http inbound (requests, bulk) and a SOCKS5 one (UDP).
+        self.udp_port = free_udp_port()
+        self.ours_socks, self.v2_socks = free_port(), free_port()
+        self.ours_mux_http, self.v2_mux_http = free_port(), free_port()
+        self.ours_mux_socks, self.v2_mux_socks = free_port(), free_port()
         policy = '{ nodelay = true, quickack = "kernel" }'
         # The target runs in its own vlessbenchd, so that the servers under test only relay: the
         # CPU and RSS read from /proc are the relay's alone, for ours and for v2ray alike.
         (work / "target.toml").write_text(
             f'[log]\nlevel = "warn"\naccess = "{work}/target-access.jsonl"\n'
-            f'[limits]\nmax_sessions = 100000\n'
-            f'[[target]]\nname = "http"\nlisten = "{HOST}:{self.target_port}"\ntcp = {policy}\n')
+            f'[limits]\nmax_sessions = 100000\n[admin]\nenabled = false\n'
+            f'[[target]]\nname = "http"\nlisten = "{HOST}:{self.target_port}"\ntcp = {policy}\n'
+            f'[[udp_target]]\nname = "udp"\nlisten = "{HOST}:{self.udp_port}"\n')
         (work / "ours.toml").write_text(
             f'[log]\nlevel = "warn"\naccess = "{work}/ours-access.jsonl"\n'
             f'[tls]\ncert = "{self.cert}"\nkey = "{self.key}"\nmin_version = "1.3"\n'
             f'[limits]\nmax_sessions = 100000\nthreads = {threads}\n'
+            f'[admin]\nlisten = "{HOST}:{free_port()}"\n'  # on by default (the state hub's cost included)
             f'[[users]]\nname = "bench"\nuuid = "{self.uuid}"\n'
             f'[[vless]]\nname = "vless"\nlisten = "{HOST}:{self.ours_port}"\ntcp = {policy}\n'
             f'upstream_tcp = {policy}\n'
@@ -222,21 +257,34 @@ class Setup:
         }
         (work / "v2ray-server.json").write_text(json.dumps(v2_server, indent=1))
         client_tls = {"serverName": "localhost", "allowInsecure": True}
-        for name, http_port, server_port, network in (("ours", self.ours_http, self.ours_port, "tcp"),
-                                                      ("v2ray", self.v2_http, self.v2_port, "tcp"),
-                                                      ("ours-ws", self.ours_ws_http, self.ours_ws_port, "ws"),
-                                                      ("v2ray-ws", self.v2_ws_http, self.v2_ws_port, "ws")):
+
+        def socks(port):
+            return {"listen": HOST, "port": port, "protocol": "socks",
+                    "settings": {"auth": "noauth", "udp": True, "ip": HOST}}
+
+        def http(port):
+            return {"listen": HOST, "port": port, "protocol": "http", "settings": {}}
+
+        self.client_names = ("ours", "v2ray", "ours-ws", "v2ray-ws", "ours-udp", "v2ray-udp", "ours-mux", "v2ray-mux")
+        for name, inbounds, server_port, network, mux in (
+                ("ours", [http(self.ours_http)], self.ours_port, "tcp", False),
+                ("v2ray", [http(self.v2_http)], self.v2_port, "tcp", False),
+                ("ours-ws", [http(self.ours_ws_http)], self.ours_ws_port, "ws", False),
+                ("v2ray-ws", [http(self.v2_ws_http)], self.v2_ws_port, "ws", False),
+                ("ours-udp", [socks(self.ours_socks)], self.ours_port, "tcp", False),
+                ("v2ray-udp", [socks(self.v2_socks)], self.v2_port, "tcp", False),
+                ("ours-mux", [http(self.ours_mux_http), socks(self.ours_mux_socks)], self.ours_port, "tcp", True),
+                ("v2ray-mux", [http(self.v2_mux_http), socks(self.v2_mux_socks)], self.v2_port, "tcp", True)):
             stream = {"network": network, "security": "tls", "tlsSettings": client_tls}
             if network == "ws":
                 stream["wsSettings"] = {"path": "/ws"}
-            cfg = {
-                "log": {"loglevel": "warning"},
-                "inbounds": [{"listen": HOST, "port": http_port, "protocol": "http", "settings": {}}],
-                "outbounds": [{"protocol": "vless",
-                               "settings": {"vnext": [{"address": HOST, "port": server_port,
-                                                       "users": [{"id": self.uuid, "encryption": "none"}]}]},
-                               "streamSettings": stream}],
-            }
+            outbound = {"protocol": "vless",
+                        "settings": {"vnext": [{"address": HOST, "port": server_port,
+                                                "users": [{"id": self.uuid, "encryption": "none"}]}]},
+                        "streamSettings": stream}
+            if mux:
+                outbound["mux"] = {"enabled": True, "concurrency": 8}
+            cfg = {"log": {"loglevel": "warning"}, "inbounds": inbounds, "outbounds": [outbound]}
             (work / f"v2ray-client-{name}.json").write_text(json.dumps(cfg, indent=1))
 
         v2ray = shutil.which("v2ray") or "/usr/bin/v2ray"
@@ -249,7 +297,7 @@ class Setup:
                         stderr=subprocess.STDOUT)
         self.clients = [spawn([v2ray, "-config", work / f"v2ray-client-{n}.json"],
                               stdout=open(work / f"v2ray-client-{n}.log", "wb"), stderr=subprocess.STDOUT)
-                        for n in ("ours", "v2ray", "ours-ws", "v2ray-ws")]
+                        for n in self.client_names]
         wait_port(self.target_port, self.target, "target vlessbenchd")
         wait_port(self.ours_port, self.ours, "our vlessbenchd")
         wait_port(self.v2_port, self.v2, "v2ray server")
@@ -259,6 +307,10 @@ class Setup:
         wait_port(self.v2_ws_port, self.v2, "v2ray server (ws)")
         wait_port(self.ours_ws_http, self.clients[2], "v2ray ws client (ours)")
         wait_port(self.v2_ws_http, self.clients[3], "v2ray ws client (v2ray)")
+        for port, client, what in ((self.ours_socks, 4, "ours-udp"), (self.v2_socks, 5, "v2ray-udp"),
+                                   (self.ours_mux_http, 6, "ours-mux"), (self.ours_mux_socks, 6, "ours-mux"),
+                                   (self.v2_mux_http, 7, "v2ray-mux"), (self.v2_mux_socks, 7, "v2ray-mux")):
+            wait_port(port, self.clients[client], f"v2ray client ({what})")
         # The relay floor: socat, a plain user-space TCP forwarder (no TLS, no protocol), in front of
         # the target. What it adds is what any relay with its own upstream connection pays.
         self.relay_port = free_port()
@@ -283,6 +335,41 @@ class Setup:
         if which != "direct":
             args += ["--server", f"{HOST}:{self.server(which)[0]}", "--uuid", self.uuid]
         return args
+
+    def probe_mux(self, which: str) -> str | None:
+        """One GET /generate_204 through the mux client of a server (HTTP CONNECT to its http
+        inbound): None if it answered 204, else why not (with our access log's last reject, if any).
+        A server that does not speak Mux.Cool gets no figure in the mux rows, only this reason."""
+        port = self.ours_mux_http if which == "ours" else self.v2_mux_http
+        err = None
+        try:
+            with socket.create_connection((HOST, port), timeout=5) as c:
+                c.settimeout(5)
+                hp = f"{HOST}:{self.target_port}"
+                c.sendall(f"CONNECT {hp} HTTP/1.1\r\nHost: {hp}\r\n\r\n".encode())
+                head = b""
+                while b"\r\n\r\n" not in head and len(head) < 4096:
+                    chunk = c.recv(4096)
+                    if not chunk:
+                        break
+                    head += chunk
+                if not head.startswith(b"HTTP/1.1 200"):
+                    err = f"CONNECT answered {head[:40]!r}"
+                else:
+                    c.sendall(f"GET /generate_204 HTTP/1.1\r\nHost: {hp}\r\n\r\n".encode())
+                    got = c.recv(4096)
+                    if not got.startswith(b"HTTP/1.1 204"):
+                        err = f"GET /generate_204 through the mux sub answered {got[:40]!r}"
+        except OSError as e:
+            err = f"GET /generate_204 through the mux sub: {type(e).__name__}: {e}"
+        if err and which == "ours":
+            log = self.work / "ours-access.jsonl"
+            rejects = [json.loads(x) for x in (log.read_text().splitlines() if log.exists() else [])
+                       if '"vless.reject"' in x]
+            if rejects:
+                r = rejects[-1]
+                err += f"; our server: vless.reject reason={r.get('reason')} detail={r.get('detail')}"
+        return err
 
     def check_alive(self) -> None:
         for p in [self.target, self.ours, self.v2, *self.clients, self.relay]:
@@ -323,16 +410,9 @@ def measure_idle(s: Setup, load: Path, sessions: int) -> dict:
     return out
 
 
-def measure_latency(s: Setup, new: int, reuse: int, warmup: int) -> dict:
-    out_dir = s.work / "latency"
-    runner = s.bindir / "vlessbench"
-    paths = ["direct=direct", f"ours-builtin={s.link('ours')}", f"v2ray-builtin={s.link('v2ray')}",
-             f"ours-v2client=http://{HOST}:{s.ours_http}", f"v2ray-v2client=http://{HOST}:{s.v2_http}",
-             f"relay-floor=tcp://{HOST}:{s.relay_port}",
-             f"ours-ws-builtin={s.link('ours', ws=True)}", f"v2ray-ws-builtin={s.link('v2ray', ws=True)}",
-             f"ours-ws-v2client=http://{HOST}:{s.ours_ws_http}", f"v2ray-ws-v2client=http://{HOST}:{s.v2_ws_http}"]
-    argv = [runner, "run", "--target", f"http://{HOST}:{s.target_port}/",
-            *[a for p in paths for a in ("--path", p)],
+def run_runner(s: Setup, target: str, paths: list[str], new: int, reuse: int, warmup: int, out_dir: Path) -> dict:
+    """One interleaved `vlessbench run`; per path and mode the figures the table uses."""
+    argv = [s.bindir / "vlessbench", "run", "--target", target, *[a for p in paths for a in ("--path", p)],
             "--new", new, "--reuse", reuse, "--warmup", warmup, "--out", out_dir,
             "--allow-mismatch"]  # the target is a separate process: it answers "direct" to both servers
     r = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=240,
@@ -343,8 +423,114 @@ def measure_latency(s: Setup, new: int, reuse: int, warmup: int) -> dict:
     res = {"table": r.stdout.split("\n\n")[0]}
     for name, p in summary["paths"].items():
         res[name] = {mode: {k: p[mode].get(k) for k in ("n", "failed", "median_ms", "p95_ms",
-                                                       "paired_delta_median_ms")}
+                                                       "paired_delta_median_ms", "paired_delta_ci_low_ms",
+                                                       "paired_delta_ci_high_ms")}
                      for mode in ("new", "reuse")}
+    return res
+
+
+def measure_latency(s: Setup, new: int, reuse: int, warmup: int) -> dict:
+    paths = ["direct=direct", f"ours-builtin={s.link('ours')}", f"v2ray-builtin={s.link('v2ray')}",
+             f"ours-v2client=http://{HOST}:{s.ours_http}", f"v2ray-v2client=http://{HOST}:{s.v2_http}",
+             f"relay-floor=tcp://{HOST}:{s.relay_port}",
+             f"ours-ws-builtin={s.link('ours', ws=True)}", f"v2ray-ws-builtin={s.link('v2ray', ws=True)}",
+             f"ours-ws-v2client=http://{HOST}:{s.ours_ws_http}", f"v2ray-ws-v2client=http://{HOST}:{s.v2_ws_http}"]
+    # Mux.Cool (issue 12): the v2ray client with "mux" on, through its http inbound; "new" is a new
+    # sub-connection on a mux session the client already holds (no TLS handshake), "reused" the
+    # same sub. A server the probe found not speaking Mux.Cool is left out, with the reason.
+    mux_errors = {w: s.probe_mux(w) for w in ("ours", "v2ray")}
+    for which, port in (("ours", s.ours_mux_http), ("v2ray", s.v2_mux_http)):
+        if mux_errors[which] is None:
+            paths.append(f"{which}-mux-v2client=http://{HOST}:{port}")
+    res = run_runner(s, f"http://{HOST}:{s.target_port}/", paths, new, reuse, warmup, s.work / "latency")
+    for which, err in mux_errors.items():
+        if err is not None:
+            res[f"{which}-mux-v2client"] = {"error": f"not measured: the mux probe failed: {err}"}
+    return res
+
+
+def measure_udp(s: Setup, new: int, reuse: int, warmup: int) -> dict:
+    """Datagram round trips to the [[udp_target]] echo (bench/udp_rtt.py): direct, and through
+    each server's v2ray SOCKS5-UDP client (VLESS command 2 over TLS) and mux client (a Mux.Cool UDP
+    sub-connection), interleaved at random per round."""
+    paths = {"direct": None, "ours-udp": s.ours_socks, "v2ray-udp": s.v2_socks}
+    # A server whose mux client cannot carry even one request gets no UDP-over-mux figure either.
+    mux_errors = {w: s.probe_mux(w) for w in ("ours", "v2ray")}
+    for which, port in (("ours", s.ours_mux_socks), ("v2ray", s.v2_mux_socks)):
+        if mux_errors[which] is None:
+            paths[f"{which}-mux-udp"] = port
+    res = udp_rtt.measure(paths, s.udp_port, new, reuse, warmup)
+    # The runner's own client (issue 12, acceptance 3): VLESS command 2 over TLS from the built-in
+    # client to each server, udp:// target, interleaved with direct (its "new" is a new connection,
+    # TLS handshake and command-2 session + the first datagram).
+    res["builtin"] = run_runner(s, f"udp://{HOST}:{s.udp_port}",
+                                ["direct=direct", f"ours-builtin-udp={s.link('ours')}",
+                                 f"v2ray-builtin-udp={s.link('v2ray')}"], new, reuse, warmup, s.work / "udp-builtin")
+    for which, err in mux_errors.items():
+        if err is not None:
+            res["paths"][f"{which}-mux-udp"] = {"error": f"not measured: the mux probe failed: {err}"}
+    res["table"] = udp_rtt.format_table(res)
+    # Packets/s: 16 datagrams in flight on one flow for 2 s, ours and v2ray's alternately, twice.
+    rate: dict = {}
+    for rnd in range(2):
+        for name in ("direct", "ours-udp", "v2ray-udp") if rnd == 0 else ("direct", "v2ray-udp", "ours-udp"):
+            s.check_alive()
+            pid = {"ours-udp": s.ours.pid, "v2ray-udp": s.v2.pid}.get(name)
+            c0 = cpu_seconds(pid) if pid else 0.0
+            try:
+                j = udp_rtt.packets_per_second(s.udp_port, paths[name], 2.0)
+            except OSError as e:
+                rate.setdefault(name, []).append({"error": f"{type(e).__name__}: {e}"})
+                continue
+            if pid:
+                used = cpu_seconds(pid) - c0
+                j["server_cpu_share"] = used / j["seconds"]
+                j["server_cpu_us_per_echo"] = used * 1e6 / max(j["echoes"], 1)
+            rate.setdefault(name, []).append(j)
+            time.sleep(0.3)
+    res["rate"] = {}
+    for name, runs in rate.items():
+        bad = [r["error"] for r in runs if "error" in r]
+        res["rate"][name] = {"error": bad[0]} if bad else {
+            "per_second": statistics.median(r["per_second"] for r in runs), "runs": runs,
+            "lost": sum(r["lost"] for r in runs)}
+        if not bad and name != "direct":
+            res["rate"][name]["server_cpu_us_per_echo"] = statistics.median(r["server_cpu_us_per_echo"] for r in runs)
+    return res
+
+
+def measure_mux_bulk(s: Setup, load: Path, total: int) -> dict:
+    """total bytes down (/bytes/N) and up (POST /sink) through one mux sub-connection: the load
+    generator CONNECTs through the mux client's http inbound (--http-proxy). The v2ray client
+    (same binary for both servers) is in the path and takes its own share of the CPU."""
+    res: dict = {}
+    cpu = {"ours": [0.0, 0], "v2ray": [0.0, 0]}
+    for mode in ("down", "up"):
+        key = f"mux-{mode}x1"
+        res[key] = {}
+        for which in ("ours", "v2ray"):
+            s.check_alive()
+            err = s.probe_mux(which)
+            if err is not None:
+                res[key][which] = {"error": err}
+                continue
+            pid = s.server(which)[1].pid
+            port = s.ours_mux_http if which == "ours" else s.v2_mux_http
+            c0 = cpu_seconds(pid)
+            j = run_load(load, mode, ["--target", f"{HOST}:{s.target_port}", "--http-proxy", f"{HOST}:{port}",
+                                      "--workers", 1, "--threads", 1, "--bytes", total, "--seconds", 60],
+                         timeout=90)
+            if j["failed"]:
+                res[key][which] = {"error": f"{j['failed']} failed: {j['error']}"}
+                continue
+            used = cpu_seconds(pid) - c0
+            cpu[which][0] += used
+            cpu[which][1] += j["bytes"]
+            res[key][which] = {"mbytes_per_second": j["mbytes_per_second"], "seconds": j["seconds"],
+                               "bytes": j["bytes"], "server_cpu_share": used / j["seconds"]}
+            time.sleep(0.5)
+    res["mux-cpu"] = {w: {"cpu_seconds": c, "gib": b / GIB, "cpu_s_per_gib": c / (b / GIB) if b else None}
+                      for w, (c, b) in cpu.items()}
     return res
 
 
@@ -506,6 +692,92 @@ def table(results: dict) -> list[dict]:
     return rows
 
 
+def issue12_rows(results: dict) -> list[dict]:
+    """UDP round trip and Mux.Cool rows (issue 12), for the phases that ran. No target: these
+    compare. A server that failed a path gets "FAILED" and the reason, never a figure."""
+    rows = []
+
+    def row(metric, unit, cell_ours, cell_v2, floor=None, ci=False):
+        def value(c):
+            if c is None or "error" in c:
+                return "FAILED", (c or {}).get("error", "not measured")
+            v = c["value"]
+            note = []
+            if ci and c.get("ci") and c["ci"][0] is not None:
+                note.append(f"95% CI [{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}]")
+            if c.get("failed"):
+                note.append(f"{c['failed']} samples failed")
+            return v, ", ".join(note) or None
+        o, o_note = value(cell_ours)
+        v, v_note = value(cell_v2)
+        ratio = o / v if isinstance(o, float) and isinstance(v, float) and v else None
+        notes = [f"{w}: {n}" for w, n in (("ours", o_note), ("v2ray", v_note)) if n]
+        rows.append({"metric": metric, "unit": unit, "ours": o, "v2ray": v, "ratio": ratio, "target": "(none)",
+                     "met": None, "direct_floor": floor, "notes": notes})
+
+    def delta(p, mode):
+        # A path that failed (or was abandoned part-way) gets no figure, only its reason.
+        if p is None or "error" in p:
+            return {"error": (p or {}).get("error", "not measured")}
+        m = p[mode]
+        if m.get("paired_delta_median_ms") is None:
+            return {"error": f"{m.get('failed')} of {m.get('n', 0) + (m.get('failed') or 0)} samples failed"}
+        return {"value": m["paired_delta_median_ms"], "failed": m.get("failed"),
+                "ci": (m.get("paired_delta_ci_low_ms"), m.get("paired_delta_ci_high_ms"))}
+
+    def p95(p, mode):
+        if p is None or "error" in p or p[mode].get("p95_ms") is None:
+            return {"error": (p or {}).get("error", "not measured")}
+        return {"value": p[mode]["p95_ms"]}
+
+    if "udp" in results:
+        u = results["udp"]["paths"]
+        d = u["direct"]
+        for suffix, label in (("udp", "VLESS cmd 2, v2ray SOCKS5 client"), ("mux-udp", "Mux.Cool UDP, v2ray mux client")):
+            for mode, what in (("new", "new flow + first datagram"), ("reuse", "datagram on a kept flow")):
+                row(f"UDP round trip added, {what} ({label})", "ms", delta(u.get(f"ours-{suffix}"), mode),
+                    delta(u.get(f"v2ray-{suffix}"), mode), d[mode]["median_ms"], ci=True)
+                row(f"UDP round trip P95, {what} ({label})", "ms", p95(u.get(f"ours-{suffix}"), mode),
+                    p95(u.get(f"v2ray-{suffix}"), mode), d[mode]["p95_ms"])
+        r = results["udp"].get("rate", {})
+
+        def rate(p, key="per_second"):
+            if p is None or "error" in p:
+                return {"error": (p or {}).get("error", "not measured")}
+            return {"value": float(p[key])}
+        b = results["udp"].get("builtin")
+        if b:
+            for mode, what in (("new", "new flow + first datagram"), ("reuse", "datagram on a kept flow")):
+                row(f"UDP round trip added, {what} (built-in client, VLESS cmd 2)", "ms",
+                    delta(b.get("ours-builtin-udp"), mode), delta(b.get("v2ray-builtin-udp"), mode),
+                    b["direct"][mode]["median_ms"], ci=True)
+                row(f"UDP round trip P95, {what} (built-in client, VLESS cmd 2)", "ms",
+                    p95(b.get("ours-builtin-udp"), mode), p95(b.get("v2ray-builtin-udp"), mode),
+                    b["direct"][mode]["p95_ms"])
+        # The v2ray client (the same for both servers) is in the path: the server CPU per datagram
+        # (its process, over both rounds' echoes: one datagram each way) compares the servers.
+        row("UDP packets/s, 16 in flight on one flow (VLESS cmd 2, v2ray SOCKS5 client)", "1/s",
+            rate(r.get("ours-udp")), rate(r.get("v2ray-udp")), (r.get("direct") or {}).get("per_second"))
+        row("server CPU per UDP round trip, in the packets/s run", "us", rate(r.get("ours-udp"), "server_cpu_us_per_echo"),
+            rate(r.get("v2ray-udp"), "server_cpu_us_per_echo"))
+    if "latency" in results:
+        lat = results["latency"]
+        for mode, label in (("new", "new-sub-connection added latency"), ("reuse", "reused added latency")):
+            row(f"{label} (v2ray client, Mux.Cool)", "ms", delta(lat.get("ours-mux-v2client"), mode),
+                delta(lat.get("v2ray-mux-v2client"), mode), lat["direct"][mode]["median_ms"], ci=True)
+    if "mux" in results:
+        m = results["mux"]
+        for key, label in (("mux-downx1", "download, 1 mux sub-connection"), ("mux-upx1", "upload, 1 mux sub-connection")):
+            cell = {w: ({"value": float(c["mbytes_per_second"])} if "error" not in c else c)
+                    for w, c in m[key].items()}
+            row(label, "MB/s", cell["ours"], cell["v2ray"])
+        cell = {w: ({"value": c["cpu_s_per_gib"]} if c["cpu_s_per_gib"] is not None else
+                    {"error": m["mux-downx1"][w].get("error", "no bytes relayed")})
+                for w, c in m["mux-cpu"].items()}
+        row("server CPU-seconds per GiB relayed over Mux.Cool", "s/GiB", cell["ours"], cell["v2ray"])
+    return rows
+
+
 def fmt(v) -> str:
     if v is None:
         return "-"
@@ -525,6 +797,9 @@ def print_table(rows: list[dict]) -> None:
         print("  ".join(c.ljust(widths[k]) if k < 2 else c.rjust(widths[k]) for k, c in enumerate(line)))
         if i == 0:
             print("  ".join("-" * w for w in widths))
+    for r in rows:
+        for note in r.get("notes") or []:
+            print(f"  {r['metric']}: {note}")
 
 
 def main() -> int:
@@ -533,7 +808,9 @@ def main() -> int:
                     help="directory with vlessbenchd, vlessbench, vlessbench_load")
     ap.add_argument("--out", type=Path, default=Path("bench-result.json"))
     ap.add_argument("--quick", action="store_true", help="smaller counts (a smoke test, not for the docs)")
-    ap.add_argument("--only", default="idle,latency,handshakes,bulk", help="comma list of phases to run")
+    ap.add_argument("--only", default="idle,latency,handshakes,bulk,udp,mux",
+                    help="comma list of phases to run (udp: datagram round trips; mux: bulk through Mux.Cool; "
+                         "the Mux.Cool latency paths run in the latency phase)")
     ap.add_argument("--threads", type=int, default=1,
                     help="our server's [limits] threads (default 1, the daemon's default: on two cores shared "
                          "with the load generator it beat 2, see docs/performance.md)")
@@ -568,14 +845,28 @@ def main() -> int:
     if "bulk" in phases:
         print("bulk transfers...", file=sys.stderr, flush=True)
         results["bulk"] = measure_bulk(s, load, (GIB // 8) if quick else GIB)
+    if "udp" in phases:
+        print("UDP round trips (SOCKS5 UDP through v2ray clients)...", file=sys.stderr, flush=True)
+        results["udp"] = measure_udp(s, *((30, 60, 5) if quick else (150, 300, 10)))
+    if "mux" in phases:
+        print("bulk through Mux.Cool...", file=sys.stderr, flush=True)
+        results["mux"] = measure_mux_bulk(s, load, (GIB // 32) if quick else GIB // 4)
     s.check_alive()
     results["seconds"] = round(time.monotonic() - t0, 1)
-    if phases >= {"idle", "latency", "handshakes", "bulk"}:
-        rows = table(results)
+    rows = table(results) if phases >= {"idle", "latency", "handshakes", "bulk"} else []
+    rows += issue12_rows(results)
+    if rows:
         results["table"] = rows
         print_table(rows)
     if "latency" in results:
         print("\nlatency run (vlessbench run):\n" + results["latency"]["table"])
+    if "udp" in results:
+        u = results["udp"]
+        cpu = u["client_cpu_us_per_datagram"]
+        print(f"\nUDP round trips ({u['size']}-byte datagrams; this Python client's CPU per datagram "
+              f"{'-' if cpu is None else f'{cpu:.1f}'} us):\n" + u["table"])
+        if "builtin" in u:
+            print("\nUDP round trips, the runner's built-in client (vlessbench run, udp://):\n" + u["builtin"]["table"])
     c = results["crypto"]
     print("\nhandshake crypto, us per operation (BoringSSL linked / OpenSSL 3 `openssl speed`): "
           f"ECDSA P-256 sign {c['boringssl']['ecdsa_p256_sign_us']} / {c['openssl3'].get('ecdsa_p256_sign_us')}, "

@@ -15,8 +15,9 @@ void add_if(json_line& line, std::string_view key, const std::optional<double>& 
 void add_route(json_line& line, const route_info* route) {
   line.add("route", route ? "vless" : "direct");
   if (!route) return;
-  line.add("vless_session", route->session_id)
-      .add("vless_user", route->user)
+  line.add("vless_session", route->session_id);
+  if (route->sub != 0) line.add("vless_sub", static_cast<std::uint64_t>(route->sub));
+  line.add("vless_user", route->user)
       .add("vless_client", route->client)
       .add("vless_listener", route->listener);
 }
@@ -85,8 +86,32 @@ std::string format_event(const vless_session_event& e) {
   line.add("bytes_up", e.bytes_up).add("bytes_down", e.bytes_down);
   if (e.packets_up) line.add("packets_up", *e.packets_up);
   if (e.packets_down) line.add("packets_down", *e.packets_down);
+  if (e.subs) line.add("subs", *e.subs);
+  if (e.subs_refused) line.add("subs_refused", *e.subs_refused);
+  add_if(line, "mux_error", e.mux_error);
   line.add("duration_us", p.closed.get())
       .add("close_reason", e.close_reason);
+  return line.finish();
+}
+
+std::string format_event(const vless_sub_event& e) {
+  json_line line("vless.sub");
+  line.add("session", e.session)
+      .add("sub", static_cast<std::uint64_t>(e.sub))
+      .add("mux_id", static_cast<std::uint64_t>(e.mux_id))
+      .add("listener", e.listener)
+      .add("user", e.user);
+  add_if(line, "net", e.net);
+  add_if(line, "dest", e.dest);
+  if (e.xudp) line.add("xudp", true);
+  line.add("bytes_up", e.bytes_up).add("bytes_down", e.bytes_down);
+  if (e.packets_up) line.add("packets_up", *e.packets_up);
+  if (e.packets_down) line.add("packets_down", *e.packets_down);
+  if (e.packets_dropped) line.add("packets_dropped", *e.packets_dropped);
+  if (e.connect_us) line.add("connect_us", *e.connect_us);
+  line.add("duration_us", e.duration_us).add("close_reason", e.close_reason);
+  add_if(line, "error", e.error);
+  add_if(line, "detail", e.detail);
   return line.finish();
 }
 

@@ -37,7 +37,7 @@ struct vless_session_event {
   std::string_view user;
   std::string_view client;
   std::string_view dest;
-  std::string_view cmd;  // "tcp"
+  std::string_view cmd;  // "tcp", "udp", "mux"
   std::string_view tls_version, cipher, sni, alpn;
   std::string_view ja4;  // the client's TLS fingerprint (core/ja4.hpp)
   std::string_view transport;  // "tls" (left out: the lines of raw TLS stay as they were), "ws", ...
@@ -52,9 +52,34 @@ struct vless_session_event {
   std::uint64_t bytes_down = 0;  // destination -> client payload
   // cmd "udp": datagrams each way (bytes_* count their payload, without the length prefixes)
   std::optional<std::uint64_t> packets_up, packets_down;
+  // cmd "mux": sub-connections opened, New frames refused (each refusal has a vless.sub line up to
+  // a per-session budget), and the frame error that ended the session, if one did.
+  std::optional<std::uint64_t> subs, subs_refused;
+  std::string_view mux_error;
   std::string_view close_reason;
 };
 std::string format_event(const vless_session_event& e);
+
+// One Mux.Cool sub-connection of a cmd "mux" session (docs/sessions.md "Mux"), at its close; or a
+// New frame refused / a frame for no live sub-connection (close_reason "rejected" with error).
+struct vless_sub_event {
+  std::uint64_t session = 0;  // the parent vless.session
+  std::uint32_t sub = 0;      // route_info::sub; 0 for a frame refused before a sub-connection existed
+  std::uint16_t mux_id = 0;   // the id on the wire
+  std::string_view listener;
+  std::string_view user;
+  std::string_view net;   // "tcp", "udp"; empty when the frame named none
+  std::string_view dest;  // the New frame's target
+  bool xudp = false;      // a UDP sub-connection in XUDP form (global id, per-packet addresses)
+  std::uint64_t bytes_up = 0, bytes_down = 0;  // payload, client -> destination and back
+  std::optional<std::uint64_t> packets_up, packets_down, packets_dropped;  // net "udp"
+  std::optional<std::int64_t> connect_us;  // New -> upstream connected (TCP) / socket ready (UDP)
+  std::int64_t duration_us = 0;            // New -> close
+  std::string_view close_reason;  // "client_end", "upstream_eof", "upstream_error", "rejected", ...
+  std::string_view error;         // why, for an error close or a refusal ("dest_not_allowed", ...)
+  std::string_view detail;
+};
+std::string format_event(const vless_sub_event& e);
 
 // A reload's outcome: error when it failed, the number of changes when it took.
 struct config_reload_event {

@@ -116,6 +116,9 @@ struct limits_config {
   // Connections not yet admitted (VLESS before its header is authorised, target before its first
   // request head): at most this many (and half the descriptor limit), the oldest closed first.
   std::uint32_t max_pending = 1'024;
+  // Mux.Cool (VLESS command 3) sub-connections open at once in one session; a New past it is
+  // refused (End with the error option, vless.sub "too_many_subs"). Read per session at admission.
+  std::uint32_t max_mux_subs = 64;
   // Deadline from accept for the same: VLESS handshake + header, a target's first request head.
   std::chrono::milliseconds pending_timeout{10'000};
   // A transfer in progress (a /sink body, a relay write) must move min_rate_bytes every

@@ -84,6 +84,11 @@ std::string_view read_name(std::string_view m, std::size_t at,
     wire += 1 + len;
     if (wire > 255)
       return "name_too_long";
+    // A dot inside a label would make the text name another name (and one
+    // that cannot be written back label by label): refused as no host name
+    // has one.
+    if (m.substr(pos + 1, len).find('.') != std::string_view::npos)
+      return "bad_label";
     if (!name.empty())
       name.push_back('.');
     for (std::size_t i = 0; i < len; ++i)

@@ -50,7 +50,7 @@ struct query {
 // consumed = the header and question (anything after it, e.g. an EDNS record,
 // is ignored); invalid reasons: "short_header", "not_a_query" (QR set),
 // "bad_opcode" (not a standard query), "question_count" (not exactly one),
-// "truncated_name", "bad_label" (a reserved label type), "name_too_long" (over
+// "truncated_name", "bad_label" (a reserved label type, or a '.' byte in a label), "name_too_long" (over
 // 255 bytes), "bad_pointer" (not strictly backwards into the message),
 // "pointer_loop" (more than max_pointers), "truncated_question".
 parse_result<query> parse_query(std::string_view message);

@@ -40,7 +40,9 @@ std::string_view to_string(route_kind r) {
 
 std::string format_route_header(const route_info* session) {
   if (session == nullptr) return "direct";
-  std::string out = "vless session=" + std::to_string(session->session_id) + " user=" + session->user;
+  std::string out = "vless session=" + std::to_string(session->session_id);
+  if (session->sub != 0) out += " sub=" + std::to_string(session->sub);
+  out += " user=" + session->user;
   if (!session->transport.empty() && session->transport != "tls") out += " transport=" + session->transport;
   return out;
 }
@@ -68,6 +70,10 @@ route_label parse_route_header(std::string_view value) {
       std::uint64_t id = 0;
       const auto [p, ec] = std::from_chars(val.data(), val.data() + val.size(), id);
       if (ec == std::errc{} && p == val.data() + val.size()) label.session = id;
+    } else if (key == "sub") {
+      std::uint32_t n = 0;
+      const auto [p, ec] = std::from_chars(val.data(), val.data() + val.size(), n);
+      if (ec == std::errc{} && p == val.data() + val.size() && n != 0) label.sub = n;
     } else if (key == "user") {
       label.user = std::string(val);
     } else if (key == "transport" && !val.empty()) {

@@ -1,7 +1,8 @@
 #pragma once
 // The route proof's response headers as format + parse pairs (DESIGN.md §3): the daemon's target
 // writes them, the runner reads them, and both use this one definition.
-//   X-Vlessbench-Route: direct | vless session=ID user=NAME [transport=ws|httpupgrade]
+//   X-Vlessbench-Route: direct | vless session=ID [sub=N] user=NAME [transport=ws|httpupgrade]
+//   (sub=N: a Mux.Cool sub-connection of the session, route_info::sub)
 //   Server-Timing: tls;dur=1.234, [upgrade;dur=0.2,] vless;dur=0.050, resolve;dur=..., upstream;dur=0.100   (ms)
 //                  [, ack;desc=on] [, ja4;desc="t13d1516h2_8daaf6152771_e5627efa2ab1"]
 // Raw TLS sessions (the transport before there were others) keep the lines they always had.
@@ -27,13 +28,14 @@ std::string_view to_string(route_kind r);  // "unknown", "direct", "vless"
 struct route_label {
   route_kind kind = route_kind::unknown;
   std::optional<std::uint64_t> session;
+  std::optional<std::uint32_t> sub;  // a Mux.Cool sub-connection; absent: the session's own upstream
   std::string user;
   std::string transport = "tls";  // absent from the header: raw TLS
 };
 
 // session: the relaying session, or nullptr for a direct request.
 std::string format_route_header(const route_info* session);
-// `direct` or `vless session=ID user=NAME [transport=T]` (further key=value items ignored); anything else, or
+// `direct` or `vless session=ID [sub=N] user=NAME [transport=T]` (further key=value items ignored); anything else, or
 // an absent header, is unknown.
 route_label parse_route_header(std::string_view value);
 

@@ -41,6 +41,9 @@ struct session_phases {
 // registry and the target only read. Everything but the phases is set before registration.
 struct route_info {
   std::uint64_t session_id = 0;
+  // A Mux.Cool sub-connection (VLESS command 3): its number in the session, 1, 2, ... in the order
+  // opened (not the wire id, which is reused after End and is 0 for a single XUDP); 0: no mux.
+  std::uint32_t sub = 0;
   std::string user;
   std::string client;    // original client address "ip:port"
   std::string listener;  // VLESS listener name

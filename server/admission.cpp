@@ -33,7 +33,8 @@ admission_verdict admit_request(const config& cfg, const vless::request_header& 
   switch (header.command) {
     case 1:
     case 2: break;
-    case 3: return refuse("mux_unsupported");
+    case 3: return v;  // Mux.Cool: no destination in the header; each New frame names one
+
     default: return refuse("bad_command", std::to_string(header.command));
   }
   if (header.port == 0) return refuse("bad_port");

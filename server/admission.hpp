@@ -20,7 +20,8 @@ struct admission_verdict {
 };
 
 // The user by UUID, in constant time over the whole list (the position of a match must not
-// show in timing), then what this daemon serves: no flow, command 1 (TCP) or 2 (UDP), a port, and for a
+// show in timing), then what this daemon serves: no flow, command 1 (TCP), 2 (UDP) or 3 (Mux.Cool,
+// whose header has no destination: server/mux_session.hpp checks each New frame's), a port, and for a
 // domain a name a resolver may be asked for.
 admission_verdict admit_request(const config& cfg, const vless::request_header& header);
 

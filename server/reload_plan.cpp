@@ -13,6 +13,50 @@ bool same_tls(const tls_config& a, const tls_config& b) {
          a.session_tickets == b.session_tickets && a.min_version == b.min_version;
 }
 
+// A socket the plan binds or closes: its protocols (1 TCP, 2 UDP, 3 both) and how the log names it.
+struct bound_socket {
+  int protocols;
+  asio::ip::address address;
+  unsigned short port;
+  std::string what;  // kind "name" on ENDPOINT
+};
+
+// Linux refuses to bind a.b.c.d:P next to a bound 0.0.0.0:P (and [x]:P next to [::]:P), as well as
+// the same endpoint twice.
+bool clash(const bound_socket& a, const bound_socket& b) {
+  if ((a.protocols & b.protocols) == 0 || a.port != b.port) return false;
+  if (a.address == b.address) return true;
+  if (a.address.is_v4() != b.address.is_v4()) return false;
+  return a.address.is_unspecified() || b.address.is_unspecified();
+}
+
+template <class Endpoint>
+bound_socket socket_of(int protocols, std::string_view kind, const std::string& name, const Endpoint& ep) {
+  return {protocols, ep.address(), ep.port(),
+          fmt::format("{} \"{}\" on {}", kind, name, format_endpoint(asio::ip::tcp::endpoint(ep.address(), ep.port())))};
+}
+
+// New sockets are bound before the commit, old ones closed at it: a new one on the port of one the
+// same reload closes (a listener moving from 0.0.0.0:P to an address on P, a [[dns]] taking a
+// [[udp_target]]'s endpoint) cannot be bound yet. The refusal says so instead of "address in use".
+std::optional<std::string> blocked_by_closing(const reload_plan& plan) {
+  std::vector<bound_socket> opening;
+  std::vector<bound_socket> closing;
+  for (const auto& l : plan.open) opening.push_back(socket_of(1, to_string(l.kind), l.name, l.listen));
+  for (const auto& l : plan.close) closing.push_back(socket_of(1, to_string(l.kind), l.name, l.listen));
+  for (const auto& u : plan.udp_targets.open) opening.push_back(socket_of(2, "udp_target", u.name, u.listen));
+  for (const auto& u : plan.udp_targets.close) closing.push_back(socket_of(2, "udp_target", u.name, u.listen));
+  for (const auto& d : plan.dns.open) opening.push_back(socket_of(3, "dns", d.name, d.listen));
+  for (const auto& d : plan.dns.close) closing.push_back(socket_of(3, "dns", d.name, d.listen));
+  for (const auto& o : opening)
+    for (const auto& c : closing)
+      if (clash(o, c))
+        return fmt::format("{} needs the port of {}, which this reload closes: close that one in a reload "
+                           "of its own first",
+                           o.what, c.what);
+  return std::nullopt;
+}
+
 // Matches the entries of one UDP listener kind by endpoint, and says what changes.
 template <class Listener>
 void plan_sockets(const std::vector<Listener>& running, const std::vector<Listener>& wanted, std::string_view kind,
@@ -92,6 +136,11 @@ reload_plan plan_reload(const config& current, const config& next) {
 
   plan_sockets(current.udp_target, next.udp_target, "udp_target", plan.udp_targets, plan.changes);
   plan_sockets(current.dns, next.dns, "dns", plan.dns, plan.changes);
+  if (auto blocked = blocked_by_closing(plan)) {
+    reload_plan refused;
+    refused.refused = std::move(blocked);
+    return refused;
+  }
 
   const auto admin_text = [](const admin_config& a) {
     return a.listen ? format_endpoint(*a.listen) : std::string("off");

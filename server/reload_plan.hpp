@@ -32,7 +32,9 @@ std::vector<planned_listener> listeners_of(const config& c);
 std::string policy_text(const tcp_policy& p);
 
 struct reload_plan {
-  // Set: the next config cannot be taken without a restart (limits.threads); nothing else is set.
+  // Set: the next config cannot be taken as one step (limits.threads changes at a restart only; a
+  // new listener on the port of one this reload closes must wait for a reload of its own);
+  // nothing else is set.
   std::optional<std::string> refused;
 
   // Listeners are matched by endpoint (the one thing a running listener cannot change).

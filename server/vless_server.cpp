@@ -25,6 +25,7 @@ std::string_view to_string(close_reason r) {
     case close_reason::slow_transfer: return "slow_transfer";
     case close_reason::udp_packet_too_large: return "udp_packet_too_large";
     case close_reason::udp_truncated_packet: return "udp_truncated_packet";
+    case close_reason::mux_error: return "mux_error";
   }
   return "unknown";
 }

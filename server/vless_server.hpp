@@ -27,6 +27,7 @@ enum class close_reason {
   slow_transfer,   // a peer did not take what was written to it at [limits] min_rate_*
   udp_packet_too_large,  // command 2: a packet's length prefix over the largest datagram
   udp_truncated_packet,  // command 2: the client's stream ended inside a packet
+  mux_error,             // command 3: a frame the Mux.Cool framing does not allow (mux_error says which)
 };
 std::string_view to_string(close_reason r);
 

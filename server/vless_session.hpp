@@ -20,6 +20,7 @@
 #include "core/vless_codec.hpp"
 #include "core/watchdog.hpp"
 #include "server/admission.hpp"
+#include "server/mux_session.hpp"
 #include "server/relay_common.hpp"
 #include "server/transport/transport.hpp"
 #include "server/udp_relay.hpp"
@@ -72,6 +73,7 @@ struct session {
   std::string dest;
   std::optional<route_registration> reg;
   std::optional<udp_upstream> udp_up;  // command 2 (UDP): the socket to the destination
+  std::unique_ptr<mux_relay<session>> mux;  // command 3 (Mux.Cool): its sub-connections
   std::optional<tcp_info_snapshot> tcpi;
   std::vector<char> buf;  // header bytes and the payload after them; released once relayed
   tcp::resolver* resolving = nullptr;  // the lookup in progress, cancelled with the sockets
@@ -108,6 +110,7 @@ struct session {
   }
   tcp::socket& client_socket() { return client.socket(); }
   bool is_udp() const { return header.command == static_cast<std::uint8_t>(vless::command::udp); }
+  bool is_mux() const { return header.command == static_cast<std::uint8_t>(vless::command::mux); }
 
   // The route entry goes first: once the socket is closed its identity is free for anyone else's
   // connection, which must never find this session's entry.
@@ -119,6 +122,7 @@ struct session {
   }
 
   void close_sockets() {
+    if (mux) mux->stop();
     std::error_code ignored;
     client_socket().close(ignored);
     close_upstream();
@@ -509,13 +513,22 @@ struct session {
     std::size_t got = co_await read_header();
     if (got == 0 || !authorize() || !admit()) co_return;
     const std::size_t pending = got - 1;
-    if (!co_await connect_upstream()) co_return;
-    phase = "relay";
-    touch();
-    if (is_udp())
-      co_await (udp_client_to_upstream(*this, pending) && udp_upstream_to_client(*this));
-    else
-      co_await (client_to_upstream(pending) && upstream_to_client());
+    if (is_mux()) {
+      // No destination of its own: each sub-connection dials one (server/mux_session.hpp).
+      dest = header.address_text();
+      phase = "relay";
+      touch();
+      mux = std::make_unique<mux_relay<session>>(*this, pending);
+      co_await mux->run();
+    } else {
+      if (!co_await connect_upstream()) co_return;
+      phase = "relay";
+      touch();
+      if (is_udp())
+        co_await (udp_client_to_upstream(*this, pending) && udp_upstream_to_client(*this));
+      else
+        co_await (client_to_upstream(pending) && upstream_to_client());
+    }
     phase = "close";
     if (!timed_out && client_socket().is_open()) {
       deadline = steady_clock::now() + shutdown_grace;
@@ -577,7 +590,7 @@ struct session {
                                     .user = info->user,
                                     .client = info->client,
                                     .dest = dest,
-                                    .cmd = is_udp() ? "udp" : "tcp",
+                                    .cmd = is_mux() ? "mux" : (is_udp() ? "udp" : "tcp"),
                                     .tls_version = t.tls_version,
                                     .cipher = t.cipher,
                                     .sni = t.sni,
@@ -595,6 +608,9 @@ struct session {
                                     .bytes_down = bytes_down,
                                     .packets_up = udp_up ? std::optional(udp_up->packets_up) : std::nullopt,
                                     .packets_down = udp_up ? std::optional(udp_up->packets_down) : std::nullopt,
+                                    .subs = mux ? std::optional(mux->subs()) : std::nullopt,
+                                    .subs_refused = mux ? std::optional(mux->refused()) : std::nullopt,
+                                    .mux_error = mux ? mux->mux_error() : std::string_view(),
                                     .close_reason = to_string(reason)};
     rt.log.write(format_event(event));
     rt.hub.session_closed(event);
@@ -636,6 +652,8 @@ awaitable<void> serve(runtime& rt, session_start start, tcp::socket socket, Make
     // coroutine only; nothing on that line names it.
     // NOLINTNEXTLINE(bugprone-use-after-move)
     co_await (s.run() || watchdog(s.deadline, [&s] { return s.on_deadline(); }));
+    // Mux sub-connections end with the session, before its line (which counts them).
+    if (s.mux) co_await s.mux->join();
   }
   s.finish();
 }

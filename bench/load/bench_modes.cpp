@@ -31,7 +31,8 @@ namespace {
 struct plan {
   bench_options opt;
   tcp::endpoint target;
-  std::optional<vless::client_plan> vless;  // empty: straight to the target
+  std::optional<vless::client_plan> vless;  // empty: straight to the target (or through the proxy)
+  std::optional<tcp::endpoint> proxy;        // HTTP proxy to CONNECT through (no VLESS client then)
   clock::time_point stop_at;
 };
 
@@ -47,9 +48,10 @@ class conn {
       if (auto ec = co_await client_->connect()) co_return ec;
       co_return co_await client_->handshake();
     }
-    auto [ec] = co_await sock_.async_connect(p_.target, as_tuple_awaitable);
+    auto [ec] = co_await sock_.async_connect(p_.proxy ? *p_.proxy : p_.target, as_tuple_awaitable);
     if (ec) co_return ec;
     sock_.set_option(tcp::no_delay(true), ec);
+    if (p_.proxy) co_return co_await proxy_connect();
     co_return std::error_code{};
   }
 
@@ -86,6 +88,27 @@ class conn {
   }
 
  private:
+  // CONNECT to the target through the HTTP proxy; the proxy's answer must be a 200 head with
+  // nothing after it (the target speaks only once asked).
+  awaitable<std::error_code> proxy_connect() {
+    const std::string hp = p_.target.address().to_string() + ":" + std::to_string(p_.target.port());
+    const std::string req = "CONNECT " + hp + " HTTP/1.1\r\nHost: " + hp + "\r\n\r\n";
+    if (auto ec = co_await socket_write(req)) co_return ec;
+    std::array<char, 4096> buf{};
+    std::size_t used = 0;
+    while (used < buf.size()) {
+      std::size_t n = 0;
+      if (auto ec = co_await socket_read(buf.data() + used, buf.size() - used, n)) co_return ec;
+      used += n;
+      auto r = http::parse_response(std::string_view(buf.data(), used));
+      if (r.invalid()) break;
+      if (r.complete()) {
+        if (r.value.status != 200 || r.consumed != used) break;
+        co_return std::error_code{};
+      }
+    }
+    co_return std::make_error_code(std::errc::protocol_error);
+  }
   awaitable<std::error_code> socket_write(std::string_view data) {
     auto [ec, n] = co_await asio::async_write(sock_, asio::buffer(data.data(), data.size()), as_tuple_awaitable);
     (void)n;
@@ -237,6 +260,7 @@ int run_bench(const bench_options& o) {
   plan p;
   p.opt = o;
   p.target = endpoint_arg("--target", o.where.target);
+  if (!o.where.http_proxy.empty()) p.proxy = endpoint_arg("--http-proxy", o.where.http_proxy);
   if (!o.where.server.empty()) {
     tls::client_options tls;
     tls.sni = "localhost";

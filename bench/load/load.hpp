@@ -24,6 +24,9 @@ struct endpoints {
   std::string target = "127.0.0.1:8080";
   std::string uuid;
   std::string ws_path;  // non-empty: VLESS over WebSocket (over TLS) on this path, no early data
+  // Bench modes only, instead of server: an HTTP proxy (HOST:PORT) asked to CONNECT to the target,
+  // e.g. a v2ray client's http inbound, so the bulk runs can go through its Mux.Cool outbound.
+  std::string http_proxy;
 };
 
 // --flag HOST:PORT (an address literal) -> endpoint; throws std::invalid_argument "--flag: reason".

@@ -55,6 +55,10 @@ void add_endpoints(CLI::App& app, vlessbench::load::endpoints& e, bool server_re
   target->capture_default_str();
   app.add_option("--ws-path", e.ws_path, "VLESS over WebSocket on this path (TLS below; no early data)")
       ->needs(server);
+  if (!server_required)
+    app.add_option("--http-proxy", e.http_proxy,
+                   "instead of --server: HTTP proxy HOST:PORT, CONNECT to the target, then plain HTTP")
+        ->excludes(server);
   if (server_required) {
     server->required();
     uuid->required();

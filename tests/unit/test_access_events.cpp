@@ -189,6 +189,80 @@ TEST_CASE("banner.connection: relayed with its session, and a direct one cut bef
         "\n");
 }
 
+TEST_CASE("vless.session cmd mux: sub counts and the frame error after the datagram counts", "[access_log]") {
+  session_phases p;
+  p.closed = 7000;
+  const vless_session_event e{.session = 5,
+                              .listener = "l",
+                              .user = "u",
+                              .client = "192.0.2.1:1",
+                              .dest = "v1.mux.cool:0",
+                              .cmd = "mux",
+                              .phases = &p,
+                              .bytes_up = 10,
+                              .bytes_down = 20,
+                              .subs = 8,
+                              .subs_refused = 1,
+                              .mux_error = "unknown_status",
+                              .close_reason = "mux_error"};
+  const std::string line = without_ts(format_event(e));
+  CHECK(line.find(R"("cmd":"mux")") != std::string::npos);
+  CHECK(line.substr(line.find(R"("bytes_up")")) ==
+        R"("bytes_up":10,"bytes_down":20,"subs":8,"subs_refused":1,"mux_error":"unknown_status",)"
+        R"("duration_us":7000,"close_reason":"mux_error"})"
+        "\n");
+}
+
+TEST_CASE("vless.sub: a TCP sub-connection, a UDP one in XUDP form, a refused New", "[access_log]") {
+  CHECK(without_ts(format_event(vless_sub_event{.session = 5,
+                                                .sub = 2,
+                                                .mux_id = 7,
+                                                .listener = "l",
+                                                .user = "u",
+                                                .net = "tcp",
+                                                .dest = "127.0.0.1:8080",
+                                                .bytes_up = 100,
+                                                .bytes_down = 2000,
+                                                .connect_us = 150,
+                                                .duration_us = 9000,
+                                                .close_reason = "client_end"})) ==
+        R"({"event":"vless.sub","ts":"T","session":5,"sub":2,"mux_id":7,"listener":"l","user":"u","net":"tcp",)"
+        R"("dest":"127.0.0.1:8080","bytes_up":100,"bytes_down":2000,"connect_us":150,"duration_us":9000,)"
+        R"("close_reason":"client_end"})"
+        "\n");
+  CHECK(without_ts(format_event(vless_sub_event{.session = 5,
+                                                .sub = 3,
+                                                .mux_id = 0,
+                                                .listener = "l",
+                                                .user = "u",
+                                                .net = "udp",
+                                                .dest = "127.0.0.1:9053",
+                                                .xudp = true,
+                                                .bytes_up = 8,
+                                                .bytes_down = 80,
+                                                .packets_up = 2,
+                                                .packets_down = 2,
+                                                .packets_dropped = 0,
+                                                .duration_us = 100,
+                                                .close_reason = "error",
+                                                .error = "dest_not_allowed",
+                                                .detail = "192.0.2.1:53"})) ==
+        R"({"event":"vless.sub","ts":"T","session":5,"sub":3,"mux_id":0,"listener":"l","user":"u","net":"udp",)"
+        R"("dest":"127.0.0.1:9053","xudp":true,"bytes_up":8,"bytes_down":80,"packets_up":2,"packets_down":2,)"
+        R"("packets_dropped":0,"duration_us":100,"close_reason":"error","error":"dest_not_allowed",)"
+        R"("detail":"192.0.2.1:53"})"
+        "\n");
+  CHECK(without_ts(format_event(vless_sub_event{.session = 5,
+                                                .mux_id = 9,
+                                                .listener = "l",
+                                                .user = "u",
+                                                .close_reason = "rejected",
+                                                .error = "too_many_subs"})) ==
+        R"({"event":"vless.sub","ts":"T","session":5,"sub":0,"mux_id":9,"listener":"l","user":"u",)"
+        R"("bytes_up":0,"bytes_down":0,"duration_us":0,"close_reason":"rejected","error":"too_many_subs"})"
+        "\n");
+}
+
 TEST_CASE("udp.packet: one line per flow, relayed or direct", "[access_log]") {
   route_info session;
   session.session_id = 9;
@@ -208,6 +282,11 @@ TEST_CASE("udp.packet: one line per flow, relayed or direct", "[access_log]") {
         R"("vless_session":9,"vless_user":"dave","vless_client":"192.0.2.4:7001","vless_listener":"kernel",)"
         R"("packets_in":3,"bytes_in":12,"packets_out":3,"bytes_out":150,"duration_us":2000,"close_reason":"idle"})"
         "\n");
+  // A Mux.Cool sub-connection's flow names the sub after the session.
+  session.sub = 4;
+  CHECK(without_ts(format_event(udp_packet_event{.listener = "udp", .peer = "127.0.0.1:40006", .route = &session,
+                                                 .close_reason = "idle"}))
+            .find(R"("vless_session":9,"vless_sub":4,"vless_user":"dave")") != std::string::npos);
   CHECK(without_ts(format_event(udp_packet_event{.listener = "udp", .peer = "127.0.0.1:40007", .close_reason = "stop"})) ==
         R"({"event":"udp.packet","ts":"T","listener":"udp","peer":"127.0.0.1:40007","route":"direct",)"
         R"("packets_in":0,"bytes_in":0,"packets_out":0,"bytes_out":0,"duration_us":0,"close_reason":"stop"})"

@@ -77,6 +77,7 @@ idle_timeout_ms = 4000
 drain_timeout_ms = 3600000
 max_sessions = 1000000
 threads = 2
+max_mux_subs = 4096
 
 [[users]]
 name = "mac"
@@ -119,6 +120,7 @@ tcp = { nodelay = false, quickack = "kernel" }
   CHECK(c.limits.drain_timeout == 3'600'000ms);
   CHECK(c.limits.max_sessions == 1'000'000u);
   CHECK(c.limits.threads == 2u);
+  CHECK(c.limits.max_mux_subs == 4096u);
 
   REQUIRE(c.users.size() == 2);
   CHECK(c.users[0].name == "mac");
@@ -491,6 +493,7 @@ TEST_CASE("limits are bounded positive integers", "[config]") {
         "x.toml:2: limits.connect_timeout_ms: 3600001: must be between 1 and 3600000");
   CHECK(limit_error("drain_timeout_ms = 2.5") ==
         "x.toml:2: limits.drain_timeout_ms: expected an integer, got a floating-point number");
+  CHECK(limit_error("max_mux_subs = 0") == "x.toml:2: limits.max_mux_subs: 0: must be between 1 and 4096");
   CHECK(limit_error("max_sessions = 0") == "x.toml:2: limits.max_sessions: 0: must be between 1 and 1000000");
   CHECK(limit_error("max_sessions = 1000001") == "x.toml:2: limits.max_sessions: 1000001: must be between 1 and 1000000");
   CHECK(limit_error("threads = 0") == "x.toml:2: limits.threads: 0: must be between 1 and 64");

@@ -45,6 +45,10 @@ TEST_CASE("dns: malformed queries are invalid with a reason", "[dns]") {
   CHECK(reason(two + bytes({0, 0, 1, 0, 1})) == "question_count");
   CHECK(reason(head + bytes({3}) + "ab") == "truncated_name");
   CHECK(reason(head + bytes({0x40, 0})) == "bad_label");
+  // A dot byte inside a label ("\x02.a"): read as text it would be another
+  // name, and writing the question back would fail (the reviewer's crash).
+  CHECK(reason(head + bytes({2}) + ".a" + bytes({0, 0, 1, 0, 1})) == "bad_label");
+  CHECK(reason(head + bytes({1}) + "." + bytes({0, 0, 1, 0, 1})) == "bad_label");
   CHECK(reason(head + bytes({1}) + "a" + bytes({0, 0})) ==
         "truncated_question");
   std::string long_name;

@@ -297,3 +297,30 @@ TEST_CASE("[[udp_target]] and [[dns]] open, close and update in place by endpoin
   CHECK(moved.udp_targets.close.size() == 1);
 }
 
+
+TEST_CASE("a new listener on the port of one this reload closes is refused with both named", "[reload_plan]") {
+  const std::string wild = "[[udp_target]]\nname = \"u\"\nlisten = \"0.0.0.0:9053\"\n";
+  // 0.0.0.0:P is still bound while 127.0.0.1:P would be: Linux refuses that bind.
+  const reload_plan moved =
+      plan_reload(parse(std::string(base) + wild),
+                  parse(std::string(base) + "[[udp_target]]\nname = \"u\"\nlisten = \"127.0.0.1:9053\"\n"));
+  REQUIRE(moved.refused);
+  CHECK(*moved.refused ==
+        "udp_target \"u\" on 127.0.0.1:9053 needs the port of udp_target \"u\" on 0.0.0.0:9053, which this reload "
+        "closes: close that one in a reload of its own first");
+  CHECK(moved.udp_targets.open.empty());
+  // [[dns]] takes UDP and TCP: the endpoint of a closing [[udp_target]] is in its way too.
+  const reload_plan swapped =
+      plan_reload(parse(std::string(base) + wild),
+                  parse(std::string(base) + "[[dns]]\nname = \"d\"\nlisten = \"0.0.0.0:9053\"\n"));
+  REQUIRE(swapped.refused);
+  CHECK(swapped.refused->find("dns \"d\" on 0.0.0.0:9053 needs the port of udp_target \"u\"") == 0);
+  // Another address on another port, or a specific address beside another specific one: fine.
+  CHECK_FALSE(plan_reload(parse(std::string(base) + wild),
+                          parse(std::string(base) + "[[udp_target]]\nname = \"u\"\nlisten = \"0.0.0.0:9054\"\n"))
+                  .refused);
+  const std::string lo = "[[udp_target]]\nname = \"u\"\nlisten = \"127.0.0.1:9053\"\n";
+  CHECK_FALSE(plan_reload(parse(std::string(base) + lo),
+                          parse(std::string(base) + "[[udp_target]]\nname = \"u\"\nlisten = \"127.0.0.2:9053\"\n"))
+                  .refused);
+}

@@ -59,8 +59,11 @@ TEST_CASE("admission: each refusal has its reason, the user known where it is", 
   auto cmd = request(alice);
   cmd.command = 2;  // UDP: admitted; its destination is checked like a TCP one
   CHECK(admit_request(cfg, cmd).admitted());
-  cmd.command = 3;
-  CHECK(admit_request(cfg, cmd).reason == "mux_unsupported");
+  cmd.command = 3;  // Mux.Cool: admitted; the header has no destination (port 0), each New names one
+  cmd.port = 0;
+  cmd.domain = "v1.mux.cool";
+  cmd.atyp = vless::address_type::domain;
+  CHECK(admit_request(cfg, cmd).admitted());
   cmd.command = 9;
   const auto v_cmd = admit_request(cfg, cmd);
   CHECK(v_cmd.reason == "bad_command");

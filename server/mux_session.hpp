@@ -1,0 +1,743 @@
+#pragma once
+// VLESS command 3 (Mux.Cool, XUDP included) inside a session
+// (server/vless_session.hpp; docs/sessions.md "Mux"): frames from the client
+// (core/mux_frame.hpp) go through the pure sub-connection table
+// (core/mux_subs.hpp); each sub-connection dials its destination through the
+// same [destinations] policy and route registration as a whole session's
+// upstream, under a route_info of its own that names the session and the sub
+// (route_info::sub), and is logged as a vless.sub line at its close.
+//
+// Independence of sub-connections. Mux.Cool has no window of its own: the
+// underlying stream is its only flow control, so a server must stop reading it
+// when a destination takes data slower than the client sends (else its queue
+// grows without bound), and a server that stopped reading for as long as one
+// destination is stalled would stall every other sub-connection. The bounded
+// window here: each TCP sub-connection queues at most mux_sub_queue_limit bytes
+// its destination has not taken; past it the client's stream is not read
+// (backpressure, the sender's TCP window closes) until that queue drains to
+// half, but for at most mux_stall_limit: a destination that has not drained by
+// then is stalled, and its sub-connection alone ends with the error option
+// (vless.sub error "sub_stalled"), after which reading goes on. So a slow
+// destination is paced, a stalled one costs the others at most mux_stall_limit
+// once, and memory stays bounded (max_mux_subs x the queue). UDP:
+// mux_udp_queue_limit bytes; past it datagrams are dropped (counted:
+// packets_dropped), as a full socket buffer would, without pausing anyone.
+// Towards the client every sub-connection shares the one stream: frames wait in
+// one queue of at most mux_down_limit bytes; a sub-connection with data waits
+// for room, so a client that reads slowly slows all of them (it is the one
+// reader of them all) and the min_rate rule applies.
+//
+// One object per mux session, owned by the session; coroutines per
+// sub-connection (dial + relay towards the destination, relay back) and one
+// writer towards the client, all on the session's executor. join() waits for
+// all of them before the session logs and goes.
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/access_events.hpp"
+#include "core/destination_policy.hpp"
+#include "core/logging.hpp"
+#include "core/mux_frame.hpp"
+#include "core/mux_subs.hpp"
+#include "core/net_address.hpp"
+#include "core/route_registry.hpp"
+#include "server/relay_common.hpp"
+#include "server/vless_server.hpp"
+
+namespace vlessbench::vless_server::detail {
+
+constexpr std::size_t mux_sub_queue_limit = 1u << 20;      // TCP: client data its destination has not taken
+constexpr auto mux_stall_limit = std::chrono::seconds(2);  // the longest pause of the client's stream for one
+constexpr std::size_t mux_udp_queue_limit = 256u << 10;    // UDP: datagrams waiting; past it dropped
+constexpr std::size_t mux_down_limit = 1u << 20;           // frames waiting for the client
+constexpr std::size_t mux_udp_flows = 8;                   // destinations of one UDP sub-connection
+constexpr std::size_t mux_logged_refusals = 16;            // vless.sub lines for refused/stray frames
+constexpr std::size_t mux_frame_data = 0xffff;             // the most one frame carries
+
+template <class Session>
+class mux_relay {
+  using udp = asio::ip::udp;
+
+  struct packet {
+    std::string data;
+    std::optional<mux::target> to;  // XUDP: the datagram's own destination
+  };
+  struct udp_flow {
+    explicit udp_flow(const asio::any_io_executor &ex) : sock(ex) {}
+    std::string key;  // the target as mux::format_target spells it
+    udp::endpoint to;
+    udp::socket sock;
+    std::optional<route_registration> reg;
+  };
+  struct sub_conn : std::enable_shared_from_this<sub_conn> {
+    explicit sub_conn(const asio::any_io_executor &ex)
+        : tcp_sock(ex), wake(ex, steady_clock::time_point::max()), deadline(ex), resolver(ex) {}
+    std::uint16_t id = 0;
+    std::uint32_t number = 0;
+    mux::target target;
+    bool xudp = false;
+    bool addressed = false;  // the client sent per-packet targets: the replies carry theirs
+    std::string dest;
+    std::shared_ptr<route_info> info;
+    tcp::socket tcp_sock;
+    std::optional<route_registration> reg;
+    std::vector<std::unique_ptr<udp_flow>> flows;
+    std::deque<packet> queue;
+    std::size_t queued = 0;
+    asio::steady_timer wake;      // the writer towards the destination waits here
+    asio::steady_timer deadline;  // resolve + connect
+    tcp::resolver resolver;
+    steady_clock::time_point opened = steady_clock::now();
+    steady_clock::time_point last = opened;
+    bool connected = false;
+    bool full = false;        // queued past mux_sub_queue_limit: the client's stream
+                              // waits for it
+    bool client_end = false;  // End from the client
+    bool closed = false;      // ended: sockets closed, logged
+    std::uint64_t bytes_up = 0, bytes_down = 0, packets_up = 0, packets_down = 0, dropped = 0;
+    std::optional<std::int64_t> connect_us;
+    bool udp() const { return target.net == mux::network::udp; }
+  };
+  using sub_ptr = std::shared_ptr<sub_conn>;
+
+ public:
+  mux_relay(Session &s, std::size_t pending)
+      : s_(s),
+        ex_(s.client.get_executor()),
+        table_(s.cfg->limits.max_mux_subs),
+        down_ready_(ex_, steady_clock::time_point::max()),
+        down_space_(ex_, steady_clock::time_point::max()),
+        joined_(ex_, steady_clock::time_point::max()),
+        drained_(ex_) {
+    acc_.assign(s.buf.data(), pending);
+    std::vector<char>().swap(s.buf);
+    down_.assign(vless::response_header.begin(), vless::response_header.end());
+  }
+
+  std::uint64_t subs() const { return table_.opened(); }
+  std::uint64_t refused() const { return refused_; }
+  std::string_view mux_error() const { return mux_error_; }
+
+  // Reads and applies the client's frames until its stream ends or breaks the
+  // framing (the session's close reason says which), then ends every
+  // sub-connection.
+  awaitable<void> run() {
+    // Under the session's `|| watchdog`: a cancellation is a closed socket
+    // here, seen as an error.
+    co_await asio::this_coro::throw_if_cancelled(false);
+    spawn(down_writer());
+    for (;;) {
+      std::size_t at = 0;
+      for (;;) {
+        const auto p = mux::parse_mux_frame(std::string_view(acc_).substr(at));
+        if (p.invalid()) {
+          mux_error_ = p.reason;
+          s_.reason = close_reason::mux_error;
+          spdlog::debug("vless {} session {}: mux framing: {}", s_.listener_name, s_.info->session_id, p.reason);
+          break;
+        }
+        if (!p.complete()) break;
+        at += p.consumed;
+        handle(p.value);
+      }
+      if (!mux_error_.empty()) break;
+      acc_.erase(0, at);
+      if (!full_.empty()) co_await wait_for_full();
+      if (stopping_) break;
+      const std::size_t have = acc_.size();
+      acc_.resize(have + relay_read);
+      auto [ec, n] =
+          co_await s_.client.async_read_some(asio::buffer(acc_.data() + have, relay_read), as_tuple_awaitable);
+      acc_.resize(have + n);
+      if (ec) {
+        if (!is_eof(ec) && s_.reason == close_reason::client_eof) s_.reason = close_reason::client_error;
+        break;
+      }
+    }
+    co_await join();
+  }
+
+  // Ends every sub-connection (idempotent) and waits until their coroutines are
+  // gone: the writer towards the client too, so the session's TLS shutdown that
+  // follows writes alone. Each ends once its sockets are closed; a write to a
+  // client that reads nothing ends with the session's watchdog (idle or
+  // minimum-rate rule), which closes the client socket.
+  awaitable<void> join() {
+    stop();
+    while (tasks_ > 0) {
+      auto [ec] = co_await joined_.async_wait(as_tuple_awaitable);
+      (void)ec;
+    }
+  }
+
+  // Ends every sub-connection now (the session's sockets are closing);
+  // idempotent.
+  void stop() { stop_all(); }
+
+ private:
+  static constexpr std::size_t relay_read = 64 * 1024;
+
+  // --- bookkeeping
+  // -------------------------------------------------------------------------
+
+  template <class Task>
+  void spawn(Task task) {
+    ++tasks_;
+    asio::co_spawn(ex_, std::move(task), [this](const std::exception_ptr &e) {
+      if (e) spdlog::error("vless {} session {}: mux task failed", s_.listener_name, s_.info->session_id);
+      if (--tasks_ == 0) joined_.cancel();
+    });
+  }
+
+  sub_ptr find(std::uint16_t id, std::uint32_t number) const {
+    const auto it = subs_.find(id);
+    return it != subs_.end() && it->second->number == number ? it->second : nullptr;
+  }
+
+  void stop_all() {
+    if (!stopping_) {
+      stopping_ = true;
+      auto all = subs_;
+      for (auto &[id, c] : all) finish(*c, "session_end");
+    }
+    down_ready_.cancel();
+    down_space_.cancel();
+    drained_.cancel();
+  }
+
+  // --- towards the client
+  // --------------------------------------------------------------------
+
+  void emit(const mux::frame &f) {
+    mux::encode_mux_frame(down_, f);
+    down_ready_.cancel();
+  }
+
+  void emit_end(std::uint16_t id, bool error) {
+    if (stopping_) return;
+    mux::frame f;
+    f.id = id;
+    f.st = mux::status::end;
+    f.option = error ? mux::option_error : 0;
+    emit(f);
+  }
+
+  // Room in the queue towards the client; false: the sub-connection or the
+  // session is over.
+  awaitable<bool> wait_room(const sub_conn &c) {
+    while (down_.size() >= mux_down_limit && !c.closed && !stopping_) {
+      auto [ec] = co_await down_space_.async_wait(as_tuple_awaitable);
+      (void)ec;
+    }
+    co_return !c.closed && !stopping_;
+  }
+
+  awaitable<void> down_writer() {
+    std::string out;
+    for (;;) {
+      if (down_.empty()) {
+        if (stopping_) break;
+        auto [ec] = co_await down_ready_.async_wait(as_tuple_awaitable);
+        (void)ec;
+        continue;
+      }
+      out.clear();
+      out.swap(down_);
+      down_space_.cancel();
+      if (s_.info->phases.first_client_byte < 0 && out.size() > vless::response_header.size())
+        s_.info->phases.first_client_byte = s_.now_us();
+      s_.down_writing = true;
+      auto [ec, n] =
+          co_await asio::async_write(s_.client, asio::buffer(out), transfer_all_unchunked{}, as_tuple_awaitable);
+      s_.down_writing = false;
+      if (ec) {
+        if (s_.reason == close_reason::client_eof) s_.reason = close_reason::client_error;
+        stopping_ = true;
+        std::error_code ignored;
+        s_.client_socket().cancel(ignored);
+        break;
+      }
+      s_.touch();
+    }
+    down_space_.cancel();
+  }
+
+  // --- frames from the client
+  // ----------------------------------------------------------------
+
+  void handle(const mux::frame &f) {
+    s_.touch();
+    const mux::decision d = table_.on_frame(f);
+    switch (d.act) {
+      case mux::action::open:
+        open(f, d.sub);
+        break;
+      case mux::action::deliver:
+        if (auto c = find(f.id, d.sub)) deliver(*c, f);
+        break;
+      case mux::action::end:
+        if (auto c = find(f.id, d.sub)) {
+          c->client_end = true;
+          // UDP has no half-close: the sub-connection is over. TCP: the writer
+          // half-closes after what is queued; the destination's answer still
+          // comes back.
+          if (c->udp())
+            finish(*c, "client_end");
+          else
+            c->wake.cancel();
+        }
+        break;
+      case mux::action::ignore:
+        break;
+      case mux::action::refuse:
+        log_refusal(f, d.reason);
+        emit_end(f.id, true);
+        break;
+      case mux::action::kill:
+        if (auto c = find(f.id, d.sub)) finish(*c, "error", d.reason);
+        break;
+      case mux::action::stray:
+        log_refusal(f, d.reason);
+        if (f.st == mux::status::keep) emit_end(f.id, true);
+        break;
+    }
+  }
+
+  void log_refusal(const mux::frame &f, std::string_view why) {
+    if (refused_++ >= mux_logged_refusals) return;  // counted in the session line (subs_refused)
+    const std::string dest = f.dest ? mux::format_target(*f.dest) : std::string();
+    const vless_sub_event e{.session = s_.info->session_id,
+                            .mux_id = f.id,
+                            .listener = s_.listener_name,
+                            .user = s_.info->user,
+                            .net = f.dest ? (f.dest->net == mux::network::udp ? "udp" : "tcp") : "",
+                            .dest = dest,
+                            .close_reason = "rejected",
+                            .error = why};
+    s_.rt.log.write(format_event(e));
+  }
+
+  void open(const mux::frame &f, std::uint32_t number) {
+    auto c = std::make_shared<sub_conn>(ex_);
+    c->id = f.id;
+    c->number = number;
+    c->target = *f.dest;
+    c->xudp = f.global_id.has_value();
+    c->dest = mux::format_target(c->target);
+    c->info = std::make_shared<route_info>(*s_.info);
+    c->info->sub = number;
+    c->info->phases.resolved = -1;
+    c->info->phases.upstream_connected = -1;
+    c->info->phases.first_upstream_byte = -1;
+    c->info->phases.first_client_byte = -1;
+    subs_[f.id] = c;
+    if (f.has_data()) deliver(*c, f);
+    if (c->closed) return;
+    spawn(c->udp() ? udp_sub(c) : tcp_sub(c));
+    spawn(connect_deadline(c));
+  }
+
+  void deliver(sub_conn &c, const mux::frame &f) {
+    const bool keep_target = f.st == mux::status::keep && f.dest.has_value();  // a New's is the sub's own
+    if (keep_target) c.addressed = true;
+    if (!f.has_data()) return;
+    if (c.udp()) {
+      if (c.queued + f.data.size() > mux_udp_queue_limit) {
+        ++c.dropped;
+        return;
+      }
+    }
+    c.queued += f.data.size();
+    c.queue.push_back(packet{std::string(f.data), keep_target ? f.dest : std::nullopt});
+    c.wake.cancel();
+    if (!c.udp() && !c.full && c.queued > mux_sub_queue_limit) {
+      c.full = true;
+      full_.push_back(c.shared_from_this());
+    }
+  }
+
+  // Before the next read of the client's stream: while a TCP sub-connection's
+  // queue is past its limit, wait for it to drain to half, at most
+  // mux_stall_limit; then end whichever has not.
+  awaitable<void> wait_for_full() {
+    const auto until = steady_clock::now() + mux_stall_limit;
+    for (;;) {
+      std::erase_if(full_, [](const sub_ptr &c) { return c->closed || !c->full; });
+      if (full_.empty() || stopping_) break;
+      if (steady_clock::now() >= until) {
+        auto stalled = std::move(full_);
+        full_.clear();
+        for (auto &c : stalled) finish(*c, "error", "sub_stalled");
+        break;
+      }
+      drained_.expires_at(until);
+      auto [ec] = co_await drained_.async_wait(as_tuple_awaitable);
+      (void)ec;
+    }
+  }
+
+  // --- a sub-connection's end
+  // ------------------------------------------------------------------
+
+  // Ends c once: sockets closed (route entries first), End sent unless the
+  // client ended it, a vless.sub line written. close_reason: "client_end",
+  // "upstream_eof", "upstream_error", "rejected" (its destination refused or
+  // unreachable), "error", "timeout", "session_end".
+  void finish(sub_conn &c, std::string_view reason, std::string_view error = {}, std::string detail = {}) {
+    if (c.closed) return;
+    c.closed = true;
+    if (c.reg) c.reg->release();
+    std::error_code ignored;
+    c.tcp_sock.close(ignored);
+    for (auto &fl : c.flows) {
+      if (fl->reg) fl->reg->release();
+      fl->sock.close(ignored);
+    }
+    c.resolver.cancel();
+    c.wake.cancel();
+    c.deadline.cancel();
+    std::deque<packet>().swap(c.queue);
+    c.queued = 0;
+    if (c.full) {
+      c.full = false;
+      drained_.cancel();
+    }
+    if (const auto *st = table_.find(c.id); st != nullptr && st->sub == c.number) table_.closed(c.id);
+    if (const auto it = subs_.find(c.id); it != subs_.end() && it->second.get() == &c) subs_.erase(it);
+    if (!c.client_end && reason != "session_end") emit_end(c.id, !error.empty() || reason == "upstream_error");
+    down_space_.cancel();  // a writer of c waiting for room sees it closed
+    const bool udp_sub = c.udp();
+    const vless_sub_event e{
+        .session = s_.info->session_id,
+        .sub = c.number,
+        .mux_id = c.id,
+        .listener = s_.listener_name,
+        .user = s_.info->user,
+        .net = udp_sub ? "udp" : "tcp",
+        .dest = c.dest,
+        .xudp = c.xudp,
+        .bytes_up = c.bytes_up,
+        .bytes_down = c.bytes_down,
+        .packets_up = udp_sub ? std::optional(c.packets_up) : std::nullopt,
+        .packets_down = udp_sub ? std::optional(c.packets_down) : std::nullopt,
+        .packets_dropped = udp_sub ? std::optional(c.dropped) : std::nullopt,
+        .connect_us = c.connect_us,
+        .duration_us = std::chrono::duration_cast<microseconds>(steady_clock::now() - c.opened).count(),
+        .close_reason = reason,
+        .error = error,
+        .detail = detail};
+    s_.rt.log.write(format_event(e));
+  }
+
+  // Resolve + connect (TCP), or the first destination's socket (UDP), within
+  // connect_timeout_ms.
+  awaitable<void> connect_deadline(sub_ptr c) {
+    if (c->closed || c->connected) co_return;  // before this started: no cancel() to wake it
+    c->deadline.expires_after(s_.cfg->limits.connect_timeout);
+    auto [ec] = co_await c->deadline.async_wait(as_tuple_awaitable);
+    if (!ec && !c->connected) finish(*c, "rejected", "connect_timeout", c->dest);
+  }
+
+  // The target's addresses, every one allowed by [destinations]; false: c has
+  // ended (rejected when it is the New's own destination, else error).
+  awaitable<bool> resolve(sub_conn &c, const mux::target &t, std::vector<tcp::endpoint> &out) {
+    const std::string_view how = c.connected ? "error" : "rejected";
+    if (t.type == mux::address_type::domain) {
+      auto [ec, results] = co_await c.resolver.async_resolve(t.address, std::to_string(t.port), as_tuple_awaitable);
+      if (c.closed) co_return false;
+      if (ec) {
+        finish(c, how, "resolve_failed", ec.message());
+        co_return false;
+      }
+      for (const auto &r : results) out.push_back(r.endpoint());
+    } else {
+      out.emplace_back(parse_target_address(t), t.port);
+    }
+    for (const auto &ep : out) {
+      // By protocol: an XUDP packet may reach a UDP target on the machine's addresses, and a
+      // datagram to a [[vless]] port nests nothing.
+      const auto proto = t.net == mux::network::udp ? ip_protocol::udp : ip_protocol::tcp;
+      if (const auto v = check_destination(*s_.rt.live.current(), ep, machine_addresses, proto);
+          v != destination_verdict::allowed) {
+        finish(c, how, vlessbench::reject_reason(v), format_endpoint(ep));
+        co_return false;
+      }
+    }
+    co_return true;
+  }
+
+  static asio::ip::address parse_target_address(const mux::target &t) {
+    if (t.type == mux::address_type::ipv4 && t.address.size() == 4) {
+      asio::ip::address_v4::bytes_type b{};
+      std::copy_n(t.address.begin(), 4, b.begin());
+      return asio::ip::address_v4(b);
+    }
+    asio::ip::address_v6::bytes_type b{};
+    std::copy_n(t.address.begin(), std::min<std::size_t>(16, t.address.size()), b.begin());
+    return asio::ip::address_v6(b);
+  }
+
+  // --- TCP
+  // -----------------------------------------------------------------------------------
+
+  awaitable<void> tcp_sub(sub_ptr c) {
+    std::vector<tcp::endpoint> candidates;
+    if (!co_await resolve(*c, c->target, candidates)) co_return;
+    std::error_code last = asio::error::host_not_found;
+    for (const auto &ep : candidates) {
+      std::error_code ec;
+      if (c->tcp_sock.is_open()) c->tcp_sock.close(ec);
+      c->tcp_sock.open(ep.protocol(), ec);
+      if (ec) {
+        last = ec;
+        continue;
+      }
+      const tcp_policy policy = s_.listener->upstream_tcp.load();
+      (void)apply_on_open(c->tcp_sock.native_handle(), policy);
+      const route_registry::dial dialing(s_.rt.routes);
+      auto [cec] = co_await c->tcp_sock.async_connect(ep, as_tuple_awaitable);
+      if (c->closed) co_return;
+      if (cec) {
+        last = cec;
+        continue;
+      }
+      (void)apply_on_open(c->tcp_sock.native_handle(), policy);
+      std::error_code lec, rec;
+      const auto local = c->tcp_sock.local_endpoint(lec);
+      const auto remote = c->tcp_sock.remote_endpoint(rec);
+      if (lec || rec) {
+        finish(*c, "rejected", "connect_failed", "endpoints: " + (lec ? lec : rec).message());
+        co_return;
+      }
+      c->reg.emplace(s_.rt.routes, flow_id::tcp(local, remote), c->info);
+      if (!c->reg->owned()) {
+        finish(*c, "rejected", "route_conflict", to_string(c->reg->id()));
+        co_return;
+      }
+      connected(*c);
+      break;
+    }
+    if (!c->connected) {
+      finish(*c, "rejected", "connect_failed", last.message());
+      co_return;
+    }
+    spawn(tcp_sub_reader(c));
+    for (;;) {
+      if (c->closed) co_return;
+      if (c->queue.empty()) {
+        if (c->client_end) {
+          std::error_code ignored;
+          c->tcp_sock.shutdown(tcp::socket::shutdown_send, ignored);
+          co_return;
+        }
+        auto [ec] = co_await c->wake.async_wait(as_tuple_awaitable);
+        (void)ec;
+        continue;
+      }
+      packet p = std::move(c->queue.front());
+      c->queue.pop_front();
+      c->queued -= p.data.size();
+      auto [ec, n] = co_await asio::async_write(c->tcp_sock, asio::buffer(p.data), as_tuple_awaitable);
+      if (c->closed) co_return;
+      if (ec) {
+        finish(*c, "upstream_error", "", ec.message());
+        co_return;
+      }
+      c->bytes_up += n;
+      s_.bytes_up += n;
+      if (c->full && c->queued <= mux_sub_queue_limit / 2) {
+        c->full = false;
+        drained_.cancel();
+      }
+    }
+  }
+
+  void connected(sub_conn &c) {
+    c.connected = true;
+    c.deadline.cancel();
+    const auto now = steady_clock::now();
+    c.connect_us = std::chrono::duration_cast<microseconds>(now - c.opened).count();
+    c.info->phases.upstream_connected = s_.now_us();
+  }
+
+  awaitable<void> tcp_sub_reader(sub_ptr c) {
+    auto buf = std::make_unique<char[]>(mux_frame_data);
+    for (;;) {
+      auto [ec, n] = co_await c->tcp_sock.async_read_some(asio::buffer(buf.get(), mux_frame_data), as_tuple_awaitable);
+      if (c->closed) co_return;
+      if (ec) {
+        if (is_eof(ec))
+          finish(*c, c->client_end ? "client_end" : "upstream_eof");
+        else
+          finish(*c, "upstream_error", "", ec.message());
+        co_return;
+      }
+      if (c->info->phases.first_upstream_byte < 0) c->info->phases.first_upstream_byte = s_.now_us();
+      if (!co_await wait_room(*c)) co_return;
+      mux::frame k;
+      k.id = c->id;
+      k.st = mux::status::keep;
+      k.option = mux::option_data;
+      k.data = std::string_view(buf.get(), n);
+      emit(k);
+      c->bytes_down += n;
+      s_.bytes_down += n;
+    }
+  }
+
+  // --- UDP
+  // -----------------------------------------------------------------------------------
+
+  awaitable<void> udp_sub(sub_ptr c) {
+    if (co_await flow_for(*c, c->target) == nullptr) co_return;
+    connected(*c);
+    const auto idle = s_.cfg->limits.udp_idle_timeout;
+    for (;;) {
+      if (c->closed) co_return;
+      if (c->queue.empty()) {
+        const auto until = c->last + idle;
+        if (steady_clock::now() >= until) {
+          finish(*c, "timeout");
+          co_return;
+        }
+        c->wake.expires_at(until);
+        auto [ec] = co_await c->wake.async_wait(as_tuple_awaitable);
+        (void)ec;
+        continue;
+      }
+      packet p = std::move(c->queue.front());
+      c->queue.pop_front();
+      c->queued -= p.data.size();
+      c->last = steady_clock::now();
+      udp_flow *fl = co_await flow_for(*c, p.to ? *p.to : c->target);
+      if (fl == nullptr) co_return;
+      auto [ec, n] = co_await fl->sock.async_send(asio::buffer(p.data), as_tuple_awaitable);
+      if (c->closed) co_return;
+      if (ec == asio::error::connection_refused) continue;  // an ICMP error for an earlier datagram
+      if (ec) {
+        finish(*c, "upstream_error", "", ec.message());
+        co_return;
+      }
+      ++c->packets_up;
+      c->bytes_up += n;
+      s_.bytes_up += n;
+    }
+  }
+
+  // The connected, registered socket for target t (one per destination, at most
+  // mux_udp_flows); nullptr: c has ended with the reason.
+  awaitable<udp_flow *> flow_for(sub_conn &c, const mux::target &t) {
+    std::string key = mux::format_target(t);
+    for (auto &fl : c.flows)
+      if (fl->key == key) co_return fl.get();
+    if (c.flows.size() >= mux_udp_flows) {
+      finish(c, "error", "too_many_udp_destinations", key);
+      co_return nullptr;
+    }
+    std::vector<tcp::endpoint> candidates;
+    if (!co_await resolve(c, t, candidates)) co_return nullptr;
+    auto fl = std::make_unique<udp_flow>(ex_);
+    fl->key = std::move(key);
+    std::error_code last = asio::error::host_not_found;
+    for (const auto &cand : candidates) {
+      const udp::endpoint ep(cand.address(), cand.port());
+      std::error_code ec;
+      if (fl->sock.is_open()) fl->sock.close(ec);
+      fl->sock.open(ep.protocol(), ec);
+      if (!ec) fl->sock.non_blocking(true, ec);
+      if (!ec) fl->sock.connect(ep, ec);
+      if (ec) {
+        last = ec;
+        continue;
+      }
+      std::error_code lec, rec;
+      const auto local = fl->sock.local_endpoint(lec);
+      const auto remote = fl->sock.remote_endpoint(rec);
+      if (lec || rec) {
+        last = lec ? lec : rec;
+        continue;
+      }
+      fl->to = remote;
+      fl->reg.emplace(s_.rt.routes, flow_id::udp(local, remote), c.info);
+      if (!fl->reg->owned()) {
+        finish(c, c.connected ? "error" : "rejected", "route_conflict", to_string(fl->reg->id()));
+        co_return nullptr;
+      }
+      udp_flow *raw = fl.get();
+      c.flows.push_back(std::move(fl));
+      spawn(udp_flow_reader(c.shared_from_this(), raw));
+      co_return raw;
+    }
+    finish(c, c.connected ? "error" : "rejected", "connect_failed", last.message());
+    co_return nullptr;
+  }
+
+  awaitable<void> udp_flow_reader(sub_ptr c, udp_flow *fl) {
+    auto buf = std::make_unique<char[]>(mux_frame_data);
+    for (;;) {
+      auto [ec] = co_await fl->sock.async_wait(udp::socket::wait_read, as_tuple_awaitable);
+      if (c->closed || ec) co_return;
+      std::error_code rec;
+      const std::size_t n = fl->sock.receive(asio::buffer(buf.get(), mux_frame_data), 0, rec);
+      if (rec == asio::error::would_block || rec == asio::error::try_again || rec == asio::error::connection_refused)
+        continue;
+      if (rec) {
+        finish(*c, "upstream_error", "", rec.message());
+        co_return;
+      }
+      c->last = steady_clock::now();
+      if (c->info->phases.first_upstream_byte < 0) c->info->phases.first_upstream_byte = s_.now_us();
+      if (!co_await wait_room(*c)) co_return;
+      mux::frame k;
+      k.id = c->id;
+      k.st = mux::status::keep;
+      k.option = mux::option_data;
+      k.data = std::string_view(buf.get(), n);
+      if (c->xudp || c->addressed) k.dest = target_of(fl->to);
+      emit(k);
+      ++c->packets_down;
+      c->bytes_down += n;
+      s_.bytes_down += n;
+    }
+  }
+
+  static mux::target target_of(const udp::endpoint &ep) {
+    mux::target t;
+    t.net = mux::network::udp;
+    t.port = ep.port();
+    const asio::ip::address a = unmapped(ep.address());
+    if (a.is_v4()) {
+      const auto b = a.to_v4().to_bytes();
+      t.type = mux::address_type::ipv4;
+      t.address.assign(b.begin(), b.end());
+    } else {
+      const auto b = a.to_v6().to_bytes();
+      t.type = mux::address_type::ipv6;
+      t.address.assign(b.begin(), b.end());
+    }
+    return t;
+  }
+
+  Session &s_;
+  asio::any_io_executor ex_;
+  mux::sub_table table_;
+  std::unordered_map<std::uint16_t, sub_ptr> subs_;
+  std::string acc_;   // client bytes not yet parsed: < one frame + one read
+  std::string down_;  // frames for the client, bounded by mux_down_limit (+ one
+                      // frame, + Ends)
+  asio::steady_timer down_ready_;
+  asio::steady_timer down_space_;
+  asio::steady_timer joined_;
+  asio::steady_timer drained_;  // the reader waits here while full_ is not empty
+  std::vector<sub_ptr> full_;   // TCP sub-connections past their queue limit
+  std::size_t tasks_ = 0;
+  bool stopping_ = false;
+  std::uint64_t refused_ = 0;
+  std::string_view mux_error_;
+};
+
+}  // namespace vlessbench::vless_server::detail

@@ -1,0 +1,127 @@
+"""The benchmark's issue-12 tools against the real binaries, small: vlessbench_load's bulk modes
+CONNECTing through an HTTP proxy (the v2ray client's http inbound, plain and with Mux.Cool on, as
+bench/run.py's Mux.Cool bulk rows do), and bench/udp_rtt.py's SOCKS5 UDP round trips and packets/s through v2ray's socks inbound
+-> VLESS command 2 -> our daemon -> its [[udp_target]] echo. A failing path must come back as an
+error with its reason, never as a figure."""
+import json
+import socket
+import subprocess
+import sys
+
+from harness import (BIN, REPO, Daemon, Suite, V2ray, check, free_port, new_uuid, require_binary,
+                     v2ray_client_config)
+
+sys.path.insert(0, str(REPO / "bench"))
+import udp_rtt  # noqa: E402  bench/udp_rtt.py
+
+suite = Suite("test_bench_tools")
+require_binary()
+LOAD = BIN / "vlessbench_load"
+
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+UUID = new_uuid()
+UP = free_udp_port()
+D = Daemon({
+    "users": [{"name": "alice", "uuid": UUID}],
+    "vless": [{"name": "edge", "listen": f"127.0.0.1:{free_port()}"}],
+    "target": [{"name": "http", "listen": f"127.0.0.1:{free_port()}"}],
+    "udp_target": [{"name": "udp", "listen": f"127.0.0.1:{UP}"}],
+})
+HTTP_PORT, SOCKS_PORT = free_port(), free_port()
+CFG = v2ray_client_config(HTTP_PORT, D.port("edge"), UUID)
+CFG["inbounds"].append({"listen": "127.0.0.1", "port": SOCKS_PORT, "protocol": "socks",
+                        "settings": {"auth": "noauth", "udp": True, "ip": "127.0.0.1"}})
+V = V2ray(CFG, HTTP_PORT)
+# The same client with Mux.Cool on (bench/run.py's mux rows): its http inbound only.
+MUX_PORT = free_port()
+MUX_CFG = v2ray_client_config(MUX_PORT, D.port("edge"), UUID)
+MUX_CFG["outbounds"][0]["mux"] = {"enabled": True, "concurrency": 8}
+VM = V2ray(MUX_CFG, MUX_PORT)
+
+
+def load(mode: str, *args) -> tuple[int, dict]:
+    r = subprocess.run([str(LOAD), mode, *map(str, args)], capture_output=True, text=True, timeout=60)
+    check(r.stdout.strip(), f"no JSON from vlessbench_load: {r.stderr}")
+    return r.returncode, json.loads(r.stdout.strip().splitlines()[-1])
+
+
+@suite.test
+def bulk_through_http_proxy():
+    n = 4 << 20
+    for mode in ("down", "up"):
+        mark = D.mark()
+        rc, j = load(mode, "--target", f"127.0.0.1:{D.port('http')}", "--http-proxy", f"127.0.0.1:{HTTP_PORT}",
+                     "--bytes", n, "--seconds", 30)
+        check(rc == 0 and j["ok"] == 1 and j["failed"] == 0 and j["bytes"] == n, j)
+        # It went through the v2ray client and our VLESS server, not straight to the target.
+        e = D.wait_event("vless.session", since=mark, timeout=8)
+        check(e["user"] == "alice" and e["dest"] == f"127.0.0.1:{D.port('http')}", e)
+        check((e["bytes_down"] if mode == "down" else e["bytes_up"]) >= n, e)
+
+
+@suite.test
+def bulk_through_a_mux_sub_connection():
+    n = 4 << 20
+    for mode in ("down", "up"):
+        mark = D.mark()
+        rc, j = load(mode, "--target", f"127.0.0.1:{D.port('http')}", "--http-proxy", f"127.0.0.1:{MUX_PORT}",
+                     "--bytes", n, "--seconds", 30)
+        check(rc == 0 and j["ok"] == 1 and j["failed"] == 0 and j["bytes"] == n, j)
+        # A Mux.Cool sub-connection of our daemon carried it (logged when the sub closes).
+        e = D.wait_event("vless.sub", since=mark, timeout=8, net="tcp")
+        check(e["user"] == "alice" and e["dest"] == f"127.0.0.1:{D.port('http')}", e)
+        check((e["bytes_down"] if mode == "down" else e["bytes_up"]) >= n, e)
+
+
+@suite.test
+def http_proxy_refusing_connect_fails():
+    # The HTTP target is no proxy: its answer to CONNECT is not a 200, so the session fails with a reason.
+    rc, j = load("down", "--target", f"127.0.0.1:{D.port('http')}", "--http-proxy", f"127.0.0.1:{D.port('http')}",
+                 "--bytes", 1024, "--seconds", 10)
+    check(rc == 1 and j["ok"] == 0 and j["failed"] == 1 and j["error"].startswith("open:"), j)
+
+
+@suite.test
+def udp_round_trips():
+    dead = free_port()  # nothing listens: every SOCKS5 associate is refused
+    res = udp_rtt.measure({"direct": None, "vless": SOCKS_PORT, "dead": dead}, UP, new=5, reuse=20, warmup=1,
+                          seed=7)
+    direct, vless, gone = res["paths"]["direct"], res["paths"]["vless"], res["paths"]["dead"]
+    for p, name in ((direct, "direct"), (vless, "vless")):
+        check(p["new"]["n"] == 5 and p["reuse"]["n"] == 20, (name, p))
+        check(p["new"]["failed"] == 0 and p["reuse"]["failed"] == 0 and "error" not in p, (name, p))
+    for mode in ("new", "reuse"):
+        m = vless[mode]
+        check(m["p95_ms"] >= m["median_ms"] > 0, m)
+        check(m["paired_delta_ci_low_ms"] <= m["paired_delta_median_ms"] <= m["paired_delta_ci_high_ms"], m)
+    check(direct["reuse"]["paired_delta_median_ms"] == 0.0, direct)
+    check("error" in gone and "ConnectionRefusedError" in gone["error"], gone)
+    check(gone["new"]["n"] == 0 and gone["reuse"]["n"] == 0, gone)
+    check("FAILED" in udp_rtt.format_table(res), udp_rtt.format_table(res))
+    rate = udp_rtt.packets_per_second(UP, SOCKS_PORT, 0.3)
+    check(rate["echoes"] > 0 and rate["per_second"] > 0, rate)
+
+
+@suite.test
+def statistics_match_the_runner():
+    # Type 7 quantiles (core/quantile.hpp) and a bootstrap interval around the median.
+    check(udp_rtt.quantile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.5)
+    check(abs(udp_rtt.quantile([1.0, 2.0, 3.0, 4.0, 10.0], 0.95) - 8.8) < 1e-9)
+    lo, hi = udp_rtt.bootstrap_median_ci([float(x) for x in range(101)], seed=1)
+    check(lo < 50 < hi and hi - lo < 40, (lo, hi))
+    check(udp_rtt.bootstrap_median_ci([], seed=1) is None)
+
+
+if __name__ == "__main__":
+    try:
+        suite.run()
+    finally:
+        VM.stop()
+        V.stop()
+        D.stop()

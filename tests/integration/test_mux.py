@@ -1,0 +1,462 @@
+"""VLESS command 3 (Mux.Cool, XUDP): the real v2ray 4.34 client with "mux" on (TCP and UDP
+sub-connections of one VLESS session, each logged as vless.sub with its parent session, the
+targets naming session and sub), and hostile frames from a raw TLS client, each ending its
+sub-connection or the session with a reason while the daemon keeps serving (docs/sessions.md "Mux")."""
+import hashlib
+import os
+import socket
+import struct
+import threading
+
+from harness import (Daemon, Suite, TlsClient, V2ray, check, free_port, http_request, new_uuid,
+                     read_vless_response_header, require_binary, vless_get, vless_header)
+
+suite = Suite("test_mux")
+require_binary()
+
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+UUID = new_uuid()
+UP = free_udp_port()
+DNS_PORT = free_port()
+MAX_SUBS = 12
+D = Daemon({
+    "users": [{"name": "alice", "uuid": UUID}],
+    "vless": [{"name": "edge", "listen": f"127.0.0.1:{free_port()}"}],
+    "target": [{"name": "http", "listen": f"127.0.0.1:{free_port()}"}],
+    "udp_target": [{"name": "udp", "listen": f"127.0.0.1:{UP}"}],
+    "dns": [{"name": "dns", "listen": f"127.0.0.1:{DNS_PORT}"}],
+}, limits={"max_mux_subs": MAX_SUBS})
+VP = D.port("edge")
+TP = D.port("http")
+MARKER = b"\nVLESSBENCH-UDP "
+BULK = 16 << 20  # each way, per connection (issue 12's acceptance)
+CONNS = 8
+
+
+class EchoServer:
+    """A TCP echo server on loopback: every byte comes back; one thread per connection."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.sock.settimeout(0.5)
+        self.port = self.sock.getsockname()[1]
+        self.stopped = False
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while not self.stopped:
+            try:
+                c, _ = self.sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=self.serve, args=(c,), daemon=True).start()
+
+    @staticmethod
+    def serve(c):
+        c.settimeout(30)
+        with c:
+            try:
+                while True:
+                    data = c.recv(1 << 18)
+                    if not data:
+                        c.shutdown(socket.SHUT_WR)
+                        return
+                    c.sendall(data)
+            except OSError:
+                return
+
+    def stop(self):
+        self.stopped = True
+        self.sock.close()
+
+
+ECHO = EchoServer()
+
+
+def v2ray_mux_config(socks_port: int) -> dict:
+    """v2ray 4.34: a SOCKS5 inbound (UDP on) -> a VLESS+TLS outbound with Mux.Cool, 8 at once."""
+    return {
+        "log": {"loglevel": "warning"},
+        "inbounds": [{"listen": "127.0.0.1", "port": socks_port, "protocol": "socks",
+                      "settings": {"auth": "noauth", "udp": True, "ip": "127.0.0.1"}}],
+        "outbounds": [{
+            "protocol": "vless",
+            "settings": {"vnext": [{"address": "127.0.0.1", "port": VP,
+                                    "users": [{"id": UUID, "encryption": "none"}]}]},
+            "streamSettings": {"network": "tcp", "security": "tls",
+                               "tlsSettings": {"serverName": "localhost", "allowInsecure": True}},
+            "mux": {"enabled": True, "concurrency": CONNS},
+        }],
+    }
+
+
+def socks5_connect(socks_port: int, port: int) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", socks_port), timeout=30)
+    s.sendall(b"\x05\x01\x00")
+    check(s.recv(2) == b"\x05\x00")
+    s.sendall(b"\x05\x01\x00\x01" + socket.inet_aton("127.0.0.1") + struct.pack(">H", port))
+    reply = b""
+    while len(reply) < 10:
+        chunk = s.recv(10 - len(reply))
+        check(chunk, "socks reply cut")
+        reply += chunk
+    check(reply[:2] == b"\x05\x00", reply)
+    return s
+
+
+def recv_exact(s: socket.socket, n: int) -> bytes:
+    out = bytearray()
+    while len(out) < n:
+        chunk = s.recv(min(1 << 18, n - len(out)))
+        check(chunk, f"EOF after {len(out)} of {n}")
+        out += chunk
+    return bytes(out)
+
+
+def bulk_echo(socks_port: int, seed: int, result: dict):
+    """16 MiB up (sent by a thread) and the same 16 MiB back, hashed both ways. No half-close:
+    v2ray 4.34's mux client ends the whole sub-connection (End) when its local client shuts down
+    its sending side, so the echo is read in full before closing."""
+    block = hashlib.sha256(b"%d" % seed).digest() * (1 << 13)  # 256 KiB, distinct per connection
+    s = socks5_connect(socks_port, ECHO.port)
+    up = hashlib.sha256()
+    down = hashlib.sha256()
+
+    def send():
+        for _ in range(BULK // len(block)):
+            s.sendall(block)
+            up.update(block)
+
+    t = threading.Thread(target=send, daemon=True)
+    t.start()
+    got = 0
+    with s:
+        while got < BULK:
+            chunk = s.recv(min(1 << 18, BULK - got))
+            if not chunk:
+                break
+            down.update(chunk)
+            got += len(chunk)
+        t.join(30)
+    result[seed] = (got, up.hexdigest(), down.hexdigest())
+
+
+def http_via_socks(socks_port: int, path: str, seq: str) -> tuple[dict, bytes]:
+    with socks5_connect(socks_port, TP) as s:
+        s.sendall(http_request("GET", path, headers={"Connection": "close", "X-Vlessbench-Seq": seq,
+                                                     "X-Vlessbench-Run": "mux"}))
+        data = b""
+        while True:
+            chunk = s.recv(1 << 16)
+            if not chunk:
+                break
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    headers = {}
+    for line in head.decode("latin-1").split("\r\n")[1:]:
+        k, _, v = line.partition(":")
+        headers[k.strip().lower()] = v.strip()
+    return headers, body
+
+
+def trailer(echo: bytes) -> tuple[bytes, str, str]:
+    at = echo.rfind(MARKER)
+    check(at >= 0, echo[-80:])
+    listener, _, route = echo[at + len(MARKER):].decode().partition(" ")
+    return echo[:at], listener, route
+
+
+@suite.test
+def v2ray_mux_tcp_and_udp():
+    socks_port = free_port()
+    mark = D.mark()
+    with V2ray(v2ray_mux_config(socks_port), socks_port) as v:
+        # (1) 8 concurrent connections, 16 MiB each way, hashes matching.
+        results: dict = {}
+        threads = [threading.Thread(target=bulk_echo, args=(socks_port, i, results), daemon=True)
+                   for i in range(CONNS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        check(len(results) == CONNS, (sorted(results), D.events(since=mark)[-12:], v.output()[-1000:]))
+        for seed, (got, up, down) in results.items():
+            check(got == BULK and up == down, (seed, got, up, down, D.events("vless.sub", since=mark)[-8:]))
+        # The target names the session and the sub-connection of each request.
+        routes = {}
+        for i in range(4):
+            h, body = http_via_socks(socks_port, "/bytes/1000", f"m{i}")
+            check(len(body) == 1000, len(body))
+            routes[f"m{i}"] = h.get("x-vlessbench-route", "")
+        # (2) UDP through the SOCKS5 inbound, carried as a UDP sub-connection.
+        ctl = socket.create_connection(("127.0.0.1", socks_port), timeout=5)
+        ctl.sendall(b"\x05\x01\x00")
+        check(ctl.recv(2) == b"\x05\x00")
+        ctl.sendall(b"\x05\x03\x00\x01" + bytes(6))
+        head = ctl.recv(10)
+        check(head[:2] == b"\x05\x00", head)
+        relay = ("127.0.0.1", struct.unpack(">H", head[8:10])[0])
+        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        u.settimeout(5)
+        echoes = []
+        try:
+            for i in range(50):
+                u.sendto(b"\x00\x00\x00\x01" + socket.inet_aton("127.0.0.1") + struct.pack(">H", UP) + b"d%d" % i,
+                         relay)
+                data, _ = u.recvfrom(65535)
+                echoes.append(trailer(data[10:]))
+        finally:
+            u.close()
+            ctl.close()
+    # v2ray has stopped: the mux session ends, after all of its sub-connections.
+    s = D.wait_event("vless.session", since=mark, timeout=10, cmd="mux")
+    sid = s["session"]
+    sessions = D.events("vless.session", since=mark)
+    check(len(sessions) == 1, [(e["session"], e["cmd"]) for e in sessions])
+    subs = D.events("vless.sub", since=mark)
+    check(all(e["session"] == sid for e in subs), subs)
+    tcp_subs = [e for e in subs if e["net"] == "tcp" and e["dest"] == f"127.0.0.1:{ECHO.port}"]
+    check(len(tcp_subs) == CONNS, tcp_subs)
+    check(all(e["bytes_up"] == BULK and e["bytes_down"] == BULK for e in tcp_subs), tcp_subs)
+    check(s["subs"] == len(subs) and s["subs_refused"] == 0, (s, len(subs)))
+    check(s["bytes_up"] >= CONNS * BULK and s["bytes_down"] >= CONNS * BULK, s)
+    check(s["dest"] == "v1.mux.cool", s)
+    # The target's lines and headers name the session and the sub.
+    by_sub = {e["sub"]: e for e in subs}
+    for seq, route in routes.items():
+        r = D.wait_event("http.request", since=mark, seq=seq)
+        check(r["route"] == "vless" and r["vless_session"] == sid and r["vless_sub"] in by_sub, r)
+        check(by_sub[r["vless_sub"]]["dest"] == f"127.0.0.1:{TP}", (r, by_sub[r["vless_sub"]]))
+        check(route == f"vless session={sid} sub={r['vless_sub']} user=alice", (route, r))
+    udp_subs = [e for e in subs if e["net"] == "udp"]
+    check(len(udp_subs) >= 1 and udp_subs[0]["dest"] == f"127.0.0.1:{UP}", udp_subs)
+    usub = udp_subs[0]["sub"]
+    want = f"vless session={sid} sub={usub} user=alice"
+    check(echoes == [(b"d%d" % i, "udp", want) for i in range(50)], echoes[:3])
+    check(udp_subs[0]["packets_up"] == 50 and udp_subs[0]["packets_down"] == 50, udp_subs[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# Hostile frames from a raw client
+
+NEW, KEEP, END, KEEPALIVE = 1, 2, 3, 4
+
+
+def target(port: int, addr: str = "127.0.0.1", net: int = 1) -> bytes:
+    if addr.replace(".", "").isdigit():
+        return bytes([net]) + struct.pack(">H", port) + b"\x01" + socket.inet_aton(addr)
+    return bytes([net]) + struct.pack(">H", port) + b"\x02" + bytes([len(addr)]) + addr.encode()
+
+
+def mux(sid: int, st: int, data: bytes | None = None, dest: bytes = b"", opt: int | None = None,
+        gid: bytes = b"") -> bytes:
+    o = (1 if data is not None else 0) if opt is None else opt
+    meta = struct.pack(">HBB", sid, st, o) + dest + gid
+    out = struct.pack(">H", len(meta)) + meta
+    if data is not None:
+        out += struct.pack(">H", len(data)) + data
+    return out
+
+
+def read_frame(c) -> tuple[int, int, int, bytes, bytes]:
+    """(id, status, option, extra metadata, data) of the next frame from the daemon."""
+    (mlen,) = struct.unpack(">H", c.stream.read_exact(2))
+    meta = c.stream.read_exact(mlen)
+    sid, st, opt = struct.unpack(">HBB", meta[:4])
+    data = b""
+    if opt & 1:
+        (n,) = struct.unpack(">H", c.stream.read_exact(2))
+        data = c.stream.read_exact(n)
+    return sid, st, opt, meta[4:], data
+
+
+def mux_client() -> TlsClient:
+    c = TlsClient(VP, timeout=10)
+    c.handshake()
+    return c
+
+
+def session_of(mark, **match):
+    return D.wait_event("vless.session", since=mark, timeout=8, cmd="mux", **match)
+
+
+@suite.test
+def framing_errors_end_the_session():
+    for name, junk in (("metadata_too_short", b"\x00\x02\x00\x01"),
+                       ("unknown_status", mux(1, 9)),
+                       ("unknown_option_bits", mux(1, KEEPALIVE, opt=0x80)),
+                       ("metadata_too_long", b"\x04\x00")):
+        mark = D.mark()
+        with mux_client() as c:
+            c.send(vless_header(UUID, 0, cmd=3) + mux(1, KEEPALIVE) + junk)
+            read_vless_response_header(c.stream)
+            check(c.stream.read_to_eof() == b"", "the session closes")
+        e = session_of(mark)
+        check(e["close_reason"] == "mux_error" and e["mux_error"] == name, e)
+
+
+@suite.test
+def sub_errors_keep_the_session():
+    mark = D.mark()
+    req = http_request("GET", "/bytes/5", headers={"Connection": "close"})
+    with mux_client() as c:
+        c.send(vless_header(UUID, 0, cmd=3) + mux(5, KEEP, b"x"))  # an id never opened
+        read_vless_response_header(c.stream)
+        check(read_frame(c)[:3] == (5, END, 2), "End with the error option")
+        # A real request, then the same id again while it is live (one write: before the answer).
+        c.send(mux(1, NEW, req, target(TP)) + mux(1, NEW, None, target(TP)))
+        frames = [read_frame(c)]
+        while frames[-1][1] != END:
+            frames.append(read_frame(c))
+        check(frames[-1][:3] == (1, END, 2), frames[-1])
+        c.send(mux(2, NEW, None, target(80, "v1.mux.cool")))  # mux inside mux
+        check(read_frame(c)[:3] == (2, END, 2))
+        c.send(mux(3, NEW, b"x", target(53, "192.0.2.1", net=2)))  # UDP to a denied destination
+        check(read_frame(c)[:3] == (3, END, 2))
+        gid = b"\x01" * 8
+        c.send(mux(4, NEW, b"a", target(UP, net=2), gid=gid))  # XUDP: data with its target, then without
+        sid, st, opt, meta, data = read_frame(c)
+        check((sid, st) == (4, KEEP) and trailer(data)[0] == b"a" and meta == target(UP, net=2), (sid, st, meta, data))
+        c.send(mux(4, KEEP, b"b"))
+        check(read_frame(c)[:3] == (4, END, 2))
+        # An id is free after End: a New reuses it.
+        c.send(mux(1, NEW, req, target(TP)))
+        body = b""
+        while True:
+            sid, st, opt, _, data = read_frame(c)
+            check(sid == 1, sid)
+            body += data
+            if st == END:
+                break
+        check(body.endswith(b"\r\n\r\nabcde"), body[-40:])
+        # A flood of New frames: the cap holds, each past it refused.
+        c.send(b"".join(mux(100 + i, NEW, None, target(TP)) for i in range(MAX_SUBS + 5)))
+        refused = set()
+        for _ in range(5):
+            sid, st, opt, _, _ = read_frame(c)
+            check(st == END and opt == 2, (sid, st, opt))
+            refused.add(sid)
+        check(refused == {100 + MAX_SUBS + i for i in range(5)}, refused)
+        c.send(b"".join(mux(100 + i, END) for i in range(MAX_SUBS)))
+        c.close_notify()
+        c.stream.read_to_eof()
+    e = session_of(mark)
+    check(e["close_reason"] == "client_eof" and e["subs_refused"] == 7, e)
+    subs = D.events("vless.sub", since=mark)
+    errors = {(x["mux_id"], x.get("error")) for x in subs if x.get("error")}
+    want = {(5, "unknown_sub"), (1, "duplicate_new"), (2, "mux_in_mux"), (3, "dest_not_allowed"),
+            (4, "xudp_missing_address")} | {(100 + MAX_SUBS + i, "too_many_subs") for i in range(5)}
+    check(errors == want, sorted(errors ^ want))
+    check(all(x["session"] == e["session"] for x in subs), subs)
+    denied = [x for x in subs if x.get("error") == "dest_not_allowed"][0]
+    check(denied["close_reason"] == "rejected" and denied["detail"] == "192.0.2.1:53", denied)
+    check([x["xudp"] for x in subs if x["mux_id"] == 4] == [True], subs)
+    # Still serving.
+    resp, _ = vless_get(VP, UUID, TP)
+    check(resp.status == 200, resp.status)
+
+
+@suite.test
+def dns_through_a_udp_sub_names_it():
+    mark = D.mark()
+    q = struct.pack(">HHHHHH", 77, 0x0100, 1, 0, 0, 0) + b"\x03sub\x0avlessbench\x04test\x00" + struct.pack(">HH", 1, 1)
+    with mux_client() as c:
+        c.send(vless_header(UUID, 0, cmd=3) + mux(0, KEEPALIVE) + mux(6, NEW, q, target(DNS_PORT, net=2)))
+        read_vless_response_header(c.stream)
+        sid, st, _, meta, data = read_frame(c)
+        check((sid, st, meta) == (6, KEEP, b""), (sid, st, meta))  # plain UDP: no target on the answer
+        # The A record (rdlength 4, 127.0.0.1), then the route TXT record naming the sub.
+        check(data[:2] == struct.pack(">H", 77) and b"\x00\x04\x7f\x00\x00\x01" in data, data)
+        answer = data
+        c.send(mux(6, END))
+        c.close_notify()
+        c.stream.read_to_eof()
+    e = session_of(mark)
+    sub = D.wait_event("vless.sub", since=mark, mux_id=6)
+    check(sub["net"] == "udp" and sub["close_reason"] == "client_end" and sub["packets_down"] == 1, sub)
+    d = D.wait_event("dns.query", since=mark, name="sub.vlessbench.test")
+    check(d["route"] == "vless" and d["vless_session"] == e["session"] and d["vless_sub"] == sub["sub"], d)
+    route = f"VLESSBENCH-DNS dns vless session={e['session']} sub={sub['sub']} user=alice".encode()
+    check(answer.endswith(route), answer)
+
+
+class Sinkhole:
+    """A TCP server on loopback that accepts and never reads: a stalled destination."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(4)
+        self.port = self.sock.getsockname()[1]
+        self.conns = []
+        self.sock.settimeout(0.2)
+        self.stopped = False
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while not self.stopped:
+            try:
+                self.conns.append(self.sock.accept()[0])
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+
+    def stop(self):
+        self.stopped = True
+        for c in self.conns:
+            c.close()
+        self.sock.close()
+
+
+@suite.test
+def stalled_destination_does_not_block_others():
+    hole = Sinkhole()
+    mark = D.mark()
+    chunk = b"s" * 60000
+    try:
+        with mux_client() as c:
+            c.send(vless_header(UUID, 0, cmd=3) + mux(1, NEW, None, target(hole.port)))
+            read_vless_response_header(c.stream)
+            # Far more than the sub-connection's queue and both socket buffers can hold.
+            sender = threading.Thread(target=lambda: c.send(b"".join(mux(1, KEEP, chunk) for _ in range(400))),
+                                      daemon=True)
+            sender.start()
+            sender.join(20)
+            # The stalled sub-connection ends alone; then another one is served on the same session.
+            check(read_frame(c)[:3] == (1, END, 2), "End with the error option")
+            c.send(mux(2, NEW, http_request("GET", "/bytes/3", headers={"Connection": "close"}), target(TP)))
+            body = b""
+            while True:
+                sid, st, _, _, data = read_frame(c)
+                check(sid == 2, sid)
+                body += data
+                if st == END:
+                    break
+            check(body.endswith(b"\r\n\r\nabc"), body[-40:])
+            c.close_notify()
+            c.stream.read_to_eof()
+    finally:
+        hole.stop()
+    stalled = D.wait_event("vless.sub", since=mark, mux_id=1)
+    check(stalled["close_reason"] == "error" and stalled["error"] == "sub_stalled", stalled)
+    check(stalled["bytes_up"] < 400 * len(chunk), stalled)
+
+
+if __name__ == "__main__":
+    try:
+        suite.run()
+    finally:
+        ECHO.stop()
+        D.stop()
