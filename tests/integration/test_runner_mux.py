@@ -3,7 +3,8 @@ server, which implements Mux.Cool's server side. v2ray's server sends every sub-
 its own VLESS connection to our daemon (a vless outbound), so each sample's route is proven on the
 target ("vless session=ID"), and v2ray's access log shows what came in over how many connections:
 each sub is a line "from 127.0.0.1:PORT accepted tcp:TARGET" whose PORT is the runner's end of
-the mux connection it rode on."""
+the mux connection it rode on. Against our own daemon's Mux.Cool server the subs show as
+vless.sub lines of one vless.session cmd=mux, and each request names its session and sub."""
 import csv
 import json
 import re
@@ -144,6 +145,36 @@ def packet_encoding_xudp_is_accepted_and_tcp_still_muxes():
     check_samples(samples, "mx", new + reuse)
     check("packetEncoding=xudp" in summary["paths"]["mx"]["spec"], summary["paths"]["mx"])
     check(len(set(source_ports(wait_access(since, new + 1)))) == 1, "more than one mux connection")
+
+
+@suite.test
+def against_our_daemon_one_mux_session_with_a_sub_per_sample():
+    # The daemon's own Mux.Cool server (server/mux_session): the runner's subs land as vless.sub
+    # lines of one vless.session cmd=mux, and the target names the session and the sub.
+    new, reuse, warmup = 6, 6, 1
+    mark = D.mark()
+    link = (f"vless://{D.uuid}@{LOOPBACK}:{D.port('kernel')}?encryption=none&security=tls&sni=localhost"
+            f"&allowInsecure=1&type=tcp&mux=on#ours-mux")
+    samples, summary = run([f"ours={link}"], new, reuse, warmup)
+    check_samples(samples, "ours", new + reuse)
+    check(summary["route_mismatches"] == 0, summary["route_mismatches"])
+    subs_expected = (new + warmup) + 1
+    # The runner has exited: its connection closed, the session ends after its subs.
+    s = D.wait_event("vless.session", since=mark, timeout=10, cmd="mux")
+    sessions = D.events("vless.session", since=mark)
+    check(len(sessions) == 1, [(e["session"], e["cmd"]) for e in sessions])
+    sid = s["session"]
+    subs = D.events("vless.sub", since=mark)
+    check(len(subs) == subs_expected and all(e["session"] == sid for e in subs), subs[-3:])
+    check(all(e["dest"] == f"{LOOPBACK}:{D.target_port}" and e["net"] == "tcp" for e in subs), subs[:2])
+    check(s["subs"] == subs_expected and s["subs_refused"] == 0, s)
+    # Every request of the run (samples, warm-ups, the reused sub's first GET) on one of them.
+    by_sub = {e["sub"] for e in subs}
+    requests = [e for e in D.events("http.request", since=mark) if e.get("path_label") == "ours"]
+    check(len(requests) == (new + warmup) + (reuse + warmup) + 1, len(requests))
+    check(all(r["route"] == "vless" and r["vless_session"] == sid and r["vless_sub"] in by_sub for r in requests),
+          requests[:2])
+    check({r["vless_sub"] for r in requests} == by_sub, (sorted(by_sub), requests[:2]))
 
 
 @suite.test
