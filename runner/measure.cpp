@@ -137,8 +137,9 @@ awaitable<sample> new_connection_sample(state& st, std::size_t p, int round) {
   const request_plan request = plan_request(st, p, s.seq, s.path);
   auto t = std::make_shared<tunnel>(st.io.get_executor(), plan, st.opts.timeout);
   t->arm();
+  std::string err = co_await t->prepare(true);  // mux paths: the shared connection, off the clock
   const auto t0 = std::chrono::steady_clock::now();
-  std::string err = co_await t->open();
+  if (err.empty()) err = co_await t->open();
   if (err.empty() && scheme == target_scheme::https) {
     const auto opened = std::chrono::steady_clock::now();
     err = co_await t->start_tls();
@@ -173,7 +174,8 @@ awaitable<std::string> open_reusable(state& st, std::size_t p, const sample& s, 
   const auto scheme = st.opts.target.scheme;
   t = std::make_shared<tunnel>(st.io.get_executor(), st.plans[p], st.opts.timeout);
   t->arm();
-  auto err = co_await t->open();
+  auto err = co_await t->prepare(false);
+  if (err.empty()) err = co_await t->open();
   if (err.empty() && scheme == target_scheme::https) err = co_await t->start_tls();
   if (err.empty() && scheme == target_scheme::banner) {
     banner_line b;

@@ -50,13 +50,6 @@ bool extract_runner_params(std::string& link, path_spec& out, std::string& reaso
         return false;
       }
       out.nodelay = on;
-    } else if ((key == "mux" && value != "off" && value != "0" && value != "false") ||
-               (key == "packetEncoding" && value == "xudp")) {
-      // Accepted by the share-link parser (a copied link keeps them), but the built-in client
-      // speaks plain VLESS (TCP, and command 2 for UDP): measuring that while the link asks
-      // for Mux/XUDP would report the wrong protocol.
-      reason = key + "=" + value + " is not supported by the built-in client yet (Mux.Cool/XUDP); remove it to measure plain VLESS";
-      return false;
     } else if (key == "writes") {
       if (value == "one") {
         out.writes = write_mode::one;
@@ -66,7 +59,30 @@ bool extract_runner_params(std::string& link, path_spec& out, std::string& reaso
         reason = "writes must be one or split, got '" + value + "'";
         return false;
       }
+    } else if (key == "mux") {
+      if (!parse_on_off(value, out.mux)) {
+        reason = "mux must be on or off, got '" + value + "'";
+        return false;
+      }
+    } else if (key == "muxnew") {
+      if (value == "sub") {
+        out.mux_new = mux_new_mode::sub;
+      } else if (value == "connection") {
+        out.mux_new = mux_new_mode::connection;
+      } else {
+        reason = "muxnew must be sub or connection, got '" + value + "'";
+        return false;
+      }
     } else {
+      // packetEncoding is the share link's own (Xray, v2rayN): read here, kept in the link.
+      if (key == "packetEncoding") {
+        if (value == "xudp") {
+          out.xudp = true;
+        } else if (value != "none" && !value.empty()) {
+          reason = "packetEncoding must be xudp or none, got '" + value + "'";
+          return false;
+        }
+      }
       if (!kept.empty()) kept += '&';
       kept += item;
     }
@@ -88,6 +104,8 @@ std::string_view to_string(path_kind k) {
   }
   return "?";
 }
+
+std::string_view to_string(mux_new_mode m) { return m == mux_new_mode::sub ? "sub" : "connection"; }
 
 std::string_view to_string(write_mode w) { return w == write_mode::one ? "one" : "split"; }
 
@@ -129,6 +147,14 @@ bool check_paths_for_target(const std::vector<path_spec>& paths, const target_ur
                             std::string& reason) {
   if (!is_datagram(target.scheme)) return true;
   for (const auto& p : paths) {
+    // The mux client has UDP subs and XUDP (core/mux_client.hpp), the datagram samples do not
+    // use them yet: measuring plain command 2 under a Mux/XUDP link would report the wrong protocol.
+    if (p.kind == path_kind::vless && (p.mux || p.xudp)) {
+      reason = "path '" + p.name + "': " + (p.mux ? "mux=on" : "packetEncoding=xudp") +
+               " is not supported by the built-in client for " + std::string(to_string(target.scheme)) +
+               ":// targets yet (Mux.Cool carries TCP targets); remove it to measure plain VLESS UDP";
+      return false;
+    }
     if (p.kind == path_kind::direct || p.kind == path_kind::socks5 || p.kind == path_kind::vless) continue;
     reason = "path '" + p.name + "' (" + std::string(to_string(p.kind)) + ") cannot carry a " +
              std::string(to_string(target.scheme)) +

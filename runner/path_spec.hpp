@@ -24,6 +24,11 @@ std::string_view to_string(path_kind k);
 enum class write_mode { one, split };
 std::string_view to_string(write_mode w);
 
+// What a new-connection sample is on a mux path: a new sub on the path's mux connection (made
+// before the clock), or a fresh mux connection carrying its first sub (docs/methodology.md).
+enum class mux_new_mode { sub, connection };
+std::string_view to_string(mux_new_mode m);  // "sub", "connection"
+
 struct vless_client_options {
   bool nodelay = true;
   write_mode writes = write_mode::one;
@@ -46,6 +51,13 @@ struct path_spec {
   // the vless:// link (`nodelay=off`, `writes=split`) so one run can hold both client flavours.
   std::optional<bool> nodelay;
   std::optional<write_mode> writes;
+  // vless only: `mux=on` (or 1/true/yes): every sample is a sub-connection (Mux.Cool, command 3)
+  // of one mux connection per path (runner/mux_tunnel.hpp); `muxnew=connection`: a new-connection
+  // sample opens a fresh mux connection for its one sub instead. `packetEncoding=xudp` (kept in
+  // the link, as share links spell it): UDP goes as XUDP sub-connections; TCP is unaffected.
+  bool mux = false;
+  mux_new_mode mux_new = mux_new_mode::sub;
+  bool xudp = false;
 
   vless_client_options client_options(const vless_client_options& defaults) const;
 };

@@ -55,9 +55,16 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
       tls.verify = !link.allow_insecure;
       tls.sni = !link.sni.empty() ? link.sni : (is_ip_literal(link.host) ? "" : link.host);
       if (link.type == "grpc") tls.alpn = "h2";  // gRPC is HTTP/2 (the server refuses http/1.1 there)
-      auto request = vless::tcp_request(link.uuid, target.host, target.port);
-      if (is_datagram(target.scheme)) request.command = static_cast<std::uint8_t>(vless::command::udp);
+      // mux=on: a command 3 connection; every sample a sub to the target (runner/mux_tunnel.hpp).
+      auto request = spec.mux ? mux::vless_request(link.uuid) : vless::tcp_request(link.uuid, target.host, target.port);
+      if (!spec.mux && is_datagram(target.scheme)) request.command = static_cast<std::uint8_t>(vless::command::udp);
       plan.vless = vless::make_client_plan(plan.entry.value_or(tcp::endpoint{}), tls, request);
+      if (spec.mux) {
+        plan.mux = std::make_shared<mux_path>();
+        plan.mux->fresh_per_new = spec.mux_new == mux_new_mode::connection;
+        const auto net = is_datagram(target.scheme) ? mux::network::udp : mux::network::tcp;
+        if (auto dest = mux::make_target(net, target.host, target.port)) plan.mux->dest = *dest;
+      }
       const auto options = spec.client_options(defaults);
       plan.vless.nodelay = options.nodelay;
       plan.vless.split_header = options.writes == write_mode::split;
@@ -87,7 +94,15 @@ tunnel::tunnel(asio::any_io_executor ex, const path_plan& plan, std::chrono::mil
 
 // Not close(): steady_timer::cancel() may throw, and the members' own destructors close the socket
 // and cancel the timer without throwing (no operation is pending: each holds a shared_ptr to us).
-tunnel::~tunnel() = default;
+// A mux sub still open gets its End queued on the shared connection.
+tunnel::~tunnel() {
+  if (mux_ && sub_open_) {
+    try {
+      mux_->end(sub_);
+    } catch (...) {  // NOLINT(bugprone-empty-catch): out of memory; the server ends it with the connection
+    }
+  }
+}
 
 void tunnel::arm() {
   deadline_ = clock::now() + timeout_;
@@ -111,6 +126,7 @@ void tunnel::watch() {
       self->timed_out_ = true;
       std::error_code ignored;
       self->socket_.close(ignored);
+      if (self->mux_) self->mux_->close();  // a stuck sub: the shared connection is remade
     } else {
       self->watch();
     }
@@ -123,6 +139,12 @@ void tunnel::touch(const char* phase) {
 }
 
 void tunnel::close() {
+  if (mux_) {
+    if (sub_open_) mux_->end(sub_);  // queued: goes out before the next sample's clock starts
+    if (owns_mux_) mux_->close();
+    sub_open_ = false;
+    mux_.reset();
+  }
   open_ = false;
   std::error_code ignored;
   socket_.close(ignored);
@@ -131,6 +153,10 @@ void tunnel::close() {
 
 std::string tunnel::describe(const std::error_code& ec) const {
   if (ec.category() == vless::client_category()) return ec.message();  // the whole reason
+  if (ec.category() == mux::category() && !timed_out_) {
+    if (ec == mux::errc::closed && mux_ && !mux_->failure().empty()) return "mux: " + mux_->failure();
+    return ec.message();
+  }
   if (timed_out_) return std::string(phase_) + ": timeout after " + std::to_string(timeout_.count()) + " ms";
   if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated)
     return std::string(phase_) + ": connection closed by peer";
@@ -147,11 +173,52 @@ awaitable<std::error_code> tunnel::read_some(char* data, std::size_t size, std::
 }
 
 awaitable<std::error_code> tunnel::raw_write_all(std::string_view data) {
+  if (mux_) return sub_open_ ? mux_->write(sub_, data) : mux_open(data);
   return vless_ ? vless_->write(data) : socket_write_all(data);
 }
 
 awaitable<std::error_code> tunnel::raw_read_some(char* data, std::size_t size, std::size_t& n) {
+  if (mux_) return mux_->read_some(sub_, data, size, n);
   return vless_ ? vless_->read_some(data, size, n) : socket_read_some(data, size, n);
+}
+
+awaitable<std::error_code> tunnel::mux_open(std::string_view data) {
+  sub_open_ = true;
+  co_return co_await mux_->open(plan_.mux->dest, data, sub_);
+}
+
+awaitable<std::string> tunnel::mux_connect() {
+  touch("connect");
+  if (const auto ec = co_await mux_->connect()) co_return describe(ec);
+  touch("tls handshake");
+  if (const auto ec = co_await mux_->handshake()) co_return describe(ec);
+  // The shared connection's header goes alone, before any sample; an own one's with the first
+  // sub unless the path splits writes.
+  if (!owns_mux_ || plan_.vless.split_header) {
+    touch("vless header");
+    if (const auto ec = co_await mux_->send_header()) co_return describe(ec);
+  }
+  co_return std::string{};
+}
+
+awaitable<std::string> tunnel::prepare(bool new_connection) {
+  if (!plan_.mux || (new_connection && plan_.mux->fresh_per_new)) co_return std::string{};
+  bool made = false;
+  mux_ = shared_connection(*plan_.mux, socket_.get_executor(), plan_.vless, made);
+  if (made) {
+    if (auto err = co_await mux_connect(); !err.empty()) {
+      mux_->close();
+      mux_.reset();
+      co_return "mux connection: " + err;
+    }
+  }
+  touch("mux flush");
+  if (const auto ec = co_await mux_->flush()) {
+    const std::string err = "mux connection: " + describe(ec);
+    mux_.reset();
+    co_return err;
+  }
+  co_return std::string{};
 }
 
 awaitable<std::error_code> tunnel::socket_write_all(std::string_view data) {
@@ -200,6 +267,17 @@ awaitable<std::string> tunnel::read_proxy_reply() {
 awaitable<std::string> tunnel::open() {
   if (!plan_.entry) co_return plan_.entry_error;
   const auto kind = plan_.spec->kind;
+  if (plan_.mux) {
+    if (!mux_) {  // muxnew=connection: a mux connection of its own, inside the clock
+      mux_ = std::make_shared<mux::connection>(socket_.get_executor(), plan_.vless);
+      owns_mux_ = true;
+      ++plan_.mux->connections;
+      open_ = true;
+      if (auto err = co_await mux_connect(); !err.empty()) co_return err;
+    }
+    open_ = true;
+    co_return std::string{};
+  }
   touch("connect");
   if (kind == path_kind::vless) {
     // The client applies the path's socket policy: only it may play Nagle-prone.
@@ -265,6 +343,11 @@ awaitable<std::string> tunnel::read_banner(banner_line& out, clock::time_point& 
     touch("vless header");
     wrote_ = true;
     if (const auto ec = co_await vless_->write({})) co_return describe(ec);  // the header alone
+  }
+  if (mux_ && !sub_open_) {
+    touch("mux new");
+    wrote_ = true;
+    if (const auto ec = co_await mux_open({})) co_return describe(ec);  // a New frame without data
   }
   touch("banner");
   bool first = in_.empty();

@@ -13,6 +13,7 @@
 #include "core/route_header.hpp"
 #include "core/vless_client.hpp"
 #include "runner/inner_tls.hpp"
+#include "runner/mux_tunnel.hpp"
 #include "runner/path_spec.hpp"
 
 namespace vlessbench::runner {
@@ -34,6 +35,9 @@ struct path_plan {
   // certificate is self-signed; what is measured is the handshake's cost, not its trust).
   std::shared_ptr<asio::ssl::context> inner_tls_context;
   tls::client_options inner_tls;
+  // vless paths with mux=on: the path's shared mux connection (vless then holds the command 3
+  // header); the plan is const to tunnels, what it points to is not.
+  std::shared_ptr<mux_path> mux;
 };
 
 // Resolves and prepares; never throws for network reasons (the reason lands in entry_error and
@@ -60,7 +64,12 @@ class tunnel : public std::enable_shared_from_this<tunnel> {
   void arm();
   void disarm();
 
-  // TCP connect plus the path's setup. Returns an error reason, empty on success.
+  // Before the clock, after arm(): on a mux path, the shared mux connection (made or remade
+  // here) and its queued End frames; nothing on other paths, and nothing for a new-connection
+  // sample under muxnew=connection (its own mux connection is part of what it measures).
+  awaitable<std::string> prepare(bool new_connection);
+  // TCP connect plus the path's setup. Returns an error reason, empty on success. On a mux path
+  // after prepare() nothing goes on the wire: the sub's New frame goes with the first write.
   awaitable<std::string> open();
   // https:// targets, after open(): the TLS handshake with the target inside the tunnel; every
   // later read and write goes through that session.
@@ -75,7 +84,7 @@ class tunnel : public std::enable_shared_from_this<tunnel> {
   // banner:// reuse: writes line and reads the same number of bytes back.
   awaitable<std::string> echo(std::string_view line);
 
-  bool reusable() const { return open_ && reusable_; }
+  bool reusable() const { return open_ && reusable_ && (!mux_ || mux_->usable()); }
   void close();
 
  private:
@@ -93,6 +102,8 @@ class tunnel : public std::enable_shared_from_this<tunnel> {
   awaitable<std::error_code> socket_read_some(char* data, std::size_t size, std::size_t& n);
   awaitable<std::error_code> read_more();  // appends to in_
   awaitable<std::string> read_proxy_reply();
+  awaitable<std::string> mux_connect();                        // mux_: TCP, TLS, header alone
+  awaitable<std::error_code> mux_open(std::string_view data);  // the sub's New frame with data
 
   const path_plan& plan_;
   std::chrono::milliseconds timeout_;
@@ -108,6 +119,10 @@ class tunnel : public std::enable_shared_from_this<tunnel> {
   bool reusable_ = true;
   std::string in_;  // received, not yet consumed
   std::unique_ptr<char[]> scratch_;
+  std::shared_ptr<mux::connection> mux_;  // mux paths: the connection this tunnel's sub is on
+  bool owns_mux_ = false;                 // muxnew=connection: closed with the tunnel
+  bool sub_open_ = false;                 // the New frame went out: sub_ is ours to End
+  std::uint16_t sub_ = 0;
 };
 
 }  // namespace vlessbench::runner

@@ -116,6 +116,37 @@ TEST_CASE("path SPEC: vless link with the runner's client parameters", "[runner]
   CHECK_THAT(refusal("v=vless://not-a-uuid@h:1?security=tls"), Catch::Contains("bad vless link"));
 }
 
+TEST_CASE("path SPEC: mux=on, muxnew and packetEncoding on a vless link", "[runner]") {
+  std::string reason;
+  const std::string base = std::string("v=vless://") + uuid_text + "@h:1?security=tls";
+  auto plain = parse_path_arg(base, reason);
+  REQUIRE(plain);
+  CHECK_FALSE(plain->mux);
+  CHECK_FALSE(plain->xudp);
+  for (const char* on : {"on", "1", "true"}) {
+    auto p = parse_path_arg(base + "&mux=" + on, reason);
+    REQUIRE(p);
+    CHECK(p->mux);
+    CHECK(p->mux_new == mux_new_mode::sub);
+  }
+  auto fresh = parse_path_arg(base + "&mux=on&muxnew=connection&packetEncoding=xudp#n", reason);
+  INFO(reason);
+  REQUIRE(fresh);
+  CHECK(fresh->mux);
+  CHECK(fresh->mux_new == mux_new_mode::connection);
+  CHECK(fresh->xudp);
+  REQUIRE(fresh->link);
+  CHECK(fresh->link->name == "n");
+  CHECK(to_string(fresh->mux_new) == "connection");
+  auto off = parse_path_arg(base + "&mux=off&packetEncoding=none", reason);
+  REQUIRE(off);
+  CHECK_FALSE(off->mux);
+  CHECK_FALSE(off->xudp);
+  CHECK_THAT(refusal(base + "&mux=sometimes"), Catch::Contains("mux must be on or off"));
+  CHECK_THAT(refusal(base + "&muxnew=first"), Catch::Contains("muxnew must be sub or connection"));
+  CHECK_THAT(refusal(base + "&packetEncoding=packet"), Catch::Contains("packetEncoding must be xudp or none"));
+}
+
 TEST_CASE("target URL parsing", "[runner]") {
   std::string reason;
   auto a = parse_target_url("http://127.0.0.1:8080/", reason);
@@ -262,11 +293,24 @@ TEST_CASE("only direct, socks5 and vless paths carry udp:// and dns:// targets",
   }
 }
 
-TEST_CASE("path SPEC: Mux and XUDP links are refused until the client speaks them", "[runner]") {
+TEST_CASE("path SPEC: Mux and XUDP links are refused for UDP targets until datagram samples speak them",
+          "[runner]") {
   const std::string base = std::string("m=vless://") + uuid_text + "@127.0.0.1:8443?security=tls";
-  CHECK(refusal(base + "&mux=on").find("mux=on is not supported") != std::string::npos);
-  CHECK(refusal(base + "&packetEncoding=xudp").find("packetEncoding=xudp is not supported") != std::string::npos);
   std::string reason;
+  const auto udp = parse_target_url("udp://127.0.0.1:7", reason);
+  const auto http = parse_target_url("http://127.0.0.1:80/", reason);
+  REQUIRE(udp);
+  REQUIRE(http);
+  for (const char* extra : {"&mux=on", "&packetEncoding=xudp"}) {
+    INFO(extra);
+    const auto p = parse_path_arg(base + extra, reason);
+    REQUIRE(p);  // TCP targets: mux=on is measured, packetEncoding does not touch TCP
+    CHECK(check_paths_for_target({*p}, *http, reason));
+    CHECK_FALSE(check_paths_for_target({*p}, *udp, reason));
+    CHECK(reason.find(std::string(extra + 1) + " is not supported") != std::string::npos);
+  }
   // Keys that ask for nothing the client lacks stay accepted, and so does mux=off.
-  CHECK(parse_path_arg(base + "&mux=off&packetEncoding=none&fp=chrome", reason));
+  const auto plain = parse_path_arg(base + "&mux=off&packetEncoding=none&fp=chrome", reason);
+  REQUIRE(plain);
+  CHECK(check_paths_for_target({*plain}, *udp, reason));
 }
