@@ -1,14 +1,18 @@
 """VLESS command 3 (Mux.Cool, XUDP): the real v2ray 4.34 client with "mux" on (TCP and UDP
 sub-connections of one VLESS session, each logged as vless.sub with its parent session, the
-targets naming session and sub), and hostile frames from a raw TLS client, each ending its
+targets naming session and sub), the same bulk echo with our own client (core/mux_client through
+`vlessbench_load mux-echo`), and hostile frames from a raw TLS client, each ending its
 sub-connection or the session with a reason while the daemon keeps serving (docs/sessions.md "Mux")."""
 import hashlib
+import json
 import os
 import socket
 import struct
+import subprocess
 import threading
+import time
 
-from harness import (Daemon, Suite, TlsClient, V2ray, check, free_port, http_request, new_uuid,
+from harness import (BIN, SANITIZED, Daemon, Suite, TlsClient, V2ray, check, free_port, http_request, new_uuid,
                      read_vless_response_header, require_binary, vless_get, vless_header)
 
 suite = Suite("test_mux")
@@ -244,6 +248,37 @@ def v2ray_mux_tcp_and_udp():
     want = f"vless session={sid} sub={usub} user=alice"
     check(echoes == [(b"d%d" % i, "udp", want) for i in range(50)], echoes[:3])
     check(udp_subs[0]["packets_up"] == 50 and udp_subs[0]["packets_down"] == 50, udp_subs[0])
+
+
+@suite.test
+def own_client_mux_echo():
+    """Acceptance (3) of issue 12 for Mux.Cool: our own client (core/mux_client, one mux connection)
+    does what v2ray's did: 8 concurrent subs, each echoing BULK both ways with matching SHA-256."""
+    load = BIN / "vlessbench_load"
+    check(load.exists(), f"{load} not built")
+    mark = D.mark()
+    t0 = time.monotonic()
+    r = subprocess.run([str(load), "mux-echo", "--server", f"127.0.0.1:{VP}", "--uuid", UUID,
+                        "--dest", f"127.0.0.1:{ECHO.port}", "--subs", str(CONNS), "--bytes", str(BULK),
+                        "--seconds", "60"], capture_output=True, text=True, timeout=90)
+    print(f"  mux-echo {CONNS} x {BULK >> 20} MiB: {time.monotonic() - t0:.2f} s")
+    lines = [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
+    check(r.returncode == 0 and lines and lines[-1]["pass"] is True, (r.returncode, r.stdout[-2000:], r.stderr[-2000:]))
+    subs_out = [x for x in lines if "sub" in x]
+    check(len(subs_out) == CONNS, subs_out)
+    for x in subs_out:
+        check(x["match"] and x["bytes_up"] == BULK and x["bytes_down"] == BULK, x)
+        check(x["sha256_sent"] == x["sha256_received"] and len(x["sha256_sent"]) == 64, x)
+    check(len({x["sha256_sent"] for x in subs_out}) == CONNS, "each sub sends its own bytes")
+    s = D.wait_event("vless.session", since=mark, timeout=10, cmd="mux")
+    sessions = D.events("vless.session", since=mark)
+    check(len(sessions) == 1, [(e["session"], e["cmd"]) for e in sessions])
+    subs = D.events("vless.sub", since=mark)
+    check(len(subs) == CONNS and all(e["session"] == s["session"] for e in subs), subs)
+    check(all(e["net"] == "tcp" and e["dest"] == f"127.0.0.1:{ECHO.port}" for e in subs), subs)
+    check(all(e["bytes_up"] == BULK and e["bytes_down"] == BULK for e in subs), subs)
+    check(sorted(e["mux_id"] for e in subs) == sorted(x["mux_id"] for x in subs_out), subs)
+    check(s["subs"] == CONNS and s["subs_refused"] == 0, s)
 
 
 # ---------------------------------------------------------------------------------------------
