@@ -74,6 +74,8 @@ struct mux_echo_options {
   int subs = 8;
   std::uint64_t bytes = 16u << 20;  // each way, per sub
   double seconds = 60;              // hard limit for the whole run
+  std::string udp_dest;             // non-empty: also one XUDP sub to this UDP echo ([[udp_target]])
+  std::uint64_t udp_packets = 100;  // datagrams on it, one at a time
 };
 int run_mux_echo(const mux_echo_options& o);
 

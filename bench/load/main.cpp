@@ -130,6 +130,12 @@ int main(int argc, char** argv) {
   mux_echo->add_option("--bytes", m.bytes, "bytes each way, per sub")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  mux_echo->add_option("--udp-dest", m.udp_dest,
+                       "also one XUDP sub to this [[udp_target]] echo, HOST:PORT: --udp-packets datagrams, "
+                       "one at a time, each echo's trailer naming this session's sub");
+  mux_echo->add_option("--udp-packets", m.udp_packets, "datagrams on the UDP sub")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
   mux_echo->add_option("--seconds", m.seconds, "hard limit for the whole run")
       ->check(CLI::Range(0.1, 600.0))
       ->capture_default_str();
