@@ -315,6 +315,44 @@ awaitable<std::error_code> connection::flush() {
   co_return co_await send(none);
 }
 
+awaitable<std::error_code> connection::open_udp(const target& dest, std::string_view first_datagram, bool xudp,
+                                                std::optional<std::array<std::uint8_t, 8>> global_id,
+                                                std::uint16_t& id) {
+  if (!usable_) co_return make_error_code(errc::closed);
+  std::string out;
+  const auto opened = table_.open(out, dest, first_datagram, xudp, global_id);
+  if (!opened) co_return make_error_code(errc::too_many_subs);
+  id = *opened;
+  co_return co_await send(out);
+}
+
+awaitable<std::error_code> connection::write_packet(std::uint16_t id, std::string_view datagram) {
+  std::string out;
+  if (!table_.write_packet(out, id, datagram)) co_return make_error_code(errc::sub_ended);
+  co_return co_await send(out);
+}
+
+awaitable<std::error_code> connection::pull() {
+  if (reading_) {  // another sub is reading: it files our frames too
+    co_await wait_turn();
+    co_return std::error_code{};
+  }
+  reading_ = true;
+  std::size_t got = 0;
+  const auto ec = co_await client_.read_some(scratch_.get(), scratch_size, got);
+  reading_ = false;
+  if (ec) {
+    fail(ec.message());
+    co_return ec;
+  }
+  if (auto why = table_.feed(std::string_view(scratch_.get(), got)); !why.empty()) {
+    fail("mux: " + why);
+    co_return make_error_code(errc::bad_frame);
+  }
+  wake();
+  co_return std::error_code{};
+}
+
 awaitable<std::error_code> connection::read_some(std::uint16_t id, char* data, std::size_t size, std::size_t& n) {
   n = 0;
   for (;;) {
@@ -323,23 +361,21 @@ awaitable<std::error_code> connection::read_some(std::uint16_t id, char* data, s
     if (table_.remote_ended(id))
       co_return table_.remote_error(id) ? make_error_code(errc::sub_error) : std::error_code(asio::error::eof);
     if (!usable_) co_return make_error_code(errc::closed);
-    if (reading_) {  // another sub is reading: it files our frames too
-      co_await wait_turn();
-      continue;
+    if (const auto ec = co_await pull()) co_return ec;
+  }
+}
+
+awaitable<std::error_code> connection::read_packet(std::uint16_t id, packet& out) {
+  for (;;) {
+    if (!table_.is_open(id)) co_return make_error_code(errc::sub_ended);
+    if (auto p = table_.take_packet(id)) {
+      out = std::move(*p);
+      co_return std::error_code{};
     }
-    reading_ = true;
-    std::size_t got = 0;
-    const auto ec = co_await client_.read_some(scratch_.get(), scratch_size, got);
-    reading_ = false;
-    if (ec) {
-      fail(ec.message());
-      co_return ec;
-    }
-    if (auto why = table_.feed(std::string_view(scratch_.get(), got)); !why.empty()) {
-      fail("mux: " + why);
-      co_return make_error_code(errc::bad_frame);
-    }
-    wake();
+    if (table_.remote_ended(id))
+      co_return table_.remote_error(id) ? make_error_code(errc::sub_error) : std::error_code(asio::error::eof);
+    if (!usable_) co_return make_error_code(errc::closed);
+    if (const auto ec = co_await pull()) co_return ec;
   }
 }
 
