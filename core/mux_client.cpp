@@ -322,10 +322,25 @@ awaitable<std::error_code> connection::flush() {
   co_return co_await send(none);
 }
 
-// Reads the connection once and files every frame under its sub; while another
-// sub is reading, waits for it instead (it files our frames too).
+awaitable<std::error_code> connection::open_udp(const target& dest, std::string_view first_datagram, bool xudp,
+                                                std::optional<std::array<std::uint8_t, 8>> global_id,
+                                                std::uint16_t& id) {
+  if (!usable_) co_return make_error_code(errc::closed);
+  std::string out;
+  const auto opened = table_.open(out, dest, first_datagram, xudp, global_id);
+  if (!opened) co_return make_error_code(errc::too_many_subs);
+  id = *opened;
+  co_return co_await send(out);
+}
+
+awaitable<std::error_code> connection::write_packet(std::uint16_t id, std::string_view datagram) {
+  std::string out;
+  if (!table_.write_packet(out, id, datagram)) co_return make_error_code(errc::sub_ended);
+  co_return co_await send(out);
+}
+
 awaitable<std::error_code> connection::pull() {
-  if (reading_) {
+  if (reading_) {  // another sub is reading: it files our frames too
     co_await wait_turn();
     co_return std::error_code{};
   }
@@ -353,25 +368,8 @@ awaitable<std::error_code> connection::read_some(std::uint16_t id, char* data, s
     if (table_.remote_ended(id))
       co_return table_.remote_error(id) ? make_error_code(errc::sub_error) : std::error_code(asio::error::eof);
     if (!usable_) co_return make_error_code(errc::closed);
-    if (auto ec = co_await pull()) co_return ec;
+    if (const auto ec = co_await pull()) co_return ec;
   }
-}
-
-awaitable<std::error_code> connection::open_udp(const target& dest, std::string_view first_datagram,
-                                                std::optional<std::array<std::uint8_t, 8>> global_id,
-                                                std::uint16_t& id) {
-  if (!usable_) co_return make_error_code(errc::closed);
-  std::string out;
-  const auto opened = table_.open(out, dest, first_datagram, global_id.has_value(), global_id);
-  if (!opened) co_return make_error_code(errc::too_many_subs);
-  id = *opened;
-  co_return co_await send(out);
-}
-
-awaitable<std::error_code> connection::write_packet(std::uint16_t id, std::string_view datagram) {
-  std::string out;
-  if (!table_.write_packet(out, id, datagram)) co_return make_error_code(errc::sub_ended);
-  co_return co_await send(out);
 }
 
 awaitable<std::error_code> connection::read_packet(std::uint16_t id, packet& out) {
@@ -384,7 +382,7 @@ awaitable<std::error_code> connection::read_packet(std::uint16_t id, packet& out
     if (table_.remote_ended(id))
       co_return table_.remote_error(id) ? make_error_code(errc::sub_error) : std::error_code(asio::error::eof);
     if (!usable_) co_return make_error_code(errc::closed);
-    if (auto ec = co_await pull()) co_return ec;
+    if (const auto ec = co_await pull()) co_return ec;
   }
 }
 

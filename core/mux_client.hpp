@@ -145,17 +145,18 @@ class connection {
   // write.
   awaitable<std::error_code> open(const target& dest, std::string_view first_data, std::uint16_t& id);
   awaitable<std::error_code> write(std::uint16_t id, std::string_view data);
+  // A new UDP sub to dest (dest.net is udp) whose New frame carries the first datagram. xudp:
+  // the New frame carries global_id and every later packet names its address (XUDP).
+  awaitable<std::error_code> open_udp(const target& dest, std::string_view first_datagram, bool xudp,
+                                      std::optional<std::array<std::uint8_t, 8>> global_id, std::uint16_t& id);
+  // One datagram on a UDP sub (one Keep frame).
+  awaitable<std::error_code> write_packet(std::uint16_t id, std::string_view datagram);
+  // The next datagram of a UDP sub; asio::error::eof once the server ended it and its packets
+  // are read, errc::sub_error when it ended it with the error option.
+  awaitable<std::error_code> read_packet(std::uint16_t id, packet& out);
   // Bytes of a TCP sub; asio::error::eof once the server ended it and its bytes
   // are read, errc::sub_error when it ended it with the error option.
   awaitable<std::error_code> read_some(std::uint16_t id, char* data, std::size_t size, std::size_t& n);
-  // A UDP sub to dest (dest.net udp) whose New frame carries first_datagram (may be empty);
-  // with a global_id it is XUDP (every packet names its target: the sub's).
-  awaitable<std::error_code> open_udp(const target& dest, std::string_view first_datagram,
-                                      std::optional<std::array<std::uint8_t, 8>> global_id, std::uint16_t& id);
-  // One datagram (at most 65535 bytes) on a UDP sub.
-  awaitable<std::error_code> write_packet(std::uint16_t id, std::string_view datagram);
-  // The next datagram of a UDP sub; errors as read_some.
-  awaitable<std::error_code> read_packet(std::uint16_t id, packet& out);
   // Queues the sub's End frame (sent with the next write or by flush()).
   void end(std::uint16_t id);
   // Writes queued End frames.
@@ -169,8 +170,9 @@ class connection {
 
  private:
   awaitable<std::error_code> send(std::string& frames);
-  awaitable<std::error_code> pull();
   awaitable<void> wait_turn();
+  // One read of the connection filed under the subs (or a wait while another sub reads).
+  awaitable<std::error_code> pull();
   void wake();
   void fail(std::string why);
 

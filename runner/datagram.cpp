@@ -12,6 +12,15 @@ using udp = asio::ip::udp;
 datagram_tunnel::datagram_tunnel(asio::any_io_executor ex, const path_plan& plan, std::chrono::milliseconds timeout)
     : plan_(plan), timeout_(timeout), tcp_(ex), udp_(ex), timer_(ex), scratch_(65'536, '\0') {}
 
+datagram_tunnel::~datagram_tunnel() {
+  if (mux_ && sub_open_) {
+    try {
+      mux_->end(sub_);
+    } catch (...) {  // NOLINT(bugprone-empty-catch): out of memory; the server ends it with the connection
+    }
+  }
+}
+
 void datagram_tunnel::arm() {
   deadline_ = clock::now() + timeout_;
   watch();
@@ -33,6 +42,7 @@ void datagram_tunnel::watch() {
       std::error_code ignored;
       self->tcp_.close(ignored);
       self->udp_.close(ignored);
+      if (self->mux_) self->mux_->close();  // a stuck sub: the shared connection is remade
     } else {
       self->watch();
     }
@@ -46,6 +56,12 @@ void datagram_tunnel::touch(const char* phase) {
 
 void datagram_tunnel::close() {
   open_ = false;
+  if (mux_) {
+    if (sub_open_) mux_->end(sub_);
+    sub_open_ = false;
+    if (owns_mux_) mux_->close();
+    mux_.reset();
+  }
   std::error_code ignored;
   tcp_.close(ignored);
   udp_.close(ignored);
@@ -53,7 +69,7 @@ void datagram_tunnel::close() {
 }
 
 std::string datagram_tunnel::describe(const std::error_code& ec) const {
-  if (ec.category() == vless::client_category()) return ec.message();
+  if (ec.category() == vless::client_category() || ec.category() == mux::category()) return ec.message();
   if (timed_out_) return std::string(phase_) + ": timeout after " + std::to_string(timeout_.count()) + " ms";
   if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated)
     return std::string(phase_) + ": connection closed by peer";
@@ -68,8 +84,54 @@ std::string datagram_tunnel::direct_flow() const {
   return format_endpoint(tcp::endpoint(local.address(), local.port()));
 }
 
+awaitable<std::string> datagram_tunnel::mux_connect() {
+  touch("connect");
+  if (const auto ec = co_await mux_->connect()) co_return describe(ec);
+  touch("tls handshake");
+  if (const auto ec = co_await mux_->handshake()) co_return describe(ec);
+  // The shared connection's header goes alone, before any flow; an own one's with the first
+  // sub unless the path splits writes.
+  if (!owns_mux_ || plan_.vless.split_header) {
+    touch("vless header");
+    if (const auto ec = co_await mux_->send_header()) co_return describe(ec);
+  }
+  co_return std::string{};
+}
+
+awaitable<std::string> datagram_tunnel::prepare(bool new_flow) {
+  if (!plan_.mux || plan_.mux->own_per_flow || (new_flow && plan_.mux->fresh_per_new)) co_return std::string{};
+  if (!plan_.entry) co_return plan_.entry_error;
+  bool made = false;
+  mux_ = shared_connection(*plan_.mux, tcp_.get_executor(), plan_.vless, made);
+  if (made) {
+    if (auto err = co_await mux_connect(); !err.empty()) {
+      mux_->close();
+      mux_.reset();
+      co_return "mux connection: " + err;
+    }
+  }
+  touch("mux flush");
+  if (const auto ec = co_await mux_->flush()) {
+    const std::string err = "mux connection: " + describe(ec);
+    mux_.reset();
+    co_return err;
+  }
+  co_return std::string{};
+}
+
 awaitable<std::string> datagram_tunnel::open() {
   if (!plan_.entry) co_return plan_.entry_error;
+  if (plan_.mux) {
+    if (!mux_) {  // muxnew=connection or xudp alone: a mux connection of its own, inside the clock
+      mux_ = std::make_shared<mux::connection>(tcp_.get_executor(), plan_.vless);
+      owns_mux_ = true;
+      ++plan_.mux->connections;
+      open_ = true;
+      if (auto err = co_await mux_connect(); !err.empty()) co_return err;
+    }
+    open_ = true;
+    co_return std::string{};
+  }
   touch("connect");
   switch (plan_.spec->kind) {
     case path_kind::vless: {
@@ -151,6 +213,13 @@ awaitable<std::string> datagram_tunnel::open_socks5() {
 
 awaitable<std::error_code> datagram_tunnel::send(std::string_view datagram) {
   const auto kind = plan_.spec->kind;
+  if (mux_) {
+    if (sub_open_) co_return co_await mux_->write_packet(sub_, datagram);
+    sub_open_ = true;
+    std::optional<std::array<std::uint8_t, 8>> global_id;
+    if (plan_.mux->xudp) global_id = next_global_id(*plan_.mux);
+    co_return co_await mux_->open_udp(plan_.mux->dest, datagram, plan_.mux->xudp, global_id, sub_);
+  }
   if (kind == path_kind::vless) {
     frame_.clear();
     vless::encode_udp_packet(frame_, datagram);
@@ -167,6 +236,11 @@ awaitable<std::error_code> datagram_tunnel::send(std::string_view datagram) {
 
 awaitable<std::string> datagram_tunnel::receive(std::string& out) {
   const auto kind = plan_.spec->kind;
+  if (mux_) {
+    if (const auto ec = co_await mux_->read_packet(sub_, packet_)) co_return describe(ec);
+    out.swap(packet_.data);
+    co_return std::string{};
+  }
   if (kind == path_kind::vless) {
     for (;;) {
       const auto p = vless::parse_udp_packet(stream_);

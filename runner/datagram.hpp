@@ -3,7 +3,9 @@
 // targets"): a connected UDP socket (direct), a SOCKS5 UDP ASSOCIATE (the TCP control connection
 // stays open for the flow's life; datagrams carry the RFC 1928 header, core/socks5_udp.hpp), or a
 // VLESS command 2 session of the built-in client over any of its transports (datagrams framed as
-// u16 length + bytes, core/udp_framing.hpp). A sample is one datagram's round trip on it.
+// u16 length + bytes, core/udp_framing.hpp), or, with mux=on / packetEncoding=xudp, a UDP (or
+// XUDP) sub-connection of the client's Mux.Cool (runner/mux_tunnel.hpp). A sample is one
+// datagram's round trip on it.
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -26,6 +28,7 @@ class datagram_tunnel : public std::enable_shared_from_this<datagram_tunnel> {
 
   // plan: make_plan() for a udp:// or dns:// target (its VLESS header has the UDP command).
   datagram_tunnel(asio::any_io_executor ex, const path_plan& plan, std::chrono::milliseconds timeout);
+  ~datagram_tunnel();  // a mux sub still open gets its End queued on its connection
   datagram_tunnel(const datagram_tunnel&) = delete;
   datagram_tunnel& operator=(const datagram_tunnel&) = delete;
 
@@ -33,14 +36,20 @@ class datagram_tunnel : public std::enable_shared_from_this<datagram_tunnel> {
   void arm();
   void disarm();
 
+  // Before the clock, after arm(): on a mux=on path, the shared mux connection (made or remade
+  // here) and its queued End frames. Nothing on other paths, for a new flow under
+  // muxnew=connection, or under packetEncoding=xudp alone (the flow's own connection is part of
+  // what open() measures).
+  awaitable<std::string> prepare(bool new_flow);
   // The path's setup: a UDP socket connected to the target; SOCKS5 greeting + UDP ASSOCIATE and
   // a UDP socket connected to the relay; or TCP connect + TLS (+ upgrade) of the VLESS client,
-  // whose header then goes with the first datagram. Returns an error reason, empty on success.
+  // whose header then goes with the first datagram. On a mux path after prepare() nothing: the
+  // sub's New frame goes with the first datagram (else the flow's own mux connection first). Returns an error reason, empty on success.
   awaitable<std::string> open();
   // Sends one datagram and waits for the reply mine() accepts; reply receives its payload.
   awaitable<std::string> round_trip(std::string_view datagram, const matcher& mine, std::string& reply);
 
-  bool reusable() const { return open_ && reusable_; }
+  bool reusable() const { return open_ && reusable_ && (!mux_ || mux_->usable()); }
   // A direct path's UDP socket address ("127.0.0.1:40006": the peer the target logs); empty for
   // other paths or a socket that is not open.
   std::string direct_flow() const;
@@ -51,6 +60,7 @@ class datagram_tunnel : public std::enable_shared_from_this<datagram_tunnel> {
   void touch(const char* phase);
   std::string describe(const std::error_code& ec) const;
   awaitable<std::string> open_socks5();
+  awaitable<std::string> mux_connect();  // mux_: TCP, TLS, (header alone)
   awaitable<std::error_code> send(std::string_view datagram);
   // The next datagram from the far side (its payload: SOCKS5 header and VLESS length removed).
   awaitable<std::string> receive(std::string& out);
@@ -69,6 +79,11 @@ class datagram_tunnel : public std::enable_shared_from_this<datagram_tunnel> {
   std::string stream_;  // VLESS: bytes read, not yet a whole packet
   std::string scratch_;
   std::string frame_;   // the framed datagram being sent
+  std::shared_ptr<mux::connection> mux_;  // mux paths: the connection this flow's sub is on
+  bool owns_mux_ = false;                 // its own (muxnew=connection, xudp alone): closed with it
+  bool sub_open_ = false;                 // the New frame went out: sub_ is ours to End
+  std::uint16_t sub_ = 0;
+  mux::packet packet_;
 };
 
 }  // namespace vlessbench::runner

@@ -281,8 +281,9 @@ awaitable<sample> datagram_new_sample(state& st, std::size_t p, int round) {
   reply.reserve(1024);
   auto t = std::make_shared<datagram_tunnel>(st.io.get_executor(), plan, st.opts.timeout);
   t->arm();
+  std::string err = co_await t->prepare(true);  // mux=on: the shared connection, off the clock
   const auto t0 = std::chrono::steady_clock::now();
-  std::string err = co_await t->open();
+  if (err.empty()) err = co_await t->open();
   if (err.empty()) err = co_await t->round_trip(probe.datagram, probe.mine, reply);
   const auto t1 = std::chrono::steady_clock::now();
   t->disarm();
@@ -303,7 +304,8 @@ awaitable<sample> datagram_reuse_sample(state& st, std::size_t p, int round, std
     // unrecorded first datagram, so a reused sample is one more datagram on a flow in use.
     t = std::make_shared<datagram_tunnel>(st.io.get_executor(), plan, st.opts.timeout);
     t->arm();
-    auto err = co_await t->open();
+    auto err = co_await t->prepare(false);
+    if (err.empty()) err = co_await t->open();
     if (err.empty()) {
       const auto first = plan_datagram(st, ++st.seq, s.path);
       err = co_await t->round_trip(first.datagram, first.mine, reply);

@@ -147,14 +147,6 @@ bool check_paths_for_target(const std::vector<path_spec>& paths, const target_ur
                             std::string& reason) {
   if (!is_datagram(target.scheme)) return true;
   for (const auto& p : paths) {
-    // The mux client has UDP subs and XUDP (core/mux_client.hpp), the datagram samples do not
-    // use them yet: measuring plain command 2 under a Mux/XUDP link would report the wrong protocol.
-    if (p.kind == path_kind::vless && (p.mux || p.xudp)) {
-      reason = "path '" + p.name + "': " + (p.mux ? "mux=on" : "packetEncoding=xudp") +
-               " is not supported by the built-in client for " + std::string(to_string(target.scheme)) +
-               ":// targets yet (Mux.Cool carries TCP targets); remove it to measure plain VLESS UDP";
-      return false;
-    }
     if (p.kind == path_kind::direct || p.kind == path_kind::socks5 || p.kind == path_kind::vless) continue;
     reason = "path '" + p.name + "' (" + std::string(to_string(p.kind)) + ") cannot carry a " +
              std::string(to_string(target.scheme)) +

@@ -56,12 +56,17 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
       tls.sni = !link.sni.empty() ? link.sni : (is_ip_literal(link.host) ? "" : link.host);
       if (link.type == "grpc") tls.alpn = "h2";  // gRPC is HTTP/2 (the server refuses http/1.1 there)
       // mux=on: a command 3 connection; every sample a sub to the target (runner/mux_tunnel.hpp).
-      auto request = spec.mux ? mux::vless_request(link.uuid) : vless::tcp_request(link.uuid, target.host, target.port);
-      if (!spec.mux && is_datagram(target.scheme)) request.command = static_cast<std::uint8_t>(vless::command::udp);
+      // packetEncoding=xudp alone: UDP flows as one XUDP sub each on a connection of their own.
+      const bool datagram = is_datagram(target.scheme);
+      const bool use_mux = spec.mux || (spec.xudp && datagram);
+      auto request = use_mux ? mux::vless_request(link.uuid) : vless::tcp_request(link.uuid, target.host, target.port);
+      if (!use_mux && datagram) request.command = static_cast<std::uint8_t>(vless::command::udp);
       plan.vless = vless::make_client_plan(plan.entry.value_or(tcp::endpoint{}), tls, request);
-      if (spec.mux) {
+      if (use_mux) {
         plan.mux = std::make_shared<mux_path>();
         plan.mux->fresh_per_new = spec.mux_new == mux_new_mode::connection;
+        plan.mux->xudp = spec.xudp && datagram;
+        plan.mux->own_per_flow = !spec.mux;
         const auto net = is_datagram(target.scheme) ? mux::network::udp : mux::network::tcp;
         if (auto dest = mux::make_target(net, target.host, target.port)) plan.mux->dest = *dest;
       }

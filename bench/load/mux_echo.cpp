@@ -158,7 +158,7 @@ awaitable<void> run_udp(run_state& st, udp_result& r) {
     gen.fill(datagram.data(), datagram.size());
     std::error_code ec;
     if (i == 0)
-      ec = co_await st.conn.open_udp(*st.udp_dest, datagram, global_id, r.id);
+      ec = co_await st.conn.open_udp(*st.udp_dest, datagram, true, global_id, r.id);
     else
       ec = co_await st.conn.write_packet(r.id, datagram);
     if (ec) {

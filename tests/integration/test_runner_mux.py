@@ -4,10 +4,15 @@ its own VLESS connection to our daemon (a vless outbound), so each sample's rout
 target ("vless session=ID"), and v2ray's access log shows what came in over how many connections:
 each sub is a line "from 127.0.0.1:PORT accepted tcp:TARGET" whose PORT is the runner's end of
 the mux connection it rode on. Against our own daemon's Mux.Cool server the subs show as
-vless.sub lines of one vless.session cmd=mux, and each request names its session and sub."""
+vless.sub lines of one vless.session cmd=mux, and each request names its session and sub.
+udp:// and dns:// targets over mux=on (a Mux.Cool UDP sub per flow) and packetEncoding=xudp (XUDP
+subs) against our daemon: the echo's trailer / the DNS answer's TXT names the session and sub, the
+daemon's vless.sub lines say net=udp (xudp for XUDP), and `vlessbench verify` pairs the samples with
+its udp.packet / dns.query lines."""
 import csv
 import json
 import re
+import socket
 import subprocess
 import time
 
@@ -19,6 +24,24 @@ RUNNER = BIN / "vlessbench"
 D = Daemon()
 TARGET = f"http://{LOOPBACK}:{D.target_port}/"
 CERT, KEY = make_cert(tempdir())
+
+
+def free_udp_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind((LOOPBACK, 0))
+        return s.getsockname()[1]
+
+
+UDP_PORT = free_udp_port()
+DNS_PORT = free_port()  # TCP and UDP
+# A daemon with the UDP echo and the DNS responder; flows idle for 400 ms are logged (udp.packet)
+# and forgotten, so verify can run soon after a run.
+DU = Daemon({
+    "users": [{"name": "alice", "uuid": D.uuid}],
+    "vless": [{"name": "tls", "listen": f"{LOOPBACK}:{free_port()}"}],
+    "udp_target": [{"name": "udp", "listen": f"{LOOPBACK}:{UDP_PORT}"}],
+    "dns": [{"name": "dns", "listen": f"{LOOPBACK}:{DNS_PORT}"}],
+}, limits={"udp_idle_timeout_ms": 400})
 
 
 def v2ray_mux_server(port: int, access: str) -> dict:
@@ -52,16 +75,18 @@ def mux_link(extra: str = "") -> str:
             f"&allowInsecure=1&type=tcp&mux=on{extra}#v2ray-mux")
 
 
-def run(paths, new: int, reuse: int, warmup: int):
+def run(paths, new: int, reuse: int, warmup: int, target: str = TARGET, with_out: bool = False):
     out = tempdir("vlessbench-run-")
-    argv = [str(RUNNER), "run", "--target", TARGET, "--new", str(new), "--reuse", str(reuse),
+    argv = [str(RUNNER), "run", "--target", target, "--new", str(new), "--reuse", str(reuse),
             "--warmup", str(warmup), "--out", str(out), "--seed", "7"]
     for p in paths:
         argv += ["--path", p]
     r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     check(r.returncode == 0, f"rc {r.returncode}\n{r.stdout}\n{r.stderr}")
     with open(out / "samples.csv", newline="") as f:
-        return list(csv.DictReader(f)), json.loads((out / "summary.json").read_text())
+        rows = list(csv.DictReader(f))
+    summary = json.loads((out / "summary.json").read_text())
+    return (rows, summary, out) if with_out else (rows, summary)
 
 
 def access_lines(since: int) -> list[str]:
@@ -184,6 +209,73 @@ def bad_mux_parameters_are_refused():
         r = subprocess.run([str(RUNNER), "run", "--target", TARGET, "--new", "1", "--reuse", "0", "--path",
                             f"p={mux_link(extra)}"], capture_output=True, text=True, timeout=30)
         check(r.returncode != 0 and why in r.stderr, (extra, r.returncode, r.stderr))
+
+
+def udp_link(extra: str) -> str:
+    return (f"vless://{D.uuid}@{LOOPBACK}:{DU.port('tls')}?encryption=none&security=tls&sni=localhost"
+            f"&allowInsecure=1&type=tcp{extra}#udp-mux")
+
+
+def verify(out):
+    """udp.packet / dns.query lines are written once a flow idles (400 ms here): retry, bounded."""
+    deadline = time.monotonic() + 10
+    while True:
+        v = subprocess.run([str(RUNNER), "verify", str(out), "--log", str(DU.access)], capture_output=True,
+                           text=True, timeout=30)
+        if v.returncode == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    check(v.returncode == 0 and "verify: OK" in v.stdout, v.stdout + v.stderr)
+
+
+def check_udp_run(extra: str, target: str, xudp: bool, shared: bool):
+    new, reuse, warmup = 4, 4, 1
+    mark = DU.mark()
+    samples, summary, out = run([f"u={udp_link(extra)}"], new, reuse, warmup, target=target, with_out=True)
+    check_samples(samples, "u", new + reuse)
+    check(summary["route_mismatches"] == 0, summary["route_mismatches"])
+    # One flow per new sample (warm-ups too) and the reused one: a sub each.
+    subs_expected = (new + warmup) + 1
+    s = DU.wait_event("vless.session", since=mark, timeout=10, cmd="mux")
+    deadline = time.monotonic() + 10
+    sessions = DU.events("vless.session", since=mark)
+    while len(sessions) < (1 if shared else subs_expected) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        sessions = DU.events("vless.session", since=mark)
+    check(all(e["cmd"] == "mux" for e in sessions), sessions)
+    subs = DU.events("vless.sub", since=mark)
+    check(len(subs) == subs_expected, (len(subs), subs[-2:]))
+    check(all(e["net"] == "udp" and e.get("xudp", False) == xudp for e in subs), subs[:2])
+    if shared:  # mux=on: one mux connection carries every flow
+        check(len(sessions) == 1 and s["subs"] == subs_expected, sessions)
+    else:  # packetEncoding=xudp alone: a command 3 connection of its own per flow
+        check(len(sessions) == subs_expected and all(e["subs"] == 1 for e in sessions), sessions)
+    # Each sample's route proof names a mux session the daemon logged; the target's own lines
+    # (udp.packet per flow, dns.query per query) name the session and the sub they came on.
+    sids = {str(e["session"]) for e in sessions}
+    mine = [r for r in samples if r["path"] == "u"]
+    check(all(r["session"] in sids for r in mine), (mine[:2], sids))
+    verify(out)
+    event = "dns.query" if target.startswith("dns:") else "udp.packet"
+    logged = {(e["session"], e["sub"]) for e in subs}
+    lines = [e for e in DU.events(event, since=mark) if "vless_session" in e]
+    check(len(lines) >= (new + warmup + 1 if event == "udp.packet" else new + reuse + 2 * warmup + 1), len(lines))
+    check(all((e["vless_session"], e.get("vless_sub")) in logged for e in lines), (lines[:2], sorted(logged)[:3]))
+
+
+@suite.test
+def udp_and_dns_over_mux_udp_subs():
+    check_udp_run("&mux=on", f"udp://{LOOPBACK}:{UDP_PORT}", xudp=False, shared=True)
+    check_udp_run("&mux=on", f"dns://{LOOPBACK}:{DNS_PORT}/host.vlessbench.test", xudp=False, shared=True)
+
+
+@suite.test
+def udp_and_dns_over_xudp():
+    check_udp_run("&mux=on&packetEncoding=xudp", f"udp://{LOOPBACK}:{UDP_PORT}", xudp=True, shared=True)
+    check_udp_run("&mux=on&packetEncoding=xudp", f"dns://{LOOPBACK}:{DNS_PORT}/host.vlessbench.test", xudp=True,
+                  shared=True)
+    # packetEncoding=xudp without mux=on: Xray's VLESS outbound, one XUDP sub per connection.
+    check_udp_run("&packetEncoding=xudp", f"udp://{LOOPBACK}:{UDP_PORT}", xudp=True, shared=False)
 
 
 suite.run()

@@ -309,9 +309,6 @@ def paths_that_cannot_carry_udp_are_usage_errors():
         (f"udp://{LOOPBACK}", "direct", "a udp:// target needs a port"),
         (f"udp://{LOOPBACK}:1/x", "direct", "a udp:// target has no path"),
         (f"dns://{LOOPBACK}:53/", "direct", "a dns:// target is dns://HOST[:PORT]/NAME"),
-        (UDP_TARGET, f"m={LINK_TLS.replace('#tls', '&mux=on#tls')}", "mux=on is not supported"),
-        (UDP_TARGET, f"x={LINK_TLS.replace('#tls', '&packetEncoding=xudp#tls')}",
-         "packetEncoding=xudp is not supported"),
     ]
     for target, path, want in cases:
         r = runner("run", "--target", target, "--path", path, "--new", 1, "--reuse", 0, "--out", out)

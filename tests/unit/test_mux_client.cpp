@@ -449,6 +449,46 @@ TEST_CASE("mux client: a connection demultiplexes replies to subs read at the sa
   CHECK(done == 2);
 }
 
+TEST_CASE("mux client: a connection carries UDP and XUDP subs a datagram at a time", "[mux]") {
+  mux_fixture f;
+  mux::connection c(f.io.get_executor(), f.plan);
+  const auto dest = *mux::make_target(mux::network::udp, "127.0.0.1", 53);
+  const std::array<std::uint8_t, 8> gid{9, 8, 7, 6, 5, 4, 3, 2};
+  std::error_code open_ec, first_one, second_one, got_two, write_ec;
+  mux::packet one, two, after;
+  std::uint16_t a = 0, b = 0;
+  asio::co_spawn(f.io, f.serve(), asio::detached);
+  asio::co_spawn(
+      f.io,
+      [&]() -> awaitable<void> {
+        if ((open_ec = co_await c.connect())) co_return;
+        if ((open_ec = co_await c.handshake())) co_return;
+        if ((open_ec = co_await c.open_udp(dest, "query one", false, std::nullopt, a))) co_return;
+        if ((open_ec = co_await c.open_udp(dest, "query two", true, gid, b))) co_return;
+        write_ec = co_await c.write_packet(b, "again");
+        got_two = co_await c.read_packet(b, two);       // reads both replies, files sub 1's
+        first_one = co_await c.read_packet(a, one);     // already filed
+        second_one = co_await c.read_packet(a, after);  // then the server's End (error)
+        c.close();
+      },
+      asio::detached);
+  f.io.run_for(std::chrono::seconds(10));
+  REQUIRE_FALSE(open_ec);
+  CHECK_FALSE(write_ec);
+  REQUIRE(f.seen.size() >= 2);
+  CHECK(f.seen[0].st == mux::status::new_sub);
+  REQUIRE(f.seen[0].dest);
+  CHECK(f.seen[0].dest->net == mux::network::udp);
+  CHECK_FALSE(f.seen[0].global_id);
+  REQUIRE(f.seen[1].global_id);  // the XUDP sub's New frame
+  CHECK(*f.seen[1].global_id == gid);
+  CHECK_FALSE(got_two);
+  CHECK(two.data == "reply two");
+  CHECK_FALSE(first_one);
+  CHECK(one.data == "reply one");
+  CHECK(second_one == mux::errc::sub_error);
+}
+
 TEST_CASE("mux client: subs writing at the same time take turns", "[mux]") {
   // Two subs each writing in a loop: a writer that just wrote lets the waiting one go next, so
   // the second sub's data does not wait for all of the first's.

@@ -293,24 +293,22 @@ TEST_CASE("only direct, socks5 and vless paths carry udp:// and dns:// targets",
   }
 }
 
-TEST_CASE("path SPEC: Mux and XUDP links are refused for UDP targets until datagram samples speak them",
-          "[runner]") {
+TEST_CASE("path SPEC: Mux and XUDP links carry udp:// and dns:// targets", "[runner]") {
   const std::string base = std::string("m=vless://") + uuid_text + "@127.0.0.1:8443?security=tls";
   std::string reason;
   const auto udp = parse_target_url("udp://127.0.0.1:7", reason);
+  const auto dns = parse_target_url("dns://127.0.0.1:53/host.example", reason);
   const auto http = parse_target_url("http://127.0.0.1:80/", reason);
   REQUIRE(udp);
+  REQUIRE(dns);
   REQUIRE(http);
-  for (const char* extra : {"&mux=on", "&packetEncoding=xudp"}) {
+  for (const char* extra : {"&mux=on", "&packetEncoding=xudp", "&mux=on&packetEncoding=xudp",
+                            "&mux=on&muxnew=connection", "&mux=off&packetEncoding=none&fp=chrome"}) {
     INFO(extra);
     const auto p = parse_path_arg(base + extra, reason);
-    REQUIRE(p);  // TCP targets: mux=on is measured, packetEncoding does not touch TCP
+    REQUIRE(p);
     CHECK(check_paths_for_target({*p}, *http, reason));
-    CHECK_FALSE(check_paths_for_target({*p}, *udp, reason));
-    CHECK(reason.find(std::string(extra + 1) + " is not supported") != std::string::npos);
+    CHECK(check_paths_for_target({*p}, *udp, reason));
+    CHECK(check_paths_for_target({*p}, *dns, reason));
   }
-  // Keys that ask for nothing the client lacks stay accepted, and so does mux=off.
-  const auto plain = parse_path_arg(base + "&mux=off&packetEncoding=none&fp=chrome", reason);
-  REQUIRE(plain);
-  CHECK(check_paths_for_target({*plain}, *udp, reason));
 }
