@@ -276,9 +276,15 @@ awaitable<void> connection::wait_turn() { co_await signal_.async_wait(as_tuple_a
 
 // One write at a time: a second writer waits for the first (frames never
 // interleave mid-frame). The VLESS header goes with the first write
-// (vless::client).
+// (vless::client). A writer that just wrote lets the woken waiters go first:
+// otherwise a sub writing in a loop would take every turn (its next send runs
+// before their wake-ups) and concurrent subs would move one after another.
 awaitable<std::error_code> connection::send(std::string& frames) {
-  while (writing_ && usable_) co_await wait_turn();
+  while (writing_ && usable_) {
+    ++write_waiters_;
+    co_await wait_turn();
+    --write_waiters_;
+  }
   if (!usable_) co_return make_error_code(errc::closed);
   if (!pending_.empty()) {
     frames.insert(0, pending_);
@@ -289,6 +295,7 @@ awaitable<std::error_code> connection::send(std::string& frames) {
   writing_ = false;
   if (ec) fail(ec.message());
   wake();
+  if (write_waiters_ > 0) co_await asio::post(co_await asio::this_coro::executor, use_awaitable);
   co_return ec;
 }
 

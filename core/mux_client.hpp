@@ -183,6 +183,7 @@ class connection {
   asio::steady_timer signal_;  // waiters of a busy reader or writer; cancel() wakes them
   bool reading_ = false;
   bool writing_ = false;
+  std::size_t write_waiters_ = 0;  // sends waiting for the writer's turn
   bool usable_ = false;
   std::string failure_;
   std::unique_ptr<char[]> scratch_;

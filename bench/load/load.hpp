@@ -2,6 +2,8 @@
 // vlessbench_load: the one load generator. Its modes share the core VLESS client
 // (core/vless_client.hpp), the one HOST:PORT parser and the one quantile:
 //   handshakes | down | up | crypto  (bench_modes.cpp, driven by bench/run.py)
+//   mux-echo                         (mux_echo.cpp: N TCP subs of one Mux.Cool connection, each
+//                                     echoing BYTES with SHA-256 checked; tests/integration/test_mux.py)
 //   sessions                         (sessions.cpp: idle and active VLESS sessions held against
 //                                     vlessbenchd; tests/load/loadkit.py and bench/run.py's RSS phase)
 #include <chrono>
@@ -63,5 +65,18 @@ struct session_options {
   bool stop_on_close = false;
 };
 int run_sessions(const session_options& o);
+
+struct mux_echo_options {
+  std::string server;  // VLESS+TLS server, HOST:PORT
+  std::string uuid;
+  std::string ws_path;
+  std::string dest;  // the echo destination every sub's New frame names, HOST:PORT
+  int subs = 8;
+  std::uint64_t bytes = 16u << 20;  // each way, per sub
+  double seconds = 60;              // hard limit for the whole run
+  std::string udp_dest;             // non-empty: also one XUDP sub to this UDP echo ([[udp_target]])
+  std::uint64_t udp_packets = 100;  // datagrams on it, one at a time
+};
+int run_mux_echo(const mux_echo_options& o);
 
 }  // namespace vlessbench::load

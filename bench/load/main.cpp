@@ -114,8 +114,35 @@ int main(int argc, char** argv) {
   sessions->add_flag("--stop-on-close", s.stop_on_close,
                      "an active session the server closes (or that fails) stops instead of reconnecting");
 
+  load::mux_echo_options m;
+  auto* mux_echo = app.add_subcommand(
+      "mux-echo",
+      "ONE Mux.Cool connection (VLESS command 3), --subs concurrent TCP sub-connections to the echo server "
+      "--dest, each sending --bytes of pseudo-random data while reading the echo; SHA-256 checked per sub. "
+      "One JSON line per sub, one summary line; exit 1 on any mismatch or error");
+  mux_echo->add_option("--server", m.server, "VLESS+TLS server, HOST:PORT")->required();
+  mux_echo->add_option("--uuid", m.uuid, "user UUID")->required();
+  mux_echo->add_option("--ws-path", m.ws_path, "VLESS over WebSocket on this path (TLS below; no early data)");
+  mux_echo->add_option("--dest", m.dest, "TCP echo server, HOST:PORT: every sub's destination")->required();
+  mux_echo->add_option("--subs", m.subs, "concurrent sub-connections")
+      ->check(CLI::Range(1, 1000))
+      ->capture_default_str();
+  mux_echo->add_option("--bytes", m.bytes, "bytes each way, per sub")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  mux_echo->add_option("--udp-dest", m.udp_dest,
+                       "also one XUDP sub to this [[udp_target]] echo, HOST:PORT: --udp-packets datagrams, "
+                       "one at a time, each echo's trailer naming this session's sub");
+  mux_echo->add_option("--udp-packets", m.udp_packets, "datagrams on the UDP sub")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  mux_echo->add_option("--seconds", m.seconds, "hard limit for the whole run")
+      ->check(CLI::Range(0.1, 600.0))
+      ->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
   try {
+    if (mux_echo->parsed()) return load::run_mux_echo(m);
     if (sessions->parsed()) {
       if (s.active > 0 && s.requests == 0 && s.duration_s <= 0) {
         std::cerr << "vlessbench_load: --active needs --requests or --duration\n";

@@ -3,6 +3,7 @@
 // against the protocol's layout); frames "from the server" are encoded with it.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -370,6 +371,34 @@ struct mux_fixture {
       if (ec) break;
     }
   }
+
+  // Reads the header and `frames` frames (kept in seen, without data), then holds the
+  // connection until the client closes it.
+  awaitable<void> collect(std::size_t frames) {
+    auto socket = co_await acceptor.async_accept(use_awaitable);
+    asio::ssl::stream<tcp::socket> s(std::move(socket), server_tls);
+    co_await s.async_handshake(asio::ssl::stream_base::server, use_awaitable);
+    std::string in;
+    char buf[4096];
+    bool header = false;
+    for (;;) {
+      auto [ec, n] = co_await s.async_read_some(asio::buffer(buf), as_tuple_awaitable);
+      if (ec) break;
+      in.append(buf, n);
+      if (!header) {
+        if (in.size() < plan.header.size()) continue;
+        in.erase(0, plan.header.size());
+        header = true;
+      }
+      for (;;) {
+        const auto r = mux::parse_mux_frame(in);
+        if (!r.complete() || seen.size() == frames) break;
+        seen.push_back(r.value);
+        seen.back().data = {};
+        in.erase(0, r.consumed);
+      }
+    }
+  }
 };
 
 }  // namespace
@@ -458,4 +487,53 @@ TEST_CASE("mux client: a connection carries UDP and XUDP subs a datagram at a ti
   CHECK_FALSE(first_one);
   CHECK(one.data == "reply one");
   CHECK(second_one == mux::errc::sub_error);
+}
+
+TEST_CASE("mux client: subs writing at the same time take turns", "[mux]") {
+  // Two subs each writing in a loop: a writer that just wrote lets the waiting one go next, so
+  // the second sub's data does not wait for all of the first's.
+  constexpr int writes = 20;
+  mux_fixture f;
+  mux::connection c(f.io.get_executor(), f.plan);
+  const auto dest = *mux::make_target(mux::network::tcp, "127.0.0.1", 8080);
+  std::error_code open_ec, write_ec;
+  int done = 0;
+  auto write_sub = [&](std::uint16_t id) -> awaitable<void> {
+    for (int i = 0; i < writes && !write_ec; ++i) write_ec = co_await c.write(id, std::string(100, 'w'));
+    if (++done == 2) {
+      c.end(1);
+      c.end(2);
+      (void)co_await c.flush();
+      c.close();
+    }
+  };
+  asio::co_spawn(f.io, f.collect(2 + 2 * writes), asio::detached);
+  asio::co_spawn(
+      f.io,
+      [&]() -> awaitable<void> {
+        std::uint16_t a = 0, b = 0;
+        if ((open_ec = co_await c.connect())) co_return;
+        if ((open_ec = co_await c.handshake())) co_return;
+        if ((open_ec = co_await c.open(dest, "", a))) co_return;
+        if ((open_ec = co_await c.open(dest, "", b))) co_return;
+        asio::co_spawn(f.io, write_sub(a), asio::detached);
+        asio::co_spawn(f.io, write_sub(b), asio::detached);
+      },
+      asio::detached);
+  f.io.run_for(std::chrono::seconds(10));
+  REQUIRE_FALSE(open_ec);
+  REQUIRE_FALSE(write_ec);
+  CHECK(done == 2);
+  REQUIRE(f.seen.size() == 2 + 2 * writes);
+  std::vector<std::uint16_t> keeps;
+  for (const auto& fr : f.seen)
+    if (fr.st == mux::status::keep) keeps.push_back(fr.id);
+  REQUIRE(keeps.size() == 2 * writes);
+  const auto first_two = std::find(keeps.begin(), keeps.end(), 2);
+  const auto last_one = std::find(keeps.rbegin(), keeps.rend(), 1);
+  REQUIRE(first_two != keeps.end());
+  CHECK(first_two - keeps.begin() < keeps.rend() - last_one - 1);  // sub 2 began before sub 1 ended
+  int switches = 0;
+  for (std::size_t i = 1; i < keeps.size(); ++i) switches += keeps[i] != keeps[i - 1] ? 1 : 0;
+  CHECK(switches >= writes);  // taking turns, not one sub's writes then the other's
 }
