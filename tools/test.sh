@@ -11,10 +11,10 @@ jobs=$(nproc)
 # Sanitizer trees from CMakePresets.json (asan, tsan: clang 14, -O1 and line tables only, what the
 # sanitizers' docs suggest, a quarter less compile time than RelWithDebInfo's -O2 -g).
 cmake --preset asan >/dev/null
-cmake --build build-asan -j "$jobs" --target unit_tests vlessbenchd vlessbench_load fuzzers
+cmake --build build-asan -j "$jobs" --target unit_tests vlessbenchd fuzzers
 
 cmake --preset tsan >/dev/null
-cmake --build build-tsan -j "$jobs" --target unit_tests_threads vlessbenchd vlessbench_load vlessbench
+cmake --build build-tsan -j "$jobs" --target unit_tests_threads vlessbenchd
 
 # The Release tree is configured as the package is (tools/package-flags.sh), so the package is
 # made from the binaries the suite tests, without a tree of its own.

@@ -31,6 +31,11 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 BIN = Path(os.environ.get("VLESSBENCH_BIN") or REPO / "build" / "bin")
+# The client tools (the runner vlessbench, the load generator vlessbench_load): the Release tree's even
+# when the daemon under test is a sanitizer build (ctest sets VLESSBENCH_CLIENT_BIN there). The
+# sanitizer trees build the daemon, the unit tests and the fuzz targets only: the client code runs
+# under ASan in the unit tests and fuzz targets, and the tools' own threads are test scaffolding.
+CLIENT_BIN = Path(os.environ.get("VLESSBENCH_CLIENT_BIN") or BIN)
 DAEMON = BIN / "vlessbenchd"
 V2RAY = shutil.which("v2ray") or "/usr/bin/v2ray"
 CURL = shutil.which("curl") or "/usr/bin/curl"

@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 
-from harness import (BIN, REPO, Daemon, Suite, V2ray, check, free_port, new_uuid, require_binary,
+from harness import (CLIENT_BIN, BIN, REPO, Daemon, Suite, V2ray, check, free_port, new_uuid, require_binary,
                      v2ray_client_config)
 
 sys.path.insert(0, str(REPO / "bench"))
@@ -16,7 +16,7 @@ import udp_rtt  # noqa: E402  bench/udp_rtt.py
 
 suite = Suite("test_bench_tools")
 require_binary()
-LOAD = BIN / "vlessbench_load"
+LOAD = CLIENT_BIN / "vlessbench_load"
 
 
 def free_udp_port() -> int:

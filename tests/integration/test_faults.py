@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "load"))
 import loadkit  # noqa: E402
-from harness import (BIN, LOOPBACK, SANITIZED, Daemon, Suite, TlsClient, check, http_request,  # noqa: E402
+from harness import (CLIENT_BIN, BIN, LOOPBACK, SANITIZED, Daemon, Suite, TlsClient, check, http_request,  # noqa: E402
                      read_vless_response_header, require_binary, spawn, tempdir, vless_get, vless_header)
 
 suite = Suite("test_faults")
@@ -255,7 +255,7 @@ def runner_survives_the_daemon_dying_mid_run():
     out = tempdir("vlessbench-run-")
     link = (f"vless://{d.uuid}@{LOOPBACK}:{d.port('kernel')}?encryption=none&security=tls&sni=localhost"
             f"&allowInsecure=1&type=tcp#kernel")
-    argv = [BIN / "vlessbench", "run", "--target", f"http://{LOOPBACK}:{d.target_port}/", "--path",
+    argv = [CLIENT_BIN / "vlessbench", "run", "--target", f"http://{LOOPBACK}:{d.target_port}/", "--path",
             f"vl={link}", "--new", 40, "--reuse", 2000, "--warmup", 2, "--pause-ms", 2, "--timeout", 1,
             "--seed", 3, "--out", out]
     proc = spawn(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

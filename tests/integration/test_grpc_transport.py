@@ -29,7 +29,7 @@ from harness import LOOPBACK, check
 
 suite = h.Suite("test_grpc_transport")
 h.require_binary()
-RUNNER = h.BIN / "vlessbench"
+RUNNER = h.CLIENT_BIN / "vlessbench"
 if not RUNNER.exists():
     RUNNER = h.REPO / "build" / "bin" / "vlessbench"
 SERVICE = "example.Gun"

@@ -16,7 +16,7 @@ import ssl
 import shutil
 import subprocess
 
-from harness import (BIN, LOOPBACK, Daemon, Suite, TlsClient, V2ray, check, client_tls_context, curl,
+from harness import (CLIENT_BIN, BIN, LOOPBACK, Daemon, Suite, TlsClient, V2ray, check, client_tls_context, curl,
                      curl_headers, free_port, http_request, read_vless_response_header, require_binary, spawn,
                      stop_process, tcp_connect, tempdir, v2ray_client_config, vless_header)
 
@@ -71,12 +71,12 @@ def runner(binary, kind: str) -> None:
 
 @suite.test
 def runner_builtin_client():
-    runner(BIN / "vlessbench", "runner (BoringSSL)")
+    runner(CLIENT_BIN / "vlessbench", "runner (BoringSSL)")
 
 
 @suite.test
 def runner_openssl_build():
-    binary = BIN / "vlessbench-openssl"
+    binary = CLIENT_BIN / "vlessbench-openssl"
     if not binary.exists():
         print("  vlessbench-openssl not built (-DVLESSBENCH_RUNNER_OPENSSL=ON): skipped")
         return

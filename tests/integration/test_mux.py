@@ -12,7 +12,7 @@ import subprocess
 import threading
 import time
 
-from harness import (BIN, SANITIZED, Daemon, Suite, TlsClient, V2ray, check, free_port, http_request, new_uuid,
+from harness import (CLIENT_BIN, BIN, SANITIZED, Daemon, Suite, TlsClient, V2ray, check, free_port, http_request, new_uuid,
                      read_vless_response_header, require_binary, vless_get, vless_header)
 
 suite = Suite("test_mux")
@@ -255,7 +255,7 @@ def own_client_mux_echo():
     """Acceptance (3) of issue 12 for Mux.Cool: our own client (core/mux_client, one mux connection)
     does what v2ray's did: 8 concurrent TCP subs, each echoing BULK both ways with matching SHA-256,
     and one XUDP sub at the same time whose 100 echoes each name the session and the sub."""
-    load = BIN / "vlessbench_load"
+    load = CLIENT_BIN / "vlessbench_load"
     check(load.exists(), f"{load} not built (tools/test.sh builds it in the ASan tree too)")
     # The ASan tree takes ~5 s for the full size (3 runs, all clean); a quarter of it keeps the
     # sanitizer run short, the Release run moves the issue's 16 MiB.

@@ -5,12 +5,12 @@ import socket
 import subprocess
 import xml.etree.ElementTree as ET
 
-from harness import (BIN, LOOPBACK, Daemon, Suite, V2ray, check, free_port, make_cert, require_binary, spawn,
+from harness import (CLIENT_BIN, BIN, LOOPBACK, Daemon, Suite, V2ray, check, free_port, make_cert, require_binary, spawn,
                      stop_process, tempdir, v2ray_client_config, v2ray_server_config, wait_ports)
 
 suite = Suite("test_runner")
 require_binary()
-RUNNER = BIN / "vlessbench"
+RUNNER = CLIENT_BIN / "vlessbench"
 D = Daemon()
 TARGET = f"http://{LOOPBACK}:{D.target_port}/"
 

@@ -16,11 +16,11 @@ import socket
 import subprocess
 import time
 
-from harness import (BIN, LOOPBACK, Daemon, Suite, V2ray, check, free_port, make_cert, require_binary, tempdir)
+from harness import (CLIENT_BIN, BIN, LOOPBACK, Daemon, Suite, V2ray, check, free_port, make_cert, require_binary, tempdir)
 
 suite = Suite("test_runner_mux")
 require_binary()
-RUNNER = BIN / "vlessbench"
+RUNNER = CLIENT_BIN / "vlessbench"
 D = Daemon()
 TARGET = f"http://{LOOPBACK}:{D.target_port}/"
 CERT, KEY = make_cert(tempdir())

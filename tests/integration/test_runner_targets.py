@@ -7,12 +7,12 @@ import json
 import subprocess
 import time
 
-from harness import (BIN, LOOPBACK, Daemon, Suite, V2ray, check, free_port, require_binary, tempdir,
+from harness import (CLIENT_BIN, BIN, LOOPBACK, Daemon, Suite, V2ray, check, free_port, require_binary, tempdir,
                      v2ray_client_config)
 
 suite = Suite("test_runner_targets")
 require_binary()
-RUNNER = BIN / "vlessbench"
+RUNNER = CLIENT_BIN / "vlessbench"
 UUID = "7a2b0c4e-1b2c-4d3e-8f00-112233445566"
 D = Daemon({
     "users": [{"name": "tester", "uuid": UUID}],

@@ -12,12 +12,12 @@ import socket
 import subprocess
 import time
 
-from harness import (BIN, LOOPBACK, Daemon, Suite, TlsClient, V2ray, check, free_port, read_udp_frame,
+from harness import (CLIENT_BIN, BIN, LOOPBACK, Daemon, Suite, TlsClient, V2ray, check, free_port, read_udp_frame,
                      read_vless_response_header, require_binary, tempdir, udp_echo_trailer, udp_frame, vless_header)
 
 suite = Suite("test_runner_udp")
 require_binary()
-RUNNER = BIN / "vlessbench"
+RUNNER = CLIENT_BIN / "vlessbench"
 UUID = "5f0e1d2c-3b4a-4c5d-8e6f-778899aabbcc"
 
 

@@ -19,7 +19,7 @@ import os
 import shutil
 import subprocess
 
-from harness import (BIN, LOOPBACK, Daemon, Suite, V2ray, check, free_port, new_uuid, require_binary, run_in_own_netns,
+from harness import (CLIENT_BIN, BIN, LOOPBACK, Daemon, Suite, V2ray, check, free_port, new_uuid, require_binary, run_in_own_netns,
                      tempdir, v2ray_client_config)
 
 TARGET_ADDR, CAPTURED_ADDR = "10.77.0.1", "10.77.0.2"
@@ -59,7 +59,7 @@ def tun_path_must_arrive_through_vless():
         work = tempdir("vlessbench-tun-")
         os.chmod(work, 0o777)
         runner = work / "vlessbench"
-        shutil.copy2(BIN / "vlessbench", runner)
+        shutil.copy2(CLIENT_BIN / "vlessbench", runner)
         out = work / "run"
         argv = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", str(runner), "run",
                 "--target", f"http://{TARGET_ADDR}:{tport}/", "--new", "4", "--reuse", "6", "--warmup", "1",

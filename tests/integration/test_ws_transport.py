@@ -30,7 +30,7 @@ suite = h.Suite("test_ws_transport")
 h.require_binary()
 # The sanitizer trees build the daemon, not always the runner: there the daemon under test is
 # driven by the Release tree's runner (the client is not what that run checks).
-RUNNER = h.BIN / "vlessbench"
+RUNNER = h.CLIENT_BIN / "vlessbench"
 if not RUNNER.exists():
     RUNNER = h.REPO / "build" / "bin" / "vlessbench"
 KEY = "dGhlIHNhbXBsZSBub25jZQ=="

@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "integration"))
 import harness  # noqa: E402
 
-LOAD = harness.BIN / "vlessbench_load"
+LOAD = harness.CLIENT_BIN / "vlessbench_load"
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
