@@ -84,16 +84,18 @@ for target in "https://$host:8081/" "banner://$host:8082"; do
   echo
   "${client[@]}" "$bin/vlessbench" run --target "$target" "${other_paths[@]}" "${counts[@]}" --out "$work/$name"
 done
-# Transports: raw TLS, WebSocket without and with early data, HTTPUpgrade, gRPC, one interleaved batch
-# (the built-in client; samples.csv has each sample's transport and the server's upgrade phase).
+# Transports: raw TLS, WebSocket without and with early data, HTTPUpgrade, gRPC, and a Mux.Cool sub of one
+# shared TLS connection, one interleaved batch (the built-in client; samples.csv has each sample's
+# transport and the server's upgrade phase).
 echo
 "${client[@]}" "$bin/vlessbench" run --target "http://$host:8080/" "${counts[@]}" --out "$work/transports" \
   --path "tls=$link_kernel" --path "ws=${link_ws/&ed=2048/}" --path "ws-ed=$link_ws" --path "httpupgrade=$link_up" \
-  --path "grpc=$link_grpc"
+  --path "grpc=$link_grpc" --path "mux=${link_kernel%%#*}&mux=on#mux"
 echo
 "${client[@]}" "$bin/vlessbench" run --target "http://$host:8080/" --bulk 64M "${other_paths[@]}" --out "$work/bulk"
 echo
-udp_paths=(--path "vless-kernel=$link_kernel" --path "vless-ws=$link_ws" "${udp_paths[@]}")
+udp_paths=(--path "vless-kernel=$link_kernel" --path "vless-ws=$link_ws"
+           --path "vless-xudp=${link_kernel%%#*}&mux=on&packetEncoding=xudp#xudp" "${udp_paths[@]}")
 for target in "udp://$host:8083" "dns://$host:8053/host.vlessbench.test"; do
   name=${target%%:*}
   echo
