@@ -94,7 +94,7 @@ TEST_CASE(
   CHECK(back.value.domain == "v1.mux.cool");
 }
 
-TEST_CASE("mux client: New carries the target and the first data; ids count from 1", "[mux]") {
+TEST_CASE("mux client: New carries the target and the first data, ids count from 1", "[mux]") {
   mux::sub_table t;
   const auto dest = *mux::make_target(mux::network::tcp, "127.0.0.1", 80);
   std::string out;
@@ -258,7 +258,7 @@ TEST_CASE("mux client: a sub's unread bytes are bounded", "[mux]") {
 }
 
 TEST_CASE(
-    "mux client: UDP subs keep datagrams apart; XUDP packets carry their "
+    "mux client: UDP subs keep datagrams apart, XUDP packets carry their "
     "own address",
     "[mux]") {
   mux::sub_table t;

@@ -100,7 +100,7 @@ TEST_CASE("mux subs: hostile frames are refused or end their sub, with reasons",
   CHECK(d.reason == "address_on_tcp_keep");
 }
 
-TEST_CASE("mux subs: an XUDP sub's data carries its target; plain UDP may go without", "[mux]") {
+TEST_CASE("mux subs: an XUDP sub's data carries its target, plain UDP may go without", "[mux]") {
   sub_table t(8);
   frame x = make_new(0, network::udp);
   x.global_id = std::array<std::uint8_t, 8>{1, 2, 3, 4, 5, 6, 7, 8};
