@@ -5,6 +5,8 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -140,6 +142,29 @@ verify_report verify_run(const std::string& summary_json, const std::string& sam
   auto problem = [&](std::string text) {
     if (rep.problems.size() < max_listed) rep.problems.push_back(std::move(text));
   };
+  // A sample proven by a line the server wrote at its own pace (datagram and banner runs): counted
+  // unseen when no such line exists, else matched, and a route mismatch when the route its reply
+  // named is not what its path kind allows. `namer` says who named the route in the message.
+  auto settle = [&](bool seen, bool ok, const std::string& where, const std::string& path, const std::string& route,
+                    const std::string& session, std::string_view logged, std::string_view namer) {
+    if (!seen) {
+      if (ok) {
+        ++rep.unseen_ok;
+        problem(where + ": succeeded but the server logged no " + std::string(logged) + " for route " + route +
+                (session.empty() ? "" : " session " + session));
+      } else {
+        ++rep.unseen_failed;
+      }
+      return;
+    }
+    ++rep.matched;
+    const auto kind = kinds.find(path);
+    if (kind != kinds.end() && is_route_mismatch(kind->second, route_from_string(route))) {
+      ++rep.route_mismatches;
+      problem(where + ": " + std::string(to_string(kind->second)) + " path, but " + std::string(namer) +
+              " named route " + route);
+    }
+  };
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> bulk;  // client, server MB/s
   std::map<std::uint64_t, std::uint64_t> ok_by_session;  // datagram runs: ok samples naming each session
   std::uint64_t ok_direct = 0;
@@ -175,22 +200,7 @@ verify_report verify_run(const std::string& summary_json, const std::string& sam
         }
         if (seen && ok) ++ok_direct;
       }
-      if (!seen) {
-        if (ok) {
-          ++rep.unseen_ok;
-          problem(where + ": succeeded but the server logged no " + rep.datagram_event + " for route " + route +
-                  (session.empty() ? "" : " session " + session));
-        } else {
-          ++rep.unseen_failed;
-        }
-        continue;
-      }
-      ++rep.matched;
-      const auto kind = kinds.find(path);
-      if (kind != kinds.end() && is_route_mismatch(kind->second, route_from_string(route))) {
-        ++rep.route_mismatches;
-        problem(where + ": " + std::string(to_string(kind->second)) + " path, but the server named route " + route);
-      }
+      settle(seen, ok, where, path, route, session, rep.datagram_event, "the server");
       continue;
     }
     if (banner_run) {
@@ -204,22 +214,7 @@ verify_report verify_run(const std::string& summary_json, const std::string& sam
       } else if (route == "direct") {
         seen = banner_direct > 0;
       }
-      if (!seen) {
-        if (ok) {
-          ++rep.unseen_ok;
-          problem(where + ": succeeded but the server logged no banner.connection for route " + route +
-                  (session.empty() ? "" : " session " + session));
-        } else {
-          ++rep.unseen_failed;
-        }
-        continue;
-      }
-      ++rep.matched;
-      const auto kind = kinds.find(path);
-      if (kind != kinds.end() && is_route_mismatch(kind->second, route_from_string(route))) {
-        ++rep.route_mismatches;
-        problem(where + ": " + std::string(to_string(kind->second)) + " path, but the banner named route " + route);
-      }
+      settle(seen, ok, where, path, route, session, "banner.connection", "the banner");
       continue;
     }
     const auto it = log.find(seq);
