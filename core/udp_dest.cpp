@@ -80,11 +80,8 @@ std::error_code try_receive(udp::socket& socket, asio::mutable_buffer buf, datag
   return {};
 }
 
-std::error_code try_send(udp::socket& socket, asio::const_buffer data, const udp::endpoint& peer,
-                         const udp::endpoint& local) {
-  std::error_code ec;
-  const udp::endpoint own = socket.local_endpoint(ec);
-  if (ec) return ec;
+std::error_code try_send(udp::socket& socket, const udp::endpoint& own, asio::const_buffer data,
+                         const udp::endpoint& peer, const udp::endpoint& local) {
   // Only a wildcard socket needs (or may be given) a source: a bound one has its address.
   const bool choose_source = own.address().is_unspecified() && !local.address().is_unspecified();
   control_buffer control{};
@@ -132,22 +129,21 @@ bool would_block(const std::error_code& ec) {
 
 }  // namespace
 
-awaitable<std::error_code> receive_datagram(udp::socket& socket, asio::mutable_buffer buf, datagram& out) {
-  std::error_code ec;
-  out.local = socket.local_endpoint(ec);
-  if (ec) co_return ec;
+awaitable<std::error_code> receive_datagram(udp::socket& socket, const udp::endpoint& own, asio::mutable_buffer buf,
+                                            datagram& out) {
+  out.local = own;
   for (;;) {
-    ec = try_receive(socket, buf, out);
+    const auto ec = try_receive(socket, buf, out);
     if (!would_block(ec)) co_return ec;
     auto [wec] = co_await socket.async_wait(udp::socket::wait_read, as_tuple_awaitable);
     if (wec) co_return wec;
   }
 }
 
-awaitable<std::error_code> send_datagram_from(udp::socket& socket, asio::const_buffer data, const udp::endpoint& peer,
-                                              const udp::endpoint& local) {
+awaitable<std::error_code> send_datagram_from(udp::socket& socket, const udp::endpoint& own, asio::const_buffer data,
+                                              const udp::endpoint& peer, const udp::endpoint& local) {
   for (int attempt = 0;; ++attempt) {
-    const auto ec = try_send(socket, data, peer, local);
+    const auto ec = try_send(socket, own, data, peer, local);
     if (!would_block(ec) || attempt > 0) co_return ec;
     auto [wec] = co_await socket.async_wait(udp::socket::wait_write, as_tuple_awaitable);
     if (wec) co_return wec;

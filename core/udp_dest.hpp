@@ -22,13 +22,16 @@ struct datagram {
   asio::ip::udp::endpoint local;  // the address it was sent to (and the socket's port)
 };
 
+// own: the socket's bound endpoint (the caller keeps it: no getsockname per datagram).
+
 // One datagram into buf (a longer one is cut to buf's size). Without the kernel's destination
-// address (enable_destination_address not called) local is the socket's own endpoint.
-awaitable<std::error_code> receive_datagram(asio::ip::udp::socket& socket, asio::mutable_buffer buf, datagram& out);
+// address (enable_destination_address not called) local is own.
+awaitable<std::error_code> receive_datagram(asio::ip::udp::socket& socket, const asio::ip::udp::endpoint& own,
+                                            asio::mutable_buffer buf, datagram& out);
 
 // Sends data to peer from local's address, as the reply to a datagram that arrived on it.
-awaitable<std::error_code> send_datagram_from(asio::ip::udp::socket& socket, asio::const_buffer data,
-                                              const asio::ip::udp::endpoint& peer,
+awaitable<std::error_code> send_datagram_from(asio::ip::udp::socket& socket, const asio::ip::udp::endpoint& own,
+                                              asio::const_buffer data, const asio::ip::udp::endpoint& peer,
                                               const asio::ip::udp::endpoint& local);
 
 }  // namespace vlessbench

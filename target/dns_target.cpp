@@ -121,7 +121,7 @@ awaitable<void> dns_responder::serve_udp() {
   std::vector<char> buf(65'535);
   datagram d;
   while (!stopped_) {
-    const auto rec = co_await receive_datagram(udp_, asio::buffer(buf), d);
+    const auto rec = co_await receive_datagram(udp_, own_udp(), asio::buffer(buf), d);
     const std::size_t n = d.size;
     const udp::endpoint &peer = d.peer;
     const udp::endpoint &local = d.local;
@@ -153,7 +153,7 @@ awaitable<void> dns_responder::serve_udp() {
     }
     log(o, "udp", tcp::endpoint(peer.address(), peer.port()), route.get());
     if (o.answer)
-      co_await send_datagram_from(udp_, asio::buffer(o.response), peer, local);
+      co_await send_datagram_from(udp_, own_udp(), asio::buffer(o.response), peer, local);
   }
 }
 
@@ -169,7 +169,7 @@ dns_responder::answer_later(outcome o, udp::endpoint peer, udp::endpoint local,
   if (ec || stopped_)
     co_return;
   log(o, "udp", tcp::endpoint(peer.address(), peer.port()), route.get());
-  co_await send_datagram_from(udp_, asio::buffer(o.response), peer, local);
+  co_await send_datagram_from(udp_, own_udp(), asio::buffer(o.response), peer, local);
 }
 
 awaitable<void> dns_responder::serve_tcp() {

@@ -41,6 +41,8 @@ public:
     zone_ = std::move(zone);
   }
   tcp::endpoint endpoint() const { return local_; }
+  // The UDP socket's bound endpoint: the same address and port as the TCP one.
+  asio::ip::udp::endpoint own_udp() const { return {local_.address(), local_.port()}; }
 
   // One message's answer and what the log says of it.
   struct outcome {

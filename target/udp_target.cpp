@@ -97,7 +97,7 @@ awaitable<void> udp_echo_target::serve() {
   std::vector<char> buf(65'535);
   datagram d;
   while (!stopped_) {
-    const auto ec = co_await receive_datagram(socket_, asio::buffer(buf), d);
+    const auto ec = co_await receive_datagram(socket_, local_, asio::buffer(buf), d);
     const std::size_t n = d.size;
     const flow_key key{d.peer, d.local};
     if (stopped_ || ec == asio::error::operation_aborted ||
@@ -126,7 +126,7 @@ awaitable<void> udp_echo_target::serve() {
     f.bytes_in += n;
     const std::string echo =
         format_udp_echo(std::string_view(buf.data(), n), name_, f.route.get());
-    const auto sec = co_await send_datagram_from(socket_, asio::buffer(echo),
+    const auto sec = co_await send_datagram_from(socket_, local_, asio::buffer(echo),
                                                  d.peer, d.local);
     if (stopped_)
       co_return;

@@ -37,10 +37,11 @@ exchange run(const udp::endpoint& bind_at, const asio::ip::address& to, bool ena
       io,
       [&]() -> awaitable<void> {
         std::array<char, 64> buf{};
-        out.received = co_await receive_datagram(server, asio::buffer(buf), out.seen);
+        out.received = co_await receive_datagram(server, server.local_endpoint(), asio::buffer(buf), out.seen);
         if (out.received) co_return;
         out.payload.assign(buf.data(), out.seen.size);
-        out.sent = co_await send_datagram_from(server, asio::buffer(out.payload), out.seen.peer, out.seen.local);
+        out.sent = co_await send_datagram_from(server, server.local_endpoint(), asio::buffer(out.payload), out.seen.peer,
+                                            out.seen.local);
       },
       asio::detached);
   asio::co_spawn(
