@@ -14,7 +14,7 @@ cmake --preset asan >/dev/null
 cmake --build build-asan -j "$jobs" --target unit_tests vlessbenchd fuzzers
 
 cmake --preset tsan >/dev/null
-cmake --build build-tsan -j "$jobs" --target unit_tests_threads vlessbenchd
+cmake --build build-tsan -j "$jobs" --target unit_tests_threads vlessbenchd vlessbench_load vlessbench
 
 # The Release tree is configured as the package is (tools/package-flags.sh), so the package is
 # made from the binaries the suite tests, without a tree of its own.
