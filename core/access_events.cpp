@@ -2,6 +2,9 @@
 
 #include "core/access_log.hpp"
 
+// The config's default for [log] queue_bytes is the access log's own.
+static_assert(vlessbench::log_config::default_queue_bytes == vlessbench::access_log::default_queue_bytes);
+
 namespace vlessbench {
 
 namespace {

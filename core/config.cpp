@@ -24,15 +24,6 @@
 
 namespace vlessbench {
 
-std::string_view to_string(quickack_mode m) {
-  switch (m) {
-    case quickack_mode::kernel: return "kernel";
-    case quickack_mode::on: return "on";
-    case quickack_mode::off: return "off";
-  }
-  return "kernel";
-}
-
 namespace {
 
 using toml_reader::error_list;

@@ -15,24 +15,15 @@
 #include <asio/ip/tcp.hpp>
 #include <asio/ip/udp.hpp>
 
-#include "core/access_log.hpp"
+#include "core/tcp_policy.hpp"
+#include "core/tls_options.hpp"
+#include "core/uuid.hpp"
 #include "core/listener_kind.hpp"
 #include "core/net_address.hpp"  // endpoints (listeners) and ip_network (destinations)
 #include "core/transport_config.hpp"
 
 namespace vlessbench {
 
-enum class quickack_mode { kernel, on, off };
-std::string_view to_string(quickack_mode m);
-
-// What the daemon does to a TCP socket: after accept/connect and (quickack) after every read.
-struct tcp_policy {
-  bool nodelay = true;
-  quickack_mode quickack = quickack_mode::kernel;
-  bool operator==(const tcp_policy&) const = default;
-};
-
-using uuid_bytes = std::array<std::uint8_t, 16>;
 
 struct user_config {
   std::string name;
@@ -88,21 +79,10 @@ struct log_config {
   std::string access = "stdout"; // "stdout" or a file path (JSON lines)
   // Bytes of access-log lines held while the reader does not keep up; beyond, lines are dropped.
   static constexpr std::size_t min_queue_bytes = 64u << 10, max_queue_bytes = 1u << 30;
-  std::size_t queue_bytes = access_log::default_queue_bytes;
+  std::size_t queue_bytes = default_queue_bytes;  // core/access_log.hpp's default too
+  static constexpr std::size_t default_queue_bytes = 4u << 20;
 };
 
-struct tls_config {
-  std::string cert;  // PEM path; empty together with key = in-memory self-signed certificate
-  std::string key;
-  // Create a self-signed certificate at cert/key on start when they do not exist yet (SANs: names,
-  // localhost, the host name and the machine's addresses); kept across restarts.
-  bool generate = false;
-  std::vector<std::string> names;
-  // TLS 1.3 session tickets sent right after the client's Finished carry the ACK for it and so
-  // hide the Nagle/delayed-ACK stall this tool exists to show; off by default (see docs).
-  bool session_tickets = false;
-  std::string min_version = "1.2";  // "1.2" or "1.3"
-};
 
 struct limits_config {
   std::chrono::milliseconds handshake_timeout{10'000};

@@ -1,6 +1,8 @@
 #include "core/mux_frame.hpp"
 
-#include "core/asio_compat.hpp"
+#include <asio/ip/address_v4.hpp>
+#include <asio/ip/address_v6.hpp>
+
 #include "core/net_address.hpp"
 
 namespace vlessbench::mux {

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "core/net_address.hpp"
+#include "core/transport_config.hpp"
 #include "core/vless_codec.hpp"
 
 namespace vlessbench {

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/config.hpp"
+#include "core/uuid.hpp"
 
 namespace vlessbench {
 

@@ -7,6 +7,16 @@
 #include <sys/socket.h>
 
 namespace vlessbench {
+
+std::string_view to_string(quickack_mode m) {
+  switch (m) {
+    case quickack_mode::kernel: return "kernel";
+    case quickack_mode::on: return "on";
+    case quickack_mode::off: return "off";
+  }
+  return "kernel";
+}
+
 namespace {
 
 std::error_code set_int(int fd, int level, int name, int value) {

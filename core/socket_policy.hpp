@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <system_error>
 
-#include "core/config.hpp"
+#include "core/tcp_policy.hpp"
 
 namespace vlessbench {
 

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "core/asio_compat.hpp"
-#include "core/config.hpp"
+#include "core/tls_options.hpp"
 
 namespace vlessbench::tls {
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/config.hpp"
+#include "core/uuid.hpp"
 #include "core/parse_result.hpp"
 
 namespace vlessbench::vless {
@@ -46,9 +46,5 @@ inline constexpr std::array<char, 2> response_header{0, 0};
 parse_result<std::size_t> parse_response(std::string_view buffer);
 
 // Constant-time compare (no early exit) for user lookup.
-bool uuid_equal(const uuid_bytes& a, const uuid_bytes& b);
-std::optional<uuid_bytes> parse_uuid(std::string_view text);  // 8-4-4-4-12 hex, any case
-std::string format_uuid(const uuid_bytes& u);
-uuid_bytes random_uuid();  // version 4
 
 }  // namespace vlessbench::vless
