@@ -316,8 +316,7 @@ def run_in_own_netns(addresses=(), port_range: tuple[int, int] | None = None, ti
             Path("/proc/sys/net/ipv4/ip_local_port_range").write_text(f"{port_range[0]} {port_range[1]}\n")
         return
     if os.geteuid() != 0 or not shutil.which("unshare"):
-        print("SKIP: a network namespace of the test's own needs root and unshare", flush=True)
-        sys.exit(77)
+        skip_file("a network namespace of the test's own needs root and unshare")
     env = dict(os.environ, **{NETNS_ENV: "1"})
     try:
         rc = subprocess.run(["unshare", "--net", "--", sys.executable, os.path.abspath(sys.argv[0]), *sys.argv[1:]],
@@ -326,6 +325,19 @@ def run_in_own_netns(addresses=(), port_range: tuple[int, int] | None = None, ti
         print(f"FAIL: the run in its network namespace did not finish within {timeout} s", flush=True)
         rc = 1
     sys.exit(rc)
+
+
+def private_hosts_prefix(hosts_text: str) -> list:
+    """An argv prefix that runs a program in a mount namespace of its own (unshare --mount,
+    propagation private) with hosts_text bind-mounted over /etc/hosts, then execs it (same pid).
+    The name lookups of that program see these names whatever the machine's /etc/hosts holds.
+    Needs root and unshare: raises Skip otherwise."""
+    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("mount"):
+        raise Skip("a mount namespace of the test's own needs root, unshare and mount")
+    path = tempdir("vlessbench-hosts-") / "hosts"
+    path.write_text(hosts_text)
+    return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+            'mount --bind "$0" /etc/hosts && exec "$@"', path]
 
 
 # --------------------------------------------------------------------------------------------
@@ -357,7 +369,7 @@ class Daemon:
     """
 
     def __init__(self, cfg: dict | None = None, limits: dict | None = None, start: bool = True,
-                 extra_args=(), stdout_pipe: bool = False):
+                 extra_args=(), stdout_pipe: bool = False, argv_prefix=()):
         self.dir = tempdir()
         self.access = self.dir / "access.jsonl"
         self.config_path = self.dir / "vlessbenchd.toml"
@@ -369,6 +381,9 @@ class Daemon:
         self._checked: subprocess.Popen | None = None
         self._checked_rc: int | None = None
         self.extra_args = list(extra_args)
+        # Run the daemon through this (e.g. private_hosts_prefix()): it must exec the daemon, so
+        # that self.proc is the daemon itself and receives the signals.
+        self.argv_prefix = list(argv_prefix)
         _daemons.append(self)
         # True: the daemon's stdout is a pipe (self.proc.stdout) that only the test reads.
         self.stdout_pipe = stdout_pipe
@@ -432,7 +447,7 @@ class Daemon:
 
     # -- process --
     def start(self, wait: bool = True) -> "Daemon":
-        argv = [DAEMON, "--config", self.config_path, *self.extra_args]
+        argv = [*self.argv_prefix, DAEMON, "--config", self.config_path, *self.extra_args]
         stdout = subprocess.PIPE if self.stdout_pipe else open(self.stdout_path, "wb")
         self.proc = spawn(argv, stdout=stdout, stderr=open(self.stderr_path, "wb"), cwd=self.dir)
         if wait:
@@ -943,6 +958,12 @@ def v2ray_server_config(port: int, user_uuid: str, cert: Path, key: Path) -> dic
 
 class Skip(Exception):
     """raise Skip("reason") in a test: reported as "SKIP name: reason", neither pass nor fail."""
+
+
+def skip_file(reason: str) -> None:
+    """The whole file skips: "SKIP <file>: (every case): reason", exit 77 (ctest's skip)."""
+    print(f"SKIP {Path(sys.argv[0]).stem}: (every case): {reason}", flush=True)
+    sys.exit(77)
 
 
 class Suite:
