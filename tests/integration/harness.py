@@ -225,7 +225,10 @@ def tcp_connections(port: int) -> list[dict]:
             continue
         info = dict(kv.split(":", 1) for kv in f[4:] if ":" in kv and kv.split(":", 1)[0].isidentifier())
         rows.append({"recv_q": int(f[0]), "local": _ss_endpoint(f[2]), "peer": _ss_endpoint(f[3]),
-                     "bytes_received": int(info.get("bytes_received", 0)), "bytes_sent": int(info.get("bytes_sent", 0))})
+                     "bytes_received": int(info.get("bytes_received", 0)),
+                     # bytes_sent counts retransmitted bytes again (a spurious retransmission on a
+                     # loaded machine): what the peer can have received is the difference.
+                     "bytes_sent": int(info.get("bytes_sent", 0)) - int(info.get("bytes_retrans", 0))})
     by_local = {r["local"]: r for r in rows}
     server = []
     for r in rows:
@@ -244,15 +247,17 @@ def wait_server_read(port: int, with_data: int, total: int | None = None, timeou
     accepted, at least with_data of them carried bytes, and (if given) exactly total are open.
     The evidence that requests are in the server's hands, instead of a sleep."""
     deadline = time.monotonic() + timeout
+    first = None
     while True:
         conns = tcp_connections(port)
+        first = conns if first is None else first
         read_all = all(c["recv_q"] == 0 and c["peer_bytes_sent"] in (None, c["bytes_received"]) for c in conns)
         carried = sum(1 for c in conns if c["bytes_received"] > 0)
         if read_all and carried >= with_data and (total is None or len(conns) == total):
             return conns
         if time.monotonic() > deadline:
             raise AssertionError(f"port {port}: wanted {with_data} connections read to the end"
-                                 f"{f' of {total}' if total is not None else ''} within {timeout} s: {conns}")
+                                 f"{f' of {total}' if total is not None else ''} within {timeout} s:\nfirst {first}\nlast {conns}")
         time.sleep(0.02)
 
 
