@@ -1045,7 +1045,8 @@ def describe_rc(rc: int | None) -> str:
             name = signal.Signals(-rc).name
         except ValueError:
             name = f"signal {-rc}"
-        extra = " (AddressSanitizer/LeakSanitizer abort_on_error, or abort())" if -rc == signal.SIGABRT else ""
+        extra = (" (abort(): a sanitizer's report under abort_on_error=1, or glibc's heap checks)"
+                 if -rc == signal.SIGABRT else "")
         return f"by {name}{extra}"
     if rc == TSAN_EXITCODE:
         return f"with status {rc} (ThreadSanitizer's exit status after a report)"
