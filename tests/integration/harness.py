@@ -90,22 +90,61 @@ def stop_process(p: subprocess.Popen, sig=signal.SIGTERM, timeout: float = 5.0) 
     return p.returncode
 
 
+_daemons: list["Daemon"] = []  # every Daemon made: checked at the end of the run (check_daemons)
+_keep_tmp = False  # set when a check failed: the temp folders (stderr.log included) stay for a look
+
+
+def _prog(p: subprocess.Popen) -> str:
+    args = p.args if isinstance(p.args, (list, tuple)) else [p.args]
+    return Path(str(args[0])).name if args else "?"
+
+
 def _cleanup() -> None:
+    """Ends every process still running (SIGTERM, then SIGKILL), then deletes the temp folders,
+    unless a check failed or VLESSBENCH_KEEP_TMP is set. Daemons are checked before this
+    (check_daemons); a process still running here is named on stdout, not dropped in silence."""
     with _procs_lock:
         procs = list(_procs)
-    for p in procs:
-        if p.poll() is None:
+    running = [p for p in procs if p.poll() is None]
+    for p in running:
+        print(f"cleanup: {_prog(p)} (pid {p.pid}) still running at the end: SIGTERM", flush=True)
+        try:
+            p.terminate()
+        except ProcessLookupError:
+            pass
+    for p in running:
+        try:
+            p.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            print(f"cleanup: {_prog(p)} (pid {p.pid}) ignored SIGTERM for 3 s: SIGKILL", flush=True)
             p.kill()
             try:
                 p.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 pass
-    if not os.environ.get("VLESSBENCH_KEEP_TMP"):
+    if _keep_tmp or os.environ.get("VLESSBENCH_KEEP_TMP"):
+        if _tmpdirs:
+            print("cleanup: temp folders kept: " + " ".join(str(d) for d in _tmpdirs), flush=True)
+    else:
         for d in _tmpdirs:
             shutil.rmtree(d, ignore_errors=True)
+    _tmpdirs.clear()
 
 
-atexit.register(_cleanup)
+def _at_exit() -> None:
+    # A script that ends without Suite.run() (an exception at module level, sys.exit) still has
+    # its daemons stopped and checked; a finding makes the exit status 1.
+    global _keep_tmp
+    findings = check_daemons()
+    if findings:
+        _keep_tmp = True
+    _cleanup()
+    if findings:
+        sys.stdout.flush()
+        os._exit(1)
+
+
+atexit.register(_at_exit)
 
 
 def _on_signal(signum, _frame):
@@ -168,6 +207,60 @@ def wait_ports(ports, host: str = LOOPBACK, timeout: float = 15.0, proc: subproc
         time.sleep(0.05)
 
 
+def _ss_endpoint(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    return host.strip("[]"), int(port)
+
+
+def tcp_connections(port: int) -> list[dict]:
+    """The established TCP connections accepted on port in this network namespace (`ss -tin`):
+    each as {"local", "peer", "recv_q", "bytes_received", "peer_bytes_sent"} (peer_bytes_sent: what
+    the connecting side sent, when that side is in this namespace too, else None)."""
+    out = subprocess.run(["ss", "-tinHO", "state", "established", f"( sport = :{port} or dport = :{port} )"],
+                         capture_output=True, text=True, timeout=10, check=True).stdout
+    rows = []
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) < 4:
+            continue
+        info = dict(kv.split(":", 1) for kv in f[4:] if ":" in kv and kv.split(":", 1)[0].isidentifier())
+        rows.append({"recv_q": int(f[0]), "local": _ss_endpoint(f[2]), "peer": _ss_endpoint(f[3]),
+                     "bytes_received": int(info.get("bytes_received", 0)),
+                     # bytes_sent counts retransmitted bytes again (a spurious retransmission on a
+                     # loaded machine): what the peer can have received is the difference.
+                     "bytes_sent": int(info.get("bytes_sent", 0)) - int(info.get("bytes_retrans", 0))})
+    by_local = {r["local"]: r for r in rows}
+    server = []
+    for r in rows:
+        if r["local"][1] != port:
+            continue
+        client = by_local.get(r["peer"])
+        server.append({"local": r["local"], "peer": r["peer"], "recv_q": r["recv_q"],
+                       "bytes_received": r["bytes_received"],
+                       "peer_bytes_sent": client["bytes_sent"] if client else None})
+    return server
+
+
+def wait_server_read(port: int, with_data: int, total: int | None = None, timeout: float = 10.0) -> list[dict]:
+    """Waits until the server on port has read everything its clients sent (the kernel's evidence:
+    receive queue empty, bytes received = bytes the client side sent) on every connection it
+    accepted, at least with_data of them carried bytes, and (if given) exactly total are open.
+    The evidence that requests are in the server's hands, instead of a sleep."""
+    deadline = time.monotonic() + timeout
+    first = None
+    while True:
+        conns = tcp_connections(port)
+        first = conns if first is None else first
+        read_all = all(c["recv_q"] == 0 and c["peer_bytes_sent"] in (None, c["bytes_received"]) for c in conns)
+        carried = sum(1 for c in conns if c["bytes_received"] > 0)
+        if read_all and carried >= with_data and (total is None or len(conns) == total):
+            return conns
+        if time.monotonic() > deadline:
+            raise AssertionError(f"port {port}: wanted {with_data} connections read to the end"
+                                 f"{f' of {total}' if total is not None else ''} within {timeout} s:\nfirst {first}\nlast {conns}")
+        time.sleep(0.02)
+
+
 # --------------------------------------------------------------------------------------------
 # TOML config
 
@@ -228,8 +321,7 @@ def run_in_own_netns(addresses=(), port_range: tuple[int, int] | None = None, ti
             Path("/proc/sys/net/ipv4/ip_local_port_range").write_text(f"{port_range[0]} {port_range[1]}\n")
         return
     if os.geteuid() != 0 or not shutil.which("unshare"):
-        print("SKIP: a network namespace of the test's own needs root and unshare", flush=True)
-        sys.exit(77)
+        skip_file("a network namespace of the test's own needs root and unshare")
     env = dict(os.environ, **{NETNS_ENV: "1"})
     try:
         rc = subprocess.run(["unshare", "--net", "--", sys.executable, os.path.abspath(sys.argv[0]), *sys.argv[1:]],
@@ -238,6 +330,19 @@ def run_in_own_netns(addresses=(), port_range: tuple[int, int] | None = None, ti
         print(f"FAIL: the run in its network namespace did not finish within {timeout} s", flush=True)
         rc = 1
     sys.exit(rc)
+
+
+def private_hosts_prefix(hosts_text: str) -> list:
+    """An argv prefix that runs a program in a mount namespace of its own (unshare --mount,
+    propagation private) with hosts_text bind-mounted over /etc/hosts, then execs it (same pid).
+    The name lookups of that program see these names whatever the machine's /etc/hosts holds.
+    Needs root and unshare: raises Skip otherwise."""
+    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("mount"):
+        raise Skip("a mount namespace of the test's own needs root, unshare and mount")
+    path = tempdir("vlessbench-hosts-") / "hosts"
+    path.write_text(hosts_text)
+    return ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+            'mount --bind "$0" /etc/hosts && exec "$@"', path]
 
 
 # --------------------------------------------------------------------------------------------
@@ -269,14 +374,22 @@ class Daemon:
     """
 
     def __init__(self, cfg: dict | None = None, limits: dict | None = None, start: bool = True,
-                 extra_args=(), stdout_pipe: bool = False):
+                 extra_args=(), stdout_pipe: bool = False, argv_prefix=()):
         self.dir = tempdir()
         self.access = self.dir / "access.jsonl"
         self.config_path = self.dir / "vlessbenchd.toml"
         self.stderr_path = self.dir / "stderr.log"
         self.stdout_path = self.dir / "stdout.log"
         self.proc: subprocess.Popen | None = None
+        # The process whose exit status and stderr were checked (stop or check_daemons), and the
+        # status it had: a second stop() returns it.
+        self._checked: subprocess.Popen | None = None
+        self._checked_rc: int | None = None
         self.extra_args = list(extra_args)
+        # Run the daemon through this (e.g. private_hosts_prefix()): it must exec the daemon, so
+        # that self.proc is the daemon itself and receives the signals.
+        self.argv_prefix = list(argv_prefix)
+        _daemons.append(self)
         # True: the daemon's stdout is a pipe (self.proc.stdout) that only the test reads.
         self.stdout_pipe = stdout_pipe
         if cfg is None:
@@ -339,7 +452,7 @@ class Daemon:
 
     # -- process --
     def start(self, wait: bool = True) -> "Daemon":
-        argv = [DAEMON, "--config", self.config_path, *self.extra_args]
+        argv = [*self.argv_prefix, DAEMON, "--config", self.config_path, *self.extra_args]
         stdout = subprocess.PIPE if self.stdout_pipe else open(self.stdout_path, "wb")
         self.proc = spawn(argv, stdout=stdout, stderr=open(self.stderr_path, "wb"), cwd=self.dir)
         if wait:
@@ -378,13 +491,48 @@ class Daemon:
         assert self.proc is not None
         self.proc.send_signal(sig)
 
-    def stop(self, timeout: float = 10.0) -> int | None:
+    def stop(self, timeout: float | None = None, expect_rc: int | None = 0) -> int | None:
+        """SIGTERM, waits up to timeout (SIGKILL after it), then checks the exit: a sanitizer report
+        in stderr, or an exit status other than expect_rc (None: any), raises AssertionError.
+        Returns the exit status (negative: the signal that ended it). A daemon that exited before
+        (a test waited for it or killed it) is checked the same way; stopping twice checks once."""
         if self.proc is None:
             return None
-        rc = stop_process(self.proc, signal.SIGTERM, timeout)
-        report = sanitizer_report(self.stderr())
+        if self._checked is self.proc:
+            return self._checked_rc
+        if timeout is None:
+            timeout = 30.0 if SANITIZED else 10.0  # the leak check at exit takes seconds there
+        proc = self.proc
+        was_running = proc.poll() is None
+        if was_running:
+            try:
+                proc.send_signal(signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            proc.kill()
+            proc.wait(timeout=5)
+        with _procs_lock:
+            if proc in _procs:
+                _procs.remove(proc)
+        rc = proc.returncode
+        self._checked, self._checked_rc = proc, rc
+        text = self.stderr()
+        report = sanitizer_report(text)
         if report:
-            raise AssertionError(f"sanitizer report in vlessbenchd's stderr ({self.stderr_path}):\n{report}")
+            raise AssertionError(f"vlessbenchd exited {describe_rc(rc)}; sanitizer report in its stderr "
+                                 f"({self.stderr_path}):\n{report}")
+        if timed_out:
+            raise AssertionError(f"vlessbenchd did not exit within {timeout:.0f} s of SIGTERM (killed); "
+                                 f"stderr tail ({self.stderr_path}):\n{text[-3000:]}")
+        if expect_rc is not None and rc != expect_rc:
+            raise AssertionError(f"vlessbenchd exited {describe_rc(rc)}, expected {describe_rc(expect_rc)}"
+                                 f"{' after SIGTERM' if was_running else ''}; stderr tail ({self.stderr_path}):\n"
+                                 f"{text[-3000:]}")
         return rc
 
     def __enter__(self):
@@ -813,6 +961,16 @@ def v2ray_server_config(port: int, user_uuid: str, cert: Path, key: Path) -> dic
 # --------------------------------------------------------------------------------------------
 # A tiny test runner: named checks, all run, failures listed, exit code for ctest.
 
+class Skip(Exception):
+    """raise Skip("reason") in a test: reported as "SKIP name: reason", neither pass nor fail."""
+
+
+def skip_file(reason: str) -> None:
+    """The whole file skips: "SKIP <file>: (every case): reason", exit 77 (ctest's skip)."""
+    print(f"SKIP {Path(sys.argv[0]).stem}: (every case): {reason}", flush=True)
+    sys.exit(77)
+
+
 class Suite:
     def __init__(self, name: str):
         self.name = name
@@ -823,8 +981,12 @@ class Suite:
         return fn
 
     def run(self) -> None:
+        """Runs the tests (all of them, or those named on the command line), then stops and checks
+        every daemon (check_daemons: a sanitizer report or a bad exit is a failure), then cleans up.
+        Exit status: 1 on any failure; 77 (ctest's skip) when every test that ran skipped; else 0."""
+        global _keep_tmp
         only = set(sys.argv[1:])
-        failed = []
+        failed, skipped, passed = [], [], []
         t_all = time.monotonic()
         for fn in self.tests:
             if only and fn.__name__ not in only:
@@ -832,15 +994,24 @@ class Suite:
             t0 = time.monotonic()
             try:
                 fn()
+                passed.append(fn.__name__)
                 print(f"PASS {fn.__name__} ({time.monotonic() - t0:.2f}s)", flush=True)
+            except Skip as e:
+                skipped.append(fn.__name__)
+                print(f"SKIP {self.name}: {fn.__name__}: {e}", flush=True)
             except Exception:  # noqa: BLE001 - report and continue with the next check
                 failed.append(fn.__name__)
                 print(f"FAIL {fn.__name__} ({time.monotonic() - t0:.2f}s)", flush=True)
                 traceback.print_exc()
                 sys.stdout.flush()
-        print(f"{self.name}: {len(failed)} failed; {time.monotonic() - t_all:.1f}s", flush=True)
+        findings = check_daemons()
+        failed += ["daemon check"] * len(findings)
+        skip_note = f", {len(skipped)} skipped ({', '.join(skipped)})" if skipped else ""
+        print(f"{self.name}: {len(failed)} failed{skip_note}; {time.monotonic() - t_all:.1f}s", flush=True)
+        if failed:
+            _keep_tmp = True
         _cleanup()
-        sys.exit(1 if failed else 0)
+        sys.exit(1 if failed else 77 if skipped and not passed else 0)
 
 
 def rss_kib(pid: int) -> int:
@@ -859,6 +1030,59 @@ def sanitizer_report(text: str) -> str | None:
     """The first sanitizer report in a process's stderr (ASan, LSan, UBSan, TSan), if any."""
     hits = [i for i in (text.find(m) for m in SANITIZER_MARKERS) if i >= 0]
     return text[min(hits):min(hits) + 6000] if hits else None
+
+
+# TSan's exit status when it reported anything (its exitcode flag; halt_on_error=0 lets it go on
+# and exit with it at the end).
+TSAN_EXITCODE = 66
+
+
+def describe_rc(rc: int | None) -> str:
+    if rc is None:
+        return "(still running)"
+    if rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = f"signal {-rc}"
+        extra = (" (abort(): a sanitizer's report under abort_on_error=1, or glibc's heap checks)"
+                 if -rc == signal.SIGABRT else "")
+        return f"by {name}{extra}"
+    if rc == TSAN_EXITCODE:
+        return f"with status {rc} (ThreadSanitizer's exit status after a report)"
+    return f"with status {rc}"
+
+
+# An exit a test cannot have wanted without saying so: a crash, an abort, a sanitizer's status.
+_CRASH_SIGNALS = {-signal.SIGABRT, -signal.SIGSEGV, -signal.SIGBUS, -signal.SIGILL, -signal.SIGFPE}
+
+
+def check_daemons() -> list[str]:
+    """Stops every daemon still running (SIGTERM; exit status 0 expected) and checks the stderr of
+    every daemon started, before anything is deleted. One that had exited already (a test waited
+    for it or killed it) and was not stopped through stop(): its sanitizer report, a crash signal
+    or TSan's status is a finding, any other status the test's own business. Returns the
+    findings, printed as FAIL lines."""
+    findings = []
+    for d in list(_daemons):
+        if d.proc is None or d._checked is d.proc:
+            continue
+        if d.proc.poll() is None:
+            try:
+                d.stop()
+            except AssertionError as e:
+                findings.append(f"vlessbenchd in {d.dir}, stopped at the end of the run: {e}")
+            continue
+        rc = d.proc.returncode
+        d._checked, d._checked_rc = d.proc, rc
+        report = sanitizer_report(d.stderr())
+        if report:
+            findings.append(f"vlessbenchd in {d.dir} exited {describe_rc(rc)}; sanitizer report in its stderr:\n{report}")
+        elif rc in _CRASH_SIGNALS or rc == TSAN_EXITCODE:
+            findings.append(f"vlessbenchd in {d.dir} exited {describe_rc(rc)}; stderr tail:\n{d.stderr()[-3000:]}")
+    for f in findings:
+        print(f"FAIL daemon check: {f}", flush=True)
+    return findings
 
 
 def median_ms(samples) -> float:

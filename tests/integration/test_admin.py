@@ -16,13 +16,12 @@ import secrets
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from harness import (Daemon, Suite, TlsClient, check, free_port, http_request, new_uuid, plain_stream, policy,
                      read_vless_response_header, require_binary, run_daemon, run_in_own_netns, sanitizer_report,
-                     tcp_connect, tempdir,
+                     skip_file, tcp_connect, tempdir,
                      vless_get, vless_header, wait_ports)
 
 LAN = "10.77.0.1"
@@ -33,8 +32,7 @@ from devtools import DevTools, kill_leftovers  # noqa: E402 - after the namespac
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 PROMTOOL = shutil.which("promtool")
 if not CHROMIUM or not PROMTOOL:
-    print("chromium or promtool not installed (tools/deps.sh --test); skipping", file=sys.stderr)
-    sys.exit(77)
+    skip_file("chromium or promtool not installed (tools/deps.sh --test)")
 
 suite = Suite("test_admin")
 require_binary()

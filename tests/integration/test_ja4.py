@@ -16,7 +16,7 @@ import ssl
 import shutil
 import subprocess
 
-from harness import (CLIENT_BIN, BIN, LOOPBACK, Daemon, Suite, TlsClient, V2ray, check, client_tls_context, curl,
+from harness import (CLIENT_BIN, BIN, LOOPBACK, Daemon, Skip, Suite, TlsClient, V2ray, check, client_tls_context, curl,
                      curl_headers, free_port, http_request, read_vless_response_header, require_binary, spawn,
                      stop_process, tcp_connect, tempdir, v2ray_client_config, vless_header)
 
@@ -78,8 +78,7 @@ def runner_builtin_client():
 def runner_openssl_build():
     binary = CLIENT_BIN / "vlessbench-openssl"
     if not binary.exists():
-        print("  vlessbench-openssl not built (-DVLESSBENCH_RUNNER_OPENSSL=ON): skipped")
-        return
+        raise Skip("vlessbench-openssl not built (-DVLESSBENCH_RUNNER_OPENSSL=ON)")
     runner(binary, "runner (OpenSSL 3)")
 
 
@@ -182,8 +181,7 @@ def chromium_fetch(url: str) -> None:
 @suite.test
 def chromium_headless():
     if not CHROMIUM:
-        print("  chromium not installed: skipped")
-        return
+        raise Skip("chromium not installed (tools/deps.sh --test)")
     seen = []
     for _ in range(2):
         mark = D.mark()

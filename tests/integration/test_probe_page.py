@@ -10,18 +10,16 @@ import html
 import os
 import re
 import shutil
-import sys
 import time
 from pathlib import Path
 
 from devtools import DevTools, kill_leftovers
-from harness import (V2ray, Daemon, Suite, check, http_request, free_port, plain_stream, require_binary,
+from harness import (V2ray, Daemon, Suite, check, http_request, free_port, plain_stream, require_binary, skip_file,
                      tcp_connect, tempdir, v2ray_client_config)
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if not CHROMIUM:
-    print("chromium not installed (apt-get install chromium); skipping", file=sys.stderr)
-    sys.exit(77)
+    skip_file("chromium not installed (tools/deps.sh --test)")
 
 suite = Suite("test_probe_page")
 require_binary()

@@ -6,14 +6,13 @@ Asserts the ordering of medians with generous margins; it is not a benchmark."""
 import random
 import statistics
 
-from harness import (SANITIZED, Daemon, Suite, V2ray, check, free_port, make_cert, policy, require_binary, tempdir,
-                     v2ray_server_config, vless_get)
+from harness import (SANITIZED, Daemon, Suite, V2ray, check, free_port, make_cert, policy, require_binary, skip_file,
+                     tempdir, v2ray_server_config, vless_get)
 
 suite = Suite("test_stall")
 require_binary()
 if SANITIZED:
-    print("test_stall: skipped under sanitizers (timings are not meaningful there)")
-    raise SystemExit(0)
+    skip_file("under a sanitizer (timings are not meaningful there)")
 
 ROUNDS = 15
 WARMUP = 2
