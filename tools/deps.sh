@@ -10,7 +10,7 @@ set -euo pipefail
 pkgs=(cmake ninja-build g++ pkg-config python3 curl
       libasio-dev android-libboringssl-dev libspdlog-dev libtomlplusplus-dev catch2
       libcli11-dev nlohmann-json3-dev libsystemd-dev libqrencode-dev libnghttp2-dev libssl-dev v2ray
-      socat)  # socat: bench/run.py's plain-relay floor
+      socat ccache)  # socat: bench/run.py's plain-relay floor; ccache: rebuilds compile what changed
 if [[ "${1:-}" == "--test" ]]; then
   pkgs+=(clang-14 libclang-rt-14-dev clang-tidy-14 debootstrap systemd-container iproute2 dpkg-dev lintian chromium nftables prometheus)
 fi
