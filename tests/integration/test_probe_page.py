@@ -37,7 +37,7 @@ PROXY_PORT = free_port()
 V = V2ray(v2ray_client_config(PROXY_PORT, D.port("kernel"), D.uuid), PROXY_PORT)
 
 
-def run_chromium(url: str, proxy: str | None, screenshot: str, window: str = "800,1000") -> str:
+def run_chromium(url: str, proxy: str | None, screenshot: str, window: str = "800,1000", again: bool = False) -> str:
     """Opens url in headless chromium, waits (bounded) until the page has posted its results and
     returns the DOM. With VLESSBENCH_PROBE_SCREENSHOTS=DIR set, saves the page there as PNG."""
     profile = tempdir("vlessbench-chromium-")
@@ -60,6 +60,15 @@ def run_chromium(url: str, proxy: str | None, screenshot: str, window: str = "80
             time.sleep(0.2)
             state = browser.call("Runtime.evaluate", {"expression": state_js, "returnByValue": True},
                                  session)["result"].get("value")
+        if again and state == "posted":
+            # A second run on the same page load: its token comes from /probe/token.
+            browser.call("Runtime.evaluate", {"expression": "document.getElementById('start').click()"}, session)
+            state = ""
+            deadline = time.monotonic() + 45
+            while state not in ("posted", "post-failed") and time.monotonic() < deadline:
+                time.sleep(0.2)
+                state = browser.call("Runtime.evaluate", {"expression": state_js, "returnByValue": True},
+                                     session)["result"].get("value")
         dom = browser.call("Runtime.evaluate", {"expression": "document.documentElement.outerHTML",
                                                 "returnByValue": True}, session)["result"]["value"]
         shots = os.environ.get("VLESSBENCH_PROBE_SCREENSHOTS")
@@ -185,11 +194,16 @@ def bad_results_are_refused_with_a_reason():
 def phone_window_page_works():
     mark = D.mark()
     dom = run_chromium(f"http://127.0.0.1:{TP}/probe?auto=1&new=3&reuse=3", f"http://127.0.0.1:{PROXY_PORT}",
-                       "probe-phone.png", window="390,844")
+                       "probe-phone.png", window="390,844", again=True)
     rows = dom_samples(dom)
     check(len(rows) == 6 and all(r["route"] == "vless" for r in rows), rows)
-    e = probe_run(mark)
-    check(e["samples_verified"] == 6 and e["vless_samples"] == 6, e)
+    deadline = time.monotonic() + 10
+    while len(D.events("probe.run", since=mark)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    runs = D.events("probe.run", since=mark)
+    check(len(runs) == 2 and runs[0]["run"] != runs[1]["run"], runs)  # two runs, two tokens
+    for e in runs:
+        check(e["samples_verified"] == 6 and e["vless_samples"] == 6, e)
 
 
 FORGED = (b'{"v":1,"run":"f","new":1,"reuse":0,"verdict":"stall","samples":[{"seq":1,"path":"target",'
