@@ -172,10 +172,10 @@ awaitable<void> admin_server::accept_loop(std::shared_ptr<tcp::acceptor> accepto
     ++from_source;
     ++connections_;
     std::size_t evicted = 0;
-    auto ticket = pending_.admit(io_.get_executor(), limits_.max_pending, &evicted);
+    auto ticket = pending_->admit(io_.get_executor(), limits_.max_pending, &evicted);
     for (std::size_t i = 0; i < evicted; ++i)
       refused("evicted", format_endpoint(remote), "the oldest unfinished admin request closed to make room");
-    asio::co_spawn(io_, handle(std::move(socket), std::move(ticket)), [this, source](std::exception_ptr e) {
+    asio::co_spawn(io_, handle(pending_, std::move(socket), std::move(ticket)), [this, source](std::exception_ptr e) {
       --connections_;
       if (auto it = per_source_.find(source); it != per_source_.end() && --it->second == 0) per_source_.erase(it);
       if (!e) return;
@@ -210,8 +210,10 @@ void admin_server::log_refusal(const std::string& peer, std::string_view why) {
   refused_since_warning_ = 0;
 }
 
-awaitable<void> admin_server::handle(tcp::socket socket, pending_set::ticket admitted) {
+awaitable<void> admin_server::handle(std::shared_ptr<pending_set> set, tcp::socket socket,
+                                     pending_set::ticket admitted) {
   pending_set::ticket ticket = std::move(admitted);  // leaves before the socket closes
+  (void)set;  // only kept alive
   std::error_code ec;
   const auto remote = socket.remote_endpoint(ec);
   const std::string peer = ec ? std::string("?") : format_endpoint(remote);

@@ -69,7 +69,9 @@ class admin_server {
 
  private:
   awaitable<void> accept_loop(std::shared_ptr<tcp::acceptor> acceptor);
-  awaitable<void> handle(tcp::socket socket, pending_set::ticket ticket);
+  // set: held by the connection's frame so that it outlives the ticket, even when ~io_context
+  // destroys a connection still pending after the server is gone (a stop during a half-sent head).
+  awaitable<void> handle(std::shared_ptr<pending_set> set, tcp::socket socket, pending_set::ticket ticket);
   void log_refusal(const std::string& peer, std::string_view why);
   // Counted in /metrics by reason; one info line per reason per second, with the count.
   void refused(std::string_view reason, std::string_view peer, std::string_view detail);
@@ -80,7 +82,7 @@ class admin_server {
   std::shared_ptr<tcp::acceptor> acceptor_;
   std::size_t connections_ = 0;
   std::map<asio::ip::address, std::size_t> per_source_;
-  pending_set pending_;
+  std::shared_ptr<pending_set> pending_ = std::make_shared<pending_set>();
   std::uint64_t refused_since_warning_ = 0;
   std::chrono::steady_clock::time_point last_refusal_warning_{};
   struct refusal_note {

@@ -173,6 +173,24 @@ def configured_host_names():
         d.stop()
 
 
+@suite.test
+def stop_with_a_half_sent_request_exits_cleanly():
+    # ~io_context destroys the still-pending connection after the admin server: its place in the
+    # pending set must still be valid then (else "double free or corruption", rc 134).
+    port = free_port()
+    d = Daemon({"target": [{"name": "http", "listen": f"127.0.0.1:{free_port()}"}],
+                "admin": {"listen": f"127.0.0.1:{port}"}})
+    try:
+        wait_ports([("127.0.0.1", port)], proc=d.proc, what="third admin listener")
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x")
+        time.sleep(0.3)  # accepted and reading
+    finally:
+        rc = d.stop()
+    s.close()
+    check(rc == 0, f"SIGTERM with a half-sent admin request: rc {rc}\n{d.stderr()[-1500:]}")
+
+
 if __name__ == "__main__":
     try:
         suite.run()
