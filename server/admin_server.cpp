@@ -174,7 +174,7 @@ awaitable<void> admin_server::accept_loop(std::shared_ptr<tcp::acceptor> accepto
     std::size_t evicted = 0;
     auto ticket = pending_->admit(io_.get_executor(), limits_.max_pending, &evicted);
     for (std::size_t i = 0; i < evicted; ++i)
-      refused("evicted", format_endpoint(remote), "the oldest unfinished admin request closed to make room");
+      refused("evicted", "the oldest pending connection", "closed to admit " + format_endpoint(remote));
     asio::co_spawn(io_, handle(pending_, std::move(socket), std::move(ticket)), [this, source](std::exception_ptr e) {
       --connections_;
       if (auto it = per_source_.find(source); it != per_source_.end() && --it->second == 0) per_source_.erase(it);
