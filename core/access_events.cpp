@@ -207,6 +207,7 @@ std::string format_event(const probe_run_event& e) {
   add_if(line, "new_p95_ms", sum.new_p95_ms);
   add_if(line, "reuse_median_ms", sum.reuse_median_ms);
   add_if(line, "reuse_p95_ms", sum.reuse_p95_ms);
+  line.add("samples_verified", static_cast<std::uint64_t>(sum.verified));
   line.add("stall_samples", static_cast<std::uint64_t>(sum.stall_samples))
       .add("verdict", sum.verdict)
       .add("page_verdict", r.verdict);
@@ -219,7 +220,8 @@ std::string format_event(const probe_run_event& e) {
     add_if(line, "tls", s.tls);
     add_if(line, "vless", s.vless);
     add_if(line, "upstream", s.upstream);
-    if (s.route == "vless") line.add("stall", probe_sample_stalled(s));
+    if (s.route == "vless") line.add("stall", s.verified && probe_sample_stalled(s));
+    line.add("verified", s.verified);
     line.end_object();
   }
   line.end_array();

@@ -181,7 +181,7 @@ void read_admin(const table_reader& root, admin_config& out) {
   if (!root.find("admin")) return;
   const auto r = root.table("admin");
   if (!r) return;
-  r->reject_unknown({"enabled", "listen", "token"});
+  r->reject_unknown({"enabled", "listen", "token", "hosts"});
   bool enabled = true;
   if (auto b = r->boolean("enabled")) enabled = *b;
   if (auto text = r->string("listen")) {
@@ -200,6 +200,27 @@ void read_admin(const table_reader& root, admin_config& out) {
     else if (!printable)
       r->error("token", "must be printable ASCII without spaces (it travels in a URL and a header)");
     else out.token = *token;
+  }
+  if (const toml::node* n = r->find("hosts")) {
+    if (!n->is_array()) {
+      r->error("hosts", std::string("expected an array of strings, got ") + std::string(type_name(n->type())));
+    } else {
+      const toml::array& arr = *n->as_array();
+      if (arr.size() > admin_config::max_hosts)
+        r->error("hosts", "at most " + std::to_string(admin_config::max_hosts) + " names");
+      for (std::size_t i = 0; i < arr.size() && i < admin_config::max_hosts; ++i) {
+        const toml::node& item = *arr.get(i);
+        const std::string key = toml_reader::index_path(r->key_path("hosts"), i);
+        const auto line = toml_reader::line_of(item.source());
+        if (!item.is_string()) {
+          r->errors().add(line, key, std::string("expected a string, got ") + std::string(type_name(item.type())));
+          continue;
+        }
+        std::string reason;
+        if (auto name = normalize_host_name(item.as_string()->get(), reason)) out.hosts.push_back(*name);
+        else r->errors().add(line, key, quote(item.as_string()->get()) + ": " + reason);
+      }
+    }
   }
   if (!enabled) out.listen.reset();
   if (out.listen && out.token.empty() && !unmapped(out.listen->address()).is_loopback() && !r->find("token"))

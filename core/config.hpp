@@ -130,6 +130,10 @@ struct admin_config {
   std::optional<asio::ip::tcp::endpoint> listen =
       asio::ip::tcp::endpoint(asio::ip::make_address_v4("127.0.0.1"), default_port);
   std::string token;  // empty: none (loopback only)
+  // Host header names a request may carry besides the listener's address literal and localhost
+  // (DNS rebinding, docs/dashboard.md): lower case, without port or trailing dot.
+  std::vector<std::string> hosts;
+  static constexpr std::size_t max_hosts = 64;
   bool operator==(const admin_config&) const = default;
 };
 

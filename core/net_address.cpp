@@ -79,6 +79,109 @@ std::optional<host_port> parse_host_port(std::string_view text, host_rule rule, 
   return host_port{std::string(host), static_cast<std::uint16_t>(value)};
 }
 
+std::optional<std::string> normalize_host_name(std::string_view text, std::string& reason) {
+  if (text.size() >= 2 && text.front() == '[' && text.back() == ']') {
+    asio::error_code ec;
+    const auto a = asio::ip::make_address_v6(std::string(text.substr(1, text.size() - 2)), ec);
+    if (ec) {
+      reason = "not a valid IPv6 address";
+      return std::nullopt;
+    }
+    return unmapped(a).to_string();
+  }
+  if (text.find(':') != std::string_view::npos) {
+    asio::error_code ec;
+    const auto a = asio::ip::make_address_v6(std::string(text), ec);
+    if (ec) {
+      reason = "not a host name (a port does not belong here) nor an IPv6 address";
+      return std::nullopt;
+    }
+    return unmapped(a).to_string();
+  }
+  std::string name(text);
+  if (!name.empty() && name.back() == '.') name.pop_back();
+  if (name.empty() || name.size() > 253) {
+    reason = "a host name is 1 to 253 characters";
+    return std::nullopt;
+  }
+  std::size_t label = 0;
+  for (char& c : name) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c == '.') {
+      if (label == 0) {
+        reason = "empty label in host name";
+        return std::nullopt;
+      }
+      label = 0;
+      continue;
+    }
+    if (!((c >= 'a' && c <= 'z') || is_digit(c) || c == '-' || c == '_')) {
+      reason = "bad character in host name";
+      return std::nullopt;
+    }
+    if (++label > 63) {
+      reason = "a label of a host name is at most 63 characters";
+      return std::nullopt;
+    }
+  }
+  asio::error_code ec;
+  const auto a = asio::ip::make_address_v4(name, ec);
+  if (!ec) return a.to_string();
+  return name;
+}
+
+std::optional<host_header> parse_host_header(std::string_view value, std::string& reason) {
+  std::string_view host = value, port;
+  if (!value.empty() && value.front() == '[') {
+    const auto close = value.find(']');
+    if (close == std::string_view::npos) {
+      reason = "missing ']' after the IPv6 address";
+      return std::nullopt;
+    }
+    host = value.substr(0, close + 1);
+    const auto rest = value.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest.front() != ':') {
+        reason = "expected [IPv6]:PORT";
+        return std::nullopt;
+      }
+      port = rest.substr(1);
+      if (port.empty()) {
+        reason = "missing port after ':'";
+        return std::nullopt;
+      }
+    }
+  } else if (const auto colon = value.rfind(':'); colon != std::string_view::npos) {
+    host = value.substr(0, colon);
+    port = value.substr(colon + 1);
+    if (host.find(':') != std::string_view::npos) {
+      reason = "IPv6 addresses need brackets";
+      return std::nullopt;
+    }
+    if (port.empty()) {
+      reason = "missing port after ':'";
+      return std::nullopt;
+    }
+  }
+  if (!port.empty()) {
+    unsigned n = 0;
+    const auto significant = port.substr(std::min(port.find_first_not_of('0'), port.size()));
+    if (!std::all_of(port.begin(), port.end(), is_digit) || significant.size() > 5 ||
+        std::from_chars(significant.data(), significant.data() + significant.size(), n).ec != std::errc{} || n < 1 ||
+        n > 65535) {
+      reason = "port out of range";
+      return std::nullopt;
+    }
+  }
+  auto name = normalize_host_name(host, reason);
+  if (!name) return std::nullopt;
+  host_header out{*name, std::nullopt};
+  asio::error_code ec;
+  const auto a = asio::ip::make_address(out.host, ec);
+  if (!ec) out.address = a;
+  return out;
+}
+
 std::string format_host_port(std::string_view host, std::uint16_t port) {
   std::string out;
   if (host.find(':') != std::string_view::npos) {

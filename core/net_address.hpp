@@ -39,6 +39,21 @@ std::string format_host_port(std::string_view host, std::uint16_t port);
 bool parse_endpoint(std::string_view text, asio::ip::tcp::endpoint& out, std::string& reason);
 std::string format_endpoint(const asio::ip::tcp::endpoint& ep);
 
+// A host name as a Host header or a config list carries it: a DNS name (letters, digits, '-',
+// labels of 1..63, at most 253 in all) or an IP address literal (IPv6 with or without brackets).
+// Lower case, without a trailing dot; an address in its normal form (unmapped). nullopt with a
+// reason otherwise.
+std::optional<std::string> normalize_host_name(std::string_view text, std::string& reason);
+
+// An HTTP Host header value (RFC 9110 7.2: uri-host [":" port]): "name", "name:80", "1.2.3.4:80",
+// "[::1]:80". The port, when present, is 1..65535 but not returned: through a forward (ssh -L) it
+// is not the listener's. address is set when the host is an IP literal.
+struct host_header {
+  std::string host;  // normalize_host_name's form
+  std::optional<asio::ip::address> address;
+};
+std::optional<host_header> parse_host_header(std::string_view value, std::string& reason);
+
 // An IP network in CIDR form ("10.0.0.0/8", "fd00::/8"); a bare address is a single host.
 struct ip_network {
   asio::ip::address address;  // host bits are zero

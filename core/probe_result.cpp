@@ -323,9 +323,10 @@ probe_summary summarize_probe(const probe_result& r) {
       continue;
     }
     ++sum.ok;
-    if (s.route == "vless") ++sum.vless_samples;
+    if (s.verified) ++sum.verified;
+    if (s.route == "vless" && s.verified) ++sum.vless_samples;
     if (s.route == "direct") ++sum.direct_samples;
-    if (probe_sample_stalled(s)) ++sum.stall_samples;
+    if (s.verified && probe_sample_stalled(s)) ++sum.stall_samples;
     if (s.path == "target" && s.ms) (s.mode == "new" ? fresh : reused).push_back(*s.ms);
   }
   sum.new_median_ms = stats::quantile(fresh, 0.5);

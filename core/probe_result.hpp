@@ -38,6 +38,9 @@ struct probe_sample {
   std::optional<std::uint64_t> session;
   std::optional<double> tls, vless,
       upstream;  // server phases (ms) from Server-Timing
+  // Not in the document: set by the daemon when the sample names the route and session it served
+  // that request on (target/probe_runs.hpp). Only verified samples count as proof.
+  bool verified = false;
 };
 
 struct probe_result {
@@ -54,6 +57,8 @@ parse_result<probe_result> parse_probe_result(std::string_view body);
 struct probe_summary {
   std::size_t ok = 0, failed = 0;
   std::size_t vless_samples = 0, direct_samples = 0;
+  std::size_t verified = 0;       // samples the daemon saw as the page says (probe_sample::verified)
+  // VLESS and stall counts and the verdict take verified samples only.
   std::size_t stall_samples = 0;  // VLESS phase (TLS done -> header) >= stall_threshold_ms
   std::optional<double> new_median_ms, new_p95_ms, reuse_median_ms,
       reuse_p95_ms;          // path "target"

@@ -149,6 +149,24 @@ void state_hub::set_listeners(std::uint64_t generation, std::vector<listener_vie
   });
 }
 
+namespace {
+void count_reason(std::map<std::string, std::uint64_t, std::less<>>& m, std::string_view reason) {
+  auto it = m.find(reason);
+  if (it == m.end()) it = m.emplace(std::string(m.size() < hub_max_reasons ? reason : "other"), 0).first;
+  ++it->second;
+}
+}  // namespace
+
+void state_hub::admin_refused(std::string_view reason) {
+  const std::lock_guard lock(mutex_);
+  count_reason(admin_refused_, reason);
+}
+
+void state_hub::probe_refused(std::string_view reason) {
+  const std::lock_guard lock(mutex_);
+  count_reason(probe_refused_, reason);
+}
+
 hub_snapshot state_hub::snapshot() const {
   const std::lock_guard lock(mutex_);
   hub_snapshot s;
@@ -159,6 +177,8 @@ hub_snapshot state_hub::snapshot() const {
   s.reloads_ok = reloads_ok_;
   s.reloads_failed = reloads_failed_;
   s.probe_runs = probe_runs_;
+  s.admin_refused = admin_refused_;
+  s.probe_refused = probe_refused_;
   s.sessions.assign(sessions_.begin(), sessions_.end());
   s.reloads.assign(reloads_.begin(), reloads_.end());
   s.probes.assign(probes_.begin(), probes_.end());

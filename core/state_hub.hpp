@@ -89,6 +89,9 @@ struct hub_snapshot {
   std::map<std::string, listener_counters, std::less<>> counters;  // by listener
   std::uint64_t reloads_ok = 0, reloads_failed = 0, probe_runs = 0;
   std::uint64_t open_sessions = 0, open_connections = 0;
+  // Requests and connections the admin listener refused, and probe results refused, by reason
+  // (a fixed vocabulary: docs/dashboard.md, docs/probe.md).
+  std::map<std::string, std::uint64_t, std::less<>> admin_refused, probe_refused;
   std::vector<session_record> sessions;  // oldest first
   std::vector<reload_record> reloads;
   std::vector<probe_record> probes;
@@ -106,6 +109,9 @@ class state_hub {
   void rejected(const vless_reject_event& e);
   void reloaded(const config_reload_event& e);
   void probe_run(probe_record r);
+  // reason: one of a fixed set of names (past hub_max_reasons distinct ones: "other").
+  void admin_refused(std::string_view reason);
+  void probe_refused(std::string_view reason);
   // The running config's listeners and generation (at start and after each
   // reload that took); counters of listeners it no longer has are dropped.
   void set_listeners(std::uint64_t generation, std::vector<listener_view> listeners);
@@ -122,6 +128,7 @@ class state_hub {
   std::vector<listener_view> listeners_;
   std::map<std::string, listener_counters, std::less<>> counters_;
   std::uint64_t reloads_ok_ = 0, reloads_failed_ = 0, probe_runs_ = 0;
+  std::map<std::string, std::uint64_t, std::less<>> admin_refused_, probe_refused_;
   std::deque<session_record> sessions_;
   std::deque<reload_record> reloads_;
   std::deque<probe_record> probes_;

@@ -15,7 +15,7 @@
 namespace vlessbench::admin {
 namespace {
 
-constexpr auto request_timeout = std::chrono::seconds(5);
+constexpr auto write_timeout = std::chrono::seconds(5);
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -54,6 +54,14 @@ request_token find_token(const http::request& req, std::string_view query) {
   return {};
 }
 
+// For the human log: a value the client chose, without control characters or quotes.
+std::string printable(std::string_view v) {
+  std::string out(v);
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f || c == '"' || c == '\\') c = '?';
+  return out;
+}
+
 std::string status_text(int status) {
   switch (status) {
     case 200: return "OK";
@@ -62,6 +70,7 @@ std::string status_text(int status) {
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 413: return "Content Too Large";
+    case 421: return "Misdirected Request";
     case 431: return "Request Header Fields Too Large";
     default: return "Error";
   }
@@ -87,6 +96,14 @@ bool token_matches(std::string_view given, std::string_view expected) {
   SHA256(reinterpret_cast<const std::uint8_t*>(given.data()), given.size(), a.data());
   SHA256(reinterpret_cast<const std::uint8_t*>(expected.data()), expected.size(), b.data());
   return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+bool host_allowed(std::string_view host_value, const asio::ip::address& local, const std::vector<std::string>& hosts) {
+  std::string reason;
+  const auto h = parse_host_header(host_value, reason);
+  if (!h) return false;
+  if (h->address) return unmapped(*h->address) == unmapped(local) || std::ranges::find(hosts, h->host) != hosts.end();
+  return h->host == "localhost" || std::ranges::find(hosts, h->host) != hosts.end();
 }
 
 std::shared_ptr<tcp::acceptor> admin_server::bind(const tcp::endpoint& ep) {
@@ -137,10 +154,30 @@ awaitable<void> admin_server::accept_loop(std::shared_ptr<tcp::acceptor> accepto
       co_await backoff.async_wait(as_tuple_awaitable);
       continue;
     }
-    if (connections_ >= max_connections) continue;  // the socket closes as it goes out of scope
+    // A refused socket closes as it goes out of scope.
+    std::error_code rec;
+    const auto remote = socket.remote_endpoint(rec);
+    if (rec) continue;
+    const auto source = unmapped(remote.address());
+    if (connections_ >= limits_.max_connections) {
+      refused("connection_cap", format_endpoint(remote), "admin connections at their cap");
+      continue;
+    }
+    auto& from_source = per_source_[source];
+    if (from_source >= limits_.per_source) {
+      refused("source_cap", format_endpoint(remote),
+              fmt::format("{} admin connections open from this address already", from_source));
+      continue;
+    }
+    ++from_source;
     ++connections_;
-    asio::co_spawn(io_, handle(std::move(socket)), [this](std::exception_ptr e) {
+    std::size_t evicted = 0;
+    auto ticket = pending_->admit(io_.get_executor(), limits_.max_pending, &evicted);
+    for (std::size_t i = 0; i < evicted; ++i)
+      refused("evicted", "the oldest pending connection", "closed to admit " + format_endpoint(remote));
+    asio::co_spawn(io_, handle(pending_, std::move(socket), std::move(ticket)), [this, source](std::exception_ptr e) {
       --connections_;
+      if (auto it = per_source_.find(source); it != per_source_.end() && --it->second == 0) per_source_.erase(it);
       if (!e) return;
       try {
         std::rethrow_exception(e);
@@ -149,6 +186,19 @@ awaitable<void> admin_server::accept_loop(std::shared_ptr<tcp::acceptor> accepto
       }
     });
   }
+}
+
+void admin_server::refused(std::string_view reason, std::string_view peer, std::string_view detail) {
+  ctx_.hub.admin_refused(reason);
+  auto it = notes_.find(reason);
+  if (it == notes_.end()) it = notes_.emplace(std::string(reason), refusal_note{}).first;
+  auto& n = it->second;
+  ++n.since;
+  const auto now = steady_clock::now();
+  if (n.last != steady_clock::time_point{} && now - n.last < std::chrono::seconds(1)) return;
+  spdlog::info("admin: refused {} ({}): {} ({} since the last such line)", peer, reason, detail, n.since);
+  n.last = now;
+  n.since = 0;
 }
 
 void admin_server::log_refusal(const std::string& peer, std::string_view why) {
@@ -160,12 +210,21 @@ void admin_server::log_refusal(const std::string& peer, std::string_view why) {
   refused_since_warning_ = 0;
 }
 
-awaitable<void> admin_server::handle(tcp::socket socket) {
+awaitable<void> admin_server::handle(std::shared_ptr<pending_set> set, tcp::socket socket,
+                                     pending_set::ticket admitted) {
+  pending_set::ticket ticket = std::move(admitted);  // leaves before the socket closes
+  (void)set;  // only kept alive
   std::error_code ec;
   const auto remote = socket.remote_endpoint(ec);
   const std::string peer = ec ? std::string("?") : format_endpoint(remote);
+  const auto local = socket.local_endpoint(ec);
+  if (!ticket.arm([&socket] {
+        std::error_code ignored;
+        socket.close(ignored);
+      }))
+    co_return;  // evicted before it ran
   watchdog_deadline deadline;
-  deadline = steady_clock::now() + request_timeout;
+  deadline = steady_clock::now() + limits_.head_timeout;
   std::string reply;
   auto work = [&]() -> awaitable<void> {
     std::string buf;
@@ -190,9 +249,26 @@ awaitable<void> admin_server::handle(tcp::socket socket) {
     const std::string_view path = target.substr(0, q);
     const std::string_view query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
     const auto cfg = ctx_.cfg();
+    const auto host = req.find("Host");
+    if (!host && req.version_minor >= 1) {
+      refused("missing_host", peer, "HTTP/1.1 request without Host");
+      reply = response(400, "text/plain", "Host header required\n", head);
+      co_return;
+    }
+    if (host && !host_allowed(*host, local.address(), cfg->admin.hosts)) {
+      refused("misdirected_host", peer,
+              fmt::format("Host \"{}\" names neither this listener's address, localhost nor [admin] hosts",
+                          printable(host->substr(0, 256))));
+      reply = response(421, "text/plain",
+                       "misdirected request: Host must be this listener's address, localhost or a name in "
+                       "[admin] hosts\n",
+                       head);
+      co_return;
+    }
     if (!cfg->admin.token.empty()) {
       const request_token t = find_token(req, query);
       if (!t.present || !token_matches(t.value, cfg->admin.token)) {
+        ctx_.hub.admin_refused("unauthorized");
         log_refusal(peer, t.present ? "wrong token" : "no token");
         reply = response(401, "text/plain",
                          "admin token required (Authorization: Bearer TOKEN or "
@@ -201,6 +277,7 @@ awaitable<void> admin_server::handle(tcp::socket socket) {
         co_return;
       }
     }
+    ticket.leave();  // authenticated: never evicted from now on
     if (req.method != "GET" && !head) {
       reply = response(405, "text/plain", "read-only: GET only\n", false, "Allow: GET, HEAD\r\n");
       co_return;
@@ -227,8 +304,9 @@ awaitable<void> admin_server::handle(tcp::socket socket) {
               std::error_code ignored;
               socket.close(ignored);
             }));
+  ticket.leave();
   if (reply.empty() || !socket.is_open()) co_return;
-  deadline = steady_clock::now() + request_timeout;
+  deadline = steady_clock::now() + write_timeout;
   co_await ([&]() -> awaitable<void> {
     auto [wec, wn] = co_await asio::async_write(socket, asio::buffer(reply), as_tuple_awaitable);
     (void)wec;

@@ -7,11 +7,14 @@
 // request.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/asio_compat.hpp"
 #include "core/config.hpp"
+#include "core/pending_set.hpp"
 #include "core/state_hub.hpp"
 
 namespace vlessbench::admin {
@@ -36,9 +39,26 @@ struct request_token {
   std::string value;
 };
 
+// DNS rebinding (docs/dashboard.md): a request's Host must name the listener: an IP literal equal
+// to the address the connection arrived on (so a listener on 0.0.0.0 accepts each of its local
+// addresses), localhost, or one of [admin] hosts; any port (a forward, ssh -L, changes it).
+bool host_allowed(std::string_view host_value, const asio::ip::address& local, const std::vector<std::string>& hosts);
+
+// Admission (docs/dashboard.md): a connection is pending until its request head is complete and
+// has passed the Host and token checks. Pending ones are bounded as core/pending_set.hpp bounds
+// VLESS connections (the oldest evicted at the cap), so that silent or half-sent connections can
+// never keep an authenticated scrape out; each source address holds at most per_source at once.
+struct admin_limits {
+  std::size_t max_connections = 256;  // all together, answered ones included
+  std::size_t max_pending = 32;
+  std::size_t per_source = 8;
+  std::chrono::milliseconds head_timeout{5000};  // the whole request head
+};
+
 class admin_server {
  public:
-  admin_server(asio::io_context& io, admin_context ctx) : io_(io), ctx_(std::move(ctx)) {}
+  admin_server(asio::io_context& io, admin_context ctx, admin_limits limits = {})
+      : io_(io), ctx_(std::move(ctx)), limits_(limits) {}
   // Binds and listens (throws std::runtime_error naming the endpoint); serve()
   // starts it.
   std::shared_ptr<tcp::acceptor> bind(const tcp::endpoint& ep);
@@ -49,16 +69,27 @@ class admin_server {
 
  private:
   awaitable<void> accept_loop(std::shared_ptr<tcp::acceptor> acceptor);
-  awaitable<void> handle(tcp::socket socket);
+  // set: held by the connection's frame so that it outlives the ticket, even when ~io_context
+  // destroys a connection still pending after the server is gone (a stop during a half-sent head).
+  awaitable<void> handle(std::shared_ptr<pending_set> set, tcp::socket socket, pending_set::ticket ticket);
   void log_refusal(const std::string& peer, std::string_view why);
+  // Counted in /metrics by reason; one info line per reason per second, with the count.
+  void refused(std::string_view reason, std::string_view peer, std::string_view detail);
 
-  static constexpr std::size_t max_connections = 64;
   asio::io_context& io_;
   admin_context ctx_;
+  admin_limits limits_;
   std::shared_ptr<tcp::acceptor> acceptor_;
   std::size_t connections_ = 0;
+  std::map<asio::ip::address, std::size_t> per_source_;
+  std::shared_ptr<pending_set> pending_ = std::make_shared<pending_set>();
   std::uint64_t refused_since_warning_ = 0;
   std::chrono::steady_clock::time_point last_refusal_warning_{};
+  struct refusal_note {
+    std::uint64_t since = 0;
+    std::chrono::steady_clock::time_point last{};
+  };
+  std::map<std::string, refusal_note, std::less<>> notes_;
 };
 
 }  // namespace vlessbench::admin

@@ -69,6 +69,14 @@ std::string format_metrics(const hub_snapshot& s, std::string_view version) {
   m.sample("vlessbench_open_connections", "", std::to_string(s.open_connections));
   m.family("vlessbench_probe_runs_total", "counter", "Browser probe results accepted (probe.run events).");
   m.sample("vlessbench_probe_runs_total", "", std::to_string(s.probe_runs));
+  m.family("vlessbench_probe_results_refused_total", "counter",
+           "Browser probe results refused, by reason (docs/probe.md).");
+  for (const auto& [reason, n] : s.probe_refused)
+    m.sample("vlessbench_probe_results_refused_total", label("reason", reason), std::to_string(n));
+  m.family("vlessbench_admin_refused_total", "counter",
+           "Admin connections and requests refused, by reason (docs/dashboard.md).");
+  for (const auto& [reason, n] : s.admin_refused)
+    m.sample("vlessbench_admin_refused_total", label("reason", reason), std::to_string(n));
 
   m.family("vlessbench_sessions_total", "counter", "Admitted VLESS sessions, counted at close.");
   for (const auto& [name, c] : s.counters)

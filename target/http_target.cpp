@@ -11,6 +11,7 @@
 #include "core/http_parser.hpp"
 #include "core/logging.hpp"
 #include "core/policy_stream.hpp"
+#include "target/probe_page.hpp"
 #include "target/request_handler.hpp"
 #include "core/route_header.hpp"
 #include "core/tcp_info.hpp"
@@ -288,6 +289,23 @@ struct connection {
       const http::request& req = parsed.value;
       consume(parsed.consumed);
       response_plan plan = plan_response(req);
+      if (plan.probe_page || plan.probe_token) {
+        const auto t = ctx.probe_runs_seen->issue(probe_client(route.get(), peer), started_at);
+        plan.body = plan.probe_page ? probe_page(t.run, t.token)
+                                    : "{\"run\":\"" + t.run + "\",\"token\":\"" + t.token + "\"}\n";
+      }
+      if (const auto sample = probe_sample_of(req)) {
+        probe_runs::seen s;
+        if (route) {
+          const auto& p = route->phases;
+          const auto from = p.upgrade_done >= 0 ? p.upgrade_done : p.tls_done;
+          s.vless = true;
+          s.session = route->session_id;
+          if (from >= 0 && p.header_complete >= 0)
+            s.vless_ms = static_cast<double>(p.header_complete - from) / 1000.0;
+        }
+        ctx.probe_runs_seen->observe(sample->run, sample->seq, s, started_at);
+      }
       // Each probe result is a probe.run line of up to 256 KiB: past [limits]
       // probe_results_per_minute (all target listeners together) a post is refused, its body never
       // read, so a flood of posts cannot flood the log.
@@ -423,7 +441,14 @@ struct connection {
     }
     end_rate();
     const auto agent = req.find("User-Agent");
-    auto outcome = handle_probe_result(body, agent ? *agent : std::string_view(), listener->name, peer, route);
+    const auto token = req.find("X-Vlessbench-Probe-Token");
+    auto outcome = handle_probe_result(body, agent ? *agent : std::string_view(), listener->name, peer, route,
+                                       *ctx.probe_runs_seen, token ? *token : std::string_view(),
+                                       probe_client(route, peer));
+    if (outcome.plan.status == 403) {
+      ctx.hub.probe_refused(outcome.plan.note);
+      spdlog::info("probe result from {} refused: {}", peer, outcome.plan.note);
+    }
     plan = std::move(outcome.plan);
     plan.probe_result = true;
     if (!outcome.log_line.empty()) ctx.log.write(outcome.log_line);

@@ -62,6 +62,9 @@ suspected Nagle / delayed-ACK stall.</p>
   var el = function (id) { return document.getElementById(id); };
   var samples = [];
   var running = false;
+  // The run id and results token the daemon issued to this page load (single use); a further run
+  // asks /probe/token for the next pair.
+  var issued = { run: '@RUN@', token: '@TOKEN@' };
 
   function clampCount(v, d) {
     var n = parseInt(v, 10);
@@ -71,11 +74,11 @@ suspected Nagle / delayed-ACK stall.</p>
   if (params.has('new')) el('n-new').value = clampCount(params.get('new'), 20);
   if (params.has('reuse')) el('n-reuse').value = clampCount(params.get('reuse'), 20);
 
-  function runId() {
-    var s = '';
-    var chars = 'abcdefghijklmnopqrstuvwxyz0123456789';
-    for (var i = 0; i < 12; i++) s += chars.charAt(Math.floor(Math.random() * chars.length));
-    return s;
+  async function nextRun() {
+    if (issued) { var first = issued; issued = null; return first; }
+    var res = await fetch('/probe/token', { cache: 'no-store' });
+    if (!res.ok) throw new Error('token ' + res.status);
+    return await res.json();
   }
   function shuffle(a) {
     for (var i = a.length - 1; i > 0; i--) {
@@ -238,7 +241,16 @@ suspected Nagle / delayed-ACK stall.</p>
     var rows = el('samples').tBodies[0];
     while (rows.firstChild) rows.removeChild(rows.firstChild);
     var nNew = clampCount(el('n-new').value, 20), nReuse = clampCount(el('n-reuse').value, 20);
-    var run = runId();
+    var ticket;
+    try {
+      ticket = await nextRun();
+    } catch (err) {
+      setStatus('post-failed', 'no run token from the daemon; reload the page');
+      el('start').disabled = false;
+      running = false;
+      return;
+    }
+    var run = ticket.run;
     var paths = [{ name: 'target', base: '' }];
     var control = params.get('control');
     if (control && /^https?:\/\/[^\/?#]+$/.test(control)) paths.push({ name: 'control', base: control });
@@ -260,7 +272,8 @@ suspected Nagle / delayed-ACK stall.</p>
     var doc = { v: 1, run: run, 'new': nNew, reuse: nReuse, verdict: v.verdict, samples: samples };
     try {
       var res = await fetch('/probe/result', { method: 'POST', cache: 'no-store',
-        headers: { 'Content-Type': 'text/plain' }, body: JSON.stringify(doc) });
+        headers: { 'Content-Type': 'text/plain', 'X-Vlessbench-Probe-Token': ticket.token },
+        body: JSON.stringify(doc) });
       setStatus(res.ok ? 'posted' : 'post-failed',
         'run ' + run + ' done; results ' + (res.ok ? 'logged by the daemon' : 'refused: ' + res.status));
     } catch (err) {
@@ -285,7 +298,7 @@ std::string replace_all(std::string text, std::string_view what, std::string_vie
 
 }  // namespace
 
-std::string_view probe_page() {
+std::string probe_page(std::string_view run, std::string_view token) {
   static const std::string page = [] {
     char ms[32];
     std::snprintf(ms, sizeof ms, "%g", stall_threshold_ms);
@@ -294,7 +307,8 @@ std::string_view probe_page() {
     const auto max_count = std::to_string(probe_max_samples / 4);
     return replace_all(replace_all(std::string(page_template), "@STALL_MS@", ms), "@MAX_COUNT@", max_count);
   }();
-  return page;
+  // run and token are the daemon's own ([a-z0-9], digits '.' hex): nothing to escape.
+  return replace_all(replace_all(page, "@RUN@", run), "@TOKEN@", token);
 }
 
 }  // namespace vlessbench::target

@@ -6,6 +6,7 @@
 #include "core/access_events.hpp"
 #include "core/probe_result.hpp"
 #include "target/probe_page.hpp"
+#include "target/probe_runs.hpp"
 
 namespace vlessbench::target {
 namespace {
@@ -50,6 +51,7 @@ std::string_view status_text(int status) {
     case 200: return "OK";
     case 204: return "No Content";
     case 400: return "Bad Request";
+    case 403: return "Forbidden";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 413: return "Content Too Large";
@@ -89,8 +91,14 @@ response_plan plan_response(const http::request& req) {
   }
   if (path == "/probe") {
     if (!get && !head) return error_response(405, "use GET or HEAD");
-    p.body = std::string(probe_page());
+    p.probe_page = true;  // the body, with its run id and token, comes from probe_page(run, token)
     p.content_type = "text/html; charset=utf-8";
+    return p;
+  }
+  if (path == "/probe/token") {
+    if (!get && !head) return error_response(405, "use GET or HEAD");
+    p.probe_token = true;
+    p.content_type = "application/json";
     return p;
   }
   if (path == "/probe/result") {
@@ -165,14 +173,23 @@ std::string format_head(const response_plan& plan, std::uint64_t content_length,
 
 probe_post_outcome handle_probe_result(std::string_view body, std::string_view user_agent,
                                        std::string_view listener, std::string_view peer,
-                                       const route_info* route) {
+                                       const route_info* route, probe_runs& runs, std::string_view token,
+                                       std::string_view client) {
   probe_post_outcome out;
-  const auto parsed = parse_probe_result(body);
+  auto parsed = parse_probe_result(body);
   if (!parsed.complete()) {
     out.plan = error_response(400, std::string("probe result: ") + std::string(parsed.reason));
     out.plan.note = parsed.reason;
     return out;
   }
+  const std::string_view refused = runs.redeem(parsed.value.run, client, token, std::chrono::steady_clock::now());
+  if (!refused.empty()) {
+    out.plan = error_response(403, std::string("probe result refused: ") + std::string(refused) +
+                                       " (a result needs the token the daemon gave this page load; reload /probe)");
+    out.plan.note = refused;
+    return out;
+  }
+  runs.verify(parsed.value);
   const probe_summary summary = summarize_probe(parsed.value);
   out.log_line = format_event(probe_run_event{.listener = listener,
                                               .peer = peer,
@@ -188,6 +205,25 @@ probe_post_outcome handle_probe_result(std::string_view body, std::string_view u
                                                  .summary = &summary});
   out.plan.body = "logged run " + parsed.value.run + ": " + std::string(summary.verdict) + "\n";
   return out;
+}
+
+std::optional<probe_sample_ref> probe_sample_of(const http::request& req) {
+  const auto path = path_of(req.target);
+  if (path != "/" && path != "/generate_204") return std::nullopt;
+  const auto run = query_param(req.target, "probe");
+  const auto seq = query_param(req.target, "seq");
+  std::uint64_t n = 0;
+  if (!run || run->empty() || !seq || !parse_count(*seq, probe_max_count * 8, n)) return std::nullopt;
+  return probe_sample_ref{*run, n};
+}
+
+std::string probe_client(const route_info* route, std::string_view peer) {
+  std::string_view ep = route ? std::string_view(route->client) : peer;
+  const auto colon = ep.rfind(':');
+  if (colon == std::string_view::npos) return std::string(ep);
+  ep = ep.substr(0, colon);
+  if (ep.size() >= 2 && ep.front() == '[' && ep.back() == ']') ep = ep.substr(1, ep.size() - 2);
+  return std::string(ep);
 }
 
 }  // namespace vlessbench::target

@@ -25,6 +25,8 @@ struct response_plan {
   bool close = false;                  // ?close=1: answer Connection: close (the probe's new samples)
   bool cors = false;                   // ?probe=RUN: readable by the probe page from another origin
   bool probe_result = false;           // POST /probe/result: read the body, then handle_probe_result
+  bool probe_page = false;             // GET /probe: the page with a run id and token (probe_page())
+  bool probe_token = false;            // GET /probe/token: {"run":..,"token":..} for the page's next run
   std::string_view note;               // logged with the request as its error (a refused probe result)
   std::string_view content_type = "text/plain";
   std::uint64_t content_length() const { return generated_bytes ? generated_bytes : body.size(); }
@@ -43,9 +45,23 @@ struct probe_post_outcome {
   std::string log_line;  // empty when refused
   std::optional<probe_record> record;  // for the admin dashboard; absent when refused
 };
+// runs: the daemon's tokens and notes (target/probe_runs.hpp); token: the post's
+// X-Vlessbench-Probe-Token; client: the address the token was issued to (probe_client()). A post
+// without a good token is a 403 whose note is the reason.
+class probe_runs;
 probe_post_outcome handle_probe_result(std::string_view body, std::string_view user_agent,
                                        std::string_view listener, std::string_view peer,
-                                       const route_info* route);
+                                       const route_info* route, probe_runs& runs, std::string_view token,
+                                       std::string_view client);
+// Whom a probe token is bound to: the VLESS client's address through a relay, else the peer's
+// (addresses without port: a page's requests come from many ports).
+std::string probe_client(const route_info* route, std::string_view peer);
+// A probe sample request (?probe=RUN&seq=N on / or /generate_204): its run and seq.
+struct probe_sample_ref {
+  std::string_view run;
+  std::uint64_t seq = 0;
+};
+std::optional<probe_sample_ref> probe_sample_of(const http::request& req);
 
 // The response head, CRLF-terminated. route_value is the X-Vlessbench-Route value; timing is the
 // Server-Timing value (omitted when empty).

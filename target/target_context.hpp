@@ -13,6 +13,7 @@
 #include "core/rate_gate.hpp"
 #include "core/route_registry.hpp"
 #include "core/state_hub.hpp"
+#include "target/probe_runs.hpp"
 
 namespace vlessbench::target {
 
@@ -25,6 +26,8 @@ struct target_context {
   state_hub& hub;                         // probe runs for the admin dashboard
   // POST /probe/result, every target listener together ([limits] probe_results_per_minute).
   std::shared_ptr<rate_gate> probe_posts = std::make_shared<rate_gate>();
+  // Probe run ids and results tokens issued, and the sample requests served (docs/probe.md).
+  std::shared_ptr<probe_runs> probe_runs_seen = std::make_shared<probe_runs>();
 };
 
 }  // namespace vlessbench::target

@@ -680,6 +680,17 @@ def http_request(method: str, path: str, host: str = "127.0.0.1", headers: dict 
     return head.encode("latin-1") + body
 
 
+def probe_ticket(port: int, host: str = "127.0.0.1") -> dict:
+    """A browser-probe run id and results token from the target at host:port (GET /probe/token,
+    docs/probe.md): {"run": ..., "token": ...}; post with {"X-Vlessbench-Probe-Token": token}."""
+    with tcp_connect(port, host) as s:
+        s.sendall(http_request("GET", "/probe/token", host=host))
+        r = plain_stream(s).read_response()
+    if r.status != 200:
+        raise AssertionError(f"GET /probe/token: {r}")
+    return json.loads(r.body)
+
+
 def tcp_connect(port: int, host: str = LOOPBACK, nodelay: bool = True, timeout: float = 5.0) -> socket.socket:
     fam = socket.AF_INET6 if ":" in host else socket.AF_INET
     s = socket.socket(fam, socket.SOCK_STREAM)

@@ -19,7 +19,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from harness import (Daemon, Suite, TlsClient, check, free_port, http_request, new_uuid, plain_stream, policy,
+from harness import (Daemon, Suite, TlsClient, check, free_port, http_request, new_uuid, plain_stream, policy, probe_ticket,
                      read_vless_response_header, require_binary, run_daemon, run_in_own_netns, sanitizer_report,
                      skip_file, tcp_connect, tempdir,
                      vless_get, vless_header, wait_ports)
@@ -224,11 +224,14 @@ def open_dashboard(url: str, screenshot: Path) -> dict:
 def injected_html_is_shown_as_text():
     vless_session_with_sni(D.port("kernel"), SNI_SCRIPT)
     vless_session_with_sni(D.port("quick"), SNI_IMG)
-    body = json.dumps({"v": 1, "run": "inj1", "new": 1, "reuse": 0, "verdict": "no_stall",
+    t = probe_ticket(TP)
+    body = json.dumps({"v": 1, "run": t["run"], "new": 1, "reuse": 0, "verdict": "no_stall",
                        "samples": [{"seq": 1, "path": "target", "mode": "new", "ok": True, "ms": 1.5,
                                     "route": "direct"}]}).encode()
     with tcp_connect(TP) as sock:
-        sock.sendall(http_request("POST", "/probe/result", headers={"User-Agent": UA}, body=body))
+        sock.sendall(http_request("POST", "/probe/result", headers={"User-Agent": UA,
+                                                                    "X-Vlessbench-Probe-Token": t["token"]},
+                                  body=body))
         r = plain_stream(sock).read_response()
     check(r.status == 200, r)
     s = state()

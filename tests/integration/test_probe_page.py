@@ -3,10 +3,14 @@
 -> vless outbound to the daemon). The page measures, shows route, phases and the stall verdict in
 its DOM, and posts its results; the daemon logs a probe.run whose samples name VLESS sessions
 (through v2ray) or direct (directly), and every VLESS session a sample names is one the daemon
-logged for that sample's request. Also: bad and oversized result posts are refused with a reason.
+logged for that sample's request; every sample is verified. The page works in a phone-sized
+window (390x844) too. A forged result (the cross-origin post of issue 23, no token) is refused 403
+and never logged as a run; a token'd post naming a session the daemon never served is logged with
+that sample unverified and no stall counted. Also: bad and oversized result posts are refused with a reason.
 Skipped (77) when chromium is not installed (tools/deps.sh installs it)."""
 import base64
 import html
+import json
 import os
 import re
 import shutil
@@ -31,14 +35,14 @@ PROXY_PORT = free_port()
 V = V2ray(v2ray_client_config(PROXY_PORT, D.port("kernel"), D.uuid), PROXY_PORT)
 
 
-def run_chromium(url: str, proxy: str | None, screenshot: str) -> str:
+def run_chromium(url: str, proxy: str | None, screenshot: str, window: str = "800,1000", again: bool = False) -> str:
     """Opens url in headless chromium, waits (bounded) until the page has posted its results and
     returns the DOM. With VLESSBENCH_PROBE_SCREENSHOTS=DIR set, saves the page there as PNG."""
     profile = tempdir("vlessbench-chromium-")
     argv = [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
             "--disable-extensions", "--disable-background-networking", "--disable-component-update",
             "--disable-sync", "--metrics-recording-only", "--no-default-browser-check", "--disable-breakpad",
-            "--disable-crash-reporter", "--remote-debugging-pipe", "--window-size=800,1000",
+            "--disable-crash-reporter", "--remote-debugging-pipe", f"--window-size={window}",
             f"--user-data-dir={profile}"]
     if proxy:
         # <-loopback>: chromium otherwise never sends 127.0.0.1 through a proxy.
@@ -54,6 +58,15 @@ def run_chromium(url: str, proxy: str | None, screenshot: str) -> str:
             time.sleep(0.2)
             state = browser.call("Runtime.evaluate", {"expression": state_js, "returnByValue": True},
                                  session)["result"].get("value")
+        if again and state == "posted":
+            # A second run on the same page load: its token comes from /probe/token.
+            browser.call("Runtime.evaluate", {"expression": "document.getElementById('start').click()"}, session)
+            state = ""
+            deadline = time.monotonic() + 45
+            while state not in ("posted", "post-failed") and time.monotonic() < deadline:
+                time.sleep(0.2)
+                state = browser.call("Runtime.evaluate", {"expression": state_js, "returnByValue": True},
+                                     session)["result"].get("value")
         dom = browser.call("Runtime.evaluate", {"expression": "document.documentElement.outerHTML",
                                                 "returnByValue": True}, session)["result"]["value"]
         shots = os.environ.get("VLESSBENCH_PROBE_SCREENSHOTS")
@@ -112,6 +125,7 @@ def direct_page_reports_direct():
     check(e["samples"] == NEW + REUSE and e["ok"] == NEW + REUSE, e)
     check(e["direct_samples"] == NEW + REUSE and e["verdict"] == "no_vless" and e["page_verdict"] == "no_vless", e)
     check("Chrome" in e.get("user_agent", ""), e)
+    check(e["samples_verified"] == NEW + REUSE and all(s["verified"] for s in e["per_sample"]), e)
     check(e["new_median_ms"] >= 0 and e["reuse_median_ms"] >= 0, e)
     for s in e["per_sample"]:
         check(s["route"] == "direct" and "session" not in s, s)
@@ -133,6 +147,7 @@ def page_through_v2ray_names_vless_sessions():
     e = probe_run(mark)
     check(e["route"] == "vless" and e["vless_samples"] == NEW + REUSE and e["ok"] == NEW + REUSE, e)
     check(e["verdict"] == e["page_verdict"] == verdict_of(dom), e)
+    check(e["samples_verified"] == NEW + REUSE and all(s["verified"] for s in e["per_sample"]), e)
     new_sessions = set()
     for s in e["per_sample"]:
         check(s["route"] == "vless" and "session" in s and "vless" in s and "tls" in s, s)
@@ -171,6 +186,65 @@ def bad_results_are_refused_with_a_reason():
     check(not D.events("probe.run", since=mark), "a refused body was logged as a run")
     r = ask("GET", "/probe")
     check(r.status == 200 and r.headers["content-type"].startswith("text/html") and b"<script>" in r.body, r)
+
+
+@suite.test
+def phone_window_page_works():
+    mark = D.mark()
+    dom = run_chromium(f"http://127.0.0.1:{TP}/probe?auto=1&new=3&reuse=3", f"http://127.0.0.1:{PROXY_PORT}",
+                       "probe-phone.png", window="390,844", again=True)
+    rows = dom_samples(dom)
+    check(len(rows) == 6 and all(r["route"] == "vless" for r in rows), rows)
+    deadline = time.monotonic() + 10
+    while len(D.events("probe.run", since=mark)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    runs = D.events("probe.run", since=mark)
+    check(len(runs) == 2 and runs[0]["run"] != runs[1]["run"], runs)  # two runs, two tokens
+    for e in runs:
+        check(e["samples_verified"] == 6 and e["vless_samples"] == 6, e)
+
+
+FORGED = (b'{"v":1,"run":"f","new":1,"reuse":0,"verdict":"stall","samples":[{"seq":1,"path":"target",'
+          b'"mode":"new","ok":true,"ms":50,"route":"vless","session":999999,"tls":1,"vless":45,"upstream":0.1}]}')
+
+
+@suite.test
+def forged_result_is_refused():
+    mark = D.mark()
+    # The issue's curl: any web page can send this (text/plain, cross-origin, no preflight).
+    r = ask("POST", "/probe/result", FORGED, {"Content-Type": "text/plain"})
+    check(r.status == 403, f"a result without a token was answered {r.status}: {r.body[:200]!r}")
+    e = D.wait_event("http.request", since=mark, path="/probe/result", status=403)
+    check(e["error"] == "no_token", e)
+    r = ask("POST", "/probe/result", FORGED, {"Content-Type": "text/plain",
+                                              "X-Vlessbench-Probe-Token": "9999999999999.00ff"})
+    check(r.status == 403 and b"bad_token" in r.body, r)
+    D.wait_stderr("probe result from", "refused: bad_token")
+    check(not D.events("probe.run", since=mark), "a forged result was logged as a run")
+
+
+@suite.test
+def forged_session_in_a_tokend_post_is_unverified():
+    mark = D.mark()
+    t = json.loads(ask("GET", "/probe/token").body)
+    check(re.fullmatch(r"[a-z0-9]{16}", t["run"]), t)
+    check(ask("GET", f"/generate_204?probe={t['run']}&seq=1&close=1").status == 204)
+    doc = {"v": 1, "run": t["run"], "new": 2, "reuse": 0, "verdict": "stall", "samples": [
+        {"seq": 1, "path": "target", "mode": "new", "ok": True, "ms": 1, "route": "direct"},
+        {"seq": 2, "path": "target", "mode": "new", "ok": True, "ms": 50, "route": "vless", "session": 999999,
+         "tls": 1, "vless": 45, "upstream": 0.1}]}
+    body = json.dumps(doc).encode()
+    hdr = {"Content-Type": "text/plain", "X-Vlessbench-Probe-Token": t["token"]}
+    r = ask("POST", "/probe/result", body, hdr)
+    check(r.status == 200, r)
+    e = probe_run(mark)
+    check(e["samples_verified"] == 1, e)
+    check([s["verified"] for s in e["per_sample"]] == [True, False], e["per_sample"])
+    check(e["stall_samples"] == 0 and e["vless_samples"] == 0 and e["verdict"] == "no_vless", e)
+    check(e["page_verdict"] == "stall" and e["per_sample"][1]["stall"] is False, e)
+    # Single use: the same token again is refused.
+    r = ask("POST", "/probe/result", body, hdr)
+    check(r.status == 403 and b"used_token" in r.body, r)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ import resource
 import socket
 import time
 
-from harness import (SANITIZED, Daemon, Suite, TlsClient, check, curl, curl_headers, http_request, plain_stream,
+from harness import (SANITIZED, Daemon, Suite, TlsClient, check, curl, curl_headers, http_request, plain_stream, probe_ticket,
                      read_vless_response_header, require_binary, rss_kib, tcp_connect, vless_header)
 
 suite = Suite("test_target")
@@ -419,7 +419,7 @@ def sink_upload_after_small_heads():
         check(b"HTTP/1.1 204" in data, data[-200:])
 
 
-PROBE_RESULT = (b'{"v":1,"run":"flood%d","new":1,"reuse":0,"verdict":"no_vless","samples":['
+PROBE_RESULT = (b'{"v":1,"run":"%s","new":1,"reuse":0,"verdict":"no_vless","samples":['
                 b'{"seq":1,"path":"target","mode":"new","ok":true,"ms":1.5,"route":"direct","session":null}]}')
 
 
@@ -431,8 +431,10 @@ def probe_result_flood_is_held_to_the_rate():
         mark = d.mark()
         statuses = []
         for i in range(10):
+            t = probe_ticket(d.target_port)
             with tcp_connect(d.target_port) as s:
-                s.sendall(http_request("POST", "/probe/result", body=PROBE_RESULT % i))
+                s.sendall(http_request("POST", "/probe/result", body=PROBE_RESULT % t["run"].encode(),
+                                       headers={"X-Vlessbench-Probe-Token": t["token"]}))
                 r = plain_stream(s).read_response()
                 statuses.append(r.status)
                 if r.status == 429:
@@ -449,7 +451,7 @@ def probe_result_flood_is_held_to_the_rate():
         cfg["limits"] = dict(cfg.get("limits", {}), probe_results_per_minute=0)
         d.reload(cfg)
         with tcp_connect(d.target_port) as s:
-            s.sendall(http_request("POST", "/probe/result", body=PROBE_RESULT % 99))
+            s.sendall(http_request("POST", "/probe/result", body=PROBE_RESULT % b"x"))
             check(plain_stream(s).read_response().status == 429)
 
 

@@ -328,7 +328,8 @@ TEST_CASE("probe.run: the page's samples with the daemon's summary", "[access_lo
   r.reuse_count = 1;
   r.verdict = "no_stall";
   r.samples.push_back(probe_sample{.seq = 2, .path = "target", .mode = "new", .ok = true, .ms = 3.5,
-                                   .route = "vless", .session = 17, .tls = 1.25, .vless = 0.05, .upstream = 0.1});
+                                   .route = "vless", .session = 17, .tls = 1.25, .vless = 0.05, .upstream = 0.1,
+                                   .verified = true});
   r.samples.push_back(probe_sample{.seq = 4, .path = "target", .mode = "reuse", .ok = false, .route = "unknown"});
   const probe_summary sum = summarize_probe(r);
   route_info post;
@@ -342,9 +343,9 @@ TEST_CASE("probe.run: the page's samples with the daemon's summary", "[access_lo
         R"({"event":"probe.run","ts":"T","listener":"http","peer":"127.0.0.1:40000","route":"vless",)"
         R"("vless_session":21,"user_agent":"Mozilla/5.0 \"x\"","run":"k3x9","new":1,"reuse":1,"samples":2,"ok":1,)"
         R"("failed":1,"vless_samples":1,"direct_samples":0,"new_median_ms":3.500,"new_p95_ms":3.500,)"
-        R"("stall_samples":0,"verdict":"no_stall","page_verdict":"no_stall","per_sample":[)"
+        R"("samples_verified":1,"stall_samples":0,"verdict":"no_stall","page_verdict":"no_stall","per_sample":[)"
         R"({"seq":2,"path":"target","mode":"new","ok":true,"ms":3.500,"route":"vless","session":17,"tls":1.250,)"
-        R"("vless":0.050,"upstream":0.100,"stall":false},)"
-        R"({"seq":4,"path":"target","mode":"reuse","ok":false,"route":"unknown"}]})"
+        R"("vless":0.050,"upstream":0.100,"stall":false,"verified":true},)"
+        R"({"seq":4,"path":"target","mode":"reuse","ok":false,"route":"unknown","verified":false}]})"
         "\n");
 }

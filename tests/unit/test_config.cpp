@@ -941,3 +941,15 @@ TEST_CASE("[[dns]]: zone and addresses, UDP and TCP on one port", "[config]") {
   CHECK(default_config().dns.size() == 1);
   CHECK(default_config().dns[0].listen.port() == 8053);
 }
+
+TEST_CASE("[admin] hosts: names the Host header may carry, normalised; bad ones named", "[config]") {
+  const std::string t(loopback_target);
+  CHECK(default_config().admin.hosts.empty());
+  const config c = parse_config(t + "[admin]\nhosts = [\"VM.Example.\", \"[fd00::7]\", \"192.0.2.1\"]\n", "x.toml");
+  CHECK(c.admin.hosts == std::vector<std::string>{"vm.example", "fd00::7", "192.0.2.1"});
+  CHECK(error_of(t + "[admin]\nhosts = \"vm.example\"\n") == "x.toml:5: admin.hosts: expected an array of strings, got a string");
+  CHECK(error_of(t + "[admin]\nhosts = [\"vm.example:9090\"]\n") ==
+        "x.toml:5: admin.hosts[0]: \"vm.example:9090\": not a host name (a port does not belong here) nor an IPv6 address");
+  CHECK(error_of(t + "[admin]\nhosts = [\"*.example\"]\n") == "x.toml:5: admin.hosts[0]: \"*.example\": bad character in host name");
+  CHECK(error_of(t + "[admin]\nhosts = [1]\n") == "x.toml:5: admin.hosts[0]: expected a string, got an integer");
+}

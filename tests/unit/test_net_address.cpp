@@ -72,3 +72,31 @@ TEST_CASE("parse_endpoint takes address literals only", "[net_address]") {
   CHECK_FALSE(parse_endpoint("localhost:8443", ep, reason));
   CHECK_THAT(reason, Catch::Contains("hostnames are not accepted"));
 }
+
+TEST_CASE("parse_host_header: host [port], IPv6 in brackets, normal form", "[net_address]") {
+  std::string why;
+  auto h = parse_host_header("LocalHost.:9090", why);
+  REQUIRE(h);
+  CHECK(h->host == "localhost");
+  CHECK_FALSE(h->address);
+  h = parse_host_header("[::ffff:10.0.0.1]:80", why);
+  REQUIRE(h);
+  CHECK(h->host == "10.0.0.1");
+  REQUIRE(h->address);
+  CHECK(h->address->is_v4());
+  h = parse_host_header("[::1]", why);
+  REQUIRE(h);
+  CHECK(h->host == "::1");
+  CHECK(parse_host_header("127.0.0.1", why)->address);
+  CHECK_FALSE(parse_host_header("::1", why));
+  CHECK(why == "IPv6 addresses need brackets");
+  CHECK_FALSE(parse_host_header("a.example:0", why));
+  CHECK_FALSE(parse_host_header("a.example:65536", why));
+  CHECK_FALSE(parse_host_header("a.example:", why));
+  CHECK_FALSE(parse_host_header("", why));
+  CHECK_FALSE(parse_host_header("[::1", why));
+  CHECK_FALSE(parse_host_header("[::1]x", why));
+  CHECK_FALSE(parse_host_header("a..example", why));
+  CHECK_FALSE(parse_host_header("evil.example/x", why));
+  CHECK_FALSE(parse_host_header(std::string(64, 'a') + ".example", why));
+}

@@ -5,6 +5,8 @@
 #include <string>
 
 #include "core/probe_result.hpp"
+#include "target/probe_page.hpp"
+#include "target/probe_runs.hpp"
 #include "core/route_header.hpp"
 #include "target/request_handler.hpp"
 
@@ -60,9 +62,17 @@ TEST_CASE("probe result: a valid body is read field by field", "[probe]") {
 }
 
 TEST_CASE("probe result: the daemon's own summary and stall verdict", "[probe]") {
-  const auto r = parse_probe_result(good_body);
+  auto r = parse_probe_result(good_body);
   REQUIRE(r.complete());
+  // Unverified (the daemon never saw these sessions): no proof, whatever the page claims.
+  const auto unverified = summarize_probe(r.value);
+  CHECK(unverified.verified == 0);
+  CHECK(unverified.vless_samples == 0);
+  CHECK(unverified.stall_samples == 0);
+  CHECK(unverified.verdict == "no_vless");
+  for (auto& s : r.value.samples) s.verified = true;
   const auto sum = summarize_probe(r.value);
+  CHECK(sum.verified == 3);
   CHECK(sum.ok == 3);
   CHECK(sum.failed == 1);
   CHECK(sum.vless_samples == 3);
@@ -133,10 +143,15 @@ TEST_CASE(
   const auto page = target::plan_response(get("/probe?auto=1&new=5&reuse=5"));
   CHECK(page.status == 200);
   CHECK(page.content_type == "text/html; charset=utf-8");
-  CHECK(page.body.find("<script>") != std::string::npos);
-  CHECK(page.body.find("src=") == std::string::npos);  // nothing loaded from elsewhere
-  CHECK(page.body.find("@STALL_MS@") == std::string::npos);
-  CHECK(page.body.find("var STALL_MS = 30;") != std::string::npos);
+  CHECK(page.probe_page);  // the I/O side fills in the page with its run id and token
+  const std::string html = target::probe_page("abc123", "42.ff00");
+  CHECK(html.find("<script>") != std::string::npos);
+  CHECK(html.find("src=") == std::string::npos);  // nothing loaded from elsewhere
+  CHECK(html.find("@STALL_MS@") == std::string::npos);
+  CHECK(html.find("@RUN@") == std::string::npos);
+  CHECK(html.find("var STALL_MS = 30;") != std::string::npos);
+  CHECK(html.find("var issued = { run: 'abc123', token: '42.ff00' };") != std::string::npos);
+  CHECK(target::plan_response(get("/probe/token")).probe_token);
 
   const auto fresh = target::plan_response(get("/generate_204?probe=k3x9&seq=2&close=1"));
   CHECK(fresh.status == 204);
@@ -171,14 +186,68 @@ TEST_CASE(
   route_info session;
   session.session_id = 18;
   session.user = "alice";
-  const auto ok = target::handle_probe_result(good_body, "Mozilla/5.0 test", "http", "127.0.0.1:5000", &session);
+  session.client = "10.0.0.7:40000";
+  target::probe_runs runs;
+  const auto t = runs.issue(target::probe_client(&session, "127.0.0.1:5000"), std::chrono::steady_clock::now());
+  std::string body = good_body;
+  body.replace(body.find("k3x9"), 4, t.run);
+  const auto none = target::handle_probe_result(body, "x", "http", "127.0.0.1:5000", &session, runs, "", "10.0.0.7");
+  CHECK(none.plan.status == 403);
+  CHECK(none.plan.note == "no_token");
+  CHECK(none.log_line.empty());
+  const auto ok =
+      target::handle_probe_result(body, "Mozilla/5.0 test", "http", "127.0.0.1:5000", &session, runs, t.token, "10.0.0.7");
   CHECK(ok.plan.status == 200);
-  CHECK(ok.plan.body == "logged run k3x9: stall\n");
+  CHECK(ok.plan.body == "logged run " + t.run + ": no_vless\n");  // the daemon saw none of these samples
   CHECK(ok.log_line.find(R"("event":"probe.run")") != std::string::npos);
   CHECK(ok.log_line.find(R"("user_agent":"Mozilla/5.0 test")") != std::string::npos);
+  CHECK(ok.log_line.find(R"("samples_verified":0)") != std::string::npos);
 
-  const auto bad = target::handle_probe_result("{\"v\":1", "x", "http", "127.0.0.1:5000", nullptr);
+  const auto bad = target::handle_probe_result("{\"v\":1", "x", "http", "127.0.0.1:5000", nullptr, runs, "", "");
   CHECK(bad.plan.status == 400);
   CHECK(bad.plan.note == "unexpected end of body");
   CHECK(bad.log_line.empty());
+}
+
+TEST_CASE("probe runs: a token is good once, for its run and client, until it expires", "[probe]") {
+  using vlessbench::target::probe_runs;
+  probe_runs runs;
+  const auto t0 = probe_runs::clock::now();
+  const auto a = runs.issue("10.0.0.7", t0);
+  CHECK(a.run.size() == 16);
+  CHECK(runs.redeem(a.run, "10.0.0.7", "", t0) == "no_token");
+  CHECK(runs.redeem(a.run, "10.0.0.8", a.token, t0) == "bad_token");  // another client
+  CHECK(runs.redeem("otherrun", "10.0.0.7", a.token, t0) == "bad_token");
+  CHECK(runs.redeem(a.run, "10.0.0.7", "999999999999999." + a.token.substr(a.token.find('.') + 1), t0) == "bad_token");
+  CHECK(runs.redeem(a.run, "10.0.0.7", "garbage", t0) == "bad_token");
+  CHECK(runs.redeem(a.run, "10.0.0.7", a.token, t0 + probe_runs::ttl) == "expired_token");
+  CHECK(runs.redeem(a.run, "10.0.0.7", a.token, t0).empty());
+  CHECK(runs.redeem(a.run, "10.0.0.7", a.token, t0) == "used_token");
+  CHECK(probe_runs().redeem(a.run, "10.0.0.7", runs.issue("10.0.0.7", t0).token, t0) == "bad_token");  // another key
+}
+
+TEST_CASE("probe runs: samples verified against the requests the daemon served", "[probe]") {
+  using vlessbench::target::probe_runs;
+  probe_runs runs;
+  const auto t0 = probe_runs::clock::now();
+  const auto a = runs.issue("10.0.0.7", t0);
+  runs.observe(a.run, 1, {.vless = true, .session = 17, .vless_ms = 0.25}, t0);
+  runs.observe(a.run, 2, {}, t0);                          // direct
+  runs.observe("neverissued", 3, {.vless = true, .session = 5}, t0);  // ignored
+  probe_result r;
+  r.run = a.run;
+  r.samples = {probe_sample{.seq = 1, .ok = true, .route = "vless", .session = 17, .vless = 99.0},
+               probe_sample{.seq = 2, .ok = true, .route = "direct"},
+               probe_sample{.seq = 3, .ok = true, .route = "vless", .session = 5, .vless = 99.0},
+               probe_sample{.seq = 1, .ok = true, .route = "vless", .session = 999999, .vless = 99.0}};
+  CHECK(runs.verify(r) == 2);
+  CHECK(r.samples[0].verified);
+  CHECK(*r.samples[0].vless == 0.25);  // the daemon's own figure, not the page's
+  CHECK(r.samples[1].verified);
+  CHECK_FALSE(r.samples[2].verified);
+  CHECK_FALSE(r.samples[3].verified);  // a session the daemon never served this request on
+  const auto sum = summarize_probe(r);
+  CHECK(sum.verified == 2);
+  CHECK(sum.stall_samples == 0);
+  CHECK(sum.verdict == "no_stall");
 }
