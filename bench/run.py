@@ -229,13 +229,13 @@ class Setup:
         # CPU and RSS read from /proc are the relay's alone, for ours and for v2ray alike.
         (work / "target.toml").write_text(
             f'[log]\nlevel = "warn"\naccess = "{work}/target-access.jsonl"\n'
-            f'[limits]\nmax_sessions = 100000\n[admin]\nenabled = false\n'
+            f'[limits]\nmax_sessions = 100000\nmax_sessions_per_client = 1000000\nmax_upstreams_per_client = 1000000\n[admin]\nenabled = false\n'
             f'[[target]]\nname = "http"\nlisten = "{HOST}:{self.target_port}"\ntcp = {policy}\n'
             f'[[udp_target]]\nname = "udp"\nlisten = "{HOST}:{self.udp_port}"\n')
         (work / "ours.toml").write_text(
             f'[log]\nlevel = "warn"\naccess = "{work}/ours-access.jsonl"\n'
             f'[tls]\ncert = "{self.cert}"\nkey = "{self.key}"\nmin_version = "1.3"\n'
-            f'[limits]\nmax_sessions = 100000\nthreads = {threads}\n'
+            f'[limits]\nmax_sessions = 100000\nmax_sessions_per_client = 1000000\nmax_upstreams_per_client = 1000000\nthreads = {threads}\n'
             f'[admin]\nlisten = "{HOST}:{free_port()}"\n'  # on by default (the state hub's cost included)
             f'[[users]]\nname = "bench"\nuuid = "{self.uuid}"\n'
             f'[[vless]]\nname = "vless"\nlisten = "{HOST}:{self.ours_port}"\ntcp = {policy}\n'

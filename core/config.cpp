@@ -117,7 +117,8 @@ void read_limits(const table_reader& root, limits_config& out) {
   r->reject_unknown({"handshake_timeout_ms", "header_timeout_ms", "connect_timeout_ms", "idle_timeout_ms",
                      "drain_timeout_ms", "max_sessions", "threads", "max_pending", "pending_timeout_ms",
                      "min_rate_bytes", "min_rate_window_ms", "probe_results_per_minute", "udp_idle_timeout_ms",
-                     "max_mux_subs"});
+                     "max_mux_subs", "max_sessions_per_client", "max_upstreams_per_connection",
+                     "max_upstreams_per_client", "max_buffered_per_client"});
   auto bounded = [&](std::string_view key, std::int64_t max, std::int64_t min = 1) -> std::optional<std::int64_t> {
     auto v = r->integer(key);
     if (!v) return std::nullopt;
@@ -141,6 +142,13 @@ void read_limits(const table_reader& root, limits_config& out) {
   if (auto v = bounded("threads", limits_config::max_threads)) out.threads = static_cast<unsigned>(*v);
   if (auto v = bounded("max_pending", 1'000'000)) out.max_pending = static_cast<std::uint32_t>(*v);
   if (auto v = bounded("max_mux_subs", 4'096)) out.max_mux_subs = static_cast<std::uint32_t>(*v);
+  if (auto v = bounded("max_sessions_per_client", 1'000'000)) out.max_sessions_per_client = static_cast<std::uint32_t>(*v);
+  if (auto v = bounded("max_upstreams_per_connection", 1'000'000))
+    out.max_upstreams_per_connection = static_cast<std::uint32_t>(*v);
+  if (auto v = bounded("max_upstreams_per_client", 1'000'000))
+    out.max_upstreams_per_client = static_cast<std::uint32_t>(*v);
+  if (auto v = bounded("max_buffered_per_client", std::int64_t{1} << 34, 64 << 10))
+    out.max_buffered_per_client = static_cast<std::uint64_t>(*v);
   ms("pending_timeout_ms", out.pending_timeout);
   if (auto v = bounded("min_rate_bytes", 1 << 30, 0)) out.min_rate_bytes = static_cast<std::uint32_t>(*v);
   ms("min_rate_window_ms", out.min_rate_window);

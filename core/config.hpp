@@ -99,6 +99,16 @@ struct limits_config {
   // Mux.Cool (VLESS command 3) sub-connections open at once in one session; a New past it is
   // refused (End with the error option, vless.sub "too_many_subs"). Read per session at admission.
   std::uint32_t max_mux_subs = 64;
+  // What one source address (all VLESS listeners) and one client TCP connection may hold
+  // (core/client_budget.hpp; docs/configuration.md): authorised sessions per address; upstream
+  // connections (a session's, a mux sub's, a UDP destination's socket) per connection, all of a
+  // gRPC connection's streams together, and per address; bytes mux sub-connections hold for
+  // their destinations, per address. Past one: refused with reason client_budget or
+  // too_many_sessions_from_client.
+  std::uint32_t max_sessions_per_client = 256;
+  std::uint32_t max_upstreams_per_connection = 256;
+  std::uint32_t max_upstreams_per_client = 1'024;
+  std::uint64_t max_buffered_per_client = 32u << 20;
   // Deadline from accept for the same: VLESS handshake + header, a target's first request head.
   std::chrono::milliseconds pending_timeout{10'000};
   // A transfer in progress (a /sink body, a relay write) must move min_rate_bytes every

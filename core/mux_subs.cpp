@@ -27,6 +27,14 @@ const sub_state* sub_table::find(std::uint16_t id) const {
   return it == live_.end() ? nullptr : &it->second;
 }
 
+void sub_table::cancel_open(std::uint16_t id) {
+  const auto it = live_.find(id);
+  if (it == live_.end() || it->second.sub != opened_) return;
+  live_.erase(it);
+  --opened_;
+  seen_[id] = seen_before_open_;
+}
+
 decision sub_table::on_frame(const frame& f) {
   const auto it = live_.find(f.id);
   switch (f.st) {
@@ -44,6 +52,7 @@ decision sub_table::on_frame(const frame& f) {
       if (live_.size() >= max_live_) return {.act = action::refuse, .reason = "too_many_subs"};
       const sub_state s{.sub = ++opened_, .net = f.dest ? f.dest->net : network::tcp, .xudp = f.global_id.has_value()};
       live_.emplace(f.id, s);
+      seen_before_open_ = seen_[f.id];
       seen_[f.id] = true;
       return {.act = action::open, .sub = s.sub};
     }

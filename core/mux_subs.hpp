@@ -61,6 +61,9 @@ class sub_table {
   decision on_frame(const frame& f);
   // The server ended sub-connection `id` (its destination closed, an error): the id is free.
   void closed(std::uint16_t id) { live_.erase(id); }
+  // The open the last on_frame decided for `id` did not happen after all (the server refused it for
+  // a reason of its own, its client budget): as if the New had been refused.
+  void cancel_open(std::uint16_t id);
   const sub_state* find(std::uint16_t id) const;
   std::size_t live() const { return live_.size(); }
   std::uint32_t opened() const { return opened_; }
@@ -70,6 +73,7 @@ class sub_table {
   std::uint32_t opened_ = 0;
   std::unordered_map<std::uint16_t, sub_state> live_;
   std::vector<bool> seen_;  // ids opened at some time in the session (8 KiB)
+  bool seen_before_open_ = false;  // seen_ of the id last opened, before it (cancel_open)
 };
 
 }  // namespace vlessbench::mux

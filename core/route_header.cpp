@@ -140,8 +140,8 @@ std::string format_server_timing(const session_phases& p, std::string_view quick
   add("tls", 0, p.tls_done);
   add("upgrade", p.tls_done >= 0 ? p.tls_done : 0, p.upgrade_done);
   add("vless", p.upgrade_done >= 0 ? p.upgrade_done : p.tls_done, p.header_complete);
-  add("resolve", p.header_complete, p.resolved);
-  add("upstream", p.resolved >= 0 ? p.resolved : p.header_complete, p.upstream_connected);
+  add("resolve", p.dial_from(), p.resolved);
+  add("upstream", p.resolved >= 0 ? p.resolved : p.dial_from(), p.upstream_connected);
   if (!quickack.empty()) {
     out += out.empty() ? "ack;desc=" : ", ack;desc=";
     out += quickack;

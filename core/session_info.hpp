@@ -35,6 +35,10 @@ struct session_phases {
   phase_us first_upstream_byte;
   phase_us first_client_byte;  // first byte written back to the client
   phase_us closed;
+  // A Mux.Cool sub-connection's New frame: its resolve and upstream phases start there, not at
+  // the session's header (-1 for a whole session).
+  phase_us sub_opened;
+  std::int64_t dial_from() const { return sub_opened >= 0 ? sub_opened.get() : header_complete.get(); }
 };
 
 // One VLESS session as the target sees it. The session owns it and updates the phases; the

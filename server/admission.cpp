@@ -30,6 +30,11 @@ admission_verdict admit_request(const config& cfg, const vless::request_header& 
   };
   if (v.user == nullptr) return refuse("unknown_user");
   if (!header.flow.empty()) return refuse("flow_unsupported", header.flow);
+  // sing-mux (sing-box's and mihomo's multiplex) dials this name; until it is served, refused by name
+  // (DESIGN.md §6), not as a name that does not resolve.
+  if (header.atyp == vless::address_type::domain && header.domain == sing_mux_domain)
+    return refuse("sing_mux_unsupported", "sing-mux (sing-box/mihomo multiplex) is not served: turn multiplex off "
+                                          "or use Mux.Cool");
   switch (header.command) {
     case 1:
     case 2: break;

@@ -12,6 +12,9 @@
 
 namespace vlessbench {
 
+// The destination sing-mux (sing-box's and mihomo's multiplex) opens its session to.
+inline constexpr std::string_view sing_mux_domain = "sp.mux.sing-box.arpa";
+
 struct admission_verdict {
   const user_config* user = nullptr;  // the header's user when known (also on a later refusal)
   std::string_view reason;            // vless.reject reason; empty: admitted

@@ -23,6 +23,7 @@
 #include "core/share_link.hpp"
 #include "core/tls.hpp"
 #include "server/links.hpp"
+#include "server/refusal_log.hpp"
 #include "server/reload_plan.hpp"
 #include "server/vless_server.hpp"
 #include "core/watchdog.hpp"
@@ -42,6 +43,17 @@ void log_exception(std::exception_ptr e, std::string_view what) {
 }
 
 void notify(const char* state) { sd_notify(0, state); }
+
+// The refusals counted in their second (server/refusal_log.hpp) reach the human log once it is over.
+awaitable<void> refusal_loop(runtime& rt) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  while (!rt.stopping) {
+    timer.expires_after(refusal_tally::period);
+    auto [ec] = co_await timer.async_wait(as_tuple_awaitable);
+    if (ec) co_return;
+    for (const auto& r : rt.refusals.due(refusal_tally::clock::now())) log_refusals(r);
+  }
+}
 
 std::string signal_name(int sig) {
   if (const char* abbrev = ::sigabbrev_np(sig)) return std::string("SIG") + abbrev;
@@ -208,6 +220,25 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
           .listener = state->name, .client = client, .reason = "too_many_sessions", .phase = "accept"};
       rt_.log.write(format_event(event));
       rt_.hub.rejected(event);
+      note_refusal(rt_, event.reason, fmt::format("{} on {}", client, state->name));
+      socket.close(ignored);
+      continue;
+    }
+    // A source address at its session cap is refused before a handshake it could only lose later.
+    auto budget = rt_.clients.connect(peer.address());
+    if (budget->client().sessions.value() >= rt_.cfg->limits.max_sessions_per_client) {
+      std::error_code ignored;
+      const auto client = format_endpoint(peer);
+      const auto detail = std::to_string(rt_.cfg->limits.max_sessions_per_client) +
+                          " sessions open from this address ([limits] max_sessions_per_client)";
+      const vless_reject_event event{.listener = state->name,
+                                     .client = client,
+                                     .reason = "too_many_sessions_from_client",
+                                     .phase = "accept",
+                                     .detail = detail};
+      rt_.log.write(format_event(event));
+      rt_.hub.rejected(event);
+      note_refusal(rt_, event.reason, fmt::format("{} on {}", client, state->name));
       socket.close(ignored);
       continue;
     }
@@ -220,7 +251,8 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
                                       state->generation,
                                       rt_.next_session_id++,
                                       peer,
-                                      admit_pending(*state, socket.get_executor())};
+                                      admit_pending(*state, socket.get_executor()),
+                                      std::move(budget)};
     const auto executor = socket.get_executor();
     asio::co_spawn(executor, vless_server::serve_session(rt_, std::move(start), std::move(socket)),
                    [](std::exception_ptr e) { log_exception(e, "vless session"); });
@@ -346,6 +378,7 @@ int daemon::run() {
   print_links();
   keep_spare_fd();
   asio::co_spawn(io_, signal_loop(), [](std::exception_ptr e) { log_exception(e, "signal loop"); });
+  asio::co_spawn(io_, refusal_loop(rt_), [](std::exception_ptr e) { log_exception(e, "refusal loop"); });
   notify("READY=1");
   spdlog::info("vlessbenchd ready (config {}, generation {}, {} thread(s))", cfg.source, rt_.generation,
                cfg.limits.threads);

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "core/access_events.hpp"
+#include "core/client_budget.hpp"
 #include "core/destination_policy.hpp"
 #include "core/logging.hpp"
 #include "core/mux_frame.hpp"
@@ -67,6 +68,7 @@ class mux_relay {
     udp::endpoint to;
     udp::socket sock;
     std::optional<route_registration> reg;
+    std::optional<connection_budget::upstream_slot> slot;  // a destination after the sub's first
   };
   struct sub_conn : std::enable_shared_from_this<sub_conn> {
     explicit sub_conn(const asio::any_io_executor& ex)
@@ -80,6 +82,7 @@ class mux_relay {
     std::shared_ptr<route_info> info;
     tcp::socket tcp_sock;
     std::optional<route_registration> reg;
+    std::optional<connection_budget::upstream_slot> slot;  // its (first) upstream socket's
     std::vector<std::unique_ptr<udp_flow>> flows;
     std::deque<packet> queue;
     std::size_t queued = 0;
@@ -260,9 +263,19 @@ class mux_relay {
     s_.touch();
     const mux::decision d = table_.on_frame(f);
     switch (d.act) {
-      case mux::action::open:
-        open(f, d.sub);
+      case mux::action::open: {
+        // Its upstream socket's place in the client's budget (core/client_budget.hpp), before anything opens.
+        auto taken = s_.budget->take_upstream(s_.cfg->limits.max_upstreams_per_connection,
+                                              s_.cfg->limits.max_upstreams_per_client);
+        if (!taken.slot) {
+          table_.cancel_open(f.id);
+          log_refusal(f, "client_budget", taken.detail);
+          emit_end(f.id, true);
+          break;
+        }
+        open(f, d.sub, std::move(*taken.slot));
         break;
+      }
       case mux::action::deliver:
         if (auto c = find(f.id, d.sub)) deliver(*c, f);
         break;
@@ -293,7 +306,7 @@ class mux_relay {
     }
   }
 
-  void log_refusal(const mux::frame& f, std::string_view why) {
+  void log_refusal(const mux::frame& f, std::string_view why, std::string_view detail = {}) {
     if (refused_++ >= mux_logged_refusals) return;  // counted in the session line (subs_refused)
     const std::string dest = f.dest ? mux::format_target(*f.dest) : std::string();
     const vless_sub_event e{.session = s_.info->session_id,
@@ -303,12 +316,14 @@ class mux_relay {
                             .net = f.dest ? (f.dest->net == mux::network::udp ? "udp" : "tcp") : "",
                             .dest = dest,
                             .close_reason = "rejected",
-                            .error = why};
+                            .error = why,
+                            .detail = detail};
     s_.rt.log.write(format_event(e));
   }
 
-  void open(const mux::frame& f, std::uint32_t number) {
+  void open(const mux::frame& f, std::uint32_t number, connection_budget::upstream_slot slot) {
     auto c = std::make_shared<sub_conn>(ex_);
+    c->slot.emplace(std::move(slot));
     c->id = f.id;
     c->number = number;
     c->target = *f.dest;
@@ -320,6 +335,7 @@ class mux_relay {
     c->info->phases.upstream_connected = -1;
     c->info->phases.first_upstream_byte = -1;
     c->info->phases.first_client_byte = -1;
+    c->info->phases.sub_opened = s_.now_us();  // its own phases start at its New (Server-Timing)
     subs_[f.id] = c;
     if (f.has_data()) deliver(*c, f);
     if (c->closed) return;
@@ -331,19 +347,31 @@ class mux_relay {
     const bool keep_target = f.st == mux::status::keep && f.dest.has_value();  // a New's is the sub's own
     if (keep_target) c.addressed = true;
     if (!f.has_data()) return;
+    const bool over_budget = s_.budget->over_buffered(s_.cfg->limits.max_buffered_per_client);
     if (c.udp()) {
-      if (c.queued + f.data.size() > mux_udp_queue_limit) {
+      if (c.queued + f.data.size() > mux_udp_queue_limit || over_budget) {
         ++c.dropped;
         return;
       }
     }
-    c.queued += f.data.size();
+    queued(c, static_cast<std::int64_t>(f.data.size()));
     c.queue.push_back(packet{std::string(f.data), keep_target ? f.dest : std::nullopt});
     c.wake.cancel();
-    if (!c.udp() && !c.full && c.queued > mux_sub_queue_limit) {
+    // Past its own window, or the client's address holds max_buffered_per_client already: the client's stream
+    // waits for this sub-connection as for a full one.
+    if (!c.udp() && !c.full && (c.queued > mux_sub_queue_limit || over_budget)) {
       c.full = true;
       full_.push_back(c.shared_from_this());
     }
+  }
+
+  // Bytes queued for c's destination change by n: c's window and its client's budget.
+  void queued(sub_conn& c, std::int64_t n) {
+    c.queued = static_cast<std::size_t>(static_cast<std::int64_t>(c.queued) + n);
+    if (n > 0)
+      s_.budget->add_buffered(static_cast<std::uint64_t>(n));
+    else
+      s_.budget->sub_buffered(static_cast<std::uint64_t>(-n));
   }
 
   // Before the next read of the client's stream: while a TCP sub-connection's queue is past its limit, wait
@@ -379,12 +407,14 @@ class mux_relay {
     for (auto& fl : c.flows) {
       if (fl->reg) fl->reg->release();
       fl->sock.close(ignored);
+      fl->slot.reset();
     }
     c.resolver.cancel();
     c.wake.cancel();
     c.deadline.cancel();
     std::deque<packet>().swap(c.queue);
-    c.queued = 0;
+    queued(c, -static_cast<std::int64_t>(c.queued));
+    c.slot.reset();
     if (c.full) {
       c.full = false;
       drained_.cancel();
@@ -436,6 +466,7 @@ class mux_relay {
         co_return false;
       }
       for (const auto& r : results) out.push_back(r.endpoint());
+      if (!c.connected) c.info->phases.resolved = s_.now_us();
     } else {
       out.emplace_back(parse_target_address(t), t.port);
     }
@@ -521,7 +552,7 @@ class mux_relay {
       }
       packet p = std::move(c->queue.front());
       c->queue.pop_front();
-      c->queued -= p.data.size();
+      queued(*c, -static_cast<std::int64_t>(p.data.size()));
       auto [ec, n] = co_await asio::async_write(c->tcp_sock, asio::buffer(p.data), as_tuple_awaitable);
       if (c->closed) co_return;
       if (ec) {
@@ -530,7 +561,9 @@ class mux_relay {
       }
       c->bytes_up += n;
       s_.bytes_up += n;
-      if (c->full && c->queued <= mux_sub_queue_limit / 2) {
+      // Drained to half its window (and its client under budget), or empty.
+      if (c->full && (c->queued == 0 || (c->queued <= mux_sub_queue_limit / 2 &&
+                                         !s_.budget->over_buffered(s_.cfg->limits.max_buffered_per_client)))) {
         c->full = false;
         drained_.cancel();
       }
@@ -545,11 +578,20 @@ class mux_relay {
     c.info->phases.upstream_connected = s_.now_us();
   }
 
+  // Waits for the destination's bytes and for room towards the client, then reads into the relay's one
+  // scratch buffer and frames at once: an open sub-connection holds no buffer of its own (there may be
+  // max_upstreams_per_connection of them).
   awaitable<void> tcp_sub_reader(sub_ptr c) {
-    auto buf = std::make_unique<char[]>(mux_frame_data);
+    std::error_code nb;
+    c->tcp_sock.non_blocking(true, nb);
     for (;;) {
-      auto [ec, n] = co_await c->tcp_sock.async_read_some(asio::buffer(buf.get(), mux_frame_data), as_tuple_awaitable);
+      auto [wec] = co_await c->tcp_sock.async_wait(tcp::socket::wait_read, as_tuple_awaitable);
       if (c->closed) co_return;
+      if (!wec && !co_await wait_room(*c)) co_return;
+      std::error_code ec = wec;
+      std::size_t n = 0;
+      if (!ec) n = c->tcp_sock.read_some(asio::buffer(scratch(), mux_frame_data), ec);
+      if (ec == asio::error::would_block || ec == asio::error::try_again) continue;
       if (ec) {
         if (is_eof(ec))
           finish(*c, c->client_end ? "client_end" : "upstream_eof");
@@ -558,12 +600,11 @@ class mux_relay {
         co_return;
       }
       if (c->info->phases.first_upstream_byte < 0) c->info->phases.first_upstream_byte = s_.now_us();
-      if (!co_await wait_room(*c)) co_return;
       mux::frame k;
       k.id = c->id;
       k.st = mux::status::keep;
       k.option = mux::option_data;
-      k.data = std::string_view(buf.get(), n);
+      k.data = std::string_view(scratch(), n);
       emit(k);
       c->bytes_down += n;
       s_.bytes_down += n;
@@ -591,7 +632,7 @@ class mux_relay {
       }
       packet p = std::move(c->queue.front());
       c->queue.pop_front();
-      c->queued -= p.data.size();
+      queued(*c, -static_cast<std::int64_t>(p.data.size()));
       c->last = steady_clock::now();
       udp_flow* fl = co_await flow_for(*c, p.to ? *p.to : c->target);
       if (fl == nullptr) co_return;
@@ -618,9 +659,20 @@ class mux_relay {
       finish(c, "error", "too_many_udp_destinations", key);
       co_return nullptr;
     }
+    std::optional<connection_budget::upstream_slot> slot;
+    if (!c.flows.empty()) {  // the first is the sub's own slot
+      auto taken = s_.budget->take_upstream(s_.cfg->limits.max_upstreams_per_connection,
+                                            s_.cfg->limits.max_upstreams_per_client);
+      if (!taken.slot) {
+        finish(c, "error", "client_budget", std::move(taken.detail));
+        co_return nullptr;
+      }
+      slot = std::move(taken.slot);
+    }
     std::vector<tcp::endpoint> candidates;
     if (!co_await resolve(c, t, candidates)) co_return nullptr;
     auto fl = std::make_unique<udp_flow>(ex_);
+    fl->slot = std::move(slot);
     fl->key = std::move(key);
     std::error_code last = asio::error::host_not_found;
     for (const auto& cand : candidates) {
@@ -657,12 +709,12 @@ class mux_relay {
   }
 
   awaitable<void> udp_flow_reader(sub_ptr c, udp_flow* fl) {
-    auto buf = std::make_unique<char[]>(mux_frame_data);
     for (;;) {
       auto [ec] = co_await fl->sock.async_wait(udp::socket::wait_read, as_tuple_awaitable);
       if (c->closed || ec) co_return;
+      if (!co_await wait_room(*c)) co_return;  // then read and frame at once, as tcp_sub_reader
       std::error_code rec;
-      const std::size_t n = fl->sock.receive(asio::buffer(buf.get(), mux_frame_data), 0, rec);
+      const std::size_t n = fl->sock.receive(asio::buffer(scratch(), mux_frame_data), 0, rec);
       if (rec == asio::error::would_block || rec == asio::error::try_again || rec == asio::error::connection_refused)
         continue;
       if (rec) {
@@ -671,18 +723,23 @@ class mux_relay {
       }
       c->last = steady_clock::now();
       if (c->info->phases.first_upstream_byte < 0) c->info->phases.first_upstream_byte = s_.now_us();
-      if (!co_await wait_room(*c)) co_return;
       mux::frame k;
       k.id = c->id;
       k.st = mux::status::keep;
       k.option = mux::option_data;
-      k.data = std::string_view(buf.get(), n);
+      k.data = std::string_view(scratch(), n);
       if (c->xudp || c->addressed) k.dest = target_of(fl->to);
       emit(k);
       ++c->packets_down;
       c->bytes_down += n;
       s_.bytes_down += n;
     }
+  }
+
+  // Read into and framed before the next suspension, so one buffer serves every sub-connection.
+  char* scratch() {
+    if (!scratch_) scratch_ = std::make_unique<char[]>(mux_frame_data);
+    return scratch_.get();
   }
 
   static mux::target target_of(const udp::endpoint& ep) {
@@ -718,6 +775,7 @@ class mux_relay {
   bool stopping_ = false;
   std::uint64_t refused_ = 0;
   std::string_view mux_error_;
+  std::unique_ptr<char[]> scratch_;
 };
 
 }  // namespace vlessbench::vless_server::detail

@@ -9,11 +9,13 @@
 #include <memory>
 
 #include "core/access_log.hpp"
+#include "core/client_budget.hpp"
 #include "core/config.hpp"
 #include "core/connection_set.hpp"
 #include "core/listener_runtime.hpp"
 #include "core/live_config.hpp"
 #include "core/pending_set.hpp"
+#include "core/refusal_tally.hpp"
 #include "core/route_registry.hpp"
 #include "core/state_hub.hpp"
 
@@ -30,6 +32,8 @@ struct runtime {
   pending_set pending;                // thread-safe: connections not yet admitted ([limits] max_pending)
   std::atomic<std::uint64_t> next_session_id{1};
   std::atomic<std::size_t> vless_sessions{0};  // authorised sessions ([limits] max_sessions)
+  refusal_tally refusals;   // thread-safe: vless refusals for the human log (server/refusal_log.hpp)
+  client_registry clients;  // thread-safe: per source address and connection ([limits] max_*_per_client)
   std::atomic<bool> stopping{false};
 };
 

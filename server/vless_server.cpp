@@ -74,6 +74,7 @@ awaitable<void> serve_grpc_on(runtime& rt, std::shared_ptr<session_start> start,
                     rt.next_session_id++,
                     start->client,
                     rt.pending.admit(ex, pending_cap(start->cfg->limits.max_pending, nofile_limit()))};
+    s.budget = start->budget;  // the connection's streams share its budget ([limits] max_upstreams_per_connection)
     asio::co_spawn(ex,
                    detail::serve<grpc_stream>(rt, std::move(s), std::move(end),
                                               [facts, stream](listener_runtime& l, asio::ssl::context&, tcp::socket sock) {

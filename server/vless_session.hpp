@@ -11,6 +11,7 @@
 
 #include "core/access_events.hpp"
 #include "core/buffer_pool.hpp"
+#include "core/client_budget.hpp"
 #include "core/delivery_watch.hpp"
 #include "core/destination_policy.hpp"
 #include "core/logging.hpp"
@@ -21,6 +22,7 @@
 #include "core/watchdog.hpp"
 #include "server/admission.hpp"
 #include "server/mux_session.hpp"
+#include "server/refusal_log.hpp"
 #include "server/relay_common.hpp"
 #include "server/transport/transport.hpp"
 #include "server/udp_relay.hpp"
@@ -40,6 +42,8 @@ struct session {
   Transport client;
   policy_stream upstream;
   std::shared_ptr<route_info> info = std::make_shared<route_info>();
+  // The client connection's budget: destroyed after the holds below, which count in it.
+  std::shared_ptr<connection_budget> budget;
   steady_clock::time_point accepted = steady_clock::now();
   watchdog_deadline deadline;
   std::string_view phase = "tls";
@@ -64,6 +68,8 @@ struct session {
   delivery_watch to_upstream;
   pending_set::ticket admission;  // pending until admitted: authorised and given a session slot
   std::optional<session_count> counted;  // from admission on
+  std::optional<bounded_count::hold> counted_for_client;  // max_sessions_per_client, from admission on
+  std::optional<connection_budget::upstream_slot> upstream_slot;  // the upstream socket's, once dialled
   bool client_closed = false;  // the client ended its side first: the upstream's EOF follows from it
   bool upstream_done = false;  // upstream_to_client has ended and cancelled the client's reads
   std::uint64_t bytes_up = 0;    // client -> destination payload
@@ -94,6 +100,7 @@ struct session {
         listener_name(std::move(start.listener_name)),
         client(make(*listener, *tls_ctx, std::move(s))),
         upstream(tcp::socket(client.get_executor()), &listener->upstream_tcp),
+        budget(start.budget ? std::move(start.budget) : r.clients.connect(start.client.address())),
         admission(std::move(start.pending)),
         policy_at_accept(start.policy),
         upstream_policy_applied(start.upstream_policy),
@@ -288,7 +295,14 @@ struct session {
       reject("too_many_sessions");
       return false;
     }
+    auto mine = budget->client().sessions.try_take(cfg->limits.max_sessions_per_client);
+    if (!mine) {
+      reject("too_many_sessions_from_client", std::to_string(cfg->limits.max_sessions_per_client) +
+                                                  " sessions open from this address ([limits] max_sessions_per_client)");
+      return false;
+    }
     counted.emplace(std::move(*slot));
+    counted_for_client.emplace(std::move(*mine));
     admission.leave();
     return true;
   }
@@ -340,6 +354,12 @@ struct session {
   awaitable<bool> connect_upstream() {
     std::vector<tcp::endpoint> candidates;
     if (!co_await resolve_destination(candidates)) co_return false;
+    auto taken = budget->take_upstream(cfg->limits.max_upstreams_per_connection, cfg->limits.max_upstreams_per_client);
+    if (!taken.slot) {
+      reject("client_budget", std::move(taken.detail));
+      co_return false;
+    }
+    upstream_slot = std::move(taken.slot);
     if (is_udp()) co_return connect_udp_upstream(*this, candidates);
     std::error_code last = asio::error::host_not_found;
     for (const auto& ep : candidates) {
@@ -578,6 +598,8 @@ struct session {
     rt.hub.rejected(event);
     spdlog::debug("vless {} session {} from {} rejected: {} ({})", listener_name, info->session_id,
                   info->client, reject_reason, reject_detail);
+    note_refusal(rt, reject_reason,
+                 fmt::format("{} on {}{}{}", info->client, listener_name, reject_detail.empty() ? "" : ": ", reject_detail));
   }
 
   void log_session() {

@@ -366,6 +366,11 @@ def read_events(path: Path) -> list[dict]:
 # --------------------------------------------------------------------------------------------
 # The daemon
 
+# [limits] for a test that opens thousands of sessions from one address (loopback): the per-address
+# caps (docs/configuration.md max_*_per_client) would refuse them first.
+ONE_ADDRESS_LOAD = {"max_sessions_per_client": 1_000_000, "max_upstreams_per_client": 1_000_000}
+
+
 class Daemon:
     """vlessbenchd on free loopback ports, with its access log in a file.
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "load"))
 import loadkit  # noqa: E402
-from harness import (CLIENT_BIN, BIN, LOOPBACK, SANITIZED, Daemon, Suite, TlsClient, check, http_request,  # noqa: E402
+from harness import (ONE_ADDRESS_LOAD, CLIENT_BIN, BIN, LOOPBACK, SANITIZED, Daemon, Suite, TlsClient, check, http_request,  # noqa: E402
                      read_vless_response_header, require_binary, spawn, tempdir, vless_get, vless_header)
 
 suite = Suite("test_faults")
@@ -53,7 +53,7 @@ def descriptor_exhaustion_rejects_and_recovers():
     # once in four runs on a loaded machine). Now: first as many sessions as the descriptors left
     # certainly hold, one at a time (all must open), then the burst (it cannot fit: at most one
     # more opens, the rest must be refused at once, and the held ones must not be disturbed).
-    d = Daemon()
+    d = Daemon(limits=ONE_ADDRESS_LOAD)
     try:
         pid = d.proc.pid
         limit = 64
@@ -127,7 +127,7 @@ def reload_variants(d: Daemon):
 
 @suite.test
 def sighup_every_100ms_loses_nothing():
-    d = Daemon(start=False)
+    d = Daemon(limits=ONE_ADDRESS_LOAD, start=False)
     d.cfg["log"]["level"] = "warn"
     d.write_config(d.cfg)
     d.start()
@@ -174,7 +174,7 @@ def sighup_every_100ms_loses_nothing():
 @suite.test
 def sigterm_under_load_drains_within_the_deadline():
     drain_ms = 3000
-    d = Daemon(limits={"drain_timeout_ms": drain_ms}, start=False)
+    d = Daemon(limits={**ONE_ADDRESS_LOAD, "drain_timeout_ms": drain_ms}, start=False)
     d.cfg["log"]["level"] = "warn"
     d.write_config(d.cfg)
     d.start()
@@ -219,7 +219,7 @@ def sigterm_under_load_drains_within_the_deadline():
 @suite.test
 def destination_killed_mid_transfer_ends_the_session_with_a_reason():
     dest = loadkit.target_only_daemon()
-    d = Daemon()
+    d = Daemon(limits=ONE_ADDRESS_LOAD)
     try:
         since = d.mark()
         with TlsClient(d.port("kernel"), timeout=10) as c:
@@ -251,7 +251,7 @@ def destination_killed_mid_transfer_ends_the_session_with_a_reason():
 
 @suite.test
 def runner_survives_the_daemon_dying_mid_run():
-    d = Daemon()
+    d = Daemon(limits=ONE_ADDRESS_LOAD)
     out = tempdir("vlessbench-run-")
     link = (f"vless://{d.uuid}@{LOOPBACK}:{d.port('kernel')}?encryption=none&security=tls&sni=localhost"
             f"&allowInsecure=1&type=tcp#kernel")

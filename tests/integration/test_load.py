@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "load"))
 import loadkit  # noqa: E402
-from harness import SANITIZED, Daemon, Suite, check, require_binary  # noqa: E402
+from harness import ONE_ADDRESS_LOAD, SANITIZED, Daemon, Suite, check, require_binary  # noqa: E402
 
 suite = Suite("test_load")
 require_binary()
@@ -30,7 +30,7 @@ HOLD = loadkit.env_int("VLESSBENCH_LOAD_HOLD", 0)  # seconds idle sessions stay 
 
 
 def quiet_daemon(**limits) -> Daemon:
-    d = Daemon(limits=limits or None, start=False)
+    d = Daemon(limits={**ONE_ADDRESS_LOAD, **limits}, start=False)
     d.cfg["log"]["level"] = "warn"
     d.write_config(d.cfg)
     return d.start()

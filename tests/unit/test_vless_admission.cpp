@@ -91,3 +91,12 @@ TEST_CASE("admission: a DNS name has labels of 1..63 and at most 253 bytes", "[a
   long_name.pop_back();  // 253
   CHECK(valid_dns_name(long_name));
 }
+
+TEST_CASE("admission: sing-mux's destination is refused by name, not as a lookup failure", "[admission]") {
+  const auto cfg = two_users();
+  const auto v = admit_request(cfg, request("11111111-1111-4111-8111-111111111111", "sp.mux.sing-box.arpa", 444));
+  CHECK(v.reason == "sing_mux_unsupported");
+  REQUIRE(v.user != nullptr);
+  CHECK(v.user->name == "alice");
+  CHECK(admit_request(cfg, request("11111111-1111-4111-8111-111111111111", "mux.sing-box.arpa", 444)).admitted());
+}
