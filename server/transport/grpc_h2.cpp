@@ -150,7 +150,8 @@ h2_server::h2_server(std::string service_name, const h2_limits& limits)
   nghttp2_option_set_max_outbound_ack(opt, 128);
   nghttp2_option_set_max_settings(opt, 32);
   // nghttp2's own reset limit answers INTERNAL_ERROR: only a backstop behind on_client_reset().
-  nghttp2_option_set_stream_reset_rate_limit(opt, 4 * std::uint64_t{limits_.reset_burst}, 4 * std::uint64_t{limits_.reset_rate});
+  nghttp2_option_set_stream_reset_rate_limit(opt, 4 * std::uint64_t{limits_.reset_burst},
+                                             4 * std::uint64_t{limits_.reset_rate});
   nghttp2_option_set_max_continuations(opt, 8);
   nghttp2_option_set_max_send_header_block_length(opt, 16 * 1024);
   const int rv = nghttp2_session_server_new2(&session_, cbs, this, opt);
