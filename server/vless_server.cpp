@@ -55,6 +55,26 @@ awaitable<void> serve_upgraded(runtime& rt, session_start start, tcp::socket soc
                                              });
 }
 
+// A connection's place in the pending set ends with its coroutine however that ends (the hooks
+// that hold its ticket may outlive it).
+struct pending_leaver {
+  explicit pending_leaver(session_start& s) : start(s) {}
+  pending_leaver(const pending_leaver&) = delete;
+  pending_leaver& operator=(const pending_leaver&) = delete;
+  ~pending_leaver() { start.pending.leave(); }
+  session_start& start;
+};
+
+// A gRPC connection's session ids (on its executor only).
+class connection_ids {
+ public:
+  explicit connection_ids(std::uint64_t accepted) : accepted_(accepted) {}
+  std::uint64_t take(runtime& rt) { return accepted_ != 0 ? std::exchange(accepted_, 0) : rt.next_session_id++; }
+
+ private:
+  std::uint64_t accepted_;
+};
+
 // A gRPC listener's connection (server/transport/grpc_connection.hpp): every stream it accepts
 // becomes a session of its own (its own id, pending ticket and log line), served on its
 // socketpair end by the same session template as every other transport.
@@ -62,7 +82,10 @@ template <class Lower, class... LowerArgs>
 awaitable<void> serve_grpc_on(runtime& rt, std::shared_ptr<session_start> start, grpc::connection_limits limits,
                               std::string service_name, asio::any_io_executor ex, LowerArgs... lower) {
   grpc::connection_hooks hooks;
-  hooks.serve_stream = [&rt, start, ex](tcp::socket end, const transport::facts& facts,
+  // The id taken at accept goes to the connection's first line (its first stream's session or
+  // its reject), every later line takes a new one: each id in the log, none without a line.
+  auto ids = std::make_shared<connection_ids>(start->session_id);
+  hooks.serve_stream = [&rt, start, ex, ids](tcp::socket end, const transport::facts& facts,
                                         std::shared_ptr<const grpc::h2_stream> stream) {
     session_start s{start->listener,
                     start->tls,
@@ -71,7 +94,7 @@ awaitable<void> serve_grpc_on(runtime& rt, std::shared_ptr<session_start> start,
                     start->policy,
                     start->upstream_policy,
                     start->generation,
-                    rt.next_session_id++,
+                    ids->take(rt),
                     start->client,
                     rt.pending.admit(ex, pending_cap(start->cfg->limits.max_pending, nofile_limit()))};
     s.budget = start->budget;  // the connection's streams share its budget ([limits] max_upstreams_per_connection)
@@ -84,9 +107,9 @@ awaitable<void> serve_grpc_on(runtime& rt, std::shared_ptr<session_start> start,
                      if (e) spdlog::error("grpc stream session: unexpected exception");
                    });
   };
-  hooks.reject = [&rt, start](std::string_view reason, std::string_view detail) {
+  hooks.reject = [&rt, start, ids](std::string_view reason, std::string_view detail) {
     const auto client = format_endpoint(start->client);
-    rt.log.write(format_event(vless_reject_event{.session = rt.next_session_id++,
+    rt.log.write(format_event(vless_reject_event{.session = ids->take(rt),
                                                  .listener = start->listener_name,
                                                  .client = client,
                                                  .reason = reason,
@@ -101,7 +124,13 @@ awaitable<void> serve_grpc_on(runtime& rt, std::shared_ptr<session_start> start,
   if (auto err = apply_on_open(conn->socket().native_handle(), start->policy))
     spdlog::warn("vless {}: setsockopt: {}", start->listener_name, err.message());
   const connection_registration registered(rt.connections, ex, [conn](bool force) { conn->drain(force); });
-  auto evict = [conn] { conn->drain(true); };
+  // The pending set keeps its closer for as long as the connection is pending, and the
+  // connection's hooks own the ticket (in start): a closer owning the connection would be a
+  // cycle that a connection without a stream never breaks. It leaves the set when it ends, too.
+  const pending_leaver leaver{*start};
+  auto evict = [weak = std::weak_ptr(conn)] {
+    if (auto c = weak.lock()) c->drain(true);
+  };
   if (!start->pending.arm(evict)) evict();
   // clang-tidy 14 reports the moved parameters on the next line, in a function template
   // coroutine only (as in vless_session.hpp); nothing on that line names them.

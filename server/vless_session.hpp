@@ -166,9 +166,11 @@ struct session {
     const std::uint64_t need = cfg->limits.min_rate_bytes;
     auto acked = [](tcp::socket& sock) { return read_bytes_acked(sock.native_handle()).value_or(0); };
     bool client_ok = true;
-    // A bridged transport's socket is a socketpair, with no count of acknowledged bytes: its
-    // HTTP/2 flow control bounds it, and a write that never completes ends at idle_timeout.
-    if constexpr (!requires { Transport::bridged; })
+    // A bridged transport's socket is a socketpair, with no count of acknowledged bytes: what
+    // the client's HTTP/2 flow control let through counts instead.
+    if constexpr (requires { Transport::bridged; })
+      client_ok = to_client.on_window(down_writing, down_writing ? client.bytes_delivered() : 0, need);
+    else
       client_ok = to_client.on_window(down_writing, down_writing ? acked(client_socket()) : 0, need);
     const bool upstream_ok = to_upstream.on_window(up_writing, up_writing ? acked(upstream.socket()) : 0, need);
     if (!client_ok || !upstream_ok) {

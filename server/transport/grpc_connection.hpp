@@ -50,8 +50,15 @@ class grpc_stream {
   // A gun framing violation on the stream (the bridge then closes the session's socket): the
   // session's reject reason instead of a truncated header.
   std::string_view stream_failure() const { return stream_->failure; }
-  // The stream was opened (its request accepted) before the session started.
+  // What the client's flow control let through of what the session wrote (the [limits]
+  // min_rate rule's count on a transport without TCP_INFO): a client that never opens its
+  // window makes none.
+  std::uint64_t bytes_delivered() const { return stream_->sent; }
+  // The stream was opened (its request accepted) before the session started: over TLS, the
+  // connection's handshake was done before the session's clock started (tls_done 0, not the
+  // -1 of plain TCP).
   awaitable<std::error_code> open(const transport::open_clock& clock) {
+    if (!facts_.tls_version.empty()) clock.phases.tls_done = std::int64_t{0};
     clock.stamp(&session_phases::upgrade_done);
     co_return std::error_code{};
   }
@@ -82,7 +89,8 @@ class grpc_stream {
 namespace grpc {
 
 // Wakes one waiting coroutine; a notify before the wait is not lost. One
-// executor (no threads).
+// executor (no threads). One waiter only: a second wait's expires_at would
+// cancel the first one's, and two waiters would wake each other forever.
 class wakeup {
  public:
   explicit wakeup(const asio::any_io_executor& ex) : timer_(ex) {}
@@ -156,14 +164,18 @@ class connection : public std::enable_shared_from_this<connection<Lower>> {
   struct bridge {
     std::shared_ptr<h2_stream> stream;
     tcp::socket pair;
-    wakeup wake;
+    wakeup wake_up, wake_down;  // one per direction (a wakeup has one waiter)
     bool up_done = false, down_done = false;
     bridge(std::shared_ptr<h2_stream> s, tcp::socket p)
-        : stream(std::move(s)), pair(std::move(p)), wake(pair.get_executor()) {}
+        : stream(std::move(s)), pair(std::move(p)), wake_up(pair.get_executor()), wake_down(pair.get_executor()) {}
+    void notify() {
+      wake_up.notify();
+      wake_down.notify();
+    }
     void end() {
       std::error_code ignored;
       pair.close(ignored);
-      wake.notify();
+      notify();
     }
   };
 
@@ -197,7 +209,7 @@ class connection : public std::enable_shared_from_this<connection<Lower>> {
       for (auto& s : h2_.take_opened()) open_stream(std::move(s));
       for (auto& [id, b] : bridges_) {
         if (b->stream->closed && b->stream->reset_code != 0) b->end();  // the client reset it
-        b->wake.notify();
+        b->notify();
       }
       wake_writer_.notify();
       if (!ok || h2_.done()) {
@@ -223,7 +235,7 @@ class connection : public std::enable_shared_from_this<connection<Lower>> {
         (void)n;
         if (ec) break;
         // Sent DATA made room in streams' buffers: their bridges may read on.
-        for (auto& [id, b] : bridges_) b->wake.notify();
+        for (auto& [id, b] : bridges_) b->wake_down.notify();
         continue;
       }
       if (reading_done_ || h2_.done() || !lower_.socket().is_open()) break;
@@ -292,7 +304,7 @@ class connection : public std::enable_shared_from_this<connection<Lower>> {
                          ignored);  // the session reads EOF
         break;
       }
-      co_await b->wake.wait();
+      co_await b->wake_up.wait();
     }
     b->up_done = true;
   }
@@ -308,7 +320,7 @@ class connection : public std::enable_shared_from_this<connection<Lower>> {
         break;
       }
       if (s.out.size() >= limits_.h2.out_limit) {
-        co_await b->wake.wait();
+        co_await b->wake_down.wait();
         continue;
       }
       auto [ec, n] = co_await b->pair.async_read_some(asio::buffer(buf), as_tuple_awaitable);

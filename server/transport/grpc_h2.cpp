@@ -39,6 +39,7 @@ struct h2_server::callbacks {
   static int frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user) {
     auto& s = self(user);
     const bool end_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+    if (frame->hd.type == NGHTTP2_RST_STREAM) s.on_client_reset();
     if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
       s.on_request(frame->hd.stream_id, end_stream);
     } else if ((frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) && end_stream) {
@@ -113,6 +114,7 @@ struct h2_server::callbacks {
       const std::size_t n = std::min(length, st->out.size());
       std::copy_n(st->out.data(), n, buf);
       st->out.erase(0, n);
+      st->sent += n;
       return static_cast<ssize_t>(n);
     }
     if (!st->ending) return NGHTTP2_ERR_DEFERRED;
@@ -127,7 +129,10 @@ struct h2_server::callbacks {
 };
 
 h2_server::h2_server(std::string service_name, const h2_limits& limits)
-    : service_name_(std::move(service_name)), limits_(limits) {
+    : service_name_(std::move(service_name)),
+      limits_(limits),
+      reset_tokens_(limits.reset_burst),
+      reset_refilled_(std::chrono::steady_clock::now()) {
   nghttp2_session_callbacks* cbs = nullptr;
   nghttp2_option* opt = nullptr;
   if (nghttp2_session_callbacks_new(&cbs) != 0 || nghttp2_option_new(&opt) != 0)
@@ -144,7 +149,9 @@ h2_server::h2_server(std::string service_name, const h2_limits& limits)
   // flood) is cut off.
   nghttp2_option_set_max_outbound_ack(opt, 128);
   nghttp2_option_set_max_settings(opt, 32);
-  nghttp2_option_set_stream_reset_rate_limit(opt, 200, 50);
+  // nghttp2's own reset limit answers INTERNAL_ERROR: only a backstop behind on_client_reset().
+  nghttp2_option_set_stream_reset_rate_limit(opt, 4 * std::uint64_t{limits_.reset_burst},
+                                             4 * std::uint64_t{limits_.reset_rate});
   nghttp2_option_set_max_continuations(opt, 8);
   nghttp2_option_set_max_send_header_block_length(opt, 16 * 1024);
   const int rv = nghttp2_session_server_new2(&session_, cbs, this, opt);
@@ -166,6 +173,19 @@ h2_server::~h2_server() { nghttp2_session_del(session_); }
 
 void h2_server::note_failure(std::string why) {
   if (failure_.empty()) failure_ = std::move(why);
+}
+
+void h2_server::on_client_reset() {
+  const auto now = std::chrono::steady_clock::now();
+  const double elapsed = std::chrono::duration<double>(now - reset_refilled_).count();
+  reset_refilled_ = now;
+  reset_tokens_ = std::min<double>(limits_.reset_burst, reset_tokens_ + elapsed * limits_.reset_rate);
+  if (reset_tokens_ >= 1) {
+    reset_tokens_ -= 1;
+    return;
+  }
+  // frame_send notes it as h2_goaway_sent: ENHANCE_YOUR_CALM once the GOAWAY is out.
+  nghttp2_session_terminate_session(session_, NGHTTP2_ENHANCE_YOUR_CALM);
 }
 
 std::shared_ptr<h2_stream> h2_server::find(std::int32_t id) const {

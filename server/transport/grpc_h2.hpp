@@ -19,8 +19,11 @@
 // decoded bytes (consume()), so a slow session holds at most one stream window,
 // and all of a connection's streams at most the connection window. Outbound,
 // the connection stops reading a session while its stream's `out` is above
-// out_limit. Floods (PING/SETTINGS acks queued, RST_STREAM rate, CONTINUATION
-// frames) end the connection through nghttp2's own limits; failure() names why.
+// out_limit. Floods (PING/SETTINGS acks queued, CONTINUATION frames) end the
+// connection through nghttp2's own limits, a RST_STREAM rate over reset_rate
+// through ours (GOAWAY ENHANCE_YOUR_CALM, where nghttp2's own says
+// INTERNAL_ERROR); failure() names why.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -42,6 +45,10 @@ struct h2_limits {
   std::uint32_t max_header_list = 16 * 1024;   // SETTINGS_MAX_HEADER_LIST_SIZE
   std::size_t out_limit = 64 * 1024;           // framed bytes a stream may hold to send
   std::size_t max_message = gun::default_max_message;
+  // Client RST_STREAMs (the "rapid reset" of CVE-2023-44487): a burst, then a rate per second;
+  // beyond it GOAWAY ENHANCE_YOUR_CALM (RFC 9113 §5.4.1) ends the connection.
+  std::uint32_t reset_burst = 200;
+  std::uint32_t reset_rate = 50;
 };
 
 // One request stream's state, shared between the session above and the
@@ -53,6 +60,7 @@ struct h2_stream {
   std::string in;                  // decoded VLESS bytes for the session
   std::size_t raw_unconsumed = 0;  // DATA bytes received and not yet given back to the window
   std::string out;                 // Hunk messages to send
+  std::uint64_t sent = 0;          // bytes of `out` handed to DATA frames (the client's window let them)
   bool peer_ended = false;         // the client's END_STREAM
   bool ending = false;             // ours: trailers once `out` is sent
   bool closed = false;             // nghttp2 closed the stream (either side, or a reset)
@@ -114,6 +122,7 @@ class h2_server {
   std::shared_ptr<h2_stream> find(std::int32_t id) const;
   void on_request(std::int32_t id, bool end_stream);
   void note_failure(std::string why);
+  void on_client_reset();
 
   nghttp2_session* session_ = nullptr;
   std::string service_name_;
@@ -126,6 +135,8 @@ class h2_server {
   std::vector<std::shared_ptr<h2_stream>> opened_;
   std::vector<h2_rejection> rejected_;
   std::string failure_;
+  double reset_tokens_ = 0;  // client resets left in the bucket
+  std::chrono::steady_clock::time_point reset_refilled_;
 };
 
 }  // namespace vlessbench::grpc

@@ -2,6 +2,7 @@
 // (server/transport/grpc_h2.hpp) and the one client's (core/gun_client.hpp), bytes passed by hand.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <string>
 
 #include "core/gun_client.hpp"
@@ -115,4 +116,62 @@ TEST_CASE("grpc h2: a session that does not read holds at most the stream window
   }
   CHECK(total == 32 * chunk.size());
   CHECK_FALSE(client.send_blocked());
+}
+
+namespace {
+
+std::string frame(std::uint8_t type, std::uint8_t flags, std::uint32_t stream, const std::string& payload) {
+  std::string f;
+  const auto n = static_cast<std::uint32_t>(payload.size());
+  f += static_cast<char>(n >> 16);
+  f += static_cast<char>(n >> 8);
+  f += static_cast<char>(n);
+  f += static_cast<char>(type);
+  f += static_cast<char>(flags);
+  for (int shift = 24; shift >= 0; shift -= 8) f += static_cast<char>(stream >> shift);
+  return f + payload;
+}
+
+// HPACK: :method POST, :scheme http, :path and :authority literal, content-type literal.
+std::string request_block(const std::string& path) {
+  auto lit = [](std::string prefix, const std::string& v) { return prefix + static_cast<char>(v.size()) + v; };
+  return std::string("\x83\x86") + lit("\x04", path) + lit("\x01", "localhost") + lit("\x0f\x10", "application/grpc");
+}
+
+}  // namespace
+
+TEST_CASE("grpc h2: a rapid reset ends the connection with GOAWAY ENHANCE_YOUR_CALM", "[grpc]") {
+  grpc::h2_server server("example.Gun", {});
+  std::string wire = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, "");
+  // 1,000 streams opened and reset at once (CVE-2023-44487), far over the burst of 200.
+  for (std::uint32_t id = 1; id < 2000; id += 2)
+    wire += frame(1, 0x4, id, request_block("/example.Gun/Tun")) + frame(3, 0, id, std::string("\0\0\0\x08", 4));
+  server.feed(wire.data(), wire.size());
+  std::string out;
+  for (auto v = server.next_output(); !v.empty(); v = server.next_output()) out.append(v);
+  std::uint32_t goaway_code = 0xffffffff;
+  for (std::size_t at = 0; at + 9 <= out.size();) {
+    const std::size_t n = (std::size_t{static_cast<std::uint8_t>(out[at])} << 16) |
+                          (std::size_t{static_cast<std::uint8_t>(out[at + 1])} << 8) |
+                          static_cast<std::uint8_t>(out[at + 2]);
+    if (out[at + 3] == 7 && n >= 8) {
+      goaway_code = 0;
+      for (int i = 0; i < 4; ++i) goaway_code = (goaway_code << 8) | static_cast<std::uint8_t>(out[at + 9 + 4 + i]);
+    }
+    at += 9 + n;
+  }
+  CHECK(goaway_code == 0x0b);  // ENHANCE_YOUR_CALM, not INTERNAL_ERROR (2)
+  CHECK(server.failure() == "h2_goaway_sent: ENHANCE_YOUR_CALM");
+}
+
+TEST_CASE("grpc h2: resets within the burst keep the connection", "[grpc]") {
+  grpc::h2_server server("example.Gun", {});
+  std::string wire = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, "");
+  for (std::uint32_t id = 1; id < 2 * 150; id += 2)
+    wire += frame(1, 0x4, id, request_block("/example.Gun/Tun")) + frame(3, 0, id, std::string("\0\0\0\x08", 4));
+  CHECK(server.feed(wire.data(), wire.size()));
+  for (auto v = server.next_output(); !v.empty(); v = server.next_output()) {
+  }
+  CHECK(server.failure().empty());
+  CHECK_FALSE(server.done());
 }
