@@ -5,14 +5,14 @@
 # iproute2, dpkg-dev (dpkg-shlibdeps), lintian; chromium for the browser tests,
 # tests/integration/test_probe_page.py and test_admin.py; nftables for the tun path's test,
 # test_tun_path.py; prometheus for its promtool only (test_admin.py: promtool check metrics):
-# the Prometheus server it brings is kept from starting)
+# the Prometheus server it brings is kept from starting; bind9-dnsutils for dig, test_dig.py)
 set -euo pipefail
 pkgs=(cmake ninja-build g++ pkg-config python3 curl
       libasio-dev android-libboringssl-dev libspdlog-dev libtomlplusplus-dev catch2
       libcli11-dev nlohmann-json3-dev libsystemd-dev libqrencode-dev libnghttp2-dev libssl-dev v2ray
       socat ccache)  # socat: bench/run.py's plain-relay floor; ccache: rebuilds compile what changed
 if [[ "${1:-}" == "--test" ]]; then
-  pkgs+=(clang-14 libclang-rt-14-dev clang-tidy-14 debootstrap systemd-container iproute2 dpkg-dev lintian chromium nftables prometheus)
+  pkgs+=(clang-14 libclang-rt-14-dev clang-tidy-14 debootstrap systemd-container iproute2 dpkg-dev lintian chromium nftables prometheus bind9-dnsutils)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -115,6 +115,21 @@ def vless_body() -> bytes:
 
 # --------------------------------------------------------------------------------------------
 
+def verify_against_log(out) -> str:
+    """`vlessbench verify` of a run against the daemon's access log: the server's own record of
+    each sample's route, not the runner's route column. http.request lines land as each request is
+    served; retried briefly for the last ones, bounded."""
+    deadline = time.monotonic() + 10
+    while True:
+        v = h.subprocess.run([str(RUNNER), "verify", str(out), "--log", str(D.access)], capture_output=True,
+                             text=True, timeout=30)
+        if v.returncode == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    check(v.returncode == 0 and "verify: OK" in v.stdout, v.stdout + v.stderr)
+    return v.stdout
+
+
 @suite.test
 def builtin_client_over_grpc_and_h2c():
     mark = D.mark()
@@ -141,6 +156,7 @@ def builtin_client_over_grpc_and_h2c():
           [(s["path"], s["transport"]) for s in samples][:4])
     summary = json.loads((out / "summary.json").read_text())
     check(summary["route_mismatches"] == 0, summary["route_mismatches"])
+    print(verify_against_log(out).rstrip(), flush=True)
     for listener in ("grpc", "h2c"):
         found = wait_sessions(12, mark, listener=listener)
         check(all(s.get("transport") == "grpc" for s in found), found[0])

@@ -49,9 +49,18 @@ TEST_CASE("quickack on/off is set and re-armed after reads, kernel leaves it alo
   apply_after_read(s.fd, tcp_policy{true, quickack_mode::on});
   CHECK(get_int(s.fd, TCP_QUICKACK) == 1);
 
-  // "kernel" must not touch the option: the value set above stays.
+  // "kernel" must not touch the option: whichever value was set last stays. getsockopt reads the
+  // socket's current quickack flag (not in pingpong mode), and a new socket starts with it set, so
+  // only the cleared flag can tell "leaves it alone" from "sets it": check both ways.
   apply_after_read(s.fd, tcp_policy{true, quickack_mode::kernel});
   CHECK(get_int(s.fd, TCP_QUICKACK) == 1);
+
+  apply_after_read(s.fd, tcp_policy{true, quickack_mode::off});
+  REQUIRE(get_int(s.fd, TCP_QUICKACK) == 0);
+  apply_after_read(s.fd, tcp_policy{true, quickack_mode::kernel});
+  CHECK(get_int(s.fd, TCP_QUICKACK) == 0);
+  CHECK_FALSE(apply_on_open(s.fd, tcp_policy{true, quickack_mode::kernel}));
+  CHECK(get_int(s.fd, TCP_QUICKACK) == 0);
 }
 
 TEST_CASE("a closed descriptor yields an error, not a crash", "[socket_policy]") {
