@@ -1,5 +1,7 @@
 #include "core/uuid.hpp"
 
+#include <stdexcept>
+
 #include <openssl/rand.h>
 
 namespace vlessbench::vless {
