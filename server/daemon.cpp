@@ -67,6 +67,7 @@ daemon::daemon(std::shared_ptr<const config> cfg, std::optional<std::filesystem:
   // Their default action would end the daemon without a word (docs/deploy.md, "Signals").
   for (int sig : {SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM}) signals_.add(sig);
   rt_.cfg = std::move(cfg);
+  target_.own_udp_ports = [this] { return own_udp_ports(); };
   rt_.live.publish(rt_.cfg);
   rt_.log.set_queue_bytes(rt_.cfg->log.queue_bytes);
   rt_.log.open(rt_.cfg->log.access);

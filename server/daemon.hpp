@@ -85,6 +85,7 @@ class daemon {
   runtime rt_;
   target::target_context target_{rt_.log, rt_.routes, rt_.connections, rt_.stopping,
                                  [this] { return rt_.cfg->limits; }, rt_.hub};
+  std::vector<std::uint16_t> own_udp_ports() const;
   std::optional<std::filesystem::path> config_file_;
   std::shared_ptr<asio::ssl::context> tls_;
   std::vector<std::shared_ptr<listener>> listeners_;

@@ -28,6 +28,13 @@ tcp::endpoint as_tcp(const asio::ip::udp::endpoint& ep) { return {ep.address(), 
 
 }  // namespace
 
+std::vector<std::uint16_t> daemon::own_udp_ports() const {
+  std::vector<std::uint16_t> out;
+  for (const auto& u : udp_targets_) out.push_back(u->endpoint().port());
+  for (const auto& d : dns_) out.push_back(d->endpoint().port());
+  return out;
+}
+
 std::shared_ptr<target::udp_echo_target> daemon::open_udp_target(const udp_listener_config& c) {
   asio::ip::udp::socket sock(io_);
   std::error_code ec;

@@ -4,6 +4,7 @@
 
 #include "core/access_events.hpp"
 #include "core/udp_dest.hpp"
+#include "core/udp_guard.hpp"
 #include "core/logging.hpp"
 #include "core/net_address.hpp"
 #include "core/route_header.hpp"
@@ -130,6 +131,16 @@ awaitable<void> dns_responder::serve_udp() {
       co_return;
     if (rec)
       continue;
+    // Loops from one spoofed datagram (core/udp_guard.hpp): a response (QR set) is never
+    // answered, not even with FORMERR; nor a reflector port or the daemon's own listeners.
+    const std::string_view message(buf.data(), n);
+    std::string_view refusal = udp_source_refusal(peer, local, ctx_.own_udp_ports());
+    if (refusal.empty() && is_dns_response(message))
+      refusal = "dns_response";
+    if (!refusal.empty()) {
+      note_refused(refusal, peer);
+      continue;
+    }
     auto route = ctx_.routes.find(flow_id::udp(peer, local));
     outcome o = answer(std::string_view(buf.data(), n), route.get(), local.address());
     if (o.delay_ms > 0 && delayed_ >= max_delayed) {
@@ -155,6 +166,17 @@ awaitable<void> dns_responder::serve_udp() {
     if (o.answer)
       co_await send_datagram_from(udp_, own_udp(), asio::buffer(o.response), peer, local);
   }
+}
+
+void dns_responder::note_refused(std::string_view why, const udp::endpoint &peer) {
+  ++refused_;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_refused_warning_ < std::chrono::seconds(1))
+    return;
+  last_refused_warning_ = now;
+  spdlog::warn("dns {}: {} datagram(s) not answered, the last from {} ({})", name_, refused_,
+               format_endpoint(tcp::endpoint(peer.address(), peer.port())), why);
+  refused_ = 0;
 }
 
 awaitable<void>

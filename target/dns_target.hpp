@@ -72,6 +72,11 @@ private:
   awaitable<void> serve_tcp();
   awaitable<void> serve_connection(tcp::socket socket, tcp::endpoint peer);
 
+  // A datagram not answered (core/udp_guard.hpp): counted, warned at most once a second.
+  void note_refused(std::string_view why, const asio::ip::udp::endpoint &peer);
+  std::uint64_t refused_ = 0;
+  std::chrono::steady_clock::time_point last_refused_warning_{};
+
   target_context &ctx_;
   std::string name_;
   dns::zone_rules zone_;

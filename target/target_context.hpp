@@ -6,6 +6,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "core/access_log.hpp"
 #include "core/config.hpp"
@@ -24,6 +25,9 @@ struct target_context {
   const std::atomic<bool>& stopping;
   std::function<limits_config()> limits;  // the running config's: a reload may change them
   state_hub& hub;                         // probe runs for the admin dashboard
+  // The ports of the daemon's own UDP listeners (echo and DNS): a datagram from one of them on a
+  // local address is never answered (core/udp_guard.hpp).
+  std::function<std::vector<std::uint16_t>()> own_udp_ports = [] { return std::vector<std::uint16_t>{}; };
   // POST /probe/result, every target listener together ([limits] probe_results_per_minute).
   std::shared_ptr<rate_gate> probe_posts = std::make_shared<rate_gate>();
   // Probe run ids and results tokens issued, and the sample requests served (docs/probe.md).

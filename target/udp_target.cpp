@@ -7,6 +7,7 @@
 #include "core/logging.hpp"
 #include "core/route_header.hpp"
 #include "core/udp_dest.hpp"
+#include "core/udp_guard.hpp"
 
 namespace vlessbench::target {
 
@@ -105,6 +106,15 @@ awaitable<void> udp_echo_target::serve() {
       co_return;
     if (ec)
       continue; // an ICMP error for an earlier echo: the next datagram
+    // Loops from one spoofed datagram (core/udp_guard.hpp): never answer another echo's answer,
+    // a reflector port or one of the daemon's own listeners.
+    std::string_view refusal = udp_source_refusal(d.peer, d.local, ctx_.own_udp_ports());
+    if (refusal.empty() && is_udp_echo_answer(std::string_view(buf.data(), n)))
+      refusal = "echo_answer";
+    if (!refusal.empty()) {
+      note_refused(refusal, d.peer);
+      continue;
+    }
     const auto now = std::chrono::steady_clock::now();
     // A peer address is reused: a closed VLESS session's relay socket and a direct client may
     // get the same ephemeral port one after the other while the old flow is still in the table.
@@ -139,6 +149,17 @@ awaitable<void> udp_echo_target::serve() {
       }
     }
   }
+}
+
+void udp_echo_target::note_refused(std::string_view why, const udp::endpoint &peer) {
+  ++refused_;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_refused_warning_ < std::chrono::seconds(1))
+    return;
+  last_refused_warning_ = now;
+  spdlog::warn("udp_target {}: {} datagram(s) not answered, the last from {} ({})", name_, refused_,
+               format_endpoint(tcp::endpoint(peer.address(), peer.port())), why);
+  refused_ = 0;
 }
 
 // Logs and forgets the flows idle for [limits] udp_idle_timeout_ms, checking a

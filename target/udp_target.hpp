@@ -51,6 +51,11 @@ private:
   void log_flow(const asio::ip::udp::endpoint &peer, const flow &f,
                 std::string_view why);
 
+  // A datagram not answered (core/udp_guard.hpp): counted, warned at most once a second.
+  void note_refused(std::string_view why, const asio::ip::udp::endpoint &peer);
+  std::uint64_t refused_ = 0;
+  std::chrono::steady_clock::time_point last_refused_warning_{};
+
   target_context &ctx_;
   std::string name_;
   asio::ip::udp::socket socket_;
