@@ -944,6 +944,21 @@ class V2ray:
         return False
 
 
+def verify_log(runner, access: Path, out, timeout: float = 10.0) -> str:
+    """`vlessbench verify OUT --log ACCESS`: the server's own record of each sample's route, not the
+    runner's route column. http.request lines land as each request is served, so the last ones may
+    lag the run: retried until OK for at most timeout seconds. Returns verify's stdout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = subprocess.run([str(runner), "verify", str(out), "--log", str(access)], capture_output=True,
+                           text=True, timeout=30)
+        if v.returncode == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    check(v.returncode == 0 and "verify: OK" in v.stdout, v.stdout + v.stderr)
+    return v.stdout
+
+
 def v2ray_client_config(http_port: int, server_port: int, user_uuid: str) -> dict:
     """http inbound -> vless outbound (TLS, allowInsecure, serverName localhost)."""
     return {

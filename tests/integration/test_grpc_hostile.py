@@ -17,14 +17,13 @@ import struct
 import time
 
 import harness as h
+from grpc_wire import DATA, GOAWAY, HEADERS, PREFACE, SETTINGS, WINDOW_UPDATE, h2frame, hunk, request_block
 from harness import LOOPBACK, SANITIZED, check
 
 h.run_in_own_netns()
 suite = h.Suite("test_grpc_hostile")
 h.require_binary()
 
-PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-DATA, HEADERS, SETTINGS, WINDOW_UPDATE, GOAWAY = 0, 1, 4, 8, 7
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -50,30 +49,6 @@ def stop_clean(d: h.Daemon) -> None:
 def cpu_seconds(pid: int) -> float:
     fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
-
-
-def varint(n: int) -> bytes:
-    out = b""
-    while n >= 0x80:
-        out += bytes([n & 0x7F | 0x80])
-        n >>= 7
-    return out + bytes([n])
-
-
-def hunk(data: bytes) -> bytes:
-    body = b"\x0a" + varint(len(data)) + data
-    return b"\x00" + struct.pack(">I", len(body)) + body
-
-
-def h2frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
-    return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
-
-
-def request_block(path: str = "/vlessbench/Tun") -> bytes:
-    """HPACK: :method POST, :scheme http, :path, :authority, content-type application/grpc."""
-    def lit(prefix: bytes, value: str) -> bytes:
-        return prefix + bytes([len(value)]) + value.encode()
-    return b"\x83\x86" + lit(b"\x04", path) + lit(b"\x01", "localhost") + lit(b"\x0f\x10", "application/grpc")
 
 
 def streamless(d: h.Daemon, listener: str, count: int) -> None:

@@ -25,6 +25,7 @@ import struct
 import time
 
 import harness as h
+from grpc_wire import DATA, HEADERS, PING, PREFACE, RST_STREAM, SETTINGS, WINDOW_UPDATE, h2frame, hunk, request_block, unhunk
 from harness import LOOPBACK, check
 
 suite = h.Suite("test_grpc_transport")
@@ -56,44 +57,6 @@ def link(listener: str, query: str) -> str:
     return f"vless://{D.uuid}@{LOOPBACK}:{D.port(listener)}?encryption=none&{query}#{listener}"
 
 
-def varint(n: int) -> bytes:
-    out = b""
-    while n >= 0x80:
-        out += bytes([n & 0x7F | 0x80])
-        n >>= 7
-    return out + bytes([n])
-
-
-def hunk(data: bytes) -> bytes:
-    """A gRPC message carrying Hunk{data} (gRPC PROTOCOL-HTTP2.md, protobuf encoding)."""
-    body = b"\x0a" + varint(len(data)) + data
-    return b"\x00" + struct.pack(">I", len(body)) + body
-
-
-def unhunk(wire: bytes) -> bytes:
-    """The data of a series of Hunk messages."""
-    out, at = b"", 0
-    while at < len(wire):
-        check(wire[at] == 0, f"compressed flag {wire[at]}")
-        (n,) = struct.unpack(">I", wire[at + 1:at + 5])
-        msg, at = wire[at + 5:at + 5 + n], at + 5 + n
-        pos = 0
-        while pos < len(msg):
-            check(msg[pos] == 0x0A, f"tag {msg[pos]:#x}")
-            pos += 1
-            ln, shift = 0, 0
-            while True:
-                b = msg[pos]
-                pos += 1
-                ln |= (b & 0x7F) << shift
-                shift += 7
-                if b < 0x80:
-                    break
-            out += msg[pos:pos + ln]
-            pos += ln
-    return out
-
-
 def sessions(since: int = 0, **match) -> list[dict]:
     return D.events("vless.session", since=since, **match)
 
@@ -114,21 +77,6 @@ def vless_body() -> bytes:
 
 
 # --------------------------------------------------------------------------------------------
-
-def verify_against_log(out) -> str:
-    """`vlessbench verify` of a run against the daemon's access log: the server's own record of
-    each sample's route, not the runner's route column. http.request lines land as each request is
-    served; retried briefly for the last ones, bounded."""
-    deadline = time.monotonic() + 10
-    while True:
-        v = h.subprocess.run([str(RUNNER), "verify", str(out), "--log", str(D.access)], capture_output=True,
-                             text=True, timeout=30)
-        if v.returncode == 0 or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
-    check(v.returncode == 0 and "verify: OK" in v.stdout, v.stdout + v.stderr)
-    return v.stdout
-
 
 @suite.test
 def builtin_client_over_grpc_and_h2c():
@@ -156,7 +104,7 @@ def builtin_client_over_grpc_and_h2c():
           [(s["path"], s["transport"]) for s in samples][:4])
     summary = json.loads((out / "summary.json").read_text())
     check(summary["route_mismatches"] == 0, summary["route_mismatches"])
-    print(verify_against_log(out).rstrip(), flush=True)
+    print(h.verify_log(RUNNER, D.access, out).rstrip(), flush=True)
     for listener in ("grpc", "h2c"):
         found = wait_sessions(12, mark, listener=listener)
         check(all(s.get("transport") == "grpc" for s in found), found[0])
@@ -239,20 +187,6 @@ def bad_gun_framing_ends_the_stream_with_grpc_status_13_and_a_reason():
 # --------------------------------------------------------------------------------------------
 # Hand-built HTTP/2 (RFC 9113): preface, then 9-byte frame headers
 
-PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-DATA, HEADERS, RST_STREAM, SETTINGS, PING, WINDOW_UPDATE = 0, 1, 3, 4, 6, 8
-
-
-def h2frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
-    return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
-
-
-def request_block(path: str = "/vlessbench/Tun") -> bytes:
-    """HPACK (RFC 7541): :method POST (static 3), :scheme http (6), :path and :authority literal
-    with indexed names (4, 1), content-type literal with indexed name 31 (4-bit prefix: 0f 10)."""
-    def lit(prefix: bytes, value: str) -> bytes:
-        return prefix + bytes([len(value)]) + value.encode()
-    return b"\x83\x86" + lit(b"\x04", path) + lit(b"\x01", "localhost") + lit(b"\x0f\x10", "application/grpc")
 
 
 def read_frames(sock: socket.socket, timeout: float = 10.0) -> tuple[list[tuple[int, int, int, bytes]], bool]:

@@ -140,21 +140,6 @@ def wait_sessions(count: int, since: int, timeout: float = 10.0, **match) -> lis
 
 # --------------------------------------------------------------------------------------------
 
-def verify_against_log(out) -> str:
-    """`vlessbench verify` of a run against the daemon's access log: the server's own record of
-    each sample's route, not the runner's route column. http.request lines land as each request is
-    served; retried briefly for the last ones, bounded."""
-    deadline = time.monotonic() + 10
-    while True:
-        v = h.subprocess.run([str(RUNNER), "verify", str(out), "--log", str(D.access)], capture_output=True,
-                             text=True, timeout=30)
-        if v.returncode == 0 or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
-    check(v.returncode == 0 and "verify: OK" in v.stdout, v.stdout + v.stderr)
-    return v.stdout
-
-
 @suite.test
 def builtin_client_over_each_transport():
     mark = D.mark()
@@ -189,7 +174,7 @@ def builtin_client_over_each_transport():
     check(all(s["upgrade_ms"] == "" for s in samples if s["path"] in ("tls", "direct")), "upgrade on tls/direct")
     summary = json.loads((out / "summary.json").read_text())
     check(summary["route_mismatches"] == 0, summary["route_mismatches"])
-    print(verify_against_log(out).rstrip(), flush=True)
+    print(h.verify_log(RUNNER, D.access, out).rstrip(), flush=True)
     # Each path's sessions on its listener, named by their transport; warm-ups included.
     ws_sessions = wait_sessions(2 * (10 + 2) + 2, mark, listener="ws")
     for listener, transport in (("tls", None), ("ws", "ws"), ("up", "httpupgrade"), ("wsplain", "ws")):
