@@ -11,7 +11,7 @@ paired difference, summarised as the runner does (median, percentile-bootstrap 9
 median, 2000 resamples; quantiles type 7).
 
 Every echo is checked: the payload must come back with the target's trailer
-(core/route_header.hpp format_udp_echo, "\\nVLESSBENCH-UDP LISTENER ROUTE"). The route is "direct"
+(core/wire/route_header.hpp format_udp_echo, "\\nVLESSBENCH-UDP LISTENER ROUTE"). The route is "direct"
 on every path because the target is its own process (as the HTTP target is: --allow-mismatch).
 Python's own cost is in the direct path's figures (its median is the floor every Δ removes) and in
 client_cpu_us_per_datagram (this process's CPU over the reuse samples of the direct path).
@@ -33,7 +33,7 @@ MARKER = b"\nVLESSBENCH-UDP "
 
 
 def quantile(sorted_values: list[float], q: float) -> float:
-    """Type 7 (linear between closest ranks), as core/quantile.hpp."""
+    """Type 7 (linear between closest ranks), as core/wire/quantile.hpp."""
     pos = (len(sorted_values) - 1) * q
     lo = int(pos)
     hi = min(lo + 1, len(sorted_values) - 1)

@@ -1,8 +1,8 @@
 #include "runner/datagram.hpp"
 
-#include "core/net_address.hpp"
-#include "core/socks5_udp.hpp"
-#include "core/udp_framing.hpp"
+#include "core/wire/net_address.hpp"
+#include "core/wire/socks5_udp.hpp"
+#include "core/wire/udp_framing.hpp"
 #include "runner/proxy_protocol.hpp"
 
 namespace vlessbench::runner {

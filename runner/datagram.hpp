@@ -1,9 +1,9 @@
 #pragma once
 // One UDP flow of one path, for udp:// and dns:// targets (docs/runner.md "UDP and DNS
 // targets"): a connected UDP socket (direct), a SOCKS5 UDP ASSOCIATE (the TCP control connection
-// stays open for the flow's life; datagrams carry the RFC 1928 header, core/socks5_udp.hpp), or a
+// stays open for the flow's life; datagrams carry the RFC 1928 header, core/wire/socks5_udp.hpp), or a
 // VLESS command 2 session of the built-in client over any of its transports (datagrams framed as
-// u16 length + bytes, core/udp_framing.hpp), or, with mux=on / packetEncoding=xudp, a UDP (or
+// u16 length + bytes, core/wire/udp_framing.hpp), or, with mux=on / packetEncoding=xudp, a UDP (or
 // XUDP) sub-connection of the client's Mux.Cool (runner/mux_tunnel.hpp). A sample is one
 // datagram's round trip on it.
 #include <chrono>
@@ -13,8 +13,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/asio_compat.hpp"
-#include "core/vless_client.hpp"
+#include "core/net/asio_compat.hpp"
+#include "core/client/vless_client.hpp"
 #include "runner/tunnel.hpp"
 
 namespace vlessbench::runner {

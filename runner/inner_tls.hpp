@@ -9,8 +9,8 @@
 #include <string_view>
 #include <system_error>
 
-#include "core/asio_compat.hpp"
-#include "core/tls.hpp"
+#include "core/net/asio_compat.hpp"
+#include "core/net/tls.hpp"
 
 namespace vlessbench::runner {
 

@@ -5,7 +5,7 @@
 #include <exception>
 #include <memory>
 
-#include "core/dns_message.hpp"
+#include "core/wire/dns_message.hpp"
 #include "runner/datagram.hpp"
 #include "runner/tunnel.hpp"
 

@@ -1,6 +1,6 @@
 #pragma once
 // A vless path with `mux=on` (issue 12): the one mux connection its samples
-// share. Each sample's tunnel is a sub-connection of it (core/mux_client.hpp):
+// share. Each sample's tunnel is a sub-connection of it (core/client/mux_client.hpp):
 // the New frame with the first request, Keep frames after, End when the sample
 // closes. The connection is made, and remade after a failure, outside any
 // sample's clock (tunnel::prepare); with `muxnew=connection` a new-connection
@@ -18,8 +18,8 @@
 #include <random>
 #include <string>
 
-#include "core/asio_compat.hpp"
-#include "core/mux_client.hpp"
+#include "core/net/asio_compat.hpp"
+#include "core/client/mux_client.hpp"
 
 namespace vlessbench::runner {
 

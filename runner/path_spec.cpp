@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "core/net_address.hpp"
+#include "core/wire/net_address.hpp"
 
 namespace vlessbench::runner {
 

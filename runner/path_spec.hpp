@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/share_link.hpp"
+#include "core/wire/share_link.hpp"
 
 namespace vlessbench::runner {
 

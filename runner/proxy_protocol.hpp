@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/parse_result.hpp"
+#include "core/wire/parse_result.hpp"
 
 namespace vlessbench::runner {
 

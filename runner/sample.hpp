@@ -1,20 +1,20 @@
 #pragma once
 // One measurement and what the server said about it (its X-Vlessbench-Route and Server-Timing
-// response headers, read with core/route_header.hpp).
+// response headers, read with core/wire/route_header.hpp).
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "runner/path_spec.hpp"
-#include "core/route_header.hpp"
+#include "core/wire/route_header.hpp"
 
 namespace vlessbench::runner {
 
 enum class sample_mode { new_connection, reuse };
 std::string_view to_string(sample_mode m);  // "new", "reuse"
 
-// The route and phase headers' types and parsers are core's (core/route_header.hpp): the daemon
+// The route and phase headers' types and parsers are core's (core/wire/route_header.hpp): the daemon
 // writes with the same definitions.
 using vlessbench::route_kind;
 using vlessbench::route_label;

@@ -5,7 +5,7 @@
 #include <span>
 #include <vector>
 
-#include "core/quantile.hpp"
+#include "core/wire/quantile.hpp"
 
 namespace vlessbench::stats {
 

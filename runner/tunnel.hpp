@@ -8,10 +8,10 @@
 #include <optional>
 #include <string>
 
-#include "core/asio_compat.hpp"
-#include "core/http_parser.hpp"
-#include "core/route_header.hpp"
-#include "core/vless_client.hpp"
+#include "core/net/asio_compat.hpp"
+#include "core/wire/http_parser.hpp"
+#include "core/wire/route_header.hpp"
+#include "core/client/vless_client.hpp"
 #include "runner/inner_tls.hpp"
 #include "runner/mux_tunnel.hpp"
 #include "runner/path_spec.hpp"

@@ -5,10 +5,10 @@
 
 #include <array>
 
-#include "core/http_parser.hpp"
-#include "core/logging.hpp"
-#include "core/net_address.hpp"
-#include "core/watchdog.hpp"
+#include "core/wire/http_parser.hpp"
+#include "core/log/logging.hpp"
+#include "core/wire/net_address.hpp"
+#include "core/net/watchdog.hpp"
 #include "server/admin_page.hpp"
 #include "server/admin_views.hpp"
 

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "core/asio_compat.hpp"
-#include "core/config.hpp"
-#include "core/pending_set.hpp"
-#include "core/state_hub.hpp"
+#include "core/net/asio_compat.hpp"
+#include "core/config/config.hpp"
+#include "core/runtime/pending_set.hpp"
+#include "core/log/state_hub.hpp"
 
 namespace vlessbench::admin {
 
@@ -45,7 +45,7 @@ struct request_token {
 bool host_allowed(std::string_view host_value, const asio::ip::address& local, const std::vector<std::string>& hosts);
 
 // Admission (docs/dashboard.md): a connection is pending until its request head is complete and
-// has passed the Host and token checks. Pending ones are bounded as core/pending_set.hpp bounds
+// has passed the Host and token checks. Pending ones are bounded as core/runtime/pending_set.hpp bounds
 // VLESS connections (the oldest evicted at the cap), so that silent or half-sent connections can
 // never keep an authenticated scrape out; each source address holds at most per_source at once.
 struct admin_limits {

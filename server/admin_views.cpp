@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "core/route_header.hpp"
+#include "core/wire/route_header.hpp"
 
 namespace vlessbench::admin {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/state_hub.hpp"
+#include "core/log/state_hub.hpp"
 
 namespace vlessbench::admin {
 

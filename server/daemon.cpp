@@ -15,18 +15,18 @@
 
 #include <systemd/sd-daemon.h>
 
-#include "core/access_events.hpp"
-#include "core/destination_policy.hpp"
+#include "core/log/access_events.hpp"
+#include "core/runtime/destination_policy.hpp"
 #include "target/banner_target.hpp"
 #include "target/http_target.hpp"
-#include "core/logging.hpp"
-#include "core/share_link.hpp"
-#include "core/tls.hpp"
+#include "core/log/logging.hpp"
+#include "core/wire/share_link.hpp"
+#include "core/net/tls.hpp"
 #include "server/links.hpp"
 #include "server/refusal_log.hpp"
 #include "server/reload_plan.hpp"
 #include "server/vless_server.hpp"
-#include "core/watchdog.hpp"
+#include "core/net/watchdog.hpp"
 
 #include <fmt/ranges.h>
 

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/asio_compat.hpp"
+#include "core/net/asio_compat.hpp"
 #include "server/admin_server.hpp"
 #include "server/reload_plan.hpp"
 #include "server/runtime.hpp"

@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "core/logging.hpp"
-#include "core/net_address.hpp"
+#include "core/log/logging.hpp"
+#include "core/wire/net_address.hpp"
 #include "server/daemon.hpp"
 
 namespace vlessbench {

@@ -6,8 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <qrencode.h>
 
-#include "core/share_link.hpp"
-#include "core/tls.hpp"
+#include "core/wire/share_link.hpp"
+#include "core/net/tls.hpp"
 
 namespace vlessbench {
 namespace {

@@ -3,8 +3,8 @@
 #include <ostream>
 #include <string>
 
-#include "core/config.hpp"
-#include "core/share_link.hpp"
+#include "core/config/config.hpp"
+#include "core/wire/share_link.hpp"
 
 namespace vlessbench {
 

@@ -13,8 +13,8 @@
 
 #include "server/daemon.hpp"
 #include "server/links.hpp"
-#include "core/logging.hpp"
-#include "core/tls.hpp"
+#include "core/log/logging.hpp"
+#include "core/net/tls.hpp"
 
 namespace {
 

@@ -1,7 +1,7 @@
 #pragma once
 // VLESS command 3 (Mux.Cool, XUDP included) inside a session (server/vless_session.hpp; docs/sessions.md
-// "Mux"): frames from the client (core/mux_frame.hpp) go through the pure sub-connection table
-// (core/mux_subs.hpp); each sub-connection dials its destination through the same [destinations] policy and
+// "Mux"): frames from the client (core/wire/mux_frame.hpp) go through the pure sub-connection table
+// (core/runtime/mux_subs.hpp); each sub-connection dials its destination through the same [destinations] policy and
 // route registration as a whole session's upstream, under a route_info of its own that names the session and
 // the sub (route_info::sub), and is logged as a vless.sub line at its close.
 //
@@ -25,7 +25,7 @@
 // all of them before the session logs and goes.
 //
 // About 720 lines: the reader, the per-sub relays (TCP, UDP and XUDP) and the writer share the sub table,
-// the queues and the window above; the pure decisions are already core/mux_subs, the framing core/mux_frame.
+// the queues and the window above; the pure decisions are already core/runtime/mux_subs, the framing core/mux_frame.
 #include <deque>
 #include <memory>
 #include <optional>
@@ -33,14 +33,14 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/access_events.hpp"
-#include "core/client_budget.hpp"
-#include "core/destination_policy.hpp"
-#include "core/logging.hpp"
-#include "core/mux_frame.hpp"
-#include "core/mux_subs.hpp"
-#include "core/net_address.hpp"
-#include "core/route_registry.hpp"
+#include "core/log/access_events.hpp"
+#include "core/runtime/client_budget.hpp"
+#include "core/runtime/destination_policy.hpp"
+#include "core/log/logging.hpp"
+#include "core/wire/mux_frame.hpp"
+#include "core/runtime/mux_subs.hpp"
+#include "core/wire/net_address.hpp"
+#include "core/runtime/route_registry.hpp"
 #include "server/relay_common.hpp"
 #include "server/vless_server.hpp"
 
@@ -264,7 +264,7 @@ class mux_relay {
     const mux::decision d = table_.on_frame(f);
     switch (d.act) {
       case mux::action::open: {
-        // Its upstream socket's place in the client's budget (core/client_budget.hpp), before anything opens.
+        // Its upstream socket's place in the client's budget (core/runtime/client_budget.hpp), before anything opens.
         auto taken = s_.budget->take_upstream(s_.cfg->limits.max_upstreams_per_connection,
                                               s_.cfg->limits.max_upstreams_per_client);
         if (!taken.slot) {

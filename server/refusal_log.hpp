@@ -1,9 +1,9 @@
 #pragma once
-// Refusals in the human log at info (core/refusal_tally.hpp): at most one line per reason per
+// Refusals in the human log at info (core/log/refusal_tally.hpp): at most one line per reason per
 // second, with a count and the last one as a sample; the access log keeps a vless.reject line each.
 #include <string_view>
 
-#include "core/logging.hpp"
+#include "core/log/logging.hpp"
 #include "server/runtime.hpp"
 
 namespace vlessbench {

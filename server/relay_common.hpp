@@ -7,8 +7,8 @@
 #include <limits>
 #include <system_error>
 
-#include "core/asio_compat.hpp"
-#include "core/buffer_pool.hpp"
+#include "core/net/asio_compat.hpp"
+#include "server/buffer_pool.hpp"
 
 namespace vlessbench::vless_server::detail {
 

@@ -10,7 +10,7 @@
 
 #include <asio/ip/tcp.hpp>
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 
 namespace vlessbench {
 

@@ -8,16 +8,16 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/access_log.hpp"
-#include "core/client_budget.hpp"
-#include "core/config.hpp"
-#include "core/connection_set.hpp"
-#include "core/listener_runtime.hpp"
-#include "core/live_config.hpp"
-#include "core/pending_set.hpp"
-#include "core/refusal_tally.hpp"
-#include "core/route_registry.hpp"
-#include "core/state_hub.hpp"
+#include "core/log/access_log.hpp"
+#include "core/runtime/client_budget.hpp"
+#include "core/config/config.hpp"
+#include "core/runtime/connection_set.hpp"
+#include "core/runtime/listener_runtime.hpp"
+#include "core/runtime/live_config.hpp"
+#include "core/runtime/pending_set.hpp"
+#include "core/log/refusal_tally.hpp"
+#include "core/runtime/route_registry.hpp"
+#include "core/log/state_hub.hpp"
 
 namespace vlessbench {
 

@@ -3,18 +3,18 @@
 // docs/sessions.md "UDP"): one connected UDP socket to the request's one
 // destination, registered in the route registry as the TCP upstreams are (so
 // the [[udp_target]] and [[dns]] targets name the session), and datagrams
-// relayed between it and the VLESS stream, framed as core/udp_framing.hpp says.
+// relayed between it and the VLESS stream, framed as core/wire/udp_framing.hpp says.
 // Free templates over the session, whose fields (deadline, phases, counters,
 // close reason) they share.
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "core/buffer_pool.hpp"
-#include "core/logging.hpp"
-#include "core/route_registry.hpp"
-#include "core/udp_framing.hpp"
-#include "core/vless_codec.hpp"
+#include "server/buffer_pool.hpp"
+#include "core/log/logging.hpp"
+#include "core/runtime/route_registry.hpp"
+#include "core/wire/udp_framing.hpp"
+#include "core/wire/vless_codec.hpp"
 #include "server/relay_common.hpp"
 #include "server/vless_server.hpp"
 

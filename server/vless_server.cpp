@@ -1,8 +1,8 @@
 #include "server/vless_server.hpp"
 
-#include "core/access_events.hpp"
-#include "core/policy_stream.hpp"
-#include "core/pending_set.hpp"
+#include "core/log/access_events.hpp"
+#include "core/net/policy_stream.hpp"
+#include "core/runtime/pending_set.hpp"
 #include "server/transport/grpc_connection.hpp"
 #include "server/transport/httpupgrade_stream.hpp"
 #include "server/transport/plain_stream.hpp"

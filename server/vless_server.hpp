@@ -8,7 +8,7 @@
 #include <utility>
 #include <string_view>
 
-#include "core/asio_compat.hpp"
+#include "core/net/asio_compat.hpp"
 #include "server/runtime.hpp"
 
 namespace vlessbench::vless_server {
@@ -70,7 +70,7 @@ struct session_start {
   std::uint64_t session_id = 0;
   tcp::endpoint client;  // from accept: the socket's peer is gone once the client resets
   pending_set::ticket pending;  // until the header is authorised
-  // The client connection's budget (core/client_budget.hpp), shared by a gRPC connection's
+  // The client connection's budget (core/runtime/client_budget.hpp), shared by a gRPC connection's
   // streams; empty: the session takes one of its own for its client's address.
   std::shared_ptr<connection_budget> budget;
 };

@@ -3,11 +3,11 @@
 #include <memory>
 #include <string>
 
-#include "core/access_events.hpp"
-#include "core/logging.hpp"
-#include "core/policy_stream.hpp"
-#include "core/route_header.hpp"
-#include "core/watchdog.hpp"
+#include "core/log/access_events.hpp"
+#include "core/log/logging.hpp"
+#include "core/net/policy_stream.hpp"
+#include "core/wire/route_header.hpp"
+#include "core/net/watchdog.hpp"
 
 namespace vlessbench::target {
 namespace {

@@ -2,14 +2,14 @@
 // The [[banner]] target (docs/targets.md): a server that speaks first, as SSH
 // and SMTP servers do. On accept it writes one line naming its listener and the
 // connection's route (the route proof, format_banner_line in
-// core/route_header.hpp), then echoes whatever the peer sends. A client core
+// core/wire/route_header.hpp), then echoes whatever the peer sends. A client core
 // that holds the VLESS header until the application writes, or that sniffs the
 // first bytes, shows up here as a late banner or none at all.
 #include <memory>
 
-#include "core/asio_compat.hpp"
-#include "core/listener_runtime.hpp"
-#include "core/pending_set.hpp"
+#include "core/net/asio_compat.hpp"
+#include "core/runtime/listener_runtime.hpp"
+#include "core/runtime/pending_set.hpp"
 #include "target/target_context.hpp"
 
 namespace vlessbench::target {

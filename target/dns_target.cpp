@@ -2,14 +2,14 @@
 
 #include <vector>
 
-#include "core/access_events.hpp"
-#include "core/udp_dest.hpp"
-#include "core/udp_guard.hpp"
-#include "core/logging.hpp"
-#include "core/net_address.hpp"
-#include "core/route_header.hpp"
-#include "core/udp_framing.hpp"
-#include "core/watchdog.hpp"
+#include "core/log/access_events.hpp"
+#include "core/net/udp_dest.hpp"
+#include "core/runtime/udp_guard.hpp"
+#include "core/log/logging.hpp"
+#include "core/wire/net_address.hpp"
+#include "core/wire/route_header.hpp"
+#include "core/wire/udp_framing.hpp"
+#include "core/net/watchdog.hpp"
 
 namespace vlessbench::target {
 
@@ -131,7 +131,7 @@ awaitable<void> dns_responder::serve_udp() {
       co_return;
     if (rec)
       continue;
-    // Loops from one spoofed datagram (core/udp_guard.hpp): a response (QR set) is never
+    // Loops from one spoofed datagram (core/runtime/udp_guard.hpp): a response (QR set) is never
     // answered, not even with FORMERR; nor a reflector port or the daemon's own listeners.
     const std::string_view message(buf.data(), n);
     std::string_view refusal = udp_source_refusal(peer, local, ctx_.own_udp_ports());

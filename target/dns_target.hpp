@@ -2,7 +2,7 @@
 // The [[dns]] responder (docs/target.md): answers A/AAAA for its zone (default
 // vlessbench.test) over UDP and TCP on one port, so a user can time name
 // resolution as their client does it (through VLESS UDP, or the client's own
-// DNS). Pure rules in core/dns_message.hpp; this file is the I/O. Each query is
+// DNS). Pure rules in core/wire/dns_message.hpp; this file is the I/O. Each query is
 // one `dns.query` line naming its route (route registry, as the HTTP and UDP
 // echo targets do).
 #include <cstdint>
@@ -10,8 +10,8 @@
 #include <set>
 #include <string>
 
-#include "core/asio_compat.hpp"
-#include "core/dns_message.hpp"
+#include "core/net/asio_compat.hpp"
+#include "core/wire/dns_message.hpp"
 #include "target/target_context.hpp"
 
 namespace vlessbench::target {
@@ -72,7 +72,7 @@ private:
   awaitable<void> serve_tcp();
   awaitable<void> serve_connection(tcp::socket socket, tcp::endpoint peer);
 
-  // A datagram not answered (core/udp_guard.hpp): counted, warned at most once a second.
+  // A datagram not answered (core/runtime/udp_guard.hpp): counted, warned at most once a second.
   void note_refused(std::string_view why, const asio::ip::udp::endpoint &peer);
   std::uint64_t refused_ = 0;
   std::chrono::steady_clock::time_point last_refused_warning_{};

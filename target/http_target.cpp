@@ -6,17 +6,17 @@
 #include <optional>
 #include <type_traits>
 
-#include "core/access_events.hpp"
-#include "core/delivery_watch.hpp"
-#include "core/http_parser.hpp"
-#include "core/logging.hpp"
-#include "core/policy_stream.hpp"
+#include "core/log/access_events.hpp"
+#include "core/net/delivery_watch.hpp"
+#include "core/wire/http_parser.hpp"
+#include "core/log/logging.hpp"
+#include "core/net/policy_stream.hpp"
 #include "target/probe_page.hpp"
 #include "target/request_handler.hpp"
-#include "core/route_header.hpp"
-#include "core/tcp_info.hpp"
-#include "core/tls.hpp"
-#include "core/watchdog.hpp"
+#include "core/wire/route_header.hpp"
+#include "core/net/tcp_info.hpp"
+#include "core/net/tls.hpp"
+#include "core/net/watchdog.hpp"
 
 namespace vlessbench::target {
 namespace {

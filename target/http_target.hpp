@@ -2,9 +2,9 @@
 // The HTTP target's connections (HTTP/1.1, keep-alive, pipelining-safe), plain or over TLS.
 #include <memory>
 
-#include "core/asio_compat.hpp"
-#include "core/listener_runtime.hpp"
-#include "core/pending_set.hpp"
+#include "core/net/asio_compat.hpp"
+#include "core/runtime/listener_runtime.hpp"
+#include "core/runtime/pending_set.hpp"
 #include "target/target_context.hpp"
 
 namespace vlessbench::target {

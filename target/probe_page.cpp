@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <string>
 
-#include "core/probe_result.hpp"
-#include "core/route_header.hpp"
+#include "core/wire/probe_result.hpp"
+#include "core/wire/route_header.hpp"
 
 namespace vlessbench::target {
 namespace {

@@ -8,7 +8,7 @@
 namespace vlessbench::target {
 
 // The page with the run id and results token issued to this load (target/probe_runs.hpp); the
-// stall threshold in it is core/route_header.hpp's.
+// stall threshold in it is core/wire/route_header.hpp's.
 std::string probe_page(std::string_view run, std::string_view token);
 
 }  // namespace vlessbench::target

@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/probe_result.hpp"
+#include "core/wire/probe_result.hpp"
 
 namespace vlessbench::target {
 

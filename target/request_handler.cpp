@@ -3,8 +3,8 @@
 #include <charconv>
 #include <optional>
 
-#include "core/access_events.hpp"
-#include "core/probe_result.hpp"
+#include "core/log/access_events.hpp"
+#include "core/wire/probe_result.hpp"
 #include "target/probe_page.hpp"
 #include "target/probe_runs.hpp"
 

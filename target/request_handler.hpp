@@ -6,9 +6,9 @@
 #include <string>
 #include <string_view>
 
-#include "core/http_parser.hpp"
-#include "core/session_info.hpp"
-#include "core/state_hub.hpp"
+#include "core/wire/http_parser.hpp"
+#include "core/wire/session_info.hpp"
+#include "core/log/state_hub.hpp"
 
 namespace vlessbench::target {
 
@@ -37,7 +37,7 @@ response_plan plan_response(const http::request& req);
 response_plan error_response(int status, std::string_view why);
 std::string_view status_text(int status);
 
-// POST /probe/result: the posted body (at most probe_max_body bytes, core/probe_result.hpp) in;
+// POST /probe/result: the posted body (at most probe_max_body bytes, core/wire/probe_result.hpp) in;
 // the answer and, for a valid body, the probe.run line out. A refused body is a 400 whose reason
 // is the plan's note.
 struct probe_post_outcome {

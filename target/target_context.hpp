@@ -8,12 +8,12 @@
 #include <memory>
 #include <vector>
 
-#include "core/access_log.hpp"
-#include "core/config.hpp"
-#include "core/connection_set.hpp"
-#include "core/rate_gate.hpp"
-#include "core/route_registry.hpp"
-#include "core/state_hub.hpp"
+#include "core/log/access_log.hpp"
+#include "core/config/config.hpp"
+#include "core/runtime/connection_set.hpp"
+#include "target/rate_gate.hpp"
+#include "core/runtime/route_registry.hpp"
+#include "core/log/state_hub.hpp"
 #include "target/probe_runs.hpp"
 
 namespace vlessbench::target {
@@ -26,7 +26,7 @@ struct target_context {
   std::function<limits_config()> limits;  // the running config's: a reload may change them
   state_hub& hub;                         // probe runs for the admin dashboard
   // The ports of the daemon's own UDP listeners (echo and DNS): a datagram from one of them on a
-  // local address is never answered (core/udp_guard.hpp).
+  // local address is never answered (core/runtime/udp_guard.hpp).
   std::function<std::vector<std::uint16_t>()> own_udp_ports = [] { return std::vector<std::uint16_t>{}; };
   // POST /probe/result, every target listener together ([limits] probe_results_per_minute).
   std::shared_ptr<rate_gate> probe_posts = std::make_shared<rate_gate>();

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <vector>
 
-#include "core/access_events.hpp"
-#include "core/logging.hpp"
-#include "core/route_header.hpp"
-#include "core/udp_dest.hpp"
-#include "core/udp_guard.hpp"
+#include "core/log/access_events.hpp"
+#include "core/log/logging.hpp"
+#include "core/wire/route_header.hpp"
+#include "core/net/udp_dest.hpp"
+#include "core/runtime/udp_guard.hpp"
 
 namespace vlessbench::target {
 
@@ -106,7 +106,7 @@ awaitable<void> udp_echo_target::serve() {
       co_return;
     if (ec)
       continue; // an ICMP error for an earlier echo: the next datagram
-    // Loops from one spoofed datagram (core/udp_guard.hpp): never answer another echo's answer,
+    // Loops from one spoofed datagram (core/runtime/udp_guard.hpp): never answer another echo's answer,
     // a reflector port or one of the daemon's own listeners.
     std::string_view refusal = udp_source_refusal(d.peer, d.local, ctx_.own_udp_ports());
     if (refusal.empty() && is_udp_echo_answer(std::string_view(buf.data(), n)))

@@ -1,7 +1,7 @@
 #pragma once
 // The [[udp_target]] (docs/target.md): a UDP echo server that proves each
 // datagram's route. Every datagram comes back with a trailer
-// (core/route_header.hpp, format_udp_echo) naming the listener and `vless
+// (core/wire/route_header.hpp, format_udp_echo) naming the listener and `vless
 // session=ID user=NAME` when its source address and port are those of a live
 // VLESS UDP session's upstream socket (the route registry, as TCP upstreams),
 // or `direct`. Logged as one `udp.packet` line per flow (source address): never
@@ -13,7 +13,7 @@
 #include <string>
 #include <utility>
 
-#include "core/asio_compat.hpp"
+#include "core/net/asio_compat.hpp"
 #include "target/target_context.hpp"
 
 namespace vlessbench::target {
@@ -51,7 +51,7 @@ private:
   void log_flow(const asio::ip::udp::endpoint &peer, const flow &f,
                 std::string_view why);
 
-  // A datagram not answered (core/udp_guard.hpp): counted, warned at most once a second.
+  // A datagram not answered (core/runtime/udp_guard.hpp): counted, warned at most once a second.
   void note_refused(std::string_view why, const asio::ip::udp::endpoint &peer);
   std::uint64_t refused_ = 0;
   std::chrono::steady_clock::time_point last_refused_warning_{};

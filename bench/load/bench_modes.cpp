@@ -19,9 +19,9 @@
 #include <openssl/ecdsa.h>
 #include <openssl/nid.h>
 
-#include "core/http_parser.hpp"
+#include "core/wire/http_parser.hpp"
 #include "load.hpp"
-#include "core/quantile.hpp"
+#include "core/wire/quantile.hpp"
 
 namespace vlessbench::load {
 

@@ -1,6 +1,6 @@
 #pragma once
 // vlessbench_load: the one load generator. Its modes share the core VLESS client
-// (core/vless_client.hpp), the one HOST:PORT parser and the one quantile:
+// (core/client/vless_client.hpp), the one HOST:PORT parser and the one quantile:
 //   handshakes | down | up | crypto  (bench_modes.cpp, driven by bench/run.py)
 //   mux-echo                         (mux_echo.cpp: N TCP subs of one Mux.Cool connection, each
 //                                     echoing BYTES with SHA-256 checked; tests/integration/test_mux.py)
@@ -11,9 +11,9 @@
 #include <string>
 #include <string_view>
 
-#include "core/asio_compat.hpp"
-#include "core/tls.hpp"
-#include "core/vless_client.hpp"
+#include "core/net/asio_compat.hpp"
+#include "core/net/tls.hpp"
+#include "core/client/vless_client.hpp"
 
 namespace vlessbench::load {
 

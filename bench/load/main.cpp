@@ -6,7 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "load.hpp"
-#include "core/net_address.hpp"
+#include "core/wire/net_address.hpp"
 
 namespace vlessbench::load {
 

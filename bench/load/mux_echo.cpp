@@ -1,5 +1,5 @@
 // mux-echo (issue 12, acceptance 3): ONE Mux.Cool connection made with the core client
-// (core/mux_client.hpp), N concurrent TCP sub-connections to an echo destination, each sending
+// (core/client/mux_client.hpp), N concurrent TCP sub-connections to an echo destination, each sending
 // BYTES of pseudo-random data while reading the echo back at the same time (a sub that only wrote
 // would fill every buffer on the way and stall its own echo). SHA-256 of what went and of what came
 // back, per sub. With --udp-dest, also one XUDP sub to a [[udp_target]] echo: --udp-packets
@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "core/mux_client.hpp"
-#include "core/route_header.hpp"
+#include "core/client/mux_client.hpp"
+#include "core/wire/route_header.hpp"
 #include "load.hpp"
 
 namespace vlessbench::load {

@@ -28,11 +28,11 @@
 
 #include <fmt/format.h>
 
-#include "core/http_parser.hpp"
+#include "core/wire/http_parser.hpp"
 #include "load.hpp"
-#include "core/net_address.hpp"
-#include "core/quantile.hpp"
-#include "core/watchdog.hpp"
+#include "core/wire/net_address.hpp"
+#include "core/wire/quantile.hpp"
+#include "core/net/watchdog.hpp"
 
 namespace vlessbench::load {
 namespace {

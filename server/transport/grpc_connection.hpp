@@ -24,7 +24,7 @@
 #include <string>
 #include <utility>
 
-#include "core/watchdog.hpp"
+#include "core/net/watchdog.hpp"
 #include "server/transport/grpc_h2.hpp"
 #include "server/transport/plain_stream.hpp"
 #include "server/transport/transport.hpp"

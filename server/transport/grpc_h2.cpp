@@ -1,5 +1,5 @@
 #include "server/transport/grpc_h2.hpp"
-#include "core/h2_nv.hpp"
+#include "core/net/h2_nv.hpp"
 
 #include <nghttp2/nghttp2.h>
 

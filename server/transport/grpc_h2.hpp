@@ -5,7 +5,7 @@
 // I/O). Each request stream
 //   POST /<service_name>/Tun (or /TunMulti), content-type application/grpc...
 // is accepted with :status 200 and content-type application/grpc, and carries
-// one VLESS session: client DATA is decoded (core/gun_codec.hpp) into the
+// one VLESS session: client DATA is decoded (core/wire/gun_codec.hpp) into the
 // stream's `in`, what the session writes is framed as Hunk messages into `out`;
 // the end is trailers grpc-status: 0 (or 13 with grpc-message after a
 // violation). Any other request is answered at once with an HTTP error and a
@@ -32,7 +32,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/gun_codec.hpp"
+#include "core/wire/gun_codec.hpp"
 
 struct nghttp2_session;
 

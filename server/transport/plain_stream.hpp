@@ -8,7 +8,7 @@
 
 #include <sys/socket.h>
 
-#include "core/policy_stream.hpp"
+#include "core/net/policy_stream.hpp"
 #include "server/transport/transport.hpp"
 
 namespace vlessbench {

@@ -23,9 +23,9 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "core/buffer_pool.hpp"
-#include "core/policy_stream.hpp"
-#include "core/tls.hpp"
+#include "server/buffer_pool.hpp"
+#include "core/net/policy_stream.hpp"
+#include "core/net/tls.hpp"
 #include "server/transport/transport.hpp"
 
 namespace vlessbench {

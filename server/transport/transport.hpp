@@ -29,8 +29,8 @@
 #include <string_view>
 #include <system_error>
 
-#include "core/asio_compat.hpp"
-#include "core/session_info.hpp"
+#include "core/net/asio_compat.hpp"
+#include "core/wire/session_info.hpp"
 
 namespace vlessbench::transport {
 
@@ -50,7 +50,7 @@ struct facts {
   std::string cipher;
   std::string sni;
   std::string alpn;
-  std::string ja4;  // the client's TLS fingerprint (core/ja4.hpp); "" without TLS
+  std::string ja4;  // the client's TLS fingerprint (core/wire/ja4.hpp); "" without TLS
   std::uint64_t early_data = 0;  // bytes of the VLESS stream that came with the upgrade request
 };
 

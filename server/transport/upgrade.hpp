@@ -1,13 +1,13 @@
 #pragma once
 // The HTTP/1.1 upgrade both ws_stream and httpupgrade_stream open with: read the request head
-// (core/ws_upgrade.hpp parses it), answer 101 or an HTTP error with the reason, and hand back
+// (core/wire/ws_upgrade.hpp parses it), answer 101 or an HTTP error with the reason, and hand back
 // what followed the head. Bounded by the session's handshake deadline (the caller's watchdog).
 #include <string>
 #include <system_error>
 
-#include "core/http_parser.hpp"
-#include "core/transport_config.hpp"
-#include "core/ws_upgrade.hpp"
+#include "core/wire/http_parser.hpp"
+#include "core/wire/transport_config.hpp"
+#include "core/wire/ws_upgrade.hpp"
 #include "server/transport/transport.hpp"
 
 namespace vlessbench::transport {

@@ -1,7 +1,7 @@
 #pragma once
 // WebSocket (transport = "ws", RFC 6455 server side) over TLS (Lower = tls_stream) or plain TCP
 // (plain_stream): the upgrade (server/transport/upgrade.hpp), then binary frames both ways.
-// Client frames are decoded in place in the caller's buffer (core/ws_frame.hpp: masking
+// Client frames are decoded in place in the caller's buffer (core/wire/ws_frame.hpp: masking
 // enforced, fragments joined, a frame size cap); early data from the upgrade request comes first.
 // Pings are answered: the pong goes out at once when no write is in progress, else ahead of the
 // next data frame (one write at a time: the relay's writer and this reader never interleave
@@ -13,8 +13,8 @@
 #include <string>
 #include <utility>
 
-#include "core/buffer_pool.hpp"
-#include "core/ws_frame.hpp"
+#include "server/buffer_pool.hpp"
+#include "core/wire/ws_frame.hpp"
 #include "server/transport/upgrade.hpp"
 
 namespace vlessbench {

@@ -1,5 +1,5 @@
 // libFuzzer target for the [[banner]] target's first line
-// (core/route_header.hpp). Invariants: a refusal says why; need_more only below
+// (core/wire/route_header.hpp). Invariants: a refusal says why; need_more only below
 // the cap and without a LF; a complete line consumes through its LF, within the
 // cap, and its listener formats back to a line that parses the same.
 #include <cstddef>
@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/route_header.hpp"
+#include "core/wire/route_header.hpp"
 
 using namespace vlessbench;
 

@@ -1,4 +1,4 @@
-// libFuzzer target for the ClientHello parser behind JA4 (core/ja4.hpp). Invariants checked: the
+// libFuzzer target for the ClientHello parser behind JA4 (core/wire/ja4.hpp). Invariants checked: the
 // parser never asks for more (a ClientHello body comes whole); a refusal says why; an accepted
 // body consumed all of itself, and its fingerprint has JA4's shape (36 characters:
 // t VV d|i CC EE AA _ 12 hex _ 12 hex).
@@ -7,7 +7,7 @@
 #include <span>
 #include <string>
 
-#include "core/ja4.hpp"
+#include "core/wire/ja4.hpp"
 
 using namespace vlessbench;
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -1,5 +1,5 @@
 // libFuzzer target for the DNS query parser and response builder
-// (core/dns_message.hpp). Invariants: consumed never exceeds the input; an
+// (core/wire/dns_message.hpp). Invariants: consumed never exceeds the input; an
 // invalid verdict has a reason; a parsed name is at most 253 characters of
 // lower case with no empty label; the response to a parsed question parses back
 // (as a query) to the same question; answering never throws.
@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/dns_message.hpp"
+#include "core/wire/dns_message.hpp"
 
 using namespace vlessbench;
 

@@ -1,5 +1,5 @@
 // libFuzzer target for the DNS response parser and the route TXT record
-// (core/dns_message.hpp), the runner's side of the [[dns]] responder.
+// (core/wire/dns_message.hpp), the runner's side of the [[dns]] responder.
 // Invariants: never need_more; consumed never exceeds the input; an invalid
 // verdict has a reason; addresses and their types pair up (A or AAAA);
 // parse_route_txt never throws and a route it reads formats back to the same
@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/dns_message.hpp"
+#include "core/wire/dns_message.hpp"
 
 using namespace vlessbench;
 

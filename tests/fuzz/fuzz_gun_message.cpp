@@ -1,4 +1,4 @@
-// libFuzzer target for the gun framing (core/gun_codec.hpp). Invariants:
+// libFuzzer target for the gun framing (core/wire/gun_codec.hpp). Invariants:
 // consumed never exceeds the input; the whole-message parser and the streaming
 // decoder agree on every message (the same data, the same reason); streaming
 // the input whole or split at any point gives the same data and verdict; and a
@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/gun_codec.hpp"
+#include "core/wire/gun_codec.hpp"
 
 using namespace vlessbench;
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/net_address.hpp"
+#include "core/wire/net_address.hpp"
 
 using namespace vlessbench;
 

@@ -1,4 +1,4 @@
-// libFuzzer target for the mux client's frame intake (core/mux_client.hpp, sub_table::feed):
+// libFuzzer target for the mux client's frame intake (core/client/mux_client.hpp, sub_table::feed):
 // the server's bytes filed under sub-connections. Invariants: the same bytes fed whole or cut at
 // any point give the same verdict and leave every sub the same bytes, datagrams, End state and
 // counters (a frame cut by a read is never refused or lost); nothing filed or dropped exceeds the
@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/mux_client.hpp"
+#include "core/client/mux_client.hpp"
 
 using namespace vlessbench;
 

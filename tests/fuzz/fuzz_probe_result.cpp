@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/probe_result.hpp"
+#include "core/wire/probe_result.hpp"
 
 using namespace vlessbench;
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/share_link.hpp"
+#include "core/wire/share_link.hpp"
 
 using namespace vlessbench;
 

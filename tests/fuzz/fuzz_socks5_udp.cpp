@@ -1,4 +1,4 @@
-// libFuzzer target for the SOCKS5 UDP datagram header (core/socks5_udp.hpp).
+// libFuzzer target for the SOCKS5 UDP datagram header (core/wire/socks5_udp.hpp).
 // Invariants: never need_more; consumed never exceeds the input; an invalid
 // verdict has a reason; a parsed header re-encodes (from its host, port and
 // payload) to the bytes it was parsed from, except that an address-shaped
@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/socks5_udp.hpp"
+#include "core/wire/socks5_udp.hpp"
 
 using namespace vlessbench;
 

@@ -1,4 +1,4 @@
-// libFuzzer target for the VLESS UDP packet framing (core/udp_framing.hpp).
+// libFuzzer target for the VLESS UDP packet framing (core/wire/udp_framing.hpp).
 // Invariants: consumed never exceeds the input; a complete packet re-encodes to
 // exactly the bytes it consumed; parsing the stream packet by packet, whole or
 // fed in two parts, gives the same datagrams and verdict; an invalid verdict
@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/udp_framing.hpp"
+#include "core/wire/udp_framing.hpp"
 
 using namespace vlessbench;
 

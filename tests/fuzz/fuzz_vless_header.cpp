@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/vless_codec.hpp"
+#include "core/wire/vless_codec.hpp"
 
 using namespace vlessbench;
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/ws_frame.hpp"
+#include "core/wire/ws_frame.hpp"
 
 using namespace vlessbench;
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/ws_upgrade.hpp"
+#include "core/wire/ws_upgrade.hpp"
 
 using namespace vlessbench;
 

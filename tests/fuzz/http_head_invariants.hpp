@@ -4,7 +4,7 @@
 // the same result, one byte less is never enough, and a shorter prefix never contradicts it.
 #include <string_view>
 
-#include "core/http_parser.hpp"
+#include "core/wire/http_parser.hpp"
 
 namespace vlessbench::fuzz {
 

@@ -850,7 +850,7 @@ def read_udp_frame(stream: Stream) -> bytes:
 
 
 def udp_echo_trailer(echo: bytes) -> tuple[bytes, str, str]:
-    """(payload, listener, route) of a [[udp_target]] echo (core/route_header.hpp, format_udp_echo)."""
+    """(payload, listener, route) of a [[udp_target]] echo (core/wire/route_header.hpp, format_udp_echo)."""
     at = echo.rfind(UDP_ECHO_MARKER)
     check(at >= 0, echo[-80:])
     listener, _, route = echo[at + len(UDP_ECHO_MARKER):].decode().partition(" ")

@@ -2,8 +2,8 @@
 
 The promise "toggle the ACK mode via config reload" (docs/configuration.md) covers connections that
 are already open: a connection applies its listener's tcp_policy after every read
-(core/policy_stream.hpp, server/transport/tls_stream.hpp), and a reload updates that policy in place
-(core/listener_runtime.hpp). One Nagle-prone keep-alive session (TCP_NODELAY off, every request
+(core/net/policy_stream.hpp, server/transport/tls_stream.hpp), and a reload updates that policy in place
+(core/runtime/listener_runtime.hpp). One Nagle-prone keep-alive session (TCP_NODELAY off, every request
 written as two TLS records, so the second waits for the daemon's ACK of the first) stays open while
 the listener goes quickack = "kernel" -> "on" -> "kernel":
 

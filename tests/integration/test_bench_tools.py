@@ -110,7 +110,7 @@ def udp_round_trips():
 
 @suite.test
 def statistics_match_the_runner():
-    # Type 7 quantiles (core/quantile.hpp) and a bootstrap interval around the median.
+    # Type 7 quantiles (core/wire/quantile.hpp) and a bootstrap interval around the median.
     check(udp_rtt.quantile([1.0, 2.0, 3.0, 4.0], 0.5) == 2.5)
     check(abs(udp_rtt.quantile([1.0, 2.0, 3.0, 4.0, 10.0], 0.95) - 8.8) < 1e-9)
     lo, hi = udp_rtt.bootstrap_median_ci([float(x) for x in range(101)], seed=1)

@@ -1,4 +1,4 @@
-"""The JA4 client fingerprint (core/ja4.hpp, docs/sessions.md "Client fingerprint") of real clients:
+"""The JA4 client fingerprint (core/wire/ja4.hpp, docs/sessions.md "Client fingerprint") of real clients:
 the runner's built-in client (BoringSSL, and its OpenSSL 3 build when configured), python's ssl
 (TLS 1.3 and 1.2), the real v2ray 4.34 client, curl, and Debian's headless chromium (skipped when
 it is missing). Each one's sessions carry a well-formed ja4 in `vless.session` (or `vless.reject`

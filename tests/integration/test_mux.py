@@ -1,6 +1,6 @@
 """VLESS command 3 (Mux.Cool, XUDP): the real v2ray 4.34 client with "mux" on (TCP and UDP
 sub-connections of one VLESS session, each logged as vless.sub with its parent session, the
-targets naming session and sub), the same bulk echo with our own client (core/mux_client through
+targets naming session and sub), the same bulk echo with our own client (core/client/mux_client through
 `vlessbench_load mux-echo`), and hostile frames from a raw TLS client, each ending its
 sub-connection or the session with a reason while the daemon keeps serving (docs/sessions.md "Mux")."""
 import hashlib
@@ -252,7 +252,7 @@ def v2ray_mux_tcp_and_udp():
 
 @suite.test
 def own_client_mux_echo():
-    """Acceptance (3) of issue 12 for Mux.Cool: our own client (core/mux_client, one mux connection)
+    """Acceptance (3) of issue 12 for Mux.Cool: our own client (core/client/mux_client, one mux connection)
     does what v2ray's did: 8 concurrent TCP subs, each echoing BULK both ways with matching SHA-256,
     and one XUDP sub at the same time whose 100 echoes each name the session and the sub."""
     load = CLIENT_BIN / "vlessbench_load"

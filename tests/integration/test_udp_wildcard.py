@@ -1,6 +1,6 @@
 """The UDP echo target and the DNS responder on a wildcard address (0.0.0.0), as the installed
 config has them, in a network namespace of the test's own with a LAN address as on a VM. The
-daemon reads each datagram's destination address (core/udp_dest.hpp, IP_PKTINFO), so a VLESS UDP
+daemon reads each datagram's destination address (core/net/udp_dest.hpp, IP_PKTINFO), so a VLESS UDP
 session to the VM's address and one to 127.0.0.1 both reach the one socket and are both named;
 a direct datagram to either address says direct; every answer comes from the address its
 datagram was sent to (a client connected to the LAN address takes nothing else). A reload opens,

@@ -2,11 +2,21 @@
 """The layering rules of DESIGN.md §5 as a check (ctest "lint: layers").
 
 Data flows one way: core <- target <- server, and core <- runner. Every project include names its
-folder ("core/config.hpp"), so which layer a header belongs to is visible where it is used, and:
+folder ("core/config/config.hpp"), so which layer a header belongs to is visible where it is used:
 - core/ includes nothing from server/, target/ or runner/;
 - target/ includes nothing from server/ or runner/;
 - runner/ includes nothing from server/ or target/;
 - server/ includes nothing from runner/.
+
+core/ itself is cut in sub-layers (core/README.md); no source file sits at its top level, and
+each sub-folder may include only the ones listed in CORE_MAY_INCLUDE:
+- wire/    pure codecs and format+parse pairs: no other core folder, no socket or TLS header, no
+           Asio beyond address values, no logging (a parser never touches a socket);
+- net/     sockets, TLS, socket policy, timers: wire/ only;
+- config/  the config value and its TOML reader: wire/, net/ (the policy and TLS values it holds);
+- log/     the access log, its events, the dashboard feed: wire/, net/, config/;
+- client/  the one VLESS client: wire/ and net/ only (no config, no log, no daemon state);
+- runtime/ state the daemon's parts share: any core folder but client/.
 
 Usage: check_layers.py [ROOT]   (default: the repository this file is in). Prints one line per
 violation, FILE:LINE: reason, and exits 1 if there is any.
@@ -25,16 +35,37 @@ FORBIDDEN = {
     "runner": {"server", "target"},
     "server": {"runner"},
 }
+CORE_MAY_INCLUDE = {
+    "wire": {"wire"},
+    "net": {"wire", "net"},
+    "config": {"wire", "net", "config"},
+    "log": {"wire", "net", "config", "log"},
+    "client": {"wire", "net", "client"},
+    "runtime": {"wire", "net", "config", "log", "runtime"},
+}
+# System and library headers a wire codec must not include: sockets, TLS sessions, the event loop
+# (Asio beyond address values) and logging. Hashes and random bytes (openssl/sha.h, rand.h) are fine.
+WIRE_FORBIDDEN_SYSTEM = re.compile(
+    r"^(sys/socket\.h|netinet/|arpa/inet\.h|unistd\.h|poll\.h|sys/epoll\.h|openssl/ssl\.h|spdlog/|"
+    r"asio\.hpp$|asio/(?!ip/address|ip/tcp\.hpp|ip/udp\.hpp))")
 # Folders whose sources are checked: the layers, and the code that uses them (which may include
 # any layer, but must name it).
 CHECKED = LAYERS + ("bench", "tests")
 SOURCE = {".cpp", ".hpp", ".h", ".cc"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+SYSTEM_INCLUDE = re.compile(r'^\s*#\s*include\s*<([^>]+)>')
 
 
 def layer_of(path: Path, root: Path) -> str | None:
     top = path.relative_to(root).parts[0]
     return top if top in LAYERS else None
+
+
+def core_part(rel_parts: tuple[str, ...]) -> str | None:
+    """The core sub-folder of a path inside core/ ("wire" for core/wire/x.hpp), "" at core/'s top."""
+    if len(rel_parts) < 2 or rel_parts[0] != "core":
+        return None
+    return rel_parts[1] if len(rel_parts) > 2 else ""
 
 
 def violations(root: Path) -> list[str]:
@@ -48,7 +79,20 @@ def violations(root: Path) -> list[str]:
                 continue
             rel = f.relative_to(root)
             mine = layer_of(f, root)
+            part = core_part(rel.parts)
+            if part == "":
+                out.append(f"{rel}:1: a source file at core/'s top level: it belongs in one of core/"
+                           f"{{{','.join(CORE_MAY_INCLUDE)}}}/")
+            elif part is not None and part not in CORE_MAY_INCLUDE:
+                out.append(f"{rel}:1: core/{part}/ is not a known core sub-layer (check_layers.py CORE_MAY_INCLUDE)")
+                part = None
             for no, line in enumerate(f.read_text(errors="replace").splitlines(), 1):
+                sm = SYSTEM_INCLUDE.match(line)
+                if sm:
+                    if part == "wire" and WIRE_FORBIDDEN_SYSTEM.match(sm.group(1)):
+                        out.append(f"{rel}:{no}: core/wire/ must not include <{sm.group(1)}>: wire codecs are pure "
+                                   f"(no sockets, TLS sessions, event loop or logging)")
+                    continue
                 m = INCLUDE.match(line)
                 if not m:
                     continue
@@ -60,13 +104,18 @@ def violations(root: Path) -> list[str]:
                     elif mine and first in FORBIDDEN[mine]:
                         out.append(f"{rel}:{no}: {mine}/ must not include {first}/ (\"{inc}\"): "
                                    f"data flows core <- target <- server, core <- runner")
+                    elif part:
+                        theirs = core_part(tuple(inc.split("/")))
+                        if theirs and theirs not in CORE_MAY_INCLUDE[part]:
+                            out.append(f"{rel}:{no}: core/{part}/ must not include core/{theirs}/ (\"{inc}\"): "
+                                       f"core/{part}/ may include core/{{{','.join(sorted(CORE_MAY_INCLUDE[part]))}}}/")
                     continue
                 # Not a layer path: a project header named without its folder is the mistake the
                 # rule exists for; anything else (a test's local helper) must sit beside the file.
-                owners = [layer for layer in LAYERS if (root / layer / inc).is_file()]
+                owners = [str(p.relative_to(root)) for layer in LAYERS for p in (root / layer).rglob(inc)
+                          if p.is_file() and str(p.relative_to(root / layer)) .endswith(inc)][:1]
                 if owners:
-                    out.append(f"{rel}:{no}: #include \"{inc}\" must name its folder "
-                               f"(\"{owners[0]}/{inc}\")")
+                    out.append(f"{rel}:{no}: #include \"{inc}\" must name its folder (\"{owners[0]}\")")
                 elif not (f.parent / inc).is_file():
                     out.append(f"{rel}:{no}: #include \"{inc}\" is neither a layer header nor beside {rel.name}")
     return out

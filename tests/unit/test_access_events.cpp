@@ -4,7 +4,7 @@
 
 #include <regex>
 
-#include "core/access_events.hpp"
+#include "core/log/access_events.hpp"
 
 using namespace vlessbench;
 

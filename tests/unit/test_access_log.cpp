@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/access_log.hpp"
+#include "core/log/access_log.hpp"
 
 using namespace vlessbench;
 using namespace std::chrono_literals;

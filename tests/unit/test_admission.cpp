@@ -1,4 +1,4 @@
-// Admission (core/pending_set.hpp), the relay's minimum-rate rule (core/delivery_watch.hpp) and
+// Admission (core/runtime/pending_set.hpp), the relay's minimum-rate rule (core/net/delivery_watch.hpp) and
 // their [limits] keys. The pending set is shared by threads: this runs under TSan in the tsan tree.
 #include <atomic>
 #include <filesystem>
@@ -9,10 +9,10 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/config.hpp"
-#include "core/delivery_watch.hpp"
-#include "core/pending_set.hpp"
-#include "core/watchdog.hpp"
+#include "core/config/config.hpp"
+#include "core/net/delivery_watch.hpp"
+#include "core/runtime/pending_set.hpp"
+#include "core/net/watchdog.hpp"
 
 using namespace vlessbench;
 using namespace std::chrono_literals;

@@ -1,8 +1,8 @@
-// A client's budget (core/client_budget.hpp) and the refusal tally (core/refusal_tally.hpp).
+// A client's budget (core/runtime/client_budget.hpp) and the refusal tally (core/log/refusal_tally.hpp).
 #include <catch2/catch.hpp>
 
-#include "core/client_budget.hpp"
-#include "core/refusal_tally.hpp"
+#include "core/runtime/client_budget.hpp"
+#include "core/log/refusal_tally.hpp"
 
 using namespace vlessbench;
 

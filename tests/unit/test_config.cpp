@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/config.hpp"
-#include "core/destination_policy.hpp"
+#include "core/config/config.hpp"
+#include "core/runtime/destination_policy.hpp"
 
 using namespace vlessbench;
 using namespace std::chrono_literals;
@@ -222,7 +222,7 @@ TEST_CASE("a byte order mark does not hide a malformed header from the guard", "
 }
 
 // toml++ 3.3 reaches undefined behaviour for most code points in U+00A1..U+FEFE outside strings
-// and comments and after a backslash in a """ string (core/toml_reader.cpp); the errors are the
+// and comments and after a backslash in a """ string (core/config/toml_reader.cpp); the errors are the
 // ones toml++ gives once fixed, and strings keep their text.
 TEST_CASE("non-ASCII text outside strings is a syntax error naming the character", "[config]") {
   CHECK(error_of("[[target]]\nn\xC3\xA9"
@@ -260,7 +260,7 @@ TEST_CASE("unknown keys are errors at every level", "[config]") {
         "x.toml:7: users[0].flow: unknown key");
   CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\nserver = \"example.com\"\n") ==
         "x.toml:4: vless[0].server: unknown key");
-  // A transport's key on another transport (core/transport_config.cpp).
+  // A transport's key on another transport (core/wire/transport_config.cpp).
   CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\nhost = \"example.com\"\n") ==
         "x.toml:4: vless[0].host: only for transport = \"ws\" or \"httpupgrade\"");
   CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\ntransport = \"quic\"\n") ==

@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "core/config.hpp"
-#include "core/destination_policy.hpp"
+#include "core/config/config.hpp"
+#include "core/runtime/destination_policy.hpp"
 
 using namespace vlessbench;
 

@@ -3,7 +3,7 @@
 #include <string>
 
 #include "bytes.hpp"
-#include "core/dns_message.hpp"
+#include "core/wire/dns_message.hpp"
 
 using namespace vlessbench;
 using vlessbench::test::bytes;

@@ -1,4 +1,4 @@
-// In-process tier, whole path: the one VLESS client (core/vless_client) → the daemon's VLESS
+// In-process tier, whole path: the one VLESS client (core/client/vless_client) → the daemon's VLESS
 // session over raw TLS (server/) → the HTTP target (target/), all on loopback port 0 in one
 // io_context, with no daemon binary and no Python. Checks what the product promises: the target
 // names the relaying session and user in its route header, the session's phases reach the client
@@ -14,11 +14,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/config.hpp"
-#include "core/http_parser.hpp"
-#include "core/route_header.hpp"
-#include "core/tls.hpp"
-#include "core/vless_client.hpp"
+#include "core/config/config.hpp"
+#include "core/wire/http_parser.hpp"
+#include "core/wire/route_header.hpp"
+#include "core/net/tls.hpp"
+#include "core/client/vless_client.hpp"
 #include "server/vless_server.hpp"
 #include "target/http_target.hpp"
 
@@ -225,7 +225,7 @@ TEST_CASE("full stack: a request through the VLESS session proves its route and 
   CHECK(*phases.vless >= 0.0);
   CHECK(*phases.upstream >= 0.0);
   CHECK(phases.ack == std::optional<std::string>(std::string(to_string(s.vless_listener->tcp.load().quickack))));
-  // The VLESS client's JA4 (core/ja4.hpp), recorded by the server context's ClientHello callback:
+  // The VLESS client's JA4 (core/wire/ja4.hpp), recorded by the server context's ClientHello callback:
   // the built-in client offers TLS 1.3 and http/1.1.
   REQUIRE(phases.ja4);
   CHECK(std::regex_match(*phases.ja4, std::regex("t13[di][0-9]{4}h1_[0-9a-f]{12}_[0-9a-f]{12}")));
@@ -277,7 +277,7 @@ TEST_CASE("full stack: a wrong user is refused before any upstream connection", 
 }
 
 TEST_CASE("full stack: WebSocket with early data and HTTPUpgrade name their transport", "[full_stack][route][ws]") {
-  // The embedded default's listeners of those names carry the transports (core/config.cpp).
+  // The embedded default's listeners of those names carry the transports (core/config/config.cpp).
   for (const std::string listener : {"ws", "httpupgrade"}) {
     stack s;
     s.vless_listener->name = listener;

@@ -1,11 +1,11 @@
 // The gRPC transport's two HTTP/2 halves against each other, in memory: the server side
-// (server/transport/grpc_h2.hpp) and the one client's (core/gun_client.hpp), bytes passed by hand.
+// (server/transport/grpc_h2.hpp) and the one client's (core/client/gun_client.hpp), bytes passed by hand.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
 #include <string>
 
-#include "core/gun_client.hpp"
+#include "core/client/gun_client.hpp"
 #include "server/transport/grpc_h2.hpp"
 
 using namespace vlessbench;

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "bytes.hpp"
-#include "core/gun_codec.hpp"
+#include "core/wire/gun_codec.hpp"
 
 using namespace vlessbench;
 using namespace vlessbench::gun;

@@ -3,7 +3,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/http_parser.hpp"
+#include "core/wire/http_parser.hpp"
 
 using namespace vlessbench;
 using namespace std::string_literals;

@@ -1,4 +1,4 @@
-// JA4 from hand-built ClientHello bodies (core/ja4.hpp). Expected values: the published example
+// JA4 from hand-built ClientHello bodies (core/wire/ja4.hpp). Expected values: the published example
 // and hash vectors of FoxIO's technical_details/JA4.md, and for the other cases the spec's rules
 // applied by hand (hashes from `python3 -c "import hashlib; print(hashlib.sha256(b'...').hexdigest()[:12])"`).
 #include <catch2/catch.hpp>
@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/ja4.hpp"
+#include "core/wire/ja4.hpp"
 
 using namespace vlessbench;
 

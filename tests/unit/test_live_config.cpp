@@ -4,8 +4,8 @@
 
 #include <thread>
 
-#include "core/live_config.hpp"
-#include "core/vless_codec.hpp"
+#include "core/runtime/live_config.hpp"
+#include "core/wire/vless_codec.hpp"
 
 using namespace vlessbench;
 

@@ -1,5 +1,5 @@
-// core/mux_client's sub_table: the client side of Mux.Cool without sockets.
-// Frames the client writes are read back with the codec (core/mux_frame, tested
+// core/client/mux_client's sub_table: the client side of Mux.Cool without sockets.
+// Frames the client writes are read back with the codec (core/wire/mux_frame, tested
 // against the protocol's layout); frames "from the server" are encoded with it.
 #include <catch2/catch.hpp>
 
@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "core/mux_client.hpp"
-#include "core/tls.hpp"
+#include "core/client/mux_client.hpp"
+#include "core/net/tls.hpp"
 
 using namespace vlessbench;
 

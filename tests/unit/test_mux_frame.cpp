@@ -1,11 +1,11 @@
-// core/mux_frame: Mux.Cool frames byte for byte, from the protocol's public description (frame =
+// core/wire/mux_frame: Mux.Cool frames byte for byte, from the protocol's public description (frame =
 // u16 metadata length, metadata, [u16 data length, data]; metadata = u16 id, status, option,
 // [network, u16 port, address type, address], [XUDP global id]).
 #include <catch2/catch.hpp>
 
 #include <string>
 
-#include "core/mux_frame.hpp"
+#include "core/wire/mux_frame.hpp"
 
 using namespace vlessbench;
 using namespace std::string_literals;

@@ -1,10 +1,10 @@
-// The one HOST:PORT parser (core/net_address.hpp) that listeners, share links, the runner's paths
+// The one HOST:PORT parser (core/wire/net_address.hpp) that listeners, share links, the runner's paths
 // and target URL, and the load generator share.
 #include <catch2/catch.hpp>
 
 #include <string>
 
-#include "core/net_address.hpp"
+#include "core/wire/net_address.hpp"
 
 using namespace vlessbench;
 

@@ -1,13 +1,13 @@
-// The browser probe's posted results: the strict, bounded reader (core/probe_result), the daemon's
+// The browser probe's posted results: the strict, bounded reader (core/wire/probe_result), the daemon's
 // summary of them, and the target's handling of /probe and POST /probe/result.
 #include <catch2/catch.hpp>
 
 #include <string>
 
-#include "core/probe_result.hpp"
+#include "core/wire/probe_result.hpp"
 #include "target/probe_page.hpp"
 #include "target/probe_runs.hpp"
-#include "core/route_header.hpp"
+#include "core/wire/route_header.hpp"
 #include "target/request_handler.hpp"
 
 using namespace vlessbench;

@@ -1,9 +1,9 @@
-// core/rate_gate.hpp: the token bucket behind [limits] probe_results_per_minute.
+// target/rate_gate.hpp: the token bucket behind [limits] probe_results_per_minute.
 #include <catch2/catch.hpp>
 
 #include <chrono>
 
-#include "core/rate_gate.hpp"
+#include "target/rate_gate.hpp"
 
 using namespace vlessbench;
 using std::chrono::milliseconds;

@@ -5,7 +5,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 #include "server/reload_plan.hpp"
 
 using namespace vlessbench;

@@ -2,7 +2,7 @@
 // identity in one normal form, entries owned by the session that added them.
 #include <catch2/catch.hpp>
 
-#include "core/route_registry.hpp"
+#include "core/runtime/route_registry.hpp"
 
 using namespace vlessbench;
 

@@ -10,11 +10,11 @@
 
 #include <catch2/catch.hpp>
 
-#include "core/access_log.hpp"
-#include "core/route_header.hpp"
-#include "core/connection_set.hpp"
-#include "core/listener_runtime.hpp"
-#include "core/route_registry.hpp"
+#include "core/log/access_log.hpp"
+#include "core/wire/route_header.hpp"
+#include "core/runtime/connection_set.hpp"
+#include "core/runtime/listener_runtime.hpp"
+#include "core/runtime/route_registry.hpp"
 
 using namespace vlessbench;
 

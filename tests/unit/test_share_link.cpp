@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "core/share_link.hpp"
-#include "core/vless_codec.hpp"
+#include "core/wire/share_link.hpp"
+#include "core/wire/vless_codec.hpp"
 
 using namespace vlessbench;
 

@@ -5,7 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "core/socket_policy.hpp"
+#include "core/net/socket_policy.hpp"
 
 using namespace vlessbench;
 

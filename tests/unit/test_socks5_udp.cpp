@@ -4,7 +4,7 @@
 #include <string>
 
 #include "bytes.hpp"
-#include "core/socks5_udp.hpp"
+#include "core/wire/socks5_udp.hpp"
 
 using namespace vlessbench;
 using vlessbench::test::bytes;

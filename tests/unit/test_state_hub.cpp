@@ -1,4 +1,4 @@
-// core/state_hub (what the admin listener shows) and server/admin_views (its
+// core/log/state_hub (what the admin listener shows) and server/admin_views (its
 // /metrics and /api/state text): counters and histograms from events, bounded
 // rings and label sets, escaping. test_admin.py checks the same through a
 // running daemon, with promtool and a browser.
@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/state_hub.hpp"
+#include "core/log/state_hub.hpp"
 #include "server/admin_server.hpp"
 #include "server/admin_views.hpp"
 

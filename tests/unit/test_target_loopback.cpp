@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "core/http_parser.hpp"
+#include "core/wire/http_parser.hpp"
 #include "target/http_target.hpp"
 
 using namespace vlessbench;

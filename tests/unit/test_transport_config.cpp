@@ -1,9 +1,9 @@
-// The [[vless]] transport keys (core/transport_config.hpp), read through parse_config.
+// The [[vless]] transport keys (core/wire/transport_config.hpp), read through parse_config.
 #include <catch2/catch.hpp>
 
 #include <string>
 
-#include "core/config.hpp"
+#include "core/config/config.hpp"
 
 using namespace vlessbench;
 

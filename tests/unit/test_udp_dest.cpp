@@ -1,4 +1,4 @@
-// core/udp_dest: a socket on a wildcard address learns each datagram's destination address and
+// core/net/udp_dest: a socket on a wildcard address learns each datagram's destination address and
 // answers from it. 127.0.0.2 is one of this machine's own addresses (all of 127/8 is), so a
 // datagram to it arrives on a socket bound to 0.0.0.0 or [::] without any set-up, and a client
 // connected to 127.0.0.2 takes a reply only from 127.0.0.2: from 127.0.0.1 (the source the kernel
@@ -9,7 +9,7 @@
 #include <chrono>
 #include <string>
 
-#include "core/udp_dest.hpp"
+#include "core/net/udp_dest.hpp"
 
 using namespace vlessbench;
 using udp = asio::ip::udp;

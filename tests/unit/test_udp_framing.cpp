@@ -4,7 +4,7 @@
 #include <string>
 
 #include "bytes.hpp"
-#include "core/udp_framing.hpp"
+#include "core/wire/udp_framing.hpp"
 
 using namespace vlessbench;
 using vlessbench::test::bytes;

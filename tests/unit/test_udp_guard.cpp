@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "core/udp_guard.hpp"
+#include "core/runtime/udp_guard.hpp"
 
 using namespace vlessbench;
 using udp = asio::ip::udp;

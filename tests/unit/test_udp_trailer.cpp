@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "core/route_header.hpp"
-#include "core/session_info.hpp"
+#include "core/wire/route_header.hpp"
+#include "core/wire/session_info.hpp"
 
 using namespace vlessbench;
 

@@ -2,7 +2,7 @@
 // user named even when a later check refuses, and the DNS-name rule a resolver relies on.
 #include <catch2/catch.hpp>
 
-#include "core/vless_client.hpp"
+#include "core/client/vless_client.hpp"
 #include "server/admission.hpp"
 
 using namespace vlessbench;

@@ -1,4 +1,4 @@
-// The one VLESS client (core/vless_client.hpp) against a scripted TLS server on loopback: what it
+// The one VLESS client (core/client/vless_client.hpp) against a scripted TLS server on loopback: what it
 // sends (header and first request in one TLS record, or the header alone when split) and how it
 // reads the response header (whole, split over reads, malformed).
 #include <catch2/catch.hpp>
@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "bytes.hpp"
-#include "core/tls.hpp"
-#include "core/vless_client.hpp"
+#include "core/net/tls.hpp"
+#include "core/client/vless_client.hpp"
 
 using namespace vlessbench;
 using vlessbench::test::bytes;

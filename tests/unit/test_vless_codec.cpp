@@ -6,7 +6,7 @@
 #include <string>
 
 #include "bytes.hpp"
-#include "core/vless_codec.hpp"
+#include "core/wire/vless_codec.hpp"
 
 using namespace vlessbench;
 using vlessbench::test::bytes;

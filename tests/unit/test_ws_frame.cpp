@@ -3,7 +3,7 @@
 #include <string>
 
 #include "bytes.hpp"
-#include "core/ws_frame.hpp"
+#include "core/wire/ws_frame.hpp"
 
 using namespace vlessbench;
 using namespace vlessbench::ws;

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "core/ws_upgrade.hpp"
+#include "core/wire/ws_upgrade.hpp"
 
 using namespace vlessbench;
 using namespace vlessbench::ws;

@@ -1,0 +1,143 @@
+#pragma once
+// The one VLESS client (DESIGN.md §5): TCP connect with the client's socket policy, TLS
+// handshake, the request header with the first write (or alone, as split-writing clients send
+// it), and the server's response header parsed off the first bytes read. Transports as share
+// links name them (type=tcp|ws|httpupgrade|grpc, path=, host=, ed=, serviceName=,
+// security=tls|none): grpc runs one HTTP/2 stream per connection (core/client/gun_client.hpp); ws frames
+// every write (masked, RFC 6455) and decodes the server's frames; with early data (ed=N) the
+// upgrade waits for the first write and carries its first N bytes (base64url in
+// Sec-WebSocket-Protocol, as Xray and sing-box send it), so no round trip is spent on it;
+// httpupgrade with ed sends the first write right behind the request, before the 101. The runner's tunnel,
+// the load generator and the tests all open VLESS sessions with it. It builds against BoringSSL
+// and OpenSSL 3 (core's client half).
+//
+// Per-operation cost is what a hand-written client would pay: no timers (the caller owns the
+// deadline and closes the socket to cut an operation short), and no allocation after the first
+// write except when the response header arrives split over reads.
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+#include "core/net/asio_compat.hpp"
+#include "core/client/gun_client.hpp"
+#include "core/net/tls.hpp"
+#include "core/wire/vless_codec.hpp"
+#include "core/wire/ws_frame.hpp"
+#include "core/wire/ws_upgrade.hpp"
+
+namespace vlessbench::vless {
+
+// What every connection of one client needs, made once and outside any measurement: the TLS
+// context (name resolution and context setup never fall inside a sample), the encoded header
+// and the socket policy.
+// What carries the VLESS stream (a share link's type=, path=, host=, ed=, security=).
+struct client_transport {
+  std::string type = "tcp";    // "tcp", "ws", "httpupgrade", "grpc"
+  bool tls = true;             // false: plain TCP (ws, httpupgrade and grpc (h2c) only)
+  std::string service_name = "vlessbench";  // grpc: POST /<service_name>/Tun
+  bool grpc_multi = false;     // grpc: TunMulti
+  std::string path = "/";
+  std::string host;            // Host header; empty: the server address as given
+  std::size_t max_early_data = 0;
+  std::string early_data_header;  // empty: Sec-WebSocket-Protocol
+  bool upgrades() const { return type == "ws" || type == "httpupgrade"; }
+};
+
+struct client_plan {
+  tcp::endpoint server;
+  std::shared_ptr<asio::ssl::context> tls_context;
+  tls::client_options tls;
+  std::string header;         // encoded request header
+  bool nodelay = true;        // false: TCP_NODELAY left off, as Nagle-prone clients do
+  bool split_header = false;  // true: the header is its own write (TLS record) after the handshake
+  client_transport transport;
+};
+
+// A TCP (command 1) request for host:port: an IPv4 or IPv6 literal travels as an address,
+// anything else as a domain name.
+request_header tcp_request(const uuid_bytes& uuid, std::string_view host, std::uint16_t port);
+// The context from tls, the header encoded from request (throws std::invalid_argument as
+// encode_request does); nodelay on, header with the first write.
+client_plan make_client_plan(const tcp::endpoint& server, const tls::client_options& tls,
+                             const request_header& request);
+
+// Errors of the client itself (everything else is a socket or TLS error). The message is the
+// whole reason: "vless response: bad_version".
+enum class client_errc { bad_response = 1, upgrade_refused, bad_upgrade_response, bad_frame, grpc_failed };
+const std::error_category& client_category();
+std::error_code make_error_code(client_errc e);
+
+class client {
+ public:
+  // The socket is the caller's: closing it (a watchdog) ends any pending operation here.
+  client(tcp::socket& socket, const client_plan& plan) : socket_(socket), plan_(plan) {}
+  client(const client&) = delete;
+  client& operator=(const client&) = delete;
+
+  // TCP connect to plan.server, then the socket policy (TCP_NODELAY as planned).
+  awaitable<std::error_code> connect();
+  // TLS handshake on the connected socket (SNI etc. from plan.tls), and the upgrade for ws and
+  // httpupgrade without early data. Afterwards the header goes with the first write, or, with
+  // split_header, by send_header().
+  awaitable<std::error_code> handshake();
+  bool splits_header() const { return plan_.split_header; }
+  // split_header: writes the header alone (its own TLS record). Call once, after handshake().
+  awaitable<std::error_code> send_header();
+  // Writes data; the first write after handshake() carries the header in the same buffer, so
+  // TLS makes one record of both (a buffer sequence would become two SSL_write calls and
+  // quietly turn "one write" into "split").
+  awaitable<std::error_code> write(std::string_view data);
+  // Reads payload: the response header is parsed (parse_response) and removed from the first
+  // bytes; n is never 0 on success. A malformed header is client_errc::bad_response.
+  awaitable<std::error_code> read_some(char* data, std::size_t size, std::size_t& n);
+
+  bool response_pending() const { return response_pending_; }
+  SSL* native_handle() { return tls_->native_handle(); }
+  // The server's reason when it refused the upgrade ("404 wrong_path") or failed the gRPC
+  // stream ("grpc-status 13: ..."), else empty.
+  const std::string& upgrade_error() const { return upgrade_error_; }
+
+ private:
+  // Removes the response header from data[0, n); false on a malformed header.
+  bool strip_response(char* data, std::size_t& n);
+  // The stream beneath VLESS: TLS or the socket.
+  awaitable<std::error_code> raw_write(std::string_view data);
+  awaitable<std::error_code> raw_read(char* data, std::size_t size, std::size_t& n);
+  // Reads the 101 (bytes after it stay in raw_in_).
+  awaitable<std::error_code> read_upgrade_response();
+  // VLESS bytes to the wire form: the deferred upgrade request first, ws frames.
+  void frame_into(std::string& out, std::string_view data);
+  std::string upgrade_request(std::string_view early) const;
+  std::string http_host() const;
+  // grpc: writes what the HTTP/2 session has to send, reading while DATA waits for the window.
+  awaitable<std::error_code> h2_flush();
+  std::error_code h2_error();
+
+  tcp::socket& socket_;
+  const client_plan& plan_;
+  std::optional<asio::ssl::stream<tcp::socket&>> tls_;
+  bool header_pending_ = false;    // goes with the next write()
+  bool response_pending_ = false;  // not yet read
+  std::string out_;                // header + first write, one buffer
+  std::string response_head_;      // response header bytes when it arrives split over reads
+  bool upgrade_deferred_ = false;  // early data: the upgrade request goes with the first write
+  bool upgrade_unread_ = false;    // the 101 is still to be read
+  std::string ws_key_;
+  std::string raw_in_;             // bytes read past the 101
+  std::optional<ws::frame_decoder> decoder_;
+  bool eof_ = false;               // the server's close frame
+  std::string pong_;               // a pong for the server's ping, sent with the next write
+  std::string upgrade_error_;
+  std::unique_ptr<gun::h2_client> h2_;
+};
+
+}  // namespace vlessbench::vless
+
+namespace std {
+template <>
+struct is_error_code_enum<vlessbench::vless::client_errc> : true_type {};
+}  // namespace std

@@ -1,0 +1,289 @@
+// Listeners: [[vless]], [[target]], [[banner]], [[udp_target]] and [[dns]] (docs/configuration.md),
+// one schema struct per kind. Split out of core/config/config.cpp, which reads the global tables and
+// checks the rules across them.
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/config/config_schema.hpp"
+#include "core/wire/net_address.hpp"
+
+namespace vlessbench::config_schema {
+
+using toml_reader::quote;
+using toml_reader::table_reader;
+
+bool endpoints_clash(const asio::ip::tcp::endpoint& a, const asio::ip::tcp::endpoint& b) {
+  if (a.port() != b.port()) return false;
+  if (a.address() == b.address()) return true;
+  if (a.address().is_v4() != b.address().is_v4()) return false;
+  return a.address().is_unspecified() || b.address().is_unspecified();
+}
+
+bool check_name(const table_reader& r, const std::string& name) {
+  if (std::any_of(name.begin(), name.end(),
+                  [](char c) { return static_cast<unsigned char>(c) <= 0x20 || c == 0x7f; })) {
+    r.error("name", quote(name) + ": must not contain spaces or control characters");
+    return false;
+  }
+  if (name.size() > 64) {
+    r.error("name", quote(name) + ": longer than 64 bytes");
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+// Absent: the default policy; present and wrong: nullopt (the errors are added).
+std::optional<tcp_policy> read_tcp_policy(const table_reader& parent, std::string_view key) {
+  tcp_policy policy;
+  if (!parent.find(key)) return policy;
+  const auto r = parent.table(key);
+  if (!r) return std::nullopt;
+  r->reject_unknown({"nodelay", "quickack"});
+  bool ok = true;
+  if (r->find("nodelay")) {
+    if (auto b = r->boolean("nodelay")) policy.nodelay = *b;
+    else ok = false;
+  }
+  if (r->find("quickack")) {
+    auto s = r->string("quickack");
+    if (!s) ok = false;
+    else if (*s == "kernel") policy.quickack = quickack_mode::kernel;
+    else if (*s == "on") policy.quickack = quickack_mode::on;
+    else if (*s == "off") policy.quickack = quickack_mode::off;
+    else {
+      r->error("quickack", quote(*s) + ": expected \"kernel\", \"on\" or \"off\"");
+      ok = false;
+    }
+  }
+  if (!ok) return std::nullopt;
+  return policy;
+}
+
+// --- Listeners -----------------------------------------------------------------------------------
+// A [[vless]] or [[target]] entry is name and listen (read_listener_common, the same for both)
+// plus the keys of its kind, one schema struct each. Adding a key to a kind: its name in keys,
+// its field in the config struct (config.hpp), one read line in read().
+
+// The keys every listener has, already checked (nullopt: missing or invalid, error added).
+struct listener_fields {
+  std::optional<std::string> name;
+  std::optional<asio::ip::tcp::endpoint> listen;
+};
+
+struct vless_schema {
+  static constexpr std::string_view table = "vless";
+  static constexpr std::array<std::string_view, 11> keys{"name", "listen", "tcp", "upstream_tcp", "transport",
+                                                         "tls",  "path",   "host", "max_early_data",
+                                                         "early_data_header", "service_name"};
+  // Reads every key of the kind (so all its errors are reported), then builds the listener.
+  static std::optional<vless_listener_config> read(const table_reader& r, const listener_fields& f) {
+    auto tcp = read_tcp_policy(r, "tcp");
+    auto upstream = read_tcp_policy(r, "upstream_tcp");
+    // The transport's keys are checked in core/wire/transport_config.cpp.
+    transport_config transport;
+    const auto transport_errors = validate_transport({r.string("transport"), r.boolean("tls"), r.string("path"),
+                                                      r.string("host"), r.integer("max_early_data"),
+                                                      r.string("early_data_header"), r.string("service_name")},
+                                                     transport);
+    for (const auto& [key, message] : transport_errors) r.error(key, message);
+    if (!f.name || !f.listen || !tcp || !upstream || !transport_errors.empty()) return std::nullopt;
+    return vless_listener_config{*f.name, *f.listen, *tcp, *upstream, std::move(transport)};
+  }
+};
+
+struct target_schema {
+  static constexpr std::string_view table = "target";
+  static constexpr std::array<std::string_view, 4> keys{"name", "listen", "tcp", "tls"};
+  static std::optional<target_listener_config> read(const table_reader& r, const listener_fields& f) {
+    auto tcp = read_tcp_policy(r, "tcp");
+    const bool tls = r.boolean("tls").value_or(false);
+    if (!f.name || !f.listen || !tcp) return std::nullopt;
+    return target_listener_config{*f.name, *f.listen, *tcp, tls};
+  }
+};
+
+// [[banner]]: a server-first target (docs/target.md), one of the daemon's own targets.
+struct banner_schema {
+  static constexpr std::string_view table = "banner";
+  static constexpr std::array<std::string_view, 3> keys{"name", "listen", "tcp"};
+  static std::optional<target_listener_config> read(const table_reader& r, const listener_fields& f) {
+    auto tcp = read_tcp_policy(r, "tcp");
+    if (!f.name || !f.listen || !tcp) return std::nullopt;
+    return target_listener_config{*f.name, *f.listen, *tcp, false, true};
+  }
+};
+
+// [[udp_target]]: a UDP echo target (docs/target.md). Its endpoint clashes only with other UDP
+// listeners: TCP and UDP ports are separate.
+struct udp_target_schema {
+  static constexpr std::string_view table = "udp_target";
+  static constexpr bool udp = true;
+  static constexpr std::array<std::string_view, 2> keys{"name", "listen"};
+  static std::optional<udp_listener_config> read(const table_reader&, const listener_fields& f) {
+    if (!f.name || !f.listen) return std::nullopt;
+    return udp_listener_config{*f.name, {f.listen->address(), f.listen->port()}};
+  }
+};
+
+// [[dns]]: UDP and TCP on one port, so its endpoint clashes with TCP and UDP listeners alike.
+struct dns_schema {
+  static constexpr std::string_view table = "dns";
+  static constexpr int protocols = 3;
+  static constexpr std::array<std::string_view, 5> keys{"name", "listen", "zone", "a", "aaaa"};
+  static std::optional<dns_listener_config> read(const table_reader& r, const listener_fields& f) {
+    dns_listener_config c;
+    bool ok = true;
+    if (auto zone = r.string("zone")) {
+      std::string z(*zone);
+      std::transform(z.begin(), z.end(), z.begin(), [](unsigned char ch) { return std::tolower(ch); });
+      if (!z.empty() && z.back() == '.') z.pop_back();
+      if (!valid_zone(z)) {
+        r.error("zone", quote(*zone) + ": not a DNS name (labels of 1..63 letters, digits, '-', at most 253 bytes)");
+        ok = false;
+      }
+      c.zone = z;
+    } else if (r.find("zone")) {
+      ok = false;
+    }
+    auto address = [&](std::string_view key, bool v4) -> std::optional<asio::ip::address> {
+      auto text = r.string(key);
+      if (!text) return std::nullopt;
+      std::error_code ec;
+      const auto addr = asio::ip::make_address(*text, ec);
+      if (ec || addr.is_v4() != v4) {
+        r.error(key, quote(*text) + (v4 ? ": not an IPv4 address" : ": not an IPv6 address"));
+        ok = false;
+        return std::nullopt;
+      }
+      return addr;
+    };
+    if (auto a = address("a", true)) c.a = a->to_v4();
+    if (auto a = address("aaaa", false)) c.aaaa = a->to_v6();
+    if (!f.name || !f.listen || !ok) return std::nullopt;
+    c.name = *f.name;
+    c.listen = *f.listen;
+    return c;
+  }
+  static bool valid_zone(std::string_view z) {
+    if (z.empty() || z.size() > 253) return false;
+    std::size_t label = 0;
+    for (const char ch : z) {
+      if (ch == '.') {
+        if (label == 0) return false;
+        label = 0;
+      } else if ((std::isalnum(static_cast<unsigned char>(ch)) || ch == '-') && ++label <= 63) {
+        continue;
+      } else {
+        return false;
+      }
+    }
+    return label > 0;
+  }
+};
+
+template <class Schema>
+constexpr bool is_udp_schema = requires { Schema::udp; };
+// Which ports a listener takes: 1 TCP, 2 UDP, 3 both.
+template <class Schema>
+constexpr int protocols_of() {
+  if constexpr (requires { Schema::protocols; }) return Schema::protocols;
+  else return is_udp_schema<Schema> ? 2 : 1;
+}
+
+listener_fields read_listener_common(const table_reader& r) {
+  listener_fields f;
+  f.name = r.required_string("name");
+  if (f.name && !check_name(r, *f.name)) f.name.reset();
+  if (auto text = r.required_string("listen")) {
+    asio::ip::tcp::endpoint ep;
+    std::string reason;
+    if (parse_endpoint(*text, ep, reason)) f.listen = ep;
+    else r.error("listen", quote(*text) + ": " + reason);
+  }
+  return f;
+}
+
+// Every listener of every kind read so far: names and endpoints are unique across kinds, and
+// the first one reachable from off this machine decides whether a random user is acceptable.
+class listener_registry {
+ public:
+  // Returns false when the name or endpoint clashes with an earlier listener.
+  bool add(const table_reader& r, const listener_fields& f, int protocols) {
+    bool ok = true;
+    if (f.name) {
+      auto dup = std::find_if(seen_.begin(), seen_.end(), [&](auto& s) { return s.name == *f.name; });
+      if (dup != seen_.end()) {
+        r.error("name", quote(*f.name) + ": duplicate listener name (first used by " + dup->name_key + " on line " +
+                            std::to_string(dup->name_line) + ")");
+        ok = false;
+      }
+    }
+    if (f.listen) {
+      auto dup = std::find_if(seen_.begin(), seen_.end(),
+                              [&](auto& s) { return (s.protocols & protocols) != 0 && s.listen && endpoints_clash(*s.listen, *f.listen); });
+      if (dup != seen_.end()) {
+        std::string what = *dup->listen == *f.listen ? "already used by " : "overlaps ";
+        r.error("listen", quote(format_endpoint(*f.listen)) + ": " + what + dup->listen_key + " " +
+                              quote(format_endpoint(*dup->listen)) + " on line " + std::to_string(dup->listen_line));
+        ok = false;
+      }
+    }
+    seen_.push_back(seen{f.name.value_or(""), r.key_path("name"), r.line("name"), f.listen, r.key_path("listen"),
+                         r.line("listen"), protocols});
+    if (f.listen && f.name && !unmapped(f.listen->address()).is_loopback() && !first_exposed_)
+      first_exposed_ = exposed{*f.name, *f.listen, r.line("listen")};
+    return ok;
+  }
+
+  using exposed = listeners_read::exposed;
+  const std::optional<exposed>& first_exposed() const { return first_exposed_; }
+
+ private:
+  // Where each listener name and endpoint was first seen, for duplicate messages that point back.
+  struct seen {
+    std::string name;
+    std::string name_key;
+    std::uint32_t name_line;
+    std::optional<asio::ip::tcp::endpoint> listen;
+    std::string listen_key;
+    std::uint32_t listen_line;
+    int protocols;  // 1 TCP, 2 UDP, 3 both
+  };
+  std::vector<seen> seen_;
+  std::optional<exposed> first_exposed_;
+};
+
+// Reads every [[Schema::table]] entry into out; returns how many entries the file declares.
+template <class Schema, class Listener>
+std::size_t read_table(const table_reader& root, listener_registry& registry, std::vector<Listener>& out) {
+  return root.each_table(Schema::table, [&](const table_reader& r, std::size_t) {
+    r.reject_unknown(Schema::keys);
+    const listener_fields f = read_listener_common(r);
+    auto listener = Schema::read(r, f);
+    const bool unique = registry.add(r, f, protocols_of<Schema>());
+    if (listener && unique) out.push_back(std::move(*listener));
+  });
+}
+
+}  // namespace
+
+listeners_read read_listeners(const table_reader& root, config& cfg) {
+  listener_registry registry;
+  listeners_read out;
+  out.declared += read_table<vless_schema>(root, registry, cfg.vless);
+  out.declared += read_table<target_schema>(root, registry, cfg.target);
+  out.declared += read_table<banner_schema>(root, registry, cfg.target);
+  out.declared += read_table<udp_target_schema>(root, registry, cfg.udp_target);
+  out.declared += read_table<dns_schema>(root, registry, cfg.dns);
+  out.first_exposed = registry.first_exposed();
+  return out;
+}
+
+}  // namespace vlessbench::config_schema

@@ -1,0 +1,175 @@
+#pragma once
+// One writer per access-log event (DESIGN.md §3, docs/sessions.md "Log events"): a call site
+// fills the event's struct and this file spells the line, so each event's fields and their order
+// are named in one place. Empty strings and absent optionals are left out of the line.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/config/config.hpp"
+#include "core/wire/probe_result.hpp"
+#include "core/wire/session_info.hpp"
+#include "core/net/tcp_info.hpp"
+
+namespace vlessbench {
+
+// A connection refused before relaying.
+struct vless_reject_event {
+  std::optional<std::uint64_t> session;  // absent when refused at accept, before a session existed
+  std::string_view listener;
+  std::string_view client;
+  std::string_view reason;
+  std::string_view phase;
+  std::uint64_t bytes_seen = 0;  // header bytes received
+  std::string_view detail;
+  std::string_view user;
+  std::string_view dest;
+  std::optional<std::int64_t> duration_us;
+  std::string_view ja4;  // the client's TLS fingerprint, once its ClientHello arrived
+};
+std::string format_event(const vless_reject_event& e);
+
+// A VLESS session that was admitted, at its close (a refused one is a vless_reject_event).
+struct vless_session_event {
+  std::uint64_t session = 0;
+  std::string_view listener;
+  std::string_view user;
+  std::string_view client;
+  std::string_view dest;
+  std::string_view cmd;  // "tcp", "udp", "mux"
+  std::string_view tls_version, cipher, sni, alpn;
+  std::string_view ja4;  // the client's TLS fingerprint (core/wire/ja4.hpp)
+  std::string_view transport;  // "tls" (left out: the lines of raw TLS stay as they were), "ws", ...
+  std::uint64_t early_data = 0;  // bytes of the VLESS stream that came with the upgrade request
+  tcp_policy policy;           // the listener's policies at accept, with their generation
+  tcp_policy upstream_policy;
+  std::uint64_t generation = 0;
+  const session_phases* phases = nullptr;  // required; "resolved" only when reached
+  bool stall_suspected = false;
+  std::optional<tcp_info_snapshot> tcp_info;  // the client connection's, at close
+  std::uint64_t bytes_up = 0;    // client -> destination payload
+  std::uint64_t bytes_down = 0;  // destination -> client payload
+  // cmd "udp": datagrams each way (bytes_* count their payload, without the length prefixes)
+  std::optional<std::uint64_t> packets_up, packets_down;
+  // cmd "mux": sub-connections opened, New frames refused (each refusal has a vless.sub line up to
+  // a per-session budget), and the frame error that ended the session, if one did.
+  std::optional<std::uint64_t> subs, subs_refused;
+  std::string_view mux_error;
+  std::string_view close_reason;
+};
+std::string format_event(const vless_session_event& e);
+
+// One Mux.Cool sub-connection of a cmd "mux" session (docs/sessions.md "Mux"), at its close; or a
+// New frame refused / a frame for no live sub-connection (close_reason "rejected" with error).
+struct vless_sub_event {
+  std::uint64_t session = 0;  // the parent vless.session
+  std::uint32_t sub = 0;      // route_info::sub; 0 for a frame refused before a sub-connection existed
+  std::uint16_t mux_id = 0;   // the id on the wire
+  std::string_view listener;
+  std::string_view user;
+  std::string_view net;   // "tcp", "udp"; empty when the frame named none
+  std::string_view dest;  // the New frame's target
+  bool xudp = false;      // a UDP sub-connection in XUDP form (global id, per-packet addresses)
+  std::uint64_t bytes_up = 0, bytes_down = 0;  // payload, client -> destination and back
+  std::optional<std::uint64_t> packets_up, packets_down, packets_dropped;  // net "udp"
+  std::optional<std::int64_t> connect_us;  // New -> upstream connected (TCP) / socket ready (UDP)
+  std::int64_t duration_us = 0;            // New -> close
+  std::string_view close_reason;  // "client_end", "upstream_eof", "upstream_error", "rejected", ...
+  std::string_view error;         // why, for an error close or a refusal ("dest_not_allowed", ...)
+  std::string_view detail;
+};
+std::string format_event(const vless_sub_event& e);
+
+// A reload's outcome: error when it failed, the number of changes when it took.
+struct config_reload_event {
+  bool ok = false;
+  std::uint64_t generation = 0;
+  std::string_view error;
+  std::optional<std::uint64_t> changes;
+};
+std::string format_event(const config_reload_event& e);
+
+// A request the target answered (or refused: no method/path, status 400/431 and an error).
+struct http_request_event {
+  std::string_view listener;
+  std::string_view peer;
+  const route_info* route = nullptr;  // the relaying session; nullptr: direct
+  std::string_view method;
+  std::string_view path;
+  int status = 0;
+  std::optional<std::uint64_t> bytes;     // response body bytes sent
+  std::uint64_t bytes_in = 0;             // request body bytes read (POST /sink); 0: left out
+  std::optional<std::int64_t> duration_us;
+  std::string_view error;
+  std::string_view run, seq, path_label;  // the runner's X-Vlessbench-Run / -Seq / -Path
+  std::string_view ja4;  // HTTPS target: the fingerprint of the TLS client that reached the target
+};
+std::string format_event(const http_request_event& e);
+
+// A target connection refused before it served anything: TLS garbage or a handshake that did not
+// finish in time on a `tls = true` target (docs/targets.md).
+struct target_reject_event {
+  std::string_view listener;
+  std::string_view peer;
+  std::string_view reason;       // "tls_handshake_failed", "handshake_timeout"
+  std::uint64_t bytes_seen = 0;  // bytes the peer sent before the refusal
+  std::string_view detail;       // the TLS library's error, when it named one
+  std::optional<std::int64_t> duration_us;
+  std::string_view ja4;  // the client's TLS fingerprint, when its ClientHello arrived
+};
+std::string format_event(const target_reject_event& e);
+
+// A [[banner]] connection at its close: the banner it was sent, what it echoed, why it ended.
+struct banner_connection_event {
+  std::string_view listener;
+  std::string_view peer;
+  const route_info* route = nullptr;      // the relaying session; nullptr: direct
+  std::uint64_t bytes_in = 0;             // bytes the peer sent (all echoed unless cut short)
+  std::uint64_t bytes_out = 0;            // banner + echo bytes written
+  std::optional<std::int64_t> banner_us;  // accept -> banner written; absent when it never was
+  std::int64_t duration_us = 0;
+  std::string_view close_reason;  // "peer_eof", "slow_transfer", "idle_timeout", "pending_timeout", ...
+};
+std::string format_event(const banner_connection_event& e);
+// One [[udp_target]] flow (datagrams from one peer address), aggregated: written once, when the
+// flow has been idle for [limits] udp_idle_timeout_ms, when the flow table is full (the longest
+// idle flow goes), or at the daemon's stop. Event name "udp.packet".
+struct udp_packet_event {
+  std::string_view listener;
+  std::string_view peer;
+  const route_info* route = nullptr;  // the relaying session at the flow's first datagram; nullptr: direct
+  std::uint64_t packets_in = 0, bytes_in = 0;    // datagrams received from the peer
+  std::uint64_t packets_out = 0, bytes_out = 0;  // echoes sent (with their trailers)
+  std::int64_t duration_us = 0;                  // first datagram -> last one
+  std::string_view close_reason;                 // "idle", "evicted", "stop", "route_changed"
+};
+std::string format_event(const udp_packet_event& e);
+
+// One query the [[dns]] responder answered (or refused as malformed: rcode FORMERR and error).
+struct dns_query_event {
+  std::string_view listener;
+  std::string_view peer;
+  std::string_view transport;         // "udp" or "tcp"
+  const route_info* route = nullptr;  // the relaying session; nullptr: direct
+  std::string_view name;              // the question's name, lower case; empty when malformed
+  std::uint16_t qtype = 0;
+  std::string_view rcode;             // "NOERROR", "REFUSED", "FORMERR", "SERVFAIL"
+  std::uint32_t delay_ms = 0;         // the answer waited this long (NAME.delay-MS.zone)
+  std::string_view error;             // why FORMERR / SERVFAIL
+};
+std::string format_event(const dns_query_event& e);
+
+// A browser probe's results as the page posted them (POST /probe/result, docs/probe.md), with the
+// daemon's own summary of them; `route` is the route of the post itself.
+struct probe_run_event {
+  std::string_view listener;
+  std::string_view peer;
+  const route_info* route = nullptr;
+  std::string_view user_agent;
+  const probe_result* result = nullptr;    // required
+  const probe_summary* summary = nullptr;  // required: summarize_probe(*result)
+};
+std::string format_event(const probe_run_event& e);
+
+}  // namespace vlessbench

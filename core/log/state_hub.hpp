@@ -1,0 +1,140 @@
+#pragma once
+// What the admin listener shows (docs/dashboard.md): counters, phase histograms
+// and bounded rings of recent sessions, reloads and probe runs, fed by the same
+// event structs the access log is written from (core/log/access_events.hpp), so the
+// dashboard and the log cannot disagree. Sessions close on any worker thread
+// ([limits] threads): one mutex guards everything, held only to copy.
+//
+// Memory is bounded: rings have fixed capacities, strings are capped, listener
+// series are capped (listeners are config-bounded; a reload prunes those no
+// longer configured), and reject reasons per listener are capped (the daemon's
+// reasons are a fixed set of constants; more land in "other").
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/log/access_events.hpp"
+
+namespace vlessbench {
+
+// Bucket upper bounds of the phase histograms, in milliseconds: fine around the
+// 40 ms of a Nagle/delayed-ACK stall, coarse beyond.
+inline constexpr std::array<double, 14> phase_buckets_ms = {0.5, 1, 2, 5, 10, 20, 30, 40, 50, 75, 100, 250, 1000, 5000};
+
+enum class hub_phase { tls, vless_header, upstream_connect };
+inline constexpr std::array<hub_phase, 3> hub_phases = {hub_phase::tls, hub_phase::vless_header,
+                                                        hub_phase::upstream_connect};
+std::string_view to_string(hub_phase p);  // "tls", "vless_header", "upstream_connect"
+
+struct phase_histogram {
+  std::array<std::uint64_t, phase_buckets_ms.size()> buckets{};  // non-cumulative; +Inf = count
+  std::uint64_t count = 0;
+  double sum_ms = 0;
+  void add(double ms);
+};
+
+struct listener_counters {
+  std::uint64_t sessions = 0;  // admitted sessions, counted at close
+  std::uint64_t stalls = 0;    // of them, stall suspected
+  std::uint64_t bytes_up = 0, bytes_down = 0;
+  std::map<std::string, std::uint64_t, std::less<>> rejects;  // by reason
+  std::array<phase_histogram, hub_phases.size()> phases{};
+};
+
+// One closed VLESS session (vless.session), strings capped at hub_max_string
+// bytes.
+struct session_record {
+  std::uint64_t id = 0;
+  std::int64_t closed_unix_ms = 0;
+  std::string listener, user, client, dest, transport, tls_version, alpn, sni, ja4, close_reason;
+  std::string quickack;  // the listener's ACK policy at accept
+  std::optional<double> tls_ms, header_ms,
+      upstream_ms;  // hub_phases, absent when not reached
+  bool stall = false;
+  std::uint64_t bytes_up = 0, bytes_down = 0;
+};
+
+struct reload_record {
+  std::int64_t unix_ms = 0;
+  bool ok = false;
+  std::uint64_t generation = 0;
+  std::string error;
+  std::optional<std::uint64_t> changes;
+};
+
+struct probe_record {
+  std::int64_t unix_ms = 0;
+  std::string listener, peer, user_agent, run, verdict, page_verdict;
+  std::uint64_t new_count = 0, reuse_count = 0;
+  std::size_t ok = 0, failed = 0, vless_samples = 0, direct_samples = 0, stall_samples = 0;
+  std::optional<double> new_median_ms, reuse_median_ms;
+};
+probe_record make_probe_record(const probe_run_event& e);
+
+// A listener as the running config has it, for the dashboard's table.
+struct listener_view {
+  std::string kind, name, listen, policy, upstream_policy, transport;
+};
+
+struct hub_snapshot {
+  std::int64_t started_unix_ms = 0;
+  std::uint64_t generation = 0;
+  std::vector<listener_view> listeners;
+  std::map<std::string, listener_counters, std::less<>> counters;  // by listener
+  std::uint64_t reloads_ok = 0, reloads_failed = 0, probe_runs = 0;
+  std::uint64_t open_sessions = 0, open_connections = 0;
+  // Requests and connections the admin listener refused, and probe results refused, by reason
+  // (a fixed vocabulary: docs/dashboard.md, docs/probe.md).
+  std::map<std::string, std::uint64_t, std::less<>> admin_refused, probe_refused;
+  std::vector<session_record> sessions;  // oldest first
+  std::vector<reload_record> reloads;
+  std::vector<probe_record> probes;
+};
+
+inline constexpr std::size_t hub_max_string = 256;
+inline constexpr std::size_t hub_max_listeners = 256;
+inline constexpr std::size_t hub_max_reasons = 64;  // per listener; beyond: "other"
+
+class state_hub {
+ public:
+  static constexpr std::size_t session_ring = 200, reload_ring = 50, probe_ring = 50;
+
+  void session_closed(const vless_session_event& e);
+  void rejected(const vless_reject_event& e);
+  void reloaded(const config_reload_event& e);
+  void probe_run(probe_record r);
+  // reason: one of a fixed set of names (past hub_max_reasons distinct ones: "other").
+  void admin_refused(std::string_view reason);
+  void probe_refused(std::string_view reason);
+  // The running config's listeners and generation (at start and after each
+  // reload that took); counters of listeners it no longer has are dropped.
+  void set_listeners(std::uint64_t generation, std::vector<listener_view> listeners);
+  // Gauges read from the daemon when a snapshot is taken are filled in by the
+  // caller.
+  hub_snapshot snapshot() const;
+
+ private:
+  listener_counters* counters_for(std::string_view listener);  // nullptr past hub_max_listeners
+
+  mutable std::mutex mutex_;
+  std::int64_t started_unix_ms_ = now_unix_ms();
+  std::uint64_t generation_ = 0;
+  std::vector<listener_view> listeners_;
+  std::map<std::string, listener_counters, std::less<>> counters_;
+  std::uint64_t reloads_ok_ = 0, reloads_failed_ = 0, probe_runs_ = 0;
+  std::map<std::string, std::uint64_t, std::less<>> admin_refused_, probe_refused_;
+  std::deque<session_record> sessions_;
+  std::deque<reload_record> reloads_;
+  std::deque<probe_record> probes_;
+
+ public:
+  static std::int64_t now_unix_ms();
+};
+
+}  // namespace vlessbench

@@ -1,0 +1,56 @@
+#pragma once
+// TLS contexts (BoringSSL through asio::ssl) for the daemon's listeners and the runner's client.
+#include <string>
+
+#include "core/net/asio_compat.hpp"
+#include "core/net/tls_options.hpp"
+
+namespace vlessbench::tls {
+
+// Server context: certificate from cfg.cert/cfg.key, or an in-memory self-signed ECDSA P-256
+// certificate for "localhost", 127.0.0.1 and ::1 when both are empty. ALPN http/1.1 is offered.
+// Every ClientHello's JA4 is recorded on its SSL (ja4_received).
+// Throws std::runtime_error with a reason (file missing, key mismatch, ...).
+asio::ssl::context make_server_context(const tls_config& cfg);
+
+// Makes a server connection's ALPN pick h2 (when the client offers it) instead of http/1.1:
+// the gRPC listeners (transport = "grpc") speak HTTP/2 on the TLS context all listeners share.
+void offer_h2(SSL* ssl);
+
+struct client_options {
+  bool verify = false;        // false = allowInsecure
+  std::string sni;            // empty = no SNI
+  std::string alpn = "http/1.1";
+  bool tls13_only = false;
+};
+asio::ssl::context make_client_context(const client_options& opts);
+// Applies per-connection client settings (SNI) to a fresh stream's SSL*.
+void prepare_client(SSL* ssl, const client_options& opts);
+
+// Version / cipher / ALPN / SNI of an established connection, for logs.
+std::string version_name(const SSL* ssl);
+std::string cipher_name(const SSL* ssl);
+std::string alpn_selected(const SSL* ssl);
+std::string sni_received(const SSL* ssl);
+// The JA4 fingerprint (core/wire/ja4.hpp) of the ClientHello a server-side SSL received, recorded by
+// the server context's early ClientHello callback; "" before one arrived or when the parser
+// refused it (the handshake goes on either way: BoringSSL has accepted that ClientHello).
+std::string ja4_received(const SSL* ssl);
+
+// Self-signed certificate and key in PEM, for tests and persisted certificates.
+struct pem_pair {
+  std::string cert;
+  std::string key;
+};
+pem_pair make_self_signed(const std::vector<std::string>& dns_names,
+                          const std::vector<std::string>& ip_addresses);
+
+// With cfg.generate: writes a self-signed certificate to cfg.cert / cfg.key unless both exist.
+// SANs: cfg.names, localhost, the host name and every address of this machine. Returns true when
+// it generated one. Throws std::runtime_error naming the file on I/O errors.
+bool ensure_certificate(const tls_config& cfg);
+
+// SHA-256 of the DER certificate in a PEM file, lower-case hex (what mihomo's `fingerprint` pins).
+std::string certificate_sha256(const std::string& pem_file);
+
+}  // namespace vlessbench::tls

@@ -1,0 +1,281 @@
+// The server half of core/net/tls.hpp: BoringSSL only (the daemon).
+#include "core/net/tls.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <openssl/digest.h>
+#include <spdlog/spdlog.h>
+
+#include "core/wire/ja4.hpp"
+
+#include <openssl/bio.h>
+#include <openssl/ec_key.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+namespace vlessbench::tls {
+namespace {
+
+template <class T, void (*F)(T*)>
+struct deleter {
+  void operator()(T* p) const { F(p); }
+};
+using pkey_ptr = std::unique_ptr<EVP_PKEY, deleter<EVP_PKEY, EVP_PKEY_free>>;
+using x509_ptr = std::unique_ptr<X509, deleter<X509, X509_free>>;
+using bio_ptr = std::unique_ptr<BIO, deleter<BIO, BIO_free_all>>;
+using ec_key_ptr = std::unique_ptr<EC_KEY, deleter<EC_KEY, EC_KEY_free>>;
+using ext_ptr = std::unique_ptr<X509_EXTENSION, deleter<X509_EXTENSION, X509_EXTENSION_free>>;
+
+[[noreturn]] void fail(const std::string& what) {
+  char buf[256] = "unknown error";
+  if (unsigned long e = ERR_get_error(); e != 0) ERR_error_string_n(e, buf, sizeof buf);
+  ERR_clear_error();
+  throw std::runtime_error(what + ": " + buf);
+}
+
+std::string bio_string(BIO* bio) {
+  const uint8_t* data = nullptr;
+  size_t len = 0;
+  BIO_mem_contents(bio, &data, &len);
+  return std::string(reinterpret_cast<const char*>(data), len);
+}
+
+constexpr unsigned char alpn_http11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+constexpr unsigned char alpn_h2[] = {2, 'h', '2'};
+
+// The ex_data slot offer_h2 marks a connection with.
+int h2_index() {
+  static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return index;
+}
+
+// Server side of ALPN: pick http/1.1 when the client offers it (h2 instead on a gRPC listener's
+// connection), otherwise negotiate none (a client that offers only h2 still gets a connection;
+// VLESS does not care).
+int select_alpn(SSL* ssl, const uint8_t** out, uint8_t* out_len, const uint8_t* in, unsigned in_len,
+                void*) {
+  const unsigned char* want = SSL_get_ex_data(ssl, h2_index()) != nullptr ? alpn_h2 : alpn_http11;
+  for (unsigned i = 0; i < in_len;) {
+    unsigned len = in[i];
+    if (i + 1 + len > in_len) break;
+    if (len == want[0] && std::equal(in + i + 1, in + i + 1 + len, want + 1)) {
+      *out = in + i + 1;
+      *out_len = static_cast<uint8_t>(len);
+      return SSL_TLSEXT_ERR_OK;
+    }
+    i += 1 + len;
+  }
+  return SSL_TLSEXT_ERR_NOACK;
+}
+
+}  // namespace
+
+void offer_h2(SSL* ssl) { SSL_set_ex_data(ssl, h2_index(), const_cast<unsigned char*>(alpn_h2)); }
+
+namespace {
+// The SSL's JA4, owned by the SSL through ex_data and freed with it.
+int ja4_index() {
+  static const int index = SSL_get_ex_new_index(
+      0, nullptr, nullptr, nullptr,
+      [](void*, void* ptr, CRYPTO_EX_DATA*, int, long, void*) { delete static_cast<std::string*>(ptr); });
+  return index;
+}
+
+// Runs before BoringSSL acts on the ClientHello. It only records: whatever the parser makes of
+// the bytes, the handshake continues. A HelloRetryRequest's second ClientHello keeps the first's.
+ssl_select_cert_result_t record_ja4(const SSL_CLIENT_HELLO* hello) {
+  const int index = ja4_index();
+  if (index < 0 || SSL_get_ex_data(hello->ssl, index) != nullptr) return ssl_select_cert_success;
+  try {
+    std::string_view reason;
+    auto fp = std::make_unique<std::string>(
+        ja4_of_client_hello(std::span(hello->client_hello, hello->client_hello_len), &reason));
+    if (fp->empty()) spdlog::debug("ja4: ClientHello not fingerprinted: {}", reason);
+    if (SSL_set_ex_data(hello->ssl, index, fp.get())) (void)fp.release();
+  } catch (const std::exception&) {  // out of memory: no fingerprint, the connection goes on
+  }
+  return ssl_select_cert_success;
+}
+
+uint16_t to_protocol_version(const std::string& v) {
+  return v == "1.3" ? TLS1_3_VERSION : TLS1_2_VERSION;
+}
+
+}  // namespace
+
+pem_pair make_self_signed(const std::vector<std::string>& dns_names,
+                          const std::vector<std::string>& ip_addresses) {
+  ec_key_ptr ec(EC_KEY_new_by_curve_name(NID_X9_62_prime256v1));
+  if (!ec || !EC_KEY_generate_key(ec.get())) fail("generating EC key");
+  pkey_ptr key(EVP_PKEY_new());
+  if (!key || !EVP_PKEY_assign_EC_KEY(key.get(), ec.release())) fail("wrapping EC key");
+
+  x509_ptr cert(X509_new());
+  if (!cert) fail("X509_new");
+  X509_set_version(cert.get(), 2);
+  uint8_t serial_bytes[16];
+  RAND_bytes(serial_bytes, sizeof serial_bytes);
+  serial_bytes[0] &= 0x7f;  // positive
+  BIGNUM* serial = BN_bin2bn(serial_bytes, sizeof serial_bytes, nullptr);
+  BN_to_ASN1_INTEGER(serial, X509_get_serialNumber(cert.get()));
+  BN_free(serial);
+  X509_gmtime_adj(X509_getm_notBefore(cert.get()), -3600);
+  X509_gmtime_adj(X509_getm_notAfter(cert.get()), 365L * 24 * 3600);
+  X509_set_pubkey(cert.get(), key.get());
+  X509_NAME* name = X509_get_subject_name(cert.get());
+  const std::string cn = dns_names.empty() ? "vlessbench" : dns_names.front();
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
+                             reinterpret_cast<const uint8_t*>(cn.c_str()), -1, -1, 0);
+  X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC,
+                             reinterpret_cast<const uint8_t*>("vlessbench"), -1, -1, 0);
+  X509_set_issuer_name(cert.get(), name);
+
+  std::string san;
+  for (const auto& d : dns_names) san += (san.empty() ? "" : ",") + std::string("DNS:") + d;
+  for (const auto& ip : ip_addresses) san += (san.empty() ? "" : ",") + std::string("IP:") + ip;
+  if (!san.empty()) {
+    ext_ptr ext(X509V3_EXT_nconf_nid(nullptr, nullptr, NID_subject_alt_name, san.c_str()));
+    if (!ext || !X509_add_ext(cert.get(), ext.get(), -1)) fail("adding subjectAltName " + san);
+  }
+  if (!X509_sign(cert.get(), key.get(), EVP_sha256())) fail("signing certificate");
+
+  bio_ptr cert_bio(BIO_new(BIO_s_mem()));
+  bio_ptr key_bio(BIO_new(BIO_s_mem()));
+  if (!PEM_write_bio_X509(cert_bio.get(), cert.get()) ||
+      !PEM_write_bio_PrivateKey(key_bio.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr))
+    fail("writing PEM");
+  return {bio_string(cert_bio.get()), bio_string(key_bio.get())};
+}
+
+namespace {
+
+void write_file(const std::string& path, const std::string& data, mode_t mode) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) throw std::runtime_error(path + ": " + std::strerror(errno));
+  const char* p = data.data();
+  std::size_t left = data.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      throw std::runtime_error(path + ": " + std::strerror(err));
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+}
+
+std::vector<std::string> machine_addresses() {
+  std::vector<std::string> out;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return out;
+  for (ifaddrs* i = list; i; i = i->ifa_next) {
+    if (!i->ifa_addr || !(i->ifa_flags & IFF_UP)) continue;
+    const int family = i->ifa_addr->sa_family;
+    if (family != AF_INET && family != AF_INET6) continue;
+    char host[NI_MAXHOST];
+    const socklen_t len = family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
+    if (::getnameinfo(i->ifa_addr, len, host, sizeof host, nullptr, 0, NI_NUMERICHOST) != 0) continue;
+    std::string h = host;
+    if (auto pct = h.find('%'); pct != std::string::npos) continue;  // link-local with a zone
+    if (std::find(out.begin(), out.end(), h) == out.end()) out.push_back(h);
+  }
+  ::freeifaddrs(list);
+  return out;
+}
+
+}  // namespace
+
+bool ensure_certificate(const tls_config& cfg) {
+  if (!cfg.generate) return false;
+  namespace fs = std::filesystem;
+  if (fs::exists(cfg.cert) && fs::exists(cfg.key)) return false;
+  std::vector<std::string> names = cfg.names;
+  names.emplace_back("localhost");
+  char hostname[256] = {};
+  if (::gethostname(hostname, sizeof hostname - 1) == 0 && hostname[0] &&
+      std::find(names.begin(), names.end(), hostname) == names.end())
+    names.emplace_back(hostname);
+  auto ips = machine_addresses();
+  if (ips.empty()) ips = {"127.0.0.1", "::1"};
+  const auto pem = make_self_signed(names, ips);
+  write_file(cfg.key, pem.key, 0600);
+  write_file(cfg.cert, pem.cert, 0644);
+  return true;
+}
+
+std::string ja4_received(const SSL* ssl) {
+  const int index = ja4_index();
+  if (ssl == nullptr || index < 0) return {};
+  const auto* fp = static_cast<const std::string*>(SSL_get_ex_data(ssl, index));
+  return fp ? *fp : std::string();
+}
+
+std::string certificate_sha256(const std::string& pem_file) {
+  bio_ptr bio(BIO_new_file(pem_file.c_str(), "r"));
+  if (!bio) fail(pem_file);
+  x509_ptr cert(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+  if (!cert) fail(pem_file);
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  if (!X509_digest(cert.get(), EVP_sha256(), md, &len)) fail(pem_file);
+  static const char hex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < len; ++i) {
+    out += hex[md[i] >> 4];
+    out += hex[md[i] & 15];
+  }
+  return out;
+}
+
+asio::ssl::context make_server_context(const tls_config& cfg) {
+  asio::ssl::context ctx(asio::ssl::context::tls_server);
+  SSL_CTX* native = ctx.native_handle();
+  SSL_CTX_set_min_proto_version(native, to_protocol_version(cfg.min_version));
+  SSL_CTX_set_max_proto_version(native, TLS1_3_VERSION);
+  SSL_CTX_set_options(native, SSL_OP_CIPHER_SERVER_PREFERENCE);
+  if (!cfg.session_tickets) {
+    SSL_CTX_set_options(native, SSL_OP_NO_TICKET);
+    SSL_CTX_set_num_tickets(native, 0);
+    SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_OFF);
+  }
+  SSL_CTX_set_alpn_select_cb(native, select_alpn, nullptr);
+  SSL_CTX_set_select_certificate_cb(native, record_ja4);
+
+  std::error_code ec;
+  if (cfg.cert.empty()) {
+    const auto pem = make_self_signed({"localhost"}, {"127.0.0.1", "::1"});
+    ctx.use_certificate_chain(asio::buffer(pem.cert), ec);
+    if (!ec) ctx.use_private_key(asio::buffer(pem.key), asio::ssl::context::pem, ec);
+    if (ec) throw std::runtime_error("in-memory certificate: " + ec.message());
+  } else {
+    ctx.use_certificate_chain_file(cfg.cert, ec);
+    if (ec) throw std::runtime_error("tls.cert: " + cfg.cert + ": " + ec.message());
+    ctx.use_private_key_file(cfg.key, asio::ssl::context::pem, ec);
+    if (ec) throw std::runtime_error("tls.key: " + cfg.key + ": " + ec.message());
+    if (!SSL_CTX_check_private_key(native))
+      throw std::runtime_error("tls.key: " + cfg.key + " does not match tls.cert " + cfg.cert);
+  }
+  return ctx;
+}
+
+}  // namespace vlessbench::tls

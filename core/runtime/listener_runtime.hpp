@@ -1,0 +1,26 @@
+#pragma once
+// One listener's live state, shared by the daemon that owns it and the connections it accepted.
+#include <cstdint>
+#include <string>
+
+#include "core/net/asio_compat.hpp"
+#include "core/config/listener_kind.hpp"
+#include "core/net/socket_policy.hpp"
+
+namespace vlessbench {
+
+
+// A listener's settings as open connections see them: a reload updates the object in place, so
+// a connection picks the new policy up at its next read. Only the policies are read off the main
+// thread; name, generation and closed are the main thread's.
+struct listener_runtime {
+  std::string name;
+  listener_kind kind = listener_kind::target;
+  asio::ip::tcp::endpoint endpoint;
+  shared_tcp_policy tcp;
+  shared_tcp_policy upstream_tcp;
+  std::uint64_t generation = 0;
+  bool closed = false;
+};
+
+}  // namespace vlessbench

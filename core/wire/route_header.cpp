@@ -1,0 +1,233 @@
+#include "core/wire/route_header.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+
+namespace vlessbench {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+std::optional<double> parse_double(std::string_view s) {
+  s = trim(s);
+  if (s.size() >= 2 && s.front() == '"' && s.back() == '"') s = s.substr(1, s.size() - 2);
+  if (s.empty()) return std::nullopt;
+  // strtod needs a terminated string; the values are short.
+  const std::string text(s);
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
+std::string_view to_string(route_kind r) {
+  switch (r) {
+    case route_kind::direct: return "direct";
+    case route_kind::vless: return "vless";
+    case route_kind::unknown: break;
+  }
+  return "unknown";
+}
+
+std::string format_route_header(const route_info* session) {
+  if (session == nullptr) return "direct";
+  std::string out = "vless session=" + std::to_string(session->session_id);
+  if (session->sub != 0) out += " sub=" + std::to_string(session->sub);
+  out += " user=" + session->user;
+  if (!session->transport.empty() && session->transport != "tls") out += " transport=" + session->transport;
+  return out;
+}
+
+route_label parse_route_header(std::string_view value) {
+  route_label label;
+  value = trim(value);
+  if (value == "direct") {
+    label.kind = route_kind::direct;
+    return label;
+  }
+  if (value.substr(0, 5) != "vless" || (value.size() > 5 && value[5] != ' ')) return label;
+  label.kind = route_kind::vless;
+  std::string_view rest = value.substr(5);
+  while (!rest.empty()) {
+    rest = trim(rest);
+    const auto sp = rest.find(' ');
+    const std::string_view item = rest.substr(0, sp);
+    rest = sp == std::string_view::npos ? std::string_view{} : rest.substr(sp + 1);
+    const auto eq = item.find('=');
+    if (eq == std::string_view::npos) continue;
+    const auto key = item.substr(0, eq);
+    const auto val = item.substr(eq + 1);
+    if (key == "session") {
+      std::uint64_t id = 0;
+      const auto [p, ec] = std::from_chars(val.data(), val.data() + val.size(), id);
+      if (ec == std::errc{} && p == val.data() + val.size()) label.session = id;
+    } else if (key == "sub") {
+      std::uint32_t n = 0;
+      const auto [p, ec] = std::from_chars(val.data(), val.data() + val.size(), n);
+      if (ec == std::errc{} && p == val.data() + val.size() && n != 0) label.sub = n;
+    } else if (key == "user") {
+      label.user = std::string(val);
+    } else if (key == "transport" && !val.empty()) {
+      label.transport = std::string(val);
+    }
+  }
+  return label;
+}
+
+namespace {
+constexpr std::string_view banner_prefix = "VLESSBENCH-BANNER ";
+
+parse_result<banner_line> refuse(std::string_view reason) {
+  parse_result<banner_line> r;
+  r.status = parse_status::invalid;
+  r.reason = reason;
+  return r;
+}
+}  // namespace
+
+std::string format_banner_line(std::string_view listener, const route_info* session) {
+  std::string out(banner_prefix);
+  out.append(listener).append(" ").append(format_route_header(session)).append("\r\n");
+  if (out.size() > max_banner_line) {  // a long user name: the route's user is cut, the session kept
+    out.resize(max_banner_line - 2);
+    out.append("\r\n");
+  }
+  return out;
+}
+
+parse_result<banner_line> parse_banner_line(std::string_view bytes) {
+  const std::string_view want = banner_prefix.substr(0, std::min(bytes.size(), banner_prefix.size()));
+  if (bytes.substr(0, want.size()) != want) return refuse("not a vlessbench banner");
+  const auto lf = bytes.find('\n');
+  if (lf == std::string_view::npos) {
+    if (bytes.size() >= max_banner_line) return refuse("banner line too long");
+    return {};
+  }
+  if (lf < banner_prefix.size()) return refuse("banner line cut short");
+  if (lf + 1 > max_banner_line) return refuse("banner line too long");
+  std::string_view line = bytes.substr(banner_prefix.size(), lf - banner_prefix.size());
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  for (const char c : line)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return refuse("control byte in banner line");
+  const auto sp = line.find(' ');
+  if (sp == 0 || sp == std::string_view::npos) return refuse("banner line names no listener and route");
+  parse_result<banner_line> r;
+  r.value.listener = std::string(line.substr(0, sp));
+  r.value.route = parse_route_header(line.substr(sp + 1));
+  r.status = parse_status::complete;
+  r.consumed = lf + 1;
+  return r;
+}
+
+std::string format_server_timing(const session_phases& p, std::string_view quickack, std::string_view ja4) {
+  std::string out;
+  auto add = [&](const char* name, std::int64_t from, std::int64_t to) {
+    if (from < 0 || to < 0) return;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s%s;dur=%.3f", out.empty() ? "" : ", ", name,
+                  static_cast<double>(to - from) / 1000.0);
+    out += buf;
+  };
+  add("tls", 0, p.tls_done);
+  add("upgrade", p.tls_done >= 0 ? p.tls_done : 0, p.upgrade_done);
+  add("vless", p.upgrade_done >= 0 ? p.upgrade_done : p.tls_done, p.header_complete);
+  add("resolve", p.dial_from(), p.resolved);
+  add("upstream", p.resolved >= 0 ? p.resolved : p.dial_from(), p.upstream_connected);
+  if (!quickack.empty()) {
+    out += out.empty() ? "ack;desc=" : ", ack;desc=";
+    out += quickack;
+  }
+  if (!ja4.empty()) {
+    out += out.empty() ? "ja4;desc=\"" : ", ja4;desc=\"";
+    out += ja4;
+    out += '"';
+  }
+  return out;
+}
+
+server_phases_ms parse_server_timing(std::string_view value) {
+  server_phases_ms t;
+  while (!value.empty()) {
+    const auto comma = value.find(',');
+    const std::string_view metric = trim(value.substr(0, comma));
+    value = comma == std::string_view::npos ? std::string_view{} : value.substr(comma + 1);
+    const auto semi = metric.find(';');
+    const std::string_view name = trim(metric.substr(0, semi));
+    std::optional<double> dur;
+    std::optional<std::string_view> desc;
+    std::string_view params = semi == std::string_view::npos ? std::string_view{} : metric.substr(semi + 1);
+    while (!params.empty()) {
+      const auto s2 = params.find(';');
+      const std::string_view param = trim(params.substr(0, s2));
+      params = s2 == std::string_view::npos ? std::string_view{} : params.substr(s2 + 1);
+      const auto eq = param.find('=');
+      if (eq == std::string_view::npos) continue;
+      const auto key = trim(param.substr(0, eq));
+      if (key == "dur") {
+        dur = parse_double(param.substr(eq + 1));
+      } else if (key == "desc") {
+        auto d = trim(param.substr(eq + 1));
+        if (d.size() >= 2 && d.front() == '"' && d.back() == '"') d = d.substr(1, d.size() - 2);
+        desc = d;
+      }
+    }
+    if (name == "ack" && desc) t.ack = std::string(*desc);
+    if (name == "ja4" && desc) t.ja4 = std::string(*desc);
+    if (!dur) continue;
+    if (name == "tls") t.tls = dur;
+    else if (name == "upgrade") t.upgrade = dur;
+    else if (name == "vless") t.vless = dur;
+    else if (name == "resolve") t.resolve = dur;
+    else if (name == "upstream") t.upstream = dur;
+  }
+  return t;
+}
+
+namespace {
+constexpr std::string_view udp_marker = "\nVLESSBENCH-UDP ";
+}  // namespace
+
+std::string format_udp_echo(std::string_view datagram, std::string_view listener, const route_info* session) {
+  std::string trailer(udp_marker);
+  trailer.append(listener).append(" ").append(format_route_header(session));
+  if (trailer.size() > max_udp_echo) trailer.resize(max_udp_echo);
+  const std::size_t keep = std::min(datagram.size(), max_udp_echo - trailer.size());
+  std::string out;
+  out.reserve(keep + trailer.size());
+  out.append(datagram.substr(0, keep)).append(trailer);
+  return out;
+}
+
+parse_result<udp_echo> parse_udp_echo(std::string_view echo) {
+  parse_result<udp_echo> r;
+  const auto at = echo.rfind(udp_marker);
+  const std::string_view trailer = at == std::string_view::npos ? std::string_view{} : echo.substr(at + udp_marker.size());
+  const auto sp = trailer.find(' ');
+  if (at == std::string_view::npos || sp == 0 || sp == std::string_view::npos) {
+    r.status = parse_status::invalid;
+    r.reason = "no vlessbench UDP trailer";
+    return r;
+  }
+  r.value.payload = echo.substr(0, at);
+  r.value.listener = std::string(trailer.substr(0, sp));
+  r.value.route = parse_route_header(trailer.substr(sp + 1));
+  if (r.value.route.kind == route_kind::unknown) {
+    r.status = parse_status::invalid;
+    r.reason = "unknown route in the UDP trailer";
+    return r;
+  }
+  r.status = parse_status::complete;
+  r.consumed = echo.size();
+  return r;
+}
+
+}  // namespace vlessbench

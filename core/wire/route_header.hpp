@@ -1,0 +1,91 @@
+#pragma once
+// The route proof's response headers as format + parse pairs (DESIGN.md §3): the daemon's target
+// writes them, the runner reads them, and both use this one definition.
+//   X-Vlessbench-Route: direct | vless session=ID [sub=N] user=NAME [transport=ws|httpupgrade]
+//   (sub=N: a Mux.Cool sub-connection of the session, route_info::sub)
+//   Server-Timing: tls;dur=1.234, [upgrade;dur=0.2,] vless;dur=0.050, resolve;dur=..., upstream;dur=0.100   (ms)
+//                  [, ack;desc=on] [, ja4;desc="t13d1516h2_8daaf6152771_e5627efa2ab1"]
+// Raw TLS sessions (the transport before there were others) keep the lines they always had.
+// And the one stall threshold: a TLS-done -> VLESS-header gap at least this long is a suspected
+// Nagle/delayed-ACK stall, in the daemon's log and in the runner's verdict alike.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/wire/parse_result.hpp"
+#include "core/wire/session_info.hpp"
+
+namespace vlessbench {
+
+// Linux's delayed-ACK timer is 40 ms; anything near it between two local hosts is no accident.
+inline constexpr std::int64_t stall_threshold_us = 30'000;
+inline constexpr double stall_threshold_ms = static_cast<double>(stall_threshold_us) / 1000.0;
+
+enum class route_kind { unknown, direct, vless };
+std::string_view to_string(route_kind r);  // "unknown", "direct", "vless"
+
+struct route_label {
+  route_kind kind = route_kind::unknown;
+  std::optional<std::uint64_t> session;
+  std::optional<std::uint32_t> sub;  // a Mux.Cool sub-connection; absent: the session's own upstream
+  std::string user;
+  std::string transport = "tls";  // absent from the header: raw TLS
+};
+
+// session: the relaying session, or nullptr for a direct request.
+std::string format_route_header(const route_info* session);
+// `direct` or `vless session=ID [sub=N] user=NAME [transport=T]` (further key=value items ignored); anything else, or
+// an absent header, is unknown.
+route_label parse_route_header(std::string_view value);
+
+// A VLESS session's phases in ms, as Server-Timing carries them; absent when not reached.
+struct server_phases_ms {
+  std::optional<double> tls;       // accept -> TLS handshake done
+  std::optional<double> upgrade;   // TLS done (accept over plain TCP) -> 101 sent (ws, httpupgrade)
+  std::optional<double> vless;     // TLS done (or upgrade done) -> VLESS header complete (the stall shows here)
+  std::optional<double> resolve;   // domain destinations only
+  std::optional<double> upstream;  // header complete (or resolved) -> upstream connected
+  // The VLESS listener's ACK policy (`ack;desc=on`): a stall on a listener that re-arms
+  // QUICKACK cannot be the server's delayed ACK, so something in between terminates TCP.
+  std::optional<std::string> ack;
+  // The VLESS client's JA4 TLS fingerprint (`ja4;desc="t13d..."`, core/wire/ja4.hpp).
+  std::optional<std::string> ja4;
+};
+
+// The phases, `ack;desc=POLICY` when quickack is not empty, `ja4;desc="FINGERPRINT"` when ja4 is
+// not empty.
+std::string format_server_timing(const session_phases& p, std::string_view quickack = {},
+                                 std::string_view ja4 = {});
+// W3C Server-Timing: `name;dur=1.234, name2;desc="x";dur=2`. Unknown metrics are ignored.
+server_phases_ms parse_server_timing(std::string_view value);
+
+// The [[banner]] target's first line, its route proof (docs/targets.md):
+//   VLESSBENCH-BANNER <listener> <route header value>\r\n
+// e.g. "VLESSBENCH-BANNER banner vless session=7 user=default\r\n". At most max_banner_line bytes.
+inline constexpr std::size_t max_banner_line = 256;
+struct banner_line {
+  std::string listener;
+  route_label route;
+};
+std::string format_banner_line(std::string_view listener, const route_info* session);
+// Pure: complete (consumed = through the LF), need_more (no LF yet, under the cap) or invalid
+// (another prefix, no listener, over the cap, a control byte in the line).
+parse_result<banner_line> parse_banner_line(std::string_view bytes);
+
+// The [[udp_target]]'s echo (docs/target.md): each datagram comes back with a trailer naming its
+// listener and route, so a client tells per datagram whether it went through VLESS:
+//   <datagram> "\nVLESSBENCH-UDP " <listener> " " <route header value>
+// e.g. "ping\nVLESSBENCH-UDP udp vless session=7 user=alice". The echo never exceeds
+// max_udp_echo bytes: a datagram too long for its trailer is cut (payload_cut says by how much).
+inline constexpr std::size_t max_udp_echo = 65'507;
+struct udp_echo {
+  std::string_view payload;  // the datagram as echoed (a view into the parsed bytes)
+  std::string listener;
+  route_label route;
+};
+std::string format_udp_echo(std::string_view datagram, std::string_view listener, const route_info* session);
+// complete (consumed = all of it), or invalid when there is no trailer or its route is unknown.
+parse_result<udp_echo> parse_udp_echo(std::string_view echo);
+
+}  // namespace vlessbench

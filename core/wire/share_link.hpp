@@ -1,0 +1,38 @@
+#pragma once
+// vless:// share links (the v2rayN / Shadowrocket import format):
+//   vless://UUID@HOST:PORT?encryption=none&security=tls&sni=NAME&allowInsecure=1&type=tcp#NAME
+// Transports: type=ws (path=, host=, ed=N for early data), type=httpupgrade (path=, host=) and
+// type=grpc (serviceName=, "gun" over HTTP/2); those three may also run over plain TCP
+// (security=none; grpc is then h2c), behind a proxy that terminates TLS.
+// Xray's form of early data in the path (path=/ws?ed=2048) is read as ed=2048.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "core/wire/uuid.hpp"
+
+namespace vlessbench {
+
+struct share_link {
+  uuid_bytes uuid{};
+  std::string host;         // without brackets for IPv6
+  std::uint16_t port = 0;
+  std::string security = "tls";  // "tls"; "none" with ws, httpupgrade or grpc only
+  std::string sni;               // empty: none
+  bool allow_insecure = false;
+  std::string flow;              // must be empty for our clients
+  std::string type = "tcp";      // "tcp", "ws", "httpupgrade", "grpc"
+  std::string path;              // ws/httpupgrade: empty means "/"
+  std::string http_host;         // ws/httpupgrade: host=, the Host header (empty: the server name)
+  std::uint32_t early_data = 0;  // ws: ed=, bytes sent with the upgrade request
+  std::string service_name;      // grpc: serviceName= (absent: the daemon's default, "vlessbench")
+  bool grpc_multi = false;       // grpc: mode=multi (the TunMulti method), else mode=gun (Tun)
+  std::string name;              // fragment, percent-decoded
+};
+
+// Returns nullopt and sets reason on any malformation (bad uuid, port, scheme, unsupported type...).
+std::optional<share_link> parse_share_link(std::string_view text, std::string& reason);
+std::string format_share_link(const share_link& link);
+
+}  // namespace vlessbench
