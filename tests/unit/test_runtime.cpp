@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "core/access_log.hpp"
 #include "core/route_header.hpp"
 #include "core/connection_set.hpp"
 #include "core/listener_runtime.hpp"
