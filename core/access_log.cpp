@@ -321,7 +321,16 @@ void access_log::write(const std::string& line) {
 void access_log::writer_loop() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    wake_writer_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    // A flood's report is due a second after the last one even if no other line comes.
+    while (!stop_ && queue_.empty()) {
+      if (pending_rate_lines_ > 0) {
+        const auto due = last_rate_report_ + std::chrono::seconds(1);
+        if (std::chrono::steady_clock::now() >= due) enqueue_rate_dropped_event_locked();
+        else wake_writer_.wait_until(lock, due);
+      } else {
+        wake_writer_.wait_for(lock, std::chrono::seconds(1));
+      }
+    }
     if (queue_.empty()) return;  // stop_
     std::deque<item> batch;
     batch.swap(queue_);
