@@ -70,6 +70,7 @@ daemon::daemon(std::shared_ptr<const config> cfg, std::optional<std::filesystem:
   target_.own_udp_ports = [this] { return own_udp_ports(); };
   rt_.live.publish(rt_.cfg);
   rt_.log.set_queue_bytes(rt_.cfg->log.queue_bytes);
+  rt_.log.set_max_lines_per_second(rt_.cfg->log.max_lines_per_second);
   rt_.log.open(rt_.cfg->log.access);
   // Said at start, not discovered as refused sessions later: without the machine's addresses a
   // wildcard [[target]] is reachable through VLESS on loopback only, and a generated certificate
@@ -601,6 +602,7 @@ void daemon::reload() {
 
   tls_ = std::move(tls);
   if (plan.log_queue_changed) rt_.log.set_queue_bytes(next->log.queue_bytes);
+  rt_.log.set_max_lines_per_second(next->log.max_lines_per_second);  // unchanged: a no-op
   if (plan.log_level_changed) setup_logging(next->log.level);
   auto changes = std::move(plan.changes);
   if (const auto ended = rt_.live.publish(next); ended > 0)

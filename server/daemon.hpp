@@ -96,6 +96,9 @@ class daemon {
                                                        [this](hub_snapshot& s) {
                                                          s.open_sessions = rt_.vless_sessions.load();
                                                          s.open_connections = rt_.connections.size();
+                                                         const auto c = rt_.log.counters();
+                                                         s.log_dropped_rate = c.rate_dropped_lines;
+                                                         s.log_dropped_queue = c.dropped_lines - c.rate_dropped_lines;
                                                        },
                                                        [this] { return rt_.cfg; }, VLESSBENCH_VERSION}};
   // A descriptor held in reserve: out of descriptors, it is given up for a moment so a pending

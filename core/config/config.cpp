@@ -52,7 +52,7 @@ void read_log(const table_reader& root, log_config& out) {
   if (!root.find("log")) return;
   const auto r = root.table("log");
   if (!r) return;
-  r->reject_unknown({"level", "access", "queue_bytes"});
+  r->reject_unknown({"level", "access", "queue_bytes", "max_lines_per_second"});
   if (auto level = r->string("level")) {
     static constexpr std::string_view levels[] = {"trace", "debug", "info", "warn", "error"};
     if (std::find(std::begin(levels), std::end(levels), *level) == std::end(levels))
@@ -70,6 +70,12 @@ void read_log(const table_reader& root, log_config& out) {
                                   std::to_string(log_config::min_queue_bytes) + " and " +
                                   std::to_string(log_config::max_queue_bytes));
     else out.queue_bytes = static_cast<std::size_t>(*bytes);
+  }
+  if (auto lines = r->integer("max_lines_per_second")) {
+    if (*lines < 0 || *lines > static_cast<std::int64_t>(log_config::max_max_lines_per_second))
+      r->error("max_lines_per_second", std::to_string(*lines) + ": must be between 0 (no bound) and " +
+                                           std::to_string(log_config::max_max_lines_per_second));
+    else out.max_lines_per_second = static_cast<std::uint64_t>(*lines);
   }
 }
 

@@ -81,6 +81,9 @@ struct log_config {
   static constexpr std::size_t min_queue_bytes = 64u << 10, max_queue_bytes = 1u << 30;
   std::size_t queue_bytes = default_queue_bytes;  // core/log/access_log.hpp's default too
   static constexpr std::size_t default_queue_bytes = 4u << 20;
+  // Access-log lines a second for the whole daemon (token bucket, burst one second); 0: no bound.
+  static constexpr std::uint64_t default_max_lines_per_second = 20000, max_max_lines_per_second = 10000000;
+  std::uint64_t max_lines_per_second = default_max_lines_per_second;
 };
 
 

@@ -1,5 +1,6 @@
 #include "core/log/access_log.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
@@ -198,8 +199,60 @@ void access_log::push_locked(item it) {
 void access_log::enqueue_dropped_event_locked() {
   json_line line("log.dropped");
   line.add("lines", pending_dropped_lines_).add("bytes", pending_dropped_bytes_).add("total_lines", dropped_lines_);
+  line.add("reason", "queue");
   pending_dropped_lines_ = pending_dropped_bytes_ = 0;
   push_locked({line.finish()});
+}
+
+void access_log::enqueue_rate_dropped_event_locked() {
+  json_line line("log.dropped");
+  line.add("lines", pending_rate_lines_).add("bytes", pending_rate_bytes_).add("total_lines", dropped_lines_);
+  line.add("reason", "rate").add("max_lines_per_second", max_lines_per_second_);
+  pending_rate_lines_ = pending_rate_bytes_ = 0;
+  last_rate_report_ = std::chrono::steady_clock::now();
+  const std::string text = line.finish();
+  // Through the usual path (written at once or queued), never itself rate-limited.
+  if (queue_.empty() && !writer_busy_ && pending_dropped_lines_ == 0 && sink_.kind != sink_kind::blocking) {
+    const long n = try_write(sink_, text.data(), text.size());
+    if (n < 0 || static_cast<std::size_t>(n) == text.size()) return;
+    if (n > 0) {
+      push_locked({text.substr(static_cast<std::size_t>(n))});
+      return;
+    }
+  }
+  if (queued_bytes_ + text.size() <= queue_limit_) push_locked({text});
+}
+
+bool access_log::admit_rate_locked(std::size_t bytes) {
+  if (max_lines_per_second_ == 0 || stop_) return true;
+  const auto now = std::chrono::steady_clock::now();
+  const double burst = static_cast<double>(max_lines_per_second_);
+  const double elapsed = std::chrono::duration<double>(now - rate_refill_).count();
+  rate_refill_ = now;
+  rate_tokens_ = std::min(burst, rate_tokens_ + elapsed * burst);
+  if (pending_rate_lines_ > 0 && now - last_rate_report_ >= std::chrono::seconds(1))
+    enqueue_rate_dropped_event_locked();  // at most one report a second while the flood lasts
+  if (rate_tokens_ >= 1.0) {
+    rate_tokens_ -= 1.0;
+    return true;
+  }
+  ++dropped_lines_;
+  dropped_bytes_ += bytes;
+  ++rate_dropped_lines_;
+  if (pending_rate_lines_ == 0 && now - last_rate_report_ >= std::chrono::seconds(1))
+    last_rate_report_ = now;  // the first report of a flood comes a second after it began
+  ++pending_rate_lines_;
+  pending_rate_bytes_ += bytes;
+  return false;
+}
+
+void access_log::set_max_lines_per_second(std::uint64_t lines) {
+  const std::lock_guard lock(mutex_);
+  if (lines != max_lines_per_second_) {
+    max_lines_per_second_ = lines;
+    rate_tokens_ = static_cast<double>(lines);
+    rate_refill_ = std::chrono::steady_clock::now();
+  }
 }
 
 void access_log::open(const std::string& target) {
@@ -219,6 +272,17 @@ void access_log::open(const std::string& target) {
 
 void access_log::write(const std::string& line) {
   std::unique_lock lock(mutex_);
+  if (!admit_rate_locked(line.size())) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last_rate_warning_ < std::chrono::seconds(1)) return;
+    last_rate_warning_ = now;
+    const auto total = rate_dropped_lines_;
+    const auto limit = max_lines_per_second_;
+    lock.unlock();
+    spdlog::warn("access log: more than {} lines a second: dropping lines ({} since start; [log] max_lines_per_second)",
+                 limit, total);
+    return;
+  }
   const bool idle = queue_.empty() && !writer_busy_;
   if (idle && pending_dropped_lines_ == 0 && sink_.kind != sink_kind::blocking) {
     const long n = try_write(sink_, line.data(), line.size());
@@ -257,7 +321,16 @@ void access_log::write(const std::string& line) {
 void access_log::writer_loop() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    wake_writer_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+    // A flood's report is due a second after the last one even if no other line comes.
+    while (!stop_ && queue_.empty()) {
+      if (pending_rate_lines_ > 0) {
+        const auto due = last_rate_report_ + std::chrono::seconds(1);
+        if (std::chrono::steady_clock::now() >= due) enqueue_rate_dropped_event_locked();
+        else wake_writer_.wait_until(lock, due);
+      } else {
+        wake_writer_.wait_for(lock, std::chrono::seconds(1));
+      }
+    }
     if (queue_.empty()) return;  // stop_
     std::deque<item> batch;
     batch.swap(queue_);
@@ -307,6 +380,7 @@ bool access_log::write_waiting(const sink& s, const std::string& line) {
 
 bool access_log::flush(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
+  if (pending_rate_lines_ > 0 && !stop_) enqueue_rate_dropped_event_locked();  // the flood's last report
   return idle_.wait_for(lock, timeout, [&] { return queue_.empty() && !writer_busy_ && pending_dropped_lines_ == 0; });
 }
 
@@ -342,7 +416,7 @@ void access_log::set_queue_bytes(std::size_t bytes) {
 
 access_log::stats access_log::counters() const {
   const std::lock_guard lock(mutex_);
-  return {dropped_lines_, dropped_bytes_, queued_bytes_};
+  return {dropped_lines_, dropped_bytes_, queued_bytes_, rate_dropped_lines_};
 }
 
 }  // namespace vlessbench

@@ -75,11 +75,17 @@ class access_log {
   // calls it with a one-second deadline if it was not called.
   std::uint64_t shutdown(std::chrono::milliseconds timeout);
   void set_queue_bytes(std::size_t bytes);
+  // At most this many lines a second (a token bucket of one second's worth, for the whole
+  // daemon); lines past it are dropped, counted, and reported at most once a second in a
+  // log.dropped event with reason "rate". 0: no bound. Keeps one flooding client from filling
+  // the disk (docs/configuration.md [log] max_lines_per_second).
+  void set_max_lines_per_second(std::uint64_t lines);
 
   struct stats {
     std::uint64_t dropped_lines = 0;  // since start
     std::uint64_t dropped_bytes = 0;
     std::size_t queued_bytes = 0;     // waiting for the reader now
+    std::uint64_t rate_dropped_lines = 0;  // of dropped_lines: over max_lines_per_second
   };
   stats counters() const;
 
@@ -108,6 +114,9 @@ class access_log {
   static long try_write(const sink& s, const char* p, std::size_t n);
   void push_locked(item it);
   void enqueue_dropped_event_locked();
+  void enqueue_rate_dropped_event_locked();
+  // Takes a token for one line; false when the line is over the rate (counted).
+  bool admit_rate_locked(std::size_t bytes);
   void writer_loop();
   // The writer's write of one whole line, waiting for the reader in poll(2) steps so that
   // shutdown() can give up on it; false when given up.
@@ -124,6 +133,13 @@ class access_log {
   std::uint64_t pending_dropped_lines_ = 0, pending_dropped_bytes_ = 0;  // not reported yet
   std::uint64_t dropped_lines_ = 0, dropped_bytes_ = 0;
   std::uint64_t warned_dropped_lines_ = 0;  // dropped_lines_ at the last warning
+  std::uint64_t max_lines_per_second_ = 0;  // 0: no rate bound
+  double rate_tokens_ = 0;
+  std::chrono::steady_clock::time_point rate_refill_{};
+  std::uint64_t rate_dropped_lines_ = 0;  // since start
+  std::uint64_t pending_rate_lines_ = 0, pending_rate_bytes_ = 0;  // not reported yet
+  std::chrono::steady_clock::time_point last_rate_report_{};
+  std::chrono::steady_clock::time_point last_rate_warning_{};
   std::chrono::steady_clock::time_point last_warning_{};
   std::uint64_t lost_at_exit_ = 0;
   bool stop_ = false;

@@ -150,6 +150,35 @@ TEST_CASE("access_log: a stalled reader: bounded queue, drops counted and report
   CHECK(log.counters().queued_bytes == 0);
 }
 
+TEST_CASE("access_log: max_lines_per_second drops a flood, counts it and reports it with reason rate", "[access_log]") {
+  const auto path = std::filesystem::temp_directory_path() / ("vlessbench-rate-" + std::to_string(::getpid()) + ".jsonl");
+  std::filesystem::remove(path);
+  {
+    access_log log;
+    log.set_max_lines_per_second(10);
+    log.open(path.string());
+    for (int i = 0; i < 50; ++i) log.write(test_line(i));  // far faster than 10 a second
+    const auto c = log.counters();
+    // A burst of one second's worth (10, plus at most a token or two refilled meanwhile).
+    CHECK(c.rate_dropped_lines >= 38);
+    CHECK(c.rate_dropped_lines <= 40);
+    CHECK(c.dropped_lines == c.rate_dropped_lines);
+    REQUIRE(log.flush(1s));
+    std::ifstream in(path);
+    std::vector<std::string> lines;
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    REQUIRE(lines.size() == 50 - c.rate_dropped_lines + 1);
+    CHECK(field(lines.back(), "event") == "\"log.dropped\"");
+    CHECK(field(lines.back(), "reason") == "\"rate\"");
+    CHECK(field(lines.back(), "lines") == std::to_string(c.rate_dropped_lines));
+    CHECK(field(lines.back(), "max_lines_per_second") == "10");
+    log.set_max_lines_per_second(0);  // no bound: nothing more dropped
+    for (int i = 0; i < 50; ++i) log.write(test_line(i));
+    CHECK(log.counters().dropped_lines == c.rate_dropped_lines);
+  }
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("access_log: the first line queued after a drop is preceded by its report", "[access_log]") {
   stalled_fifo fifo;
   access_log log(3 * 100);

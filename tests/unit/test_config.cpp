@@ -322,6 +322,16 @@ TEST_CASE("enumerated values list what is accepted", "[config]") {
         "x.toml:2: tls.min_version: \"1.1\": expected \"1.2\" or \"1.3\"");
 }
 
+TEST_CASE("[log] max_lines_per_second: default 20000, 0 is no bound, range checked", "[config]") {
+  CHECK(parse_config(loopback_target, "x.toml").log.max_lines_per_second == 20000);
+  CHECK(parse_config(std::string("[log]\nmax_lines_per_second = 0\n") + loopback_target, "x.toml").log.max_lines_per_second == 0);
+  CHECK(parse_config(std::string("[log]\nmax_lines_per_second = 500\n") + loopback_target, "x.toml").log.max_lines_per_second == 500);
+  CHECK(error_of(std::string("[log]\nmax_lines_per_second = -1\n") + loopback_target) ==
+        "x.toml:2: log.max_lines_per_second: -1: must be between 0 (no bound) and 10000000");
+  CHECK(error_of(std::string("[log]\nmax_lines_per_second = 10000001\n") + loopback_target) ==
+        "x.toml:2: log.max_lines_per_second: 10000001: must be between 0 (no bound) and 10000000");
+}
+
 TEST_CASE("listen addresses: IPv4 or [IPv6] with a port in range, no hostnames", "[config]") {
   auto listen_error = [](const char* listen) {
     return error_of(std::string("[[target]]\nname = \"http\"\nlisten = \"") + listen + "\"\n",
