@@ -322,7 +322,7 @@ TEST_CASE("enumerated values list what is accepted", "[config]") {
         "x.toml:2: tls.min_version: \"1.1\": expected \"1.2\" or \"1.3\"");
 }
 
-TEST_CASE("[log] max_lines_per_second: default 20000, 0 is no bound, range checked", "[config]") {
+TEST_CASE("log max_lines_per_second: default 20000, 0 is no bound, range checked", "[config]") {
   CHECK(parse_config(loopback_target, "x.toml").log.max_lines_per_second == 20000);
   CHECK(parse_config(std::string("[log]\nmax_lines_per_second = 0\n") + loopback_target, "x.toml").log.max_lines_per_second == 0);
   CHECK(parse_config(std::string("[log]\nmax_lines_per_second = 500\n") + loopback_target, "x.toml").log.max_lines_per_second == 500);
@@ -952,7 +952,7 @@ TEST_CASE("[[dns]]: zone and addresses, UDP and TCP on one port", "[config]") {
   CHECK(default_config().dns[0].listen.port() == 8053);
 }
 
-TEST_CASE("[admin] hosts: names the Host header may carry, normalised; bad ones named", "[config]") {
+TEST_CASE("admin hosts: names the Host header may carry, normalised, bad ones named", "[config]") {
   const std::string t(loopback_target);
   CHECK(default_config().admin.hosts.empty());
   const config c = parse_config(t + "[admin]\nhosts = [\"VM.Example.\", \"[fd00::7]\", \"192.0.2.1\"]\n", "x.toml");
