@@ -124,6 +124,10 @@ std::optional<std::string> normalize_host_name(std::string_view text, std::strin
       return std::nullopt;
     }
   }
+  if (label == 0) {  // "a.." (one trailing dot is the root's, taken off above)
+    reason = "empty label in host name";
+    return std::nullopt;
+  }
   asio::error_code ec;
   const auto a = asio::ip::make_address_v4(name, ec);
   if (!ec) return a.to_string();
