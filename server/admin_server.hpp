@@ -71,7 +71,7 @@ class admin_server {
   awaitable<void> accept_loop(std::shared_ptr<tcp::acceptor> acceptor);
   // set: held by the connection's frame so that it outlives the ticket, even when ~io_context
   // destroys a connection still pending after the server is gone (a stop during a half-sent head).
-  awaitable<void> handle(std::shared_ptr<pending_set> set, tcp::socket socket, pending_set::ticket ticket);
+  awaitable<void> handle(std::shared_ptr<pending_set> set, tcp::socket socket, pending_set::ticket admitted);
   void log_refusal(const std::string& peer, std::string_view why);
   // Counted in /metrics by reason; one info line per reason per second, with the count.
   void refused(std::string_view reason, std::string_view peer, std::string_view detail);
