@@ -839,6 +839,18 @@ def read_vless_response_header(stream: Stream) -> None:
 UDP_ECHO_MARKER = b"\nVLESSBENCH-UDP "
 
 
+def read_mux_frame(stream: "Stream") -> tuple[int, int, int, bytes, bytes]:
+    """(id, status, option, extra metadata, data) of the next Mux.Cool frame on stream."""
+    (mlen,) = struct.unpack(">H", stream.read_exact(2))
+    meta = stream.read_exact(mlen)
+    sid, st, opt = struct.unpack(">HBB", meta[:4])
+    data = b""
+    if opt & 1:
+        (n,) = struct.unpack(">H", stream.read_exact(2))
+        data = stream.read_exact(n)
+    return sid, st, opt, meta[4:], data
+
+
 def udp_frame(data: bytes) -> bytes:
     """One datagram as a VLESS UDP session carries it: 2-byte big-endian length, then the bytes."""
     return struct.pack(">H", len(data)) + data

@@ -57,13 +57,7 @@ def mux(sid: int, st: int, data: bytes | None = None, dest: bytes = b"") -> byte
 
 
 def read_frame(c):
-    (mlen,) = struct.unpack(">H", c.stream.read_exact(2))
-    meta = c.stream.read_exact(mlen)
-    sid, st, opt = struct.unpack(">HBB", meta[:4])
-    data = b""
-    if opt & 1:
-        (n,) = struct.unpack(">H", c.stream.read_exact(2))
-        data = c.stream.read_exact(n)
+    sid, st, opt, _, data = h.read_mux_frame(c.stream)
     return sid, st, opt, data
 
 

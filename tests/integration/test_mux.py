@@ -13,7 +13,7 @@ import threading
 import time
 
 from harness import (CLIENT_BIN, BIN, SANITIZED, Daemon, Suite, TlsClient, V2ray, check, free_port, http_request, new_uuid,
-                     read_vless_response_header, require_binary, vless_get, vless_header)
+                     read_mux_frame, read_vless_response_header, require_binary, vless_get, vless_header)
 
 suite = Suite("test_mux")
 require_binary()
@@ -319,14 +319,7 @@ def mux(sid: int, st: int, data: bytes | None = None, dest: bytes = b"", opt: in
 
 def read_frame(c) -> tuple[int, int, int, bytes, bytes]:
     """(id, status, option, extra metadata, data) of the next frame from the daemon."""
-    (mlen,) = struct.unpack(">H", c.stream.read_exact(2))
-    meta = c.stream.read_exact(mlen)
-    sid, st, opt = struct.unpack(">HBB", meta[:4])
-    data = b""
-    if opt & 1:
-        (n,) = struct.unpack(">H", c.stream.read_exact(2))
-        data = c.stream.read_exact(n)
-    return sid, st, opt, meta[4:], data
+    return read_mux_frame(c.stream)
 
 
 def mux_client() -> TlsClient:
