@@ -14,13 +14,19 @@ is; and the namespace's ephemeral port range is cut to 48 ports, so that upstrea
 direct clients share local ports all the time (Linux lets connect()-bound sockets share a local
 port when their destinations differ) — the collision a busy machine produces now and then
 happens here in every run. The test counts those shared ports and requires some.
+
+One deterministic check beside it: UDP sub-connections of one Mux.Cool session that get the same
+relay port one after the other keep their own labels.
 """
 from __future__ import annotations
 
 import random
 import signal
+import socket
+import struct
 import threading
 import time
+from pathlib import Path
 
 import harness as h
 
@@ -29,6 +35,7 @@ PORT_RANGE = (40000, 40047)
 VLESS_PORTS = (18443, 18444)
 TARGET_A = 18080  # 127.0.0.1 only
 TARGET_B = 18081  # 0.0.0.0: loopback and the LAN address
+UDP_ECHO = 18083  # 0.0.0.0
 
 suite = h.Suite("test_route_proof")
 USERS = [("alice", h.new_uuid()), ("bob", h.new_uuid()), ("carol", h.new_uuid())]
@@ -176,6 +183,69 @@ def direct_worker(run: str, wid: int, deadline: float, tally: Tally, rng: random
             io_failure(tally, f"direct worker {wid}", e)
 
 
+# Mux.Cool and the UDP echo, for the check at the end
+
+UDP_MARKER = b"\nVLESSBENCH-UDP "
+
+
+def echo_trailer(sent: bytes, echo: bytes) -> tuple[str, str] | None:
+    """(listener, route) of an echo of sent, or None if the echo is not one: the part before the
+    last marker must be a prefix of what was sent (the echo may shorten the payload so that the
+    trailer fits in the request's size, or carry all of it)."""
+    at = echo.rfind(UDP_MARKER)
+    if at < 16 or not sent.startswith(echo[:at]):
+        return None
+    listener, _, route = echo[at + len(UDP_MARKER):].decode("latin-1").partition(" ")
+    return listener, route
+
+
+def padded(tag: str, size: int = 256) -> bytes:
+    """A datagram that starts with its tag and is long enough for any echo format's trailer."""
+    raw = tag.encode() + b":"
+    return raw + b"." * (size - len(raw))
+
+
+NEW, KEEP, END, KEEPALIVE = 1, 2, 3, 4
+
+
+def mux_target(port: int, addr: str, net: int) -> bytes:
+    if ":" in addr:
+        return bytes([net]) + struct.pack(">H", port) + b"\x03" + socket.inet_pton(socket.AF_INET6, addr)
+    return bytes([net]) + struct.pack(">H", port) + b"\x01" + socket.inet_aton(addr)
+
+
+def mux_frame(mid: int, st: int, data: bytes | None = None, dest: bytes = b"") -> bytes:
+    meta = struct.pack(">HBB", mid, st, 1 if data is not None else 0) + dest
+    out = struct.pack(">H", len(meta)) + meta
+    if data is not None:
+        out += struct.pack(">H", len(data)) + data
+    return out
+
+
+class MuxDemux:
+    """The daemon's Mux.Cool frames, by wire id: per-id Streams for the sub-connections."""
+
+    def __init__(self, carrier):
+        self.carrier = carrier
+        self.buffers: dict[int, list] = {}
+        self.ended: set[int] = set()
+
+    def pull(self, mid: int) -> bytes:
+        while True:
+            if self.buffers.get(mid):
+                return self.buffers[mid].pop(0)
+            if mid in self.ended:
+                return b""
+            fid, st, _opt, _meta, data = h.read_mux_frame(self.carrier.stream)
+            if data:
+                self.buffers.setdefault(fid, []).append(data)
+            if st == END:
+                self.ended.add(fid)
+
+    def stream(self, mid: int) -> h.Stream:
+        return h.Stream(lambda _n: self.pull(mid), lambda d: self.carrier.stream.send(mux_frame(mid, KEEP, d)))
+
+
 def run_property(threads: int, seed: int) -> None:
     run = f"rp{threads}"
     rng = random.Random(seed)
@@ -250,6 +320,57 @@ def route_proof_single_thread():
 @suite.test
 def route_proof_threads():
     run_property(h.THREADS or 2, seed=1602)
+
+
+@suite.test
+def udp_subs_on_one_relay_port_keep_their_own_labels():
+    """UDP sub-connections of one mux session, one after the other, all on the same relay port (the
+    namespace's range cut to that one port while they run): each echo names its own sub, as its
+    vless.sub line does. The echo target compared only the session when a peer address came back,
+    so the second sub's echoes said sub=1 (the property run found it at threads = 2)."""
+    name, uuid = USERS[0]
+    ports = Path("/proc/sys/net/ipv4/ip_local_port_range")
+    echoes: dict[int, tuple] = {}
+    cfg = make_config(1, "kernel")
+    cfg["udp_target"] = [{"name": "udp", "listen": f"0.0.0.0:{UDP_ECHO}"}]
+    with h.Daemon(cfg) as d:
+        with h.TlsClient(VLESS_PORTS[1], timeout=10) as c:
+            c.handshake()
+            demux = MuxDemux(c)
+            c.send(h.vless_header(uuid, 0, cmd=3))
+            old = ports.read_text()
+            ports.write_text(f"{PORT_RANGE[1]} {PORT_RANGE[1]}\n")  # the one port every relay socket gets
+            try:
+                mid = 20
+                for k in range(3):
+                    for _ in range(50):  # a New is refused while the previous sub's socket holds the port
+                        mid += 1
+                        data = padded(f"one-port.{k}.{mid}")
+                        c.send(mux_frame(mid, NEW, data, mux_target(UDP_ECHO, "127.0.0.1", 2)))
+                        if mid == 21:
+                            h.read_vless_response_header(c.stream)
+                        answer = demux.pull(mid)
+                        if answer:
+                            break
+                        time.sleep(0.02)
+                    h.check(answer, f"sub {k + 1}: every New refused")
+                    echoes[mid] = echo_trailer(data, answer)
+                    c.send(mux_frame(mid, END))
+                    d.wait_event("vless.sub", mux_id=mid)  # closed: its port is free again
+            finally:
+                ports.write_text(old)
+            c.close_notify()
+            c.stream.read_to_eof()
+    subs = {e["mux_id"]: e for e in d.events("vless.sub")}
+    flows = d.events("udp.packet")
+    print(f"  {len(echoes)} subs on relay ports {sorted({f['peer'] for f in flows})}: "
+          + ", ".join(f"mux id {m} -> {r}" for m, (_, r) in echoes.items()), flush=True)
+    h.check(len({f["peer"] for f in flows}) == 1, f"not one relay port: {flows}")
+    for mid, got in echoes.items():
+        s = subs[mid]
+        want = ("udp", f"vless session={s['session']} sub={s['sub']} user={name}")
+        h.check(got == want, f"mux id {mid}: echo {got}, its vless.sub line {s}")
+    h.check(len({subs[m]["sub"] for m in echoes}) == len(echoes), "the subs have distinct numbers")
 
 
 if __name__ == "__main__":
