@@ -130,12 +130,16 @@ void print_links(std::ostream& out, const config& cfg, const links_options& opts
           << "    port: " << port << "\n"
           << "    uuid: " << u.uuid_text << "\n"
           << "    network: " << (upgrade ? "ws" : grpc ? "grpc" : "tcp") << "\n"
-          << "    udp: false\n"
+          << "    udp: true\n"
           << "    tls: " << (tls ? "true" : "false") << "\n";
       if (tls) {
         out << "    servername: " << yaml_quote(opts.sni) << "\n"
             << "    skip-cert-verify: " << (insecure ? "true" : "false") << "\n";
-        if (!fingerprint.empty()) out << "    fingerprint: " << fingerprint << "\n";
+        if (!fingerprint.empty())
+          out << "    fingerprint: " << fingerprint << "\n";
+        else if (!cfg.tls.cert.empty())
+          out << "    # fingerprint: none yet: " << cfg.tls.cert
+              << " is made at the daemon's first start; run links again after it for the pin\n";
       }
       if (grpc) {
         out << "    grpc-opts:\n"
