@@ -160,7 +160,7 @@ void print_links(std::ostream& out, const config& cfg, const links_options& opts
       out << "\n";
 
       nlohmann::ordered_json sing{{"type", "vless"},     {"tag", name},         {"server", host},
-                                  {"server_port", port}, {"uuid", u.uuid_text}, {"network", "tcp"}};
+                                  {"server_port", port}, {"uuid", u.uuid_text}};
       if (tls) sing["tls"] = {{"enabled", true}, {"server_name", opts.sni}, {"insecure", insecure}};
       if (t.kind == transport_kind::ws) {
         nlohmann::ordered_json tr{{"type", "ws"}, {"path", t.path}};

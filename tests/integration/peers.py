@@ -127,3 +127,41 @@ def inbound_port() -> int:
         if not h.port_open(port):
             return port
     raise RuntimeError("no free port in 20000-32767")
+
+
+def links_block(links_text: str, listener_heading: str, family: str) -> str:
+    """The text entry of one family (e.g. "Clash / mihomo (proxies:):") in the section whose
+    heading starts with listener_heading: its lines up to the blank line that ends it."""
+    for sec in links_text.split("\n## "):
+        if not sec.lstrip("# ").startswith(listener_heading):
+            continue
+        at = sec.find(family)
+        h.check(at >= 0, f"no {family!r} entry in section {listener_heading!r}")
+        return sec[at + len(family):].lstrip("\n").split("\n\n", 1)[0] + "\n"
+    raise AssertionError(f"no links section {listener_heading!r}")
+
+
+def socks5_udp_associate(port: int, timeout: float = 5.0):
+    """A SOCKS5 UDP ASSOCIATE (RFC 1928) on a core's entry: the TCP control connection (keep it
+    open: the association ends with it) and the relay's address."""
+    import socket
+    import struct
+    ctl = socket.create_connection((h.LOOPBACK, port), timeout=timeout)
+    ctl.sendall(b"\x05\x01\x00")
+    h.check(ctl.recv(2) == b"\x05\x00", "SOCKS5 greeting refused")
+    ctl.sendall(b"\x05\x03\x00\x01" + bytes(6))
+    head = b""
+    while len(head) < 10:
+        chunk = ctl.recv(10 - len(head))
+        h.check(chunk, "SOCKS5 UDP ASSOCIATE: connection closed")
+        head += chunk
+    h.check(head[:2] == b"\x05\x00" and head[3] == 1, f"UDP ASSOCIATE refused: {head!r}")
+    addr = socket.inet_ntoa(head[4:8])
+    (rport,) = struct.unpack(">H", head[8:10])
+    return ctl, (h.LOOPBACK if addr == "0.0.0.0" else addr, rport)
+
+
+def socks5_udp_header(port: int, host: str = "127.0.0.1") -> bytes:
+    import socket
+    import struct
+    return b"\x00\x00\x00\x01" + socket.inet_aton(host) + struct.pack(">H", port)
