@@ -635,12 +635,9 @@ void daemon::reload() {
   listeners_ = std::move(next_listeners);
   commit_sockets(plan, std::move(sockets));
   // The admin listener as it runs after the commit: rebound, off, or the running one kept.
-  std::optional<tcp::endpoint> admin_bound;
-  if (plan.admin_rebind) {
-    if (admin) admin_bound = admin->local_endpoint();
-  } else {
-    admin_bound = rt_.cfg->admin.listen;
-  }
+  const std::optional<tcp::endpoint> admin_bound =
+      !plan.admin_rebind ? rt_.cfg->admin.listen
+                         : (admin ? std::optional(admin->local_endpoint()) : std::optional<tcp::endpoint>());
   next = with_bound_ports(*next, admin_bound);
 
   tls_ = std::move(tls);
