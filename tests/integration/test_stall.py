@@ -7,7 +7,7 @@ import random
 import statistics
 
 from harness import (SANITIZED, Daemon, Suite, V2ray, check, free_port, make_cert, policy, require_binary, skip_file,
-                     tempdir, v2ray_server_config, vless_get)
+                     route_session, tempdir, v2ray_server_config, vless_get)
 
 suite = Suite("test_stall")
 require_binary()
@@ -125,7 +125,7 @@ def server_timing_and_log_flag_the_stall():
     def sessions(name):
         out = []
         for _, r in RESULTS[name]:
-            sid = int(r.headers["x-vlessbench-route"].split()[1].split("=")[1])
+            sid = route_session(r.headers["x-vlessbench-route"])
             out.append(D.wait_event("vless.session", session=sid))
         return out
 

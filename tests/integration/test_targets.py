@@ -9,7 +9,7 @@ import time
 
 from harness import (LOOPBACK, Daemon, Suite, TlsClient, V2ray, check, curl, curl_headers, free_port,
                      read_vless_response_header, require_binary, rss_kib, tcp_connect, v2ray_client_config,
-                     vless_header)
+                     route_session, vless_header)
 
 suite = Suite("test_targets")
 require_binary()
@@ -143,7 +143,7 @@ def banner_through_vless_names_the_session():
         check(route.startswith("vless session=") and route.endswith("user=tester"), route)
         c.send(b"ping\n")
         check(c.stream.read_until(b"\n") == b"ping\n")
-    session = int(route.split()[1].split("=")[1])
+    session = route_session(route)
     ev = D.wait_event("banner.connection", since=mark, listener="banner")
     check(ev["route"] == "vless" and ev["vless_session"] == session and ev["bytes_in"] == 5, ev)
 

@@ -7,7 +7,7 @@ import time
 
 from harness import (ATYP_DOMAIN, Daemon, Suite, TlsClient, addons_flow, check, client_tls_context, free_port, http_request,
                      new_uuid, policy, read_vless_response_header, require_binary, tcp_connect, vless_get,
-                     vless_header)
+                     route_session, vless_header)
 
 suite = Suite("test_vless_reject")
 require_binary()
@@ -70,7 +70,7 @@ GET = http_request("GET", "/", headers={"Connection": "close"})
 def valid_session_logged():
     mark = D.mark()
     resp = valid_session(headers={"X-Vlessbench-Run": "v1", "X-Vlessbench-Seq": "1"})
-    sid = int(resp.headers["x-vlessbench-route"].split()[1].split("=")[1])
+    sid = route_session(resp.headers["x-vlessbench-route"])
     check(resp.headers["x-vlessbench-route"] == f"vless session={sid} user=alice", resp.headers)
     st = resp.headers.get("server-timing", "")
     for part in ("tls;dur=", "vless;dur=", "upstream;dur="):
