@@ -18,7 +18,7 @@ import subprocess
 import threading
 import time
 
-from harness import (ATYP_DOMAIN, ATYP_V4, SANITIZED, Daemon, Suite, TlsClient, check, free_port, http_request,
+from harness import (ANY_PORT, ATYP_DOMAIN, ATYP_V4, SANITIZED, Daemon, Suite, TlsClient, check, http_request,
                      private_hosts_prefix, rss_kib,
                      median_ms, new_uuid, plain_stream, read_vless_response_header, require_binary, spawn,
                      route_session, stop_process, tcp_connect, vless_get, vless_header)
@@ -30,8 +30,8 @@ UUID = new_uuid()
 HANDSHAKE_MS, HEADER_MS, IDLE_MS = 1500, 1000, 3000
 D = Daemon({
     "users": [{"name": "alice", "uuid": UUID}],
-    "vless": [{"name": "edge", "listen": f"127.0.0.1:{free_port()}"}],
-    "target": [{"name": "http", "listen": f"127.0.0.1:{free_port()}"}],
+    "vless": [{"name": "edge", "listen": ANY_PORT}],
+    "target": [{"name": "http", "listen": ANY_PORT}],
 }, limits={"handshake_timeout_ms": HANDSHAKE_MS, "header_timeout_ms": HEADER_MS, "connect_timeout_ms": 2000,
            "idle_timeout_ms": IDLE_MS})
 VP = D.port("edge")
@@ -668,8 +668,8 @@ def destination_policy_checks_every_resolved_address():
              "127.0.0.1 mixed.vlessbench.test\n"
              "192.0.2.9 mixed.vlessbench.test\n")
     d = Daemon({"users": [{"name": "alice", "uuid": UUID}],
-                "vless": [{"name": "edge", "listen": f"127.0.0.1:{free_port()}"}],
-                "target": [{"name": "http", "listen": f"127.0.0.1:{free_port()}"}]},
+                "vless": [{"name": "edge", "listen": ANY_PORT}],
+                "target": [{"name": "http", "listen": ANY_PORT}]},
                argv_prefix=private_hosts_prefix(hosts))
     try:
         vp, tp = d.port("edge"), d.port("http")

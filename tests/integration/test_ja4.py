@@ -13,7 +13,7 @@ import re
 import ssl
 import subprocess
 
-from harness import (CLIENT_BIN, BIN, LOOPBACK, Daemon, Skip, Suite, TlsClient, V2ray, check, client_tls_context, curl,
+from harness import (ANY_PORT, CLIENT_BIN, BIN, LOOPBACK, Daemon, Skip, Suite, TlsClient, V2ray, check, client_tls_context, curl,
                      curl_headers, free_port, http_request, read_vless_response_header, require_binary,
                      tcp_connect, tempdir, v2ray_client_config, vless_header)
 
@@ -23,9 +23,9 @@ JA4 = re.compile(r"^t1[23][di]\d{4}[0-9a-z]{2}_[0-9a-f]{12}_[0-9a-f]{12}$")
 UUID = "0b7e4a52-6c1d-4f3e-9a10-aabbccddeeff"
 D = Daemon({
     "users": [{"name": "tester", "uuid": UUID}],
-    "vless": [{"name": "kernel", "listen": f"{LOOPBACK}:{free_port()}"}],
-    "target": [{"name": "http", "listen": f"{LOOPBACK}:{free_port()}"},
-               {"name": "https", "listen": f"{LOOPBACK}:{free_port()}", "tls": True}],
+    "vless": [{"name": "kernel", "listen": ANY_PORT}],
+    "target": [{"name": "http", "listen": ANY_PORT},
+               {"name": "https", "listen": ANY_PORT, "tls": True}],
 }, limits={"header_timeout_ms": 2000})
 VP, TP, HTTPS = D.port("kernel"), D.port("http"), D.port("https")
 from devtools import CHROMIUM, chromium_dump_dom

@@ -6,7 +6,7 @@ import csv
 import json
 import subprocess
 
-from harness import (CLIENT_BIN, BIN, LOOPBACK, Daemon, Suite, V2ray, check, free_port, require_binary, tempdir,
+from harness import (ANY_PORT, CLIENT_BIN, BIN, LOOPBACK, Daemon, Suite, V2ray, check, free_port, require_binary, tempdir,
                      v2ray_client_config, verify_log)
 
 suite = Suite("test_runner_targets")
@@ -15,10 +15,10 @@ RUNNER = CLIENT_BIN / "vlessbench"
 UUID = "7a2b0c4e-1b2c-4d3e-8f00-112233445566"
 D = Daemon({
     "users": [{"name": "tester", "uuid": UUID}],
-    "vless": [{"name": "kernel", "listen": f"{LOOPBACK}:{free_port()}"}],
-    "target": [{"name": "http", "listen": f"{LOOPBACK}:{free_port()}"},
-               {"name": "https", "listen": f"{LOOPBACK}:{free_port()}", "tls": True}],
-    "banner": [{"name": "banner", "listen": f"{LOOPBACK}:{free_port()}"}],
+    "vless": [{"name": "kernel", "listen": ANY_PORT}],
+    "target": [{"name": "http", "listen": ANY_PORT},
+               {"name": "https", "listen": ANY_PORT, "tls": True}],
+    "banner": [{"name": "banner", "listen": ANY_PORT}],
 })
 LINK = (f"vless://{UUID}@{LOOPBACK}:{D.port('kernel')}?encryption=none&security=tls&sni=localhost"
         f"&allowInsecure=1&type=tcp#kernel")
