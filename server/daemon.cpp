@@ -148,6 +148,7 @@ std::shared_ptr<daemon::listener> daemon::open_listener(listener_kind kind, cons
   if (!ec && ep.address().is_v6()) l->acceptor.set_option(asio::ip::v6_only(true), ec);
   if (!ec) l->acceptor.bind(ep, ec);
   if (!ec) l->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (!ec) l->state->endpoint = l->acceptor.local_endpoint(ec);  // port 0: the one the kernel gave
   if (ec)
     throw std::runtime_error(fmt::format("{} listener \"{}\" cannot listen on {}: {}", to_string(kind), name,
                                          format_endpoint(ep), ec.message()));
@@ -342,6 +343,27 @@ void daemon::publish_listeners() {
   rt_.hub.set_listeners(rt_.generation, std::move(views));
 }
 
+bound_ports daemon::bound_now(std::optional<tcp::endpoint> admin) const {
+  bound_ports out;
+  for (const auto& l : listeners_) out.listeners.emplace_back(l->state->name, l->state->endpoint);
+  for (const auto& u : udp_targets_)
+    out.listeners.emplace_back(u->name(), tcp::endpoint(u->endpoint().address(), u->endpoint().port()));
+  for (const auto& d : dns_) out.listeners.emplace_back(d->name(), d->endpoint());
+  out.admin = admin;
+  return out;
+}
+
+std::shared_ptr<const config> daemon::with_bound_ports(const config& c, std::optional<tcp::endpoint> admin) const {
+  auto resolved = std::make_shared<config>(c);
+  if (const auto missing = resolve_ports(*resolved, bound_now(admin)); !missing.empty())
+    throw std::logic_error(fmt::format("port 0 of {} not bound", fmt::join(missing, ", ")));
+  return resolved;
+}
+
+void daemon::write_ports_file() const {
+  if (ports_file_) write_file_atomically(*ports_file_, format_ports_file(*rt_.cfg, rt_.generation));
+}
+
 std::vector<std::string> daemon::describe_listeners() const {
   std::vector<std::string> out;
   for (const auto& l : listeners_)
@@ -353,13 +375,20 @@ std::vector<std::string> daemon::describe_listeners() const {
 }
 
 int daemon::run() {
-  const auto& cfg = *rt_.cfg;
-  for (const auto& l : listeners_of(cfg))
-    listeners_.push_back(open_listener(l.kind, l.name, l.listen, l.tcp, l.upstream_tcp));
+  {
+    const auto& written = *rt_.cfg;
+    for (const auto& l : listeners_of(written))
+      listeners_.push_back(open_listener(l.kind, l.name, l.listen, l.tcp, l.upstream_tcp));
+    for (const auto& u : written.udp_target) udp_targets_.push_back(open_udp_target(u));
+    for (const auto& d : written.dns) dns_.push_back(open_dns(d));
+  }
   std::shared_ptr<tcp::acceptor> admin;
-  if (cfg.admin.listen) admin = admin_.bind(*cfg.admin.listen);
-  for (const auto& u : cfg.udp_target) udp_targets_.push_back(open_udp_target(u));
-  for (const auto& d : cfg.dns) dns_.push_back(open_dns(d));
+  if (rt_.cfg->admin.listen) admin = admin_.bind(*rt_.cfg->admin.listen);
+  // From here on the running config names the bound ports: the destination policy, the dashboard,
+  // the share links and a reload see what a "HOST:0" listener was given.
+  rt_.cfg = with_bound_ports(*rt_.cfg, admin ? std::optional(admin->local_endpoint()) : std::nullopt);
+  rt_.live.publish(rt_.cfg);
+  const auto& cfg = *rt_.cfg;
   start_workers(cfg.limits.threads);  // before any accept loop hands sessions to them
   for (auto& l : listeners_) {
     spdlog::info("{} listener \"{}\" on {} ({})", to_string(l->state->kind), l->state->name,
@@ -378,6 +407,7 @@ int daemon::run() {
   if (admin) admin_.serve(std::move(admin));
   publish_listeners();
   print_links();
+  write_ports_file();  // throws (start fails) when the file cannot be written
   keep_spare_fd();
   asio::co_spawn(io_, signal_loop(), [](std::exception_ptr e) { log_exception(e, "signal loop"); });
   asio::co_spawn(io_, refusal_loop(rt_), [](std::exception_ptr e) { log_exception(e, "refusal loop"); });
@@ -392,6 +422,10 @@ int daemon::run() {
                  rt_.log.target());
   if (const auto dropped = rt_.log.counters().dropped_lines; dropped > 0)
     spdlog::warn("access log: {} line(s) dropped in all while its reader did not keep up", dropped);
+  if (ports_file_) {
+    std::error_code ignored;
+    std::filesystem::remove(*ports_file_, ignored);  // it describes a running daemon
+  }
   spdlog::info("vlessbenchd stopped");
   return 0;
 }
@@ -589,16 +623,22 @@ void daemon::reload() {
     start_accepting(o);
     next_listeners.push_back(std::move(o));
   }
-  // In the next config's order, as listeners_of lists it.
+  // In the next config's order, as listeners_of lists it (names are unique; a port 0 in next is
+  // not the bound one).
   const auto wanted = listeners_of(*next);
   auto rank = [&](const std::shared_ptr<listener>& l) {
-    return std::find_if(wanted.begin(), wanted.end(), [&](const auto& w) { return w.listen == l->state->endpoint; }) -
+    return std::find_if(wanted.begin(), wanted.end(), [&](const auto& w) { return w.name == l->state->name; }) -
            wanted.begin();
   };
   std::stable_sort(next_listeners.begin(), next_listeners.end(),
                    [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
   listeners_ = std::move(next_listeners);
   commit_sockets(plan, std::move(sockets));
+  // The admin listener as it runs after the commit: rebound, off, or the running one kept.
+  const std::optional<tcp::endpoint> admin_bound =
+      !plan.admin_rebind ? rt_.cfg->admin.listen
+                         : (admin ? std::optional(admin->local_endpoint()) : std::optional<tcp::endpoint>());
+  next = with_bound_ports(*next, admin_bound);
 
   tls_ = std::move(tls);
   if (plan.log_queue_changed) rt_.log.set_queue_bytes(next->log.queue_bytes);
@@ -614,6 +654,11 @@ void daemon::reload() {
     else admin_.close();
   }
   publish_listeners();
+  try {
+    write_ports_file();
+  } catch (const std::exception& e) {
+    spdlog::error("reload: --ports-file: {}", e.what());
+  }
   spdlog::info("reload ok: generation {}: {}", generation,
                changes.empty() ? std::string("no listener changes") : fmt::format("{}", fmt::join(changes, "; ")));
   const config_reload_event event{

@@ -12,6 +12,7 @@
 
 #include "core/net/asio_compat.hpp"
 #include "server/admin_server.hpp"
+#include "server/ports_file.hpp"
 #include "server/reload_plan.hpp"
 #include "server/runtime.hpp"
 #include "target/target_context.hpp"
@@ -28,6 +29,9 @@ class daemon {
   // Binds every listener (throws std::runtime_error naming the listener that failed), then serves
   // until a signal stops it. Returns the process exit code.
   int run();
+  // Before run(): after every listener is bound, and after each reload that succeeded, the bound
+  // endpoints are written to path (server/ports_file.hpp); the file is removed at exit.
+  void set_ports_file(std::filesystem::path path) { ports_file_ = std::move(path); }
   // For tests: the listeners currently open, "kind name endpoint", in the config's order.
   std::vector<std::string> describe_listeners() const;
 
@@ -66,6 +70,11 @@ class daemon {
   void reload();
   void reopen_access_log();
   void print_links() const;
+  // What every running listener is bound to, by name; admin: the admin listener's endpoint.
+  bound_ports bound_now(std::optional<tcp::endpoint> admin) const;
+  // c with its port-0 endpoints resolved from what is bound now (a bug if one is missing).
+  std::shared_ptr<const config> with_bound_ports(const config& c, std::optional<tcp::endpoint> admin) const;
+  void write_ports_file() const;
   // The running listeners and generation, as the admin dashboard lists them.
   void publish_listeners();
   // [limits] threads > 1: the extra io_context threads VLESS sessions are spread over.
@@ -87,6 +96,7 @@ class daemon {
                                  [this] { return rt_.cfg->limits; }, rt_.hub};
   std::vector<std::uint16_t> own_udp_ports() const;
   std::optional<std::filesystem::path> config_file_;
+  std::optional<std::filesystem::path> ports_file_;
   std::shared_ptr<asio::ssl::context> tls_;
   std::vector<std::shared_ptr<listener>> listeners_;
   std::vector<std::shared_ptr<target::udp_echo_target>> udp_targets_;

@@ -49,22 +49,31 @@ std::shared_ptr<target::udp_echo_target> daemon::open_udp_target(const udp_liste
 }
 
 std::shared_ptr<target::dns_responder> daemon::open_dns(const dns_listener_config& c) {
-  asio::ip::udp::socket udp(io_);
-  tcp::acceptor acceptor(io_);
-  const asio::ip::udp::endpoint uep(c.listen.address(), c.listen.port());
+  // UDP and TCP share the port. Port 0: the kernel picks it for UDP, and TCP takes the same one;
+  // when another process holds that port for TCP, another UDP port is tried (a bounded number).
+  constexpr int port_zero_attempts = 16;
+  const int attempts = c.listen.port() == 0 ? port_zero_attempts : 1;
   std::error_code ec;
-  udp.open(uep.protocol(), ec);
-  if (!ec && c.listen.address().is_v6()) udp.set_option(asio::ip::v6_only(true), ec);
-  if (!ec) udp.bind(uep, ec);
-  if (!ec) acceptor.open(c.listen.protocol(), ec);
-  if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec && c.listen.address().is_v6()) acceptor.set_option(asio::ip::v6_only(true), ec);
-  if (!ec) acceptor.bind(c.listen, ec);
-  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec)
-    throw std::runtime_error(
-        fmt::format("dns listener \"{}\" cannot listen on {}: {}", c.name, format_endpoint(c.listen), ec.message()));
-  return std::make_shared<target::dns_responder>(target_, c.name, zone_of(c), std::move(udp), std::move(acceptor));
+  for (int attempt = 1;; ++attempt) {
+    asio::ip::udp::socket udp(io_);
+    tcp::acceptor acceptor(io_);
+    ec.clear();
+    udp.open(c.listen.address().is_v6() ? asio::ip::udp::v6() : asio::ip::udp::v4(), ec);
+    if (!ec && c.listen.address().is_v6()) udp.set_option(asio::ip::v6_only(true), ec);
+    if (!ec) udp.bind({c.listen.address(), c.listen.port()}, ec);
+    asio::ip::udp::endpoint bound;
+    if (!ec) bound = udp.local_endpoint(ec);
+    if (!ec) acceptor.open(c.listen.protocol(), ec);
+    if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec && c.listen.address().is_v6()) acceptor.set_option(asio::ip::v6_only(true), ec);
+    if (!ec) acceptor.bind({bound.address(), bound.port()}, ec);
+    if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (!ec)
+      return std::make_shared<target::dns_responder>(target_, c.name, zone_of(c), std::move(udp), std::move(acceptor));
+    if (ec != asio::error::address_in_use || attempt >= attempts) break;
+  }
+  throw std::runtime_error(
+      fmt::format("dns listener \"{}\" cannot listen on {}: {}", c.name, format_endpoint(c.listen), ec.message()));
 }
 
 daemon::opened_sockets daemon::open_sockets(const reload_plan& plan) {
@@ -90,11 +99,11 @@ void daemon::commit_sockets(const reload_plan& plan, opened_sockets opened) {
   }
   for (const auto& [from, to] : plan.udp_targets.keep) {
     for (auto& u : udp_targets_)
-      if (u->endpoint() == to.listen) u->rename(to.name);
+      if (u->endpoint() == from.listen) u->rename(to.name);
   }
   for (const auto& [from, to] : plan.dns.keep) {
     for (auto& d : dns_)
-      if (d->endpoint() == to.listen) d->update(to.name, zone_of(to));
+      if (d->endpoint() == from.listen) d->update(to.name, zone_of(to));
   }
   for (auto& u : opened.udp_targets) {
     spdlog::info("udp_target listener \"{}\" on {}", u->name(), format_endpoint(as_tcp(u->endpoint())));

@@ -97,6 +97,10 @@ void print_links(std::ostream& out, const config& cfg, const links_options& opts
     }
   }
   for (const auto& l : cfg.vless) {
+    if (l.listen.port() == 0)
+      throw std::runtime_error("listener \"" + l.name + "\" listens on " + format_endpoint(l.listen) +
+                               ": the daemon picks the port when it starts; pass --ports-file with the file the "
+                               "running vlessbenchd writes (vlessbenchd --ports-file FILE)");
     std::string host = opts.host;
     if (host.empty()) {
       if (l.listen.address().is_unspecified())

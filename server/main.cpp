@@ -4,7 +4,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #if defined(VLESSBENCH_INJECT_FAULT_RACE)
 #include <thread>
 #endif
@@ -13,6 +15,7 @@
 
 #include "server/daemon.hpp"
 #include "server/links.hpp"
+#include "server/ports_file.hpp"
 #include "core/log/logging.hpp"
 #include "core/net/tls.hpp"
 
@@ -86,12 +89,29 @@ int reload_daemon(const std::string& file, pid_t pid) {
   return 0;
 }
 
+// `links --ports-file`: the config's port-0 listeners take the ports the running daemon bound.
+void resolve_from_ports_file(vlessbench::config& cfg, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("--ports-file " + path + ": " + std::strerror(errno));
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string reason;
+  const auto bound = vlessbench::parse_ports_file(text, reason);
+  if (!bound) throw std::runtime_error("--ports-file " + path + ": " + reason);
+  if (const auto missing = vlessbench::resolve_ports(cfg, *bound); !missing.empty())
+    throw std::runtime_error("--ports-file " + path + " names no port for listener \"" + missing.front() +
+                             "\" (a file of another config?)");
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"vlessbenchd: VLESS+TLS endpoint and HTTP target for proxy-client latency tests"};
   std::string config_file;
   bool check_only = false;
   app.add_option("-c,--config", config_file, "TOML config file (default: embedded loopback default)");
   app.add_flag("--check", check_only, "validate --config and exit: 'ok' and 0, or the errors and 1");
+  std::string ports_file;
+  app.add_option("--ports-file", ports_file,
+                 "write the bound endpoints (a listener on port 0 gets one at start) to FILE as JSON, "
+                 "rewritten after each reload, removed at exit");
   app.set_version_flag("--version", std::string("vlessbenchd ") + VLESSBENCH_VERSION);
   auto* links = app.add_subcommand("links", "print share links, Clash/sing-box/v2ray entries and QR codes");
   std::string links_config;
@@ -101,6 +121,9 @@ int run(int argc, char** argv) {
   links->add_option("--host", links_opts.host, "address clients use to reach this machine");
   links->add_option("--sni", links_opts.sni, "TLS server name the clients send")->capture_default_str();
   links->add_flag("--no-qr", no_qr, "omit the terminal QR codes");
+  std::string links_ports;
+  links->add_option("--ports-file", links_ports,
+                    "the running daemon's --ports-file: the ports its port-0 listeners were given");
   // The unit's ExecReload: the daemon binary sends the signal itself, because /bin/kill (procps)
   // is not part of a minimal Debian install and systemd 252 has no Type=notify-reload.
   auto* reload = app.add_subcommand("reload", "check --config, then tell the daemon --pid to reload it (SIGHUP)");
@@ -115,7 +138,9 @@ int run(int argc, char** argv) {
   if (*links) {
     links_opts.qr = !no_qr;
     try {
-      vlessbench::print_links(std::cout, vlessbench::load_config_file(links_config), links_opts);
+      auto cfg = vlessbench::load_config_file(links_config);
+      if (!links_ports.empty()) resolve_from_ports_file(cfg, links_ports);
+      vlessbench::print_links(std::cout, cfg, links_opts);
       return 0;
     } catch (const vlessbench::config_error& e) {
       for (const auto& err : e.errors()) std::cerr << "vlessbenchd: " << err << "\n";
@@ -146,6 +171,7 @@ int run(int argc, char** argv) {
     vlessbench::setup_logging(cfg->log.level);
     inject_fault_at_start();
     vlessbench::daemon d(cfg, file);
+    if (!ports_file.empty()) d.set_ports_file(ports_file);
     const int rc = d.run();
     inject_fault_at_exit();
     return rc;

@@ -23,8 +23,9 @@ struct bound_socket {
 
 // Linux refuses to bind a.b.c.d:P next to a bound 0.0.0.0:P (and [x]:P next to [::]:P), as well as
 // the same endpoint twice.
+// A port-0 socket takes whichever port is free at bind, so it waits for no closing one.
 bool clash(const bound_socket& a, const bound_socket& b) {
-  if ((a.protocols & b.protocols) == 0 || a.port != b.port) return false;
+  if ((a.protocols & b.protocols) == 0 || a.port != b.port || a.port == 0) return false;
   if (a.address == b.address) return true;
   if (a.address.is_v4() != b.address.is_v4()) return false;
   return a.address.is_unspecified() || b.address.is_unspecified();
@@ -57,26 +58,59 @@ std::optional<std::string> blocked_by_closing(const reload_plan& plan) {
   return std::nullopt;
 }
 
-// Matches the entries of one UDP listener kind by endpoint, and says what changes.
+// Which running listener each wanted one continues (-1: none, it is opened): the one on the same
+// endpoint; failing that, for a wanted port 0, the one of the same name on the same address (a
+// reload keeps the port a "HOST:0" listener was given; the running config holds the bound ports).
+// At most one wanted listener continues each running one.
+template <class Listener>
+std::vector<std::ptrdiff_t> match_listeners(const std::vector<Listener>& running, const std::vector<Listener>& wanted) {
+  std::vector<std::ptrdiff_t> out(wanted.size(), -1);
+  std::vector<bool> taken(running.size(), false);
+  auto find = [&](auto pred) -> std::ptrdiff_t {
+    for (std::size_t i = 0; i < running.size(); ++i)
+      if (!taken[i] && pred(running[i])) return static_cast<std::ptrdiff_t>(i);
+    return -1;
+  };
+  for (std::size_t w = 0; w < wanted.size(); ++w) {
+    out[w] = find([&](const Listener& r) { return r.listen == wanted[w].listen; });
+    if (out[w] >= 0) taken[static_cast<std::size_t>(out[w])] = true;
+  }
+  for (std::size_t w = 0; w < wanted.size(); ++w) {
+    if (out[w] >= 0 || wanted[w].listen.port() != 0) continue;
+    out[w] = find([&](const Listener& r) {
+      return r.name == wanted[w].name && r.listen.address() == wanted[w].listen.address();
+    });
+    if (out[w] >= 0) taken[static_cast<std::size_t>(out[w])] = true;
+  }
+  return out;
+}
+
+// Matches the entries of one UDP listener kind (match_listeners), and says what changes.
 template <class Listener>
 void plan_sockets(const std::vector<Listener>& running, const std::vector<Listener>& wanted, std::string_view kind,
                   reload_plan::socket_changes<Listener>& out, std::vector<std::string>& changes) {
   auto endpoint_text = [](const Listener& l) { return format_endpoint(asio::ip::tcp::endpoint(l.listen.address(), l.listen.port())); };
-  for (const auto& want : wanted) {
-    const auto it = std::find_if(running.begin(), running.end(), [&](const auto& r) { return r.listen == want.listen; });
-    if (it == running.end()) {
+  const auto match = match_listeners(running, wanted);
+  std::vector<bool> kept(running.size(), false);
+  for (std::size_t w = 0; w < wanted.size(); ++w) {
+    Listener want = wanted[w];
+    if (match[w] < 0) {
       out.open.push_back(want);
       changes.push_back(fmt::format("opened {} \"{}\" on {}", kind, want.name, endpoint_text(want)));
-    } else if (!(*it == want)) {
-      out.keep.emplace_back(*it, want);
+      continue;
+    }
+    const auto& from = running[static_cast<std::size_t>(match[w])];
+    kept[static_cast<std::size_t>(match[w])] = true;
+    want.listen = from.listen;  // a port 0 keeps the bound port
+    if (!(from == want)) {
+      out.keep.emplace_back(from, want);
       changes.push_back(fmt::format("{} \"{}\" on {} updated", kind, want.name, endpoint_text(want)));
     }
   }
-  for (const auto& r : running) {
-    if (std::none_of(wanted.begin(), wanted.end(), [&](const auto& w) { return w.listen == r.listen; })) {
-      out.close.push_back(r);
-      changes.push_back(fmt::format("closed {} \"{}\" on {}", kind, r.name, endpoint_text(r)));
-    }
+  for (std::size_t i = 0; i < running.size(); ++i) {
+    if (kept[i]) continue;
+    out.close.push_back(running[i]);
+    changes.push_back(fmt::format("closed {} \"{}\" on {}", kind, running[i].name, endpoint_text(running[i])));
   }
 }
 
@@ -104,17 +138,19 @@ reload_plan plan_reload(const config& current, const config& next) {
   plan.tls_changed = !same_tls(next.tls, current.tls);
 
   const auto running = listeners_of(current);
+  const auto wanted = listeners_of(next);
+  const auto match = match_listeners(running, wanted);
   std::vector<bool> matched(running.size(), false);
-  for (const auto& want : listeners_of(next)) {
-    // A valid config never has two listeners on one endpoint, so at most one matches.
-    const auto it =
-        std::find_if(running.begin(), running.end(), [&](const auto& r) { return r.listen == want.listen; });
-    if (it == running.end()) {
-      plan.open.push_back(want);
+  for (std::size_t w = 0; w < wanted.size(); ++w) {
+    if (match[w] < 0) {
+      plan.open.push_back(wanted[w]);
       continue;
     }
-    matched[static_cast<std::size_t>(it - running.begin())] = true;
-    (it->kind == want.kind ? plan.keep : plan.take_over).push_back({*it, want});
+    const auto& from = running[static_cast<std::size_t>(match[w])];
+    matched[static_cast<std::size_t>(match[w])] = true;
+    auto to = wanted[w];
+    to.listen = from.listen;  // a port 0 keeps the bound port
+    (from.kind == to.kind ? plan.keep : plan.take_over).push_back({from, to});
   }
   for (std::size_t i = 0; i < running.size(); ++i)
     if (!matched[i]) plan.close.push_back(running[i]);
@@ -145,7 +181,10 @@ reload_plan plan_reload(const config& current, const config& next) {
   const auto admin_text = [](const admin_config& a) {
     return a.listen ? format_endpoint(*a.listen) : std::string("off");
   };
-  plan.admin_rebind = next.admin.listen != current.admin.listen;
+  // "HOST:0" keeps the running admin listener on HOST (and its port).
+  const bool admin_kept = next.admin.listen && current.admin.listen && next.admin.listen->port() == 0 &&
+                          next.admin.listen->address() == current.admin.listen->address();
+  plan.admin_rebind = !admin_kept && next.admin.listen != current.admin.listen;
   if (plan.admin_rebind)
     plan.changes.push_back("admin " + admin_text(current.admin) + " -> " + admin_text(next.admin));
   if (next.admin.token != current.admin.token) plan.changes.emplace_back("admin token changed");

@@ -203,7 +203,7 @@ void read_admin(const table_reader& root, admin_config& out) {
     asio::ip::tcp::endpoint ep;
     std::string reason;
     if (text->empty()) out.listen.reset();
-    else if (parse_endpoint(*text, ep, reason)) out.listen = ep;
+    else if (parse_endpoint(*text, ep, reason, port_zero::allowed)) out.listen = ep;
     else r->error("listen", quote(*text) + ": " + reason);
   }
   if (auto token = r->string("token")) {

@@ -18,7 +18,8 @@ using toml_reader::quote;
 using toml_reader::table_reader;
 
 bool endpoints_clash(const asio::ip::tcp::endpoint& a, const asio::ip::tcp::endpoint& b) {
-  if (a.port() != b.port()) return false;
+  // Port 0 is whichever port the kernel gives at bind: never one another listener holds.
+  if (a.port() != b.port() || a.port() == 0) return false;
   if (a.address() == b.address()) return true;
   if (a.address().is_v4() != b.address().is_v4()) return false;
   return a.address().is_unspecified() || b.address().is_unspecified();
@@ -204,7 +205,7 @@ listener_fields read_listener_common(const table_reader& r) {
   if (auto text = r.required_string("listen")) {
     asio::ip::tcp::endpoint ep;
     std::string reason;
-    if (parse_endpoint(*text, ep, reason)) f.listen = ep;
+    if (parse_endpoint(*text, ep, reason, port_zero::allowed)) f.listen = ep;
     else r.error("listen", quote(*text) + ": " + reason);
   }
   return f;

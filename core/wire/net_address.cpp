@@ -30,7 +30,8 @@ std::optional<host_port> fail(std::string& reason, const char* text) {
 
 }  // namespace
 
-std::optional<host_port> parse_host_port(std::string_view text, host_rule rule, std::string& reason) {
+std::optional<host_port> parse_host_port(std::string_view text, host_rule rule, std::string& reason,
+                                         port_zero zero) {
   const bool names = rule == host_rule::name_or_address;
   std::string_view host;
   std::string_view port;
@@ -56,9 +57,11 @@ std::optional<host_port> parse_host_port(std::string_view text, host_rule rule, 
   // Leading zeros are allowed however many; the significant digits decide the range.
   const auto significant = port.substr(std::min(port.find_first_not_of('0'), port.size()));
   unsigned value = 0;
+  const bool all_zeros = significant.empty();  // "0", "000": from_chars reads no digit
   if (significant.size() > 5 ||
-      std::from_chars(significant.data(), significant.data() + significant.size(), value).ec != std::errc{} ||
-      value < 1 || value > 65535)
+      (!all_zeros &&
+       std::from_chars(significant.data(), significant.data() + significant.size(), value).ec != std::errc{}) ||
+      (value == 0 && zero == port_zero::refused) || value > 65535)
     return fail(reason, "port out of range");
 
   asio::error_code ec;
@@ -200,8 +203,8 @@ std::string format_host_port(std::string_view host, std::uint16_t port) {
   return out;
 }
 
-bool parse_endpoint(std::string_view text, asio::ip::tcp::endpoint& out, std::string& reason) {
-  const auto hp = parse_host_port(text, host_rule::address_only, reason);
+bool parse_endpoint(std::string_view text, asio::ip::tcp::endpoint& out, std::string& reason, port_zero zero) {
+  const auto hp = parse_host_port(text, host_rule::address_only, reason, zero);
   if (!hp) return false;
   out = asio::ip::tcp::endpoint(asio::ip::make_address(hp->host), hp->port);
   return true;

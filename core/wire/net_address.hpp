@@ -21,6 +21,10 @@ asio::ip::address unmapped(const asio::ip::address& a);
 // literal only (a listener: the bound address must not depend on DNS at reload time).
 enum class host_rule { name_or_address, address_only };
 
+// Whether port 0 is a value: a listener written HOST:0 takes the port the kernel picks when it
+// binds (docs/configuration.md); a port a client dials is never 0.
+enum class port_zero { refused, allowed };
+
 struct host_port {
   std::string host;  // without brackets
   std::uint16_t port = 0;
@@ -28,15 +32,18 @@ struct host_port {
 };
 
 // "HOST:PORT" or "[IPv6]:PORT": IPv6 only in brackets (and then a valid IPv6 address), port a
-// decimal number 1..65535 (leading zeros allowed). nullopt with a reason that names what is wrong
+// decimal number 1..65535 (0..65535 with port_zero::allowed; leading zeros allowed). nullopt with a reason that names what is wrong
 // ("port out of range", "IPv6 addresses need brackets, e.g. [::1]:8443", ...); callers add which
 // value it was.
-std::optional<host_port> parse_host_port(std::string_view text, host_rule rule, std::string& reason);
+std::optional<host_port> parse_host_port(std::string_view text, host_rule rule, std::string& reason,
+                                         port_zero zero = port_zero::refused);
 // "host:port", IPv6 in brackets: the inverse of parse_host_port.
 std::string format_host_port(std::string_view host, std::uint16_t port);
 
 // "127.0.0.1:8080", "[::1]:8443" -> endpoint (address_only); returns false with a reason on error.
-bool parse_endpoint(std::string_view text, asio::ip::tcp::endpoint& out, std::string& reason);
+// A listener's endpoint passes port_zero::allowed.
+bool parse_endpoint(std::string_view text, asio::ip::tcp::endpoint& out, std::string& reason,
+                    port_zero zero = port_zero::refused);
 std::string format_endpoint(const asio::ip::tcp::endpoint& ep);
 
 // A host name as a Host header or a config list carries it: a DNS name (letters, digits, '-',

@@ -1,13 +1,19 @@
-"""Headless Debian chromium driven over its DevTools pipe (--remote-debugging-pipe): no websocket
-library, no port, no browser download. Shared by the browser tests (test_probe_page, test_admin)."""
+"""Headless Debian chromium, the harness's browser half: started once here (chromium_argv,
+Browser, chromium_dump_dom) for every browser test (test_probe_page, test_admin, test_ja4), driven
+over its DevTools pipe (--remote-debugging-pipe): no websocket library, no port, no browser
+download."""
+import base64
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import time
 
-from harness import check, spawn, stop_process
+from harness import check, spawn, stop_process, tempdir
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def kill_leftovers(marker: str) -> list[int]:
@@ -82,3 +88,72 @@ class DevTools:
         stop_process(self.proc, signal.SIGKILL, 5)
         os.close(self.to_w)
         os.close(self.from_r)
+
+
+# --------------------------------------------------------------------------------------------
+# Chromium start-up, once for every browser test (issue 27 item 8).
+
+def chromium_argv(profile, *extra: str) -> list[str]:
+    """Headless chromium with nothing of its own running (no sync, updates, crash reports), its
+    profile in profile, then extra."""
+    return [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync",
+            "--metrics-recording-only", "--no-default-browser-check", "--disable-breakpad",
+            "--disable-crash-reporter", f"--user-data-dir={profile}", *extra]
+
+
+class Browser:
+    """Headless chromium over DevTools with a profile of its own; close() (or the with block's end)
+    ends it and fails the test if any of its processes survives SIGKILL."""
+
+    def __init__(self, *extra: str):
+        self.profile = tempdir("vlessbench-chromium-")
+        self.devtools = DevTools(chromium_argv(self.profile, "--remote-debugging-pipe", *extra))
+
+    def open(self, url: str) -> str:
+        """A new page at url; returns its DevTools session id."""
+        target = self.devtools.call("Target.createTarget", {"url": url}, timeout=20)
+        return self.devtools.call("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})["sessionId"]
+
+    def js(self, session: str, expr: str):
+        return self.devtools.call("Runtime.evaluate", {"expression": expr, "returnByValue": True},
+                                  session)["result"].get("value")
+
+    def screenshot(self, session: str) -> bytes:
+        png = self.devtools.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session)
+        return base64.b64decode(png["data"])
+
+    def close(self) -> None:
+        self.devtools.close()
+        # A helper outside the group (the crash handler has a session of its own) is killed too;
+        # none may be left alive after that.
+        kill_leftovers(str(self.profile))
+        time.sleep(0.2)
+        leaked = kill_leftovers(str(self.profile))
+        check(not leaked, f"chromium processes survived SIGKILL: {leaked}")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def chromium_dump_dom(url: str, *extra: str, timeout: float = 60) -> None:
+    """chromium --dump-dom url (one fetch, the page discarded), bounded; its helpers, in the session
+    and process group it was started in, are killed after it."""
+    profile = tempdir("vlessbench-chromium-")
+    p = spawn(chromium_argv(profile, *extra, "--dump-dom", url), stdout=subprocess.DEVNULL,
+              stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        stop_process(p, timeout=5)
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        kill_leftovers(str(profile))

@@ -13,6 +13,7 @@ import atexit
 import ctypes
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -30,12 +31,13 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-BIN = Path(os.environ.get("VLESSBENCH_BIN") or REPO / "build" / "bin")
+# Absolute: processes start in their own temp folders (VLESSBENCH_BIN=build/bin works too).
+BIN = Path(os.environ.get("VLESSBENCH_BIN") or REPO / "build" / "bin").resolve()
 # The client tools (the runner vlessbench, the load generator vlessbench_load): the Release tree's even
 # when the daemon under test is a sanitizer build (ctest sets VLESSBENCH_CLIENT_BIN there). The
 # sanitizer trees build the daemon, the unit tests and the fuzz targets only: the client code runs
 # under ASan in the unit tests and fuzz targets, and the tools' own threads are test scaffolding.
-CLIENT_BIN = Path(os.environ.get("VLESSBENCH_CLIENT_BIN") or BIN)
+CLIENT_BIN = Path(os.environ.get("VLESSBENCH_CLIENT_BIN") or BIN).resolve()
 DAEMON = BIN / "vlessbenchd"
 V2RAY = shutil.which("v2ray") or "/usr/bin/v2ray"
 CURL = shutil.which("curl") or "/usr/bin/curl"
@@ -164,20 +166,42 @@ def tempdir(prefix="vlessbench-it-") -> Path:
 # --------------------------------------------------------------------------------------------
 # Ports
 
-_given_ports: set[int] = set()
+# Where the daemon listens, write ANY_PORT ("127.0.0.1:0"): the daemon binds a port the kernel
+# picks and reports it (--ports-file, docs/configuration.md "Port 0"), and Daemon.port(name) reads
+# it. free_port is for the ports that must be known before a process starts (a v2ray inbound, a
+# config that points at another process): it cannot keep another process from taking the port
+# before it is bound, so Daemon.start() retries on "address in use" with a new one (bounded).
+
+ANY_PORT = f"{LOOPBACK}:0"
+
+PROTOCOLS = ("tcp", "udp", "tcp+udp")
+_given_ports: dict[str, set[int]] = {"tcp": set(), "udp": set()}
 
 
-def free_port(host: str = LOOPBACK) -> int:
-    """A port that was free a moment ago (bind 0, read, release); never the same one twice."""
+def free_port(host: str = LOOPBACK, proto: str = "tcp") -> int:
+    """A port free a moment ago for proto ("tcp", "udp", or "tcp+udp": both, as a [[dns]] takes),
+    never given twice for the same protocol: bind 0, read, release."""
+    if proto not in PROTOCOLS:
+        raise ValueError(f"proto {proto!r}: one of {PROTOCOLS}")
     fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    kinds = [k for k in ("tcp", "udp") if k in proto.split("+")]
+    types = {"tcp": socket.SOCK_STREAM, "udp": socket.SOCK_DGRAM}
     for _ in range(50):
-        with socket.socket(fam, socket.SOCK_STREAM) as s:
-            s.bind((host, 0))
-            port = s.getsockname()[1]
-        if port not in _given_ports:
-            _given_ports.add(port)
-            return port
-    raise RuntimeError("no free port found")
+        with socket.socket(fam, types[kinds[0]]) as first:
+            first.bind((host, 0))
+            port = first.getsockname()[1]
+            if any(port in _given_ports[k] for k in kinds):
+                continue
+            if len(kinds) == 2:
+                try:
+                    with socket.socket(fam, types[kinds[1]]) as second:
+                        second.bind((host, port))
+                except OSError:
+                    continue
+        for k in kinds:
+            _given_ports[k].add(port)
+        return port
+    raise RuntimeError(f"no free {proto} port found")
 
 
 def port_open(port: int, host: str = LOOPBACK, timeout: float = 0.5) -> bool:
@@ -372,10 +396,12 @@ ONE_ADDRESS_LOAD = {"max_sessions_per_client": 1_000_000, "max_upstreams_per_cli
 
 
 class Daemon:
-    """vlessbenchd on free loopback ports, with its access log in a file.
+    """vlessbenchd on loopback, with its access log in a file.
 
     Default layout: one user, vless listeners "kernel" (quickack kernel) and "quick" (quickack on),
-    one target "http". Pass cfg to replace it; use self.port(name) for a listener's port.
+    one target "http", each on ANY_PORT. Pass cfg to replace it; use self.port(name) /
+    self.addr(name) for a listener's port: the one the daemon bound, read from its --ports-file
+    (self.bound), so a listener written ANY_PORT works as one written with a fixed port.
     """
 
     def __init__(self, cfg: dict | None = None, limits: dict | None = None, start: bool = True,
@@ -385,6 +411,9 @@ class Daemon:
         self.config_path = self.dir / "vlessbenchd.toml"
         self.stderr_path = self.dir / "stderr.log"
         self.stdout_path = self.dir / "stdout.log"
+        self.ports_path = self.dir / "ports.json"
+        # name -> (host, port) as the running daemon bound it (its --ports-file); empty before start.
+        self.bound: dict[str, tuple[str, int]] = {}
         self.proc: subprocess.Popen | None = None
         # The process whose exit status and stderr were checked (stop or check_daemons), and the
         # status it had: a second stop() returns it.
@@ -403,12 +432,12 @@ class Daemon:
             cfg = {
                 "users": [{"name": self.user, "uuid": self.uuid}],
                 "vless": [
-                    {"name": "kernel", "listen": f"{LOOPBACK}:{free_port()}", "tcp": policy(True, "kernel"),
+                    {"name": "kernel", "listen": ANY_PORT, "tcp": policy(True, "kernel"),
                      "upstream_tcp": policy(True, "kernel")},
-                    {"name": "quick", "listen": f"{LOOPBACK}:{free_port()}", "tcp": policy(True, "on"),
+                    {"name": "quick", "listen": ANY_PORT, "tcp": policy(True, "on"),
                      "upstream_tcp": policy(True, "on")},
                 ],
-                "target": [{"name": "http", "listen": f"{LOOPBACK}:{free_port()}"}],
+                "target": [{"name": "http", "listen": ANY_PORT}],
             }
         else:
             users = cfg.get("users") or []
@@ -438,15 +467,41 @@ class Daemon:
             self.cfg = cfg
 
     def listeners(self) -> list[dict]:
+        """The config's TCP listeners (a [[dns]]'s TCP half included)."""
         return (list(self.cfg.get("vless", [])) + list(self.cfg.get("target", [])) + list(self.cfg.get("banner", []))
                 + list(self.cfg.get("dns", [])))
 
     def addr(self, name: str) -> tuple[str, int]:
-        for entry in self.listeners():
+        """(host, port) of listener name (any kind; "admin" for [admin]): the config's, or for one
+        written with port 0, the one the running daemon bound (self.bound)."""
+        entries = self.listeners() + list(self.cfg.get("udp_target", []))
+        if isinstance(self.cfg.get("admin"), dict) and self.cfg["admin"].get("listen"):
+            entries.append({"name": "admin", "listen": self.cfg["admin"]["listen"]})
+        for entry in entries:
             if entry["name"] == name:
                 host, _, port = entry["listen"].rpartition(":")
-                return host.strip("[]"), int(port)
+                if int(port) != 0:
+                    return host.strip("[]"), int(port)
+                if name not in self.bound:
+                    raise RuntimeError(f"listener {name!r} is on port 0 and the daemon has not reported it "
+                                       f"(not started, or not waited for)")
+                return self.bound[name]
+        if name in self.bound:
+            return self.bound[name]
         raise KeyError(name)
+
+    def read_ports(self) -> dict[str, tuple[str, int]]:
+        """Reads the daemon's --ports-file into self.bound (and returns it)."""
+        data = json.loads(self.ports_path.read_text())
+        bound = {}
+        for entry in data["listeners"]:
+            host, _, port = entry["listen"].rpartition(":")
+            bound[entry["name"]] = (host.strip("[]"), int(port))
+        if data.get("admin"):
+            host, _, port = data["admin"].rpartition(":")
+            bound["admin"] = (host.strip("[]"), int(port))
+        self.bound = bound
+        return bound
 
     def port(self, name: str) -> int:
         return self.addr(name)[1]
@@ -456,16 +511,71 @@ class Daemon:
         return self.port(self.cfg["target"][0]["name"])
 
     # -- process --
+    START_ATTEMPTS = 3
+
     def start(self, wait: bool = True) -> "Daemon":
-        argv = [*self.argv_prefix, DAEMON, "--config", self.config_path, *self.extra_args]
+        """Starts the daemon; wait: until its ports file says every listener is bound (then each TCP
+        one is connected to once). A start that fails on "address in use" for a port free_port gave
+        is retried with a new port for that listener (START_ATTEMPTS in all)."""
+        for attempt in range(1, self.START_ATTEMPTS + 1):
+            self._spawn()
+            if not wait:
+                return self
+            try:
+                self.wait_ready()
+                return self
+            except RuntimeError as e:
+                if attempt == self.START_ATTEMPTS or not self._move_busy_port():
+                    raise RuntimeError(f"{e}\n--- stderr ---\n{self.stderr()}") from None
+                print(f"vlessbenchd: a port free_port gave was taken before the daemon bound it: retrying "
+                      f"({attempt + 1}/{self.START_ATTEMPTS})", flush=True)
+        return self
+
+    def _spawn(self) -> None:
+        self.bound = {}
+        self.ports_path.unlink(missing_ok=True)
+        argv = [*self.argv_prefix, DAEMON, "--config", self.config_path, "--ports-file", self.ports_path,
+                *self.extra_args]
         stdout = subprocess.PIPE if self.stdout_pipe else open(self.stdout_path, "wb")
         self.proc = spawn(argv, stdout=stdout, stderr=open(self.stderr_path, "wb"), cwd=self.dir)
-        if wait:
-            try:
-                wait_ports([self.addr(e["name"]) for e in self.listeners()], proc=self.proc, what="vlessbenchd")
-            except RuntimeError as e:
-                raise RuntimeError(f"{e}\n--- stderr ---\n{self.stderr()}") from None
-        return self
+
+    def wait_ready(self, timeout: float | None = None) -> dict[str, tuple[str, int]]:
+        """Waits (bounded) until the daemon has written its ports file, reads it, and waits until its
+        TCP listeners accept. Raises RuntimeError if the daemon exits first."""
+        timeout = timeout or (60.0 if SANITIZED else 15.0)
+        deadline = time.monotonic() + timeout
+        while not self.ports_path.exists():
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"vlessbenchd exited {describe_rc(self.proc.returncode)} before it was ready")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"vlessbenchd: no ports file {self.ports_path} within {timeout} s")
+            time.sleep(0.02)
+        self.read_ports()
+        wait_ports([self.addr(e["name"]) for e in self.listeners()], proc=self.proc, what="vlessbenchd",
+                   timeout=max(1.0, deadline - time.monotonic()))
+        return self.bound
+
+    def _move_busy_port(self) -> bool:
+        """After a start that failed on "address in use": gives the listener on that port a new one
+        from free_port, if free_port had given the old one (else the test chose it: no retry)."""
+        m = re.search(r'(\w+) listener (?:"([^"]*)" )?cannot (?:listen on|bind) (\S+): Address already in use', self.stderr())
+        if not m or not isinstance(self.cfg, dict):
+            return False
+        kind, name, endpoint = m.group(1), m.group(2), m.group(3)
+        host, _, port = endpoint.rpartition(":")
+        proto = "udp" if kind == "udp_target" else "tcp+udp" if kind == "dns" else "tcp"
+        if not all(int(port) in _given_ports[k] for k in proto.split("+")):
+            return False
+        if kind == "admin":
+            entry = self.cfg.get("admin", {})
+        else:
+            entry = next((e for table in ("vless", "target", "banner", "udp_target", "dns")
+                          for e in self.cfg.get(table, []) if e.get("name") == name), None)
+        if not entry or entry.get("listen") != endpoint:
+            return False
+        entry["listen"] = f"{host}:{free_port(host.strip('[]'), proto)}"
+        self.write_config(self.cfg)
+        return True
 
     def stderr(self) -> str:
         try:
@@ -582,6 +692,8 @@ class Daemon:
         while time.monotonic() < deadline:
             ev = self.events("config.reload")
             if len(ev) > before:
+                if ev[before].get("ok"):
+                    self.read_ports()  # rewritten before the event: listeners may have opened
                 return ev[before]
             time.sleep(0.02)
         raise AssertionError(f"no config.reload event within {timeout}s\n{self.stderr()}")
@@ -923,19 +1035,32 @@ def make_cert(directory: Path) -> tuple[Path, Path]:
     return cert, key
 
 
-class V2ray:
-    """v2ray 4.34 with a generated JSON config; waits for its inbound port."""
+def v2ray_tcp_inbounds(config: dict) -> list[tuple[str, int]]:
+    """(host, port) of every inbound of a v2ray config that listens on TCP: all but a
+    dokodemo-door whose network leaves tcp out (a UDP-only one cannot be connected to)."""
+    out = []
+    for ib in config.get("inbounds", []):
+        network = (ib.get("settings") or {}).get("network", "tcp") if ib.get("protocol") == "dokodemo-door" else "tcp"
+        if "tcp" in str(network).split(","):
+            out.append((ib.get("listen", LOOPBACK), int(ib["port"])))
+    return out
 
-    def __init__(self, config: dict, port: int):
+
+class V2ray:
+    """v2ray 4.34 with a generated JSON config; waits until every TCP inbound it configured accepts
+    (port: the one the test uses first, kept as self.port)."""
+
+    def __init__(self, config: dict, port: int | None = None):
         self.dir = tempdir("vlessbench-v2ray-")
         self.config_path = self.dir / "config.json"
         self.config_path.write_text(json.dumps(config, indent=2))
         self.log_path = self.dir / "v2ray.log"
-        self.port = port
+        inbounds = v2ray_tcp_inbounds(config)
+        self.port = port if port is not None else (inbounds[0][1] if inbounds else None)
         self.proc = spawn([V2RAY, "-config", self.config_path], stdout=open(self.log_path, "wb"),
                           stderr=subprocess.STDOUT, cwd=self.dir)
         try:
-            wait_ports([port], proc=self.proc, what="v2ray", timeout=20)
+            wait_ports(inbounds, proc=self.proc, what="v2ray", timeout=20)
         except RuntimeError as e:
             raise RuntimeError(f"{e}\n--- v2ray output ---\n{self.output()}") from None
 
@@ -956,18 +1081,23 @@ class V2ray:
         return False
 
 
-def verify_log(runner, access: Path, out, timeout: float = 10.0) -> str:
+def verify_log(runner, access: Path, out, timeout: float = 10.0, want_ok: bool = True) -> str:
     """`vlessbench verify OUT --log ACCESS`: the server's own record of each sample's route, not the
-    runner's route column. http.request lines land as each request is served, so the last ones may
-    lag the run: retried until OK for at most timeout seconds. Returns verify's stdout."""
+    runner's route column. http.request lines land as each request is served, udp.packet and
+    dns.query once a flow idles, banner.connection at close, so the last ones may lag the run:
+    retried until verify says OK (want_ok=False: until it fails) for at most timeout seconds
+    (0: once). Returns verify's stdout."""
     deadline = time.monotonic() + timeout
     while True:
         v = subprocess.run([str(runner), "verify", str(out), "--log", str(access)], capture_output=True,
-                           text=True, timeout=30)
-        if v.returncode == 0 or time.monotonic() > deadline:
+                           text=True, timeout=60)
+        if (v.returncode == 0) == want_ok or time.monotonic() > deadline:
             break
         time.sleep(0.2)
-    check(v.returncode == 0 and "verify: OK" in v.stdout, v.stdout + v.stderr)
+    if want_ok:
+        check(v.returncode == 0 and "verify: OK" in v.stdout, v.stdout + v.stderr)
+    else:
+        check(v.returncode != 0, v.stdout + v.stderr)
     return v.stdout
 
 
@@ -976,13 +1106,7 @@ def v2ray_client_config(http_port: int, server_port: int, user_uuid: str) -> dic
     return {
         "log": {"loglevel": "warning"},
         "inbounds": [{"listen": LOOPBACK, "port": http_port, "protocol": "http", "settings": {}}],
-        "outbounds": [{
-            "protocol": "vless",
-            "settings": {"vnext": [{"address": LOOPBACK, "port": server_port,
-                                    "users": [{"id": user_uuid, "encryption": "none"}]}]},
-            "streamSettings": {"network": "tcp", "security": "tls",
-                               "tlsSettings": {"serverName": "localhost", "allowInsecure": True}},
-        }],
+        "outbounds": [v2ray_vless_outbound(server_port, user_uuid)],
     }
 
 
@@ -999,6 +1123,73 @@ def v2ray_server_config(port: int, user_uuid: str, cert: Path, key: Path) -> dic
         }],
         "outbounds": [{"protocol": "freedom", "settings": {}}],
     }
+
+
+# ============================================================================================
+# Helpers the test files share (issue 27 item 8: each was copied into several files). Kept in
+# this block of their own, apart from the fixtures above.
+
+def parse_route(route: str) -> dict:
+    """The route a relayed answer names (X-Vlessbench-Route, the UDP echo's trailer, the DNS TXT
+    record; core/wire/route_header.hpp): "direct" -> {"route": "direct"}; "vless session=ID
+    [sub=N] user=NAME [transport=T]" -> {"route": "vless", "session": ID, "sub": N or None,
+    "user": NAME, ...every other key=value as text}. Anything else fails the test."""
+    kind, *fields = route.split()
+    check(kind in ("vless", "direct"), f"not a route: {route!r}")
+    out: dict = {"route": kind}
+    if kind == "direct":
+        check(not fields, f"not a route: {route!r}")
+        return out
+    for field in fields:
+        key, eq, value = field.partition("=")
+        check(eq == "=" and key and key not in out, f"not a route: {route!r}")
+        out[key] = value
+    check("session" in out and out["session"].isdigit(), f"no session id in route {route!r}")
+    out["session"] = int(out["session"])
+    out["sub"] = int(out["sub"]) if "sub" in out else None
+    return out
+
+
+def route_session(route: str) -> int:
+    """The VLESS session id a route names ("vless session=ID ..."); a direct route fails the test."""
+    r = parse_route(route)
+    check(r["route"] == "vless", f"route {route!r} is not a VLESS session")
+    return r["session"]
+
+
+def v2ray_socks_inbound(port: int, udp: bool = True, tag: str | None = None) -> dict:
+    """A v2ray SOCKS5 inbound on loopback; udp: UDP ASSOCIATE on, its relay on the same port number
+    (so allocate it with free_port(proto="tcp+udp"))."""
+    inbound = {"listen": LOOPBACK, "port": port, "protocol": "socks",
+               "settings": {"auth": "noauth", "udp": udp, **({"ip": LOOPBACK} if udp else {})}}
+    if tag:
+        inbound = {"tag": tag, **inbound}
+    return inbound
+
+
+def v2ray_vless_outbound(server_port: int, user_uuid: str, mux_concurrency: int | None = None,
+                         tag: str | None = None) -> dict:
+    """A v2ray VLESS+TLS outbound to the daemon on loopback (allowInsecure, serverName localhost);
+    mux_concurrency: Mux.Cool on with that many sub-connections at once."""
+    outbound = {
+        "protocol": "vless",
+        "settings": {"vnext": [{"address": LOOPBACK, "port": server_port,
+                                "users": [{"id": user_uuid, "encryption": "none"}]}]},
+        "streamSettings": {"network": "tcp", "security": "tls",
+                           "tlsSettings": {"serverName": "localhost", "allowInsecure": True}},
+    }
+    if mux_concurrency:
+        outbound["mux"] = {"enabled": True, "concurrency": mux_concurrency}
+    if tag:
+        outbound = {"tag": tag, **outbound}
+    return outbound
+
+
+def v2ray_socks_config(socks_port: int, server_port: int, user_uuid: str, udp: bool = True,
+                       mux_concurrency: int | None = None) -> dict:
+    """v2ray 4.34: a SOCKS5 inbound (v2ray_socks_inbound) -> a VLESS+TLS outbound to the daemon."""
+    return {"log": {"loglevel": "warning"}, "inbounds": [v2ray_socks_inbound(socks_port, udp)],
+            "outbounds": [v2ray_vless_outbound(server_port, user_uuid, mux_concurrency)]}
 
 
 # --------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from harness import (SANITIZED, Daemon, Suite, TlsClient, check, free_port, policy, read_vless_response_header,
-                     require_binary, run_in_own_netns, vless_header)
+                     require_binary, route_session, run_in_own_netns, vless_header)
 
 suite = Suite("test_ack_reload")
 require_binary()
@@ -166,7 +166,7 @@ def reload_toggles_the_ack_mode_of_an_open_session():
             check(delacks <= 1, f"quickack=on {when}: the kernel sent {delacks} delayed ACKs for {REQUESTS} requests")
 
     # One session carried all of it, and the daemon says so when it closes.
-    sid = int(s.route.split()[1].split("=")[1])
+    sid = route_session(s.route)
     ev = D.wait_event("vless.session", session=sid)
     check(ev["listener"] == "live", ev)
     check(len(D.events("vless.session")) == 1, D.events("vless.session"))

@@ -7,7 +7,6 @@ the kernel-ACK listener's sessions carry stall flags and the QUICKACK listener's
 moves the admin listener, changes its token, turns it off. A
 screenshot of the dashboard is taken (VLESSBENCH_DASHBOARD_SCREENSHOT=FILE keeps it).
 Skipped (77) without root (namespace) or chromium."""
-import base64
 import copy
 import json
 import os
@@ -27,9 +26,8 @@ from harness import (Daemon, Suite, TlsClient, check, free_port, http_request, n
 LAN = "10.77.0.1"
 run_in_own_netns(addresses=(LAN,))
 
-from devtools import DevTools, kill_leftovers  # noqa: E402 - after the namespace is entered
+from devtools import CHROMIUM, Browser  # noqa: E402 - after the namespace is entered
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 PROMTOOL = shutil.which("promtool")
 if not CHROMIUM or not PROMTOOL:
     skip_file("chromium or promtool not installed (tools/deps.sh --test)")
@@ -180,19 +178,11 @@ def stall_flags_on_the_kernel_ack_listener_only():
 
 
 def open_dashboard(url: str, screenshot: Path) -> dict:
-    profile = tempdir("vlessbench-chromium-")
-    argv = [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            "--no-default-browser-check", "--disable-breakpad", "--disable-crash-reporter",
-            "--remote-debugging-pipe", "--window-size=1400,1100", f"--user-data-dir={profile}"]
-    browser = DevTools(argv)
-    try:
-        target = browser.call("Target.createTarget", {"url": url}, timeout=20)
-        session = browser.call("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})["sessionId"]
+    with Browser("--window-size=1400,1100") as browser:
+        session = browser.open(url)
 
         def js(expr: str):
-            return browser.call("Runtime.evaluate", {"expression": expr, "returnByValue": True}, session)["result"].get(
-                "value")
+            return browser.js(session, expr)
 
         deadline = time.monotonic() + 20
         while js("document.body && document.body.dataset.loaded") != "1" and time.monotonic() < deadline:
@@ -209,14 +199,7 @@ def open_dashboard(url: str, screenshot: Path) -> dict:
                     sessions: document.querySelectorAll("#sessions tr").length,
                     stall_rows: document.querySelectorAll("#sessions tr.stall").length}};
         }})()""")
-        png = browser.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session)
-        screenshot.write_bytes(base64.b64decode(png["data"]))
-    finally:
-        browser.close()
-        kill_leftovers(str(profile))
-        time.sleep(0.2)
-        leaked = kill_leftovers(str(profile))
-    check(not leaked, f"chromium processes survived SIGKILL: {leaked}")
+        screenshot.write_bytes(browser.screenshot(session))
     return found
 
 

@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from harness import (SANITIZED, Daemon, Suite, TlsClient, check, free_port, http_request, new_uuid,
+from harness import (ANY_PORT, SANITIZED, Daemon, Suite, TlsClient, check, http_request, new_uuid,
                      plain_stream, read_vless_response_header, require_binary, tcp_connect, vless_get,
                      vless_header)
 
@@ -243,9 +243,9 @@ def relay_to_own_vless_listener_is_refused():
     uid = new_uuid()
     d = Daemon({
         "users": [{"name": "alice", "uuid": uid}],
-        "vless": [{"name": "kernel", "listen": f"127.0.0.1:{free_port()}"},
-                  {"name": "quick", "listen": f"127.0.0.1:{free_port()}"}],
-        "target": [{"name": "http", "listen": f"127.0.0.1:{free_port()}"}],
+        "vless": [{"name": "kernel", "listen": ANY_PORT},
+                  {"name": "quick", "listen": ANY_PORT}],
+        "target": [{"name": "http", "listen": ANY_PORT}],
         "destinations": {"allow": ["0.0.0.0/0", "::/0"]},
     })
     try:
@@ -361,7 +361,7 @@ def never_reading_client_is_cut_by_the_rate_rule():
     # It asks for 4 GiB, never reads, and sends a byte every 100 ms so that the relay is never
     # idle: the daemon's write towards it waits, and the client takes nothing. The destination is
     # a second daemon's target without a rate rule, so that only the relay's rule can end it.
-    dest = Daemon({"target": [{"name": "http", "listen": f"127.0.0.1:{free_port()}"}]},
+    dest = Daemon({"target": [{"name": "http", "listen": ANY_PORT}]},
                   limits={"min_rate_bytes": 0, "idle_timeout_ms": 30000})
     d = Daemon(limits=RATE_LIMITS)
     try:

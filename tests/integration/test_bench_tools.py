@@ -4,12 +4,11 @@ bench/run.py's Mux.Cool bulk rows do), and bench/udp_rtt.py's SOCKS5 UDP round t
 -> VLESS command 2 -> our daemon -> its [[udp_target]] echo. A failing path must come back as an
 error with its reason, never as a figure."""
 import json
-import socket
 import subprocess
 import sys
 
-from harness import (CLIENT_BIN, BIN, REPO, Daemon, Suite, V2ray, check, free_port, new_uuid, require_binary,
-                     v2ray_client_config)
+from harness import (ANY_PORT, CLIENT_BIN, BIN, REPO, Daemon, Suite, V2ray, check, free_port, new_uuid, require_binary,
+                     v2ray_client_config, v2ray_socks_inbound)
 
 sys.path.insert(0, str(REPO / "bench"))
 import udp_rtt  # noqa: E402  bench/udp_rtt.py
@@ -19,24 +18,17 @@ require_binary()
 LOAD = CLIENT_BIN / "vlessbench_load"
 
 
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 UUID = new_uuid()
-UP = free_udp_port()
 D = Daemon({
     "users": [{"name": "alice", "uuid": UUID}],
-    "vless": [{"name": "edge", "listen": f"127.0.0.1:{free_port()}"}],
-    "target": [{"name": "http", "listen": f"127.0.0.1:{free_port()}"}],
-    "udp_target": [{"name": "udp", "listen": f"127.0.0.1:{UP}"}],
+    "vless": [{"name": "edge", "listen": ANY_PORT}],
+    "target": [{"name": "http", "listen": ANY_PORT}],
+    "udp_target": [{"name": "udp", "listen": ANY_PORT}],
 })
-HTTP_PORT, SOCKS_PORT = free_port(), free_port()
+UP = D.port("udp")
+HTTP_PORT, SOCKS_PORT = free_port(), free_port(proto="tcp+udp")
 CFG = v2ray_client_config(HTTP_PORT, D.port("edge"), UUID)
-CFG["inbounds"].append({"listen": "127.0.0.1", "port": SOCKS_PORT, "protocol": "socks",
-                        "settings": {"auth": "noauth", "udp": True, "ip": "127.0.0.1"}})
+CFG["inbounds"].append(v2ray_socks_inbound(SOCKS_PORT))
 V = V2ray(CFG, HTTP_PORT)
 # The same client with Mux.Cool on (bench/run.py's mux rows): its http inbound only.
 MUX_PORT = free_port()
@@ -89,7 +81,7 @@ def http_proxy_refusing_connect_fails():
 
 @suite.test
 def udp_round_trips():
-    dead = free_port()  # nothing listens: every SOCKS5 associate is refused
+    dead = free_port(proto="tcp+udp")  # nothing listens: every SOCKS5 associate is refused
     res = udp_rtt.measure({"direct": None, "vless": SOCKS_PORT, "dead": dead}, UP, new=5, reuse=20, warmup=1,
                           seed=7)
     direct, vless, gone = res["paths"]["direct"], res["paths"]["vless"], res["paths"]["dead"]

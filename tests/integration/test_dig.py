@@ -6,7 +6,7 @@ dig's own output: direct answers say `direct`, relayed ones name the VLESS sessi
 import shutil
 import subprocess
 
-from harness import LOOPBACK, Daemon, Suite, V2ray, check, free_port, require_binary
+from harness import ANY_PORT, LOOPBACK, Daemon, Suite, V2ray, check, free_port, require_binary
 
 suite = Suite("test_dig")
 require_binary()
@@ -18,8 +18,8 @@ if not DIG:
 DNS_PORT = free_port()
 D = Daemon({
     "users": [{"name": "alice", "uuid": "8f6f2c2e-8a3e-4c55-9a65-4f1b1f0e7a11"}],
-    "vless": [{"name": "tls", "listen": f"{LOOPBACK}:{free_port()}"}],
-    "target": [{"name": "http", "listen": f"{LOOPBACK}:{free_port()}"}],
+    "vless": [{"name": "tls", "listen": ANY_PORT}],
+    "target": [{"name": "http", "listen": ANY_PORT}],
     "dns": [{"name": "dns", "listen": f"{LOOPBACK}:{DNS_PORT}"}],
 })
 DOKO_PORT = free_port()

@@ -18,10 +18,10 @@ import subprocess
 import threading
 import time
 
-from harness import (ATYP_DOMAIN, ATYP_V4, SANITIZED, Daemon, Suite, TlsClient, check, free_port, http_request,
+from harness import (ANY_PORT, ATYP_DOMAIN, ATYP_V4, SANITIZED, Daemon, Suite, TlsClient, check, http_request,
                      private_hosts_prefix, rss_kib,
                      median_ms, new_uuid, plain_stream, read_vless_response_header, require_binary, spawn,
-                     stop_process, tcp_connect, vless_get, vless_header)
+                     route_session, stop_process, tcp_connect, vless_get, vless_header)
 
 suite = Suite("test_hostile")
 require_binary()
@@ -30,8 +30,8 @@ UUID = new_uuid()
 HANDSHAKE_MS, HEADER_MS, IDLE_MS = 1500, 1000, 3000
 D = Daemon({
     "users": [{"name": "alice", "uuid": UUID}],
-    "vless": [{"name": "edge", "listen": f"127.0.0.1:{free_port()}"}],
-    "target": [{"name": "http", "listen": f"127.0.0.1:{free_port()}"}],
+    "vless": [{"name": "edge", "listen": ANY_PORT}],
+    "target": [{"name": "http", "listen": ANY_PORT}],
 }, limits={"handshake_timeout_ms": HANDSHAKE_MS, "header_timeout_ms": HEADER_MS, "connect_timeout_ms": 2000,
            "idle_timeout_ms": IDLE_MS})
 VP = D.port("edge")
@@ -55,7 +55,7 @@ def healthy():
     resp, dt = vless_get(VP, UUID, TP, "/")
     route = resp.headers.get("x-vlessbench-route", "")
     check(resp.status == 200 and route.startswith("vless session="), resp)
-    D.wait_event("vless.session", session=int(route.split()[1].split("=")[1]))
+    D.wait_event("vless.session", session=route_session(route))
     return dt
 
 
@@ -626,7 +626,7 @@ def smuggling_through_vless_is_400_and_close():
         check(r.status == 400 and r.headers.get("connection") == "close", r)
         check(c.stream.at_eof(), "session still open after a 400")
     check(not D.events("http.request", since=mark, path="/smuggled"), "smuggled request was served")
-    sid = int(r.headers["x-vlessbench-route"].split()[1].split("=")[1])
+    sid = route_session(r.headers["x-vlessbench-route"])
     e = D.wait_event("vless.session", session=sid)
     check(e["close_reason"] in ("upstream_eof", "client_eof"), e)
 
@@ -668,8 +668,8 @@ def destination_policy_checks_every_resolved_address():
              "127.0.0.1 mixed.vlessbench.test\n"
              "192.0.2.9 mixed.vlessbench.test\n")
     d = Daemon({"users": [{"name": "alice", "uuid": UUID}],
-                "vless": [{"name": "edge", "listen": f"127.0.0.1:{free_port()}"}],
-                "target": [{"name": "http", "listen": f"127.0.0.1:{free_port()}"}]},
+                "vless": [{"name": "edge", "listen": ANY_PORT}],
+                "target": [{"name": "http", "listen": ANY_PORT}]},
                argv_prefix=private_hosts_prefix(hosts))
     try:
         vp, tp = d.port("edge"), d.port("http")

@@ -9,16 +9,13 @@ raw gives the spec's fingerprint, and one the parser refuses only loses its fing
 table docs/sessions.md records.
 """
 import json
-import os
 import re
-import signal
 import ssl
-import shutil
 import subprocess
 
-from harness import (CLIENT_BIN, BIN, LOOPBACK, Daemon, Skip, Suite, TlsClient, V2ray, check, client_tls_context, curl,
-                     curl_headers, free_port, http_request, read_vless_response_header, require_binary, spawn,
-                     stop_process, tcp_connect, tempdir, v2ray_client_config, vless_header)
+from harness import (ANY_PORT, CLIENT_BIN, BIN, LOOPBACK, Daemon, Skip, Suite, TlsClient, V2ray, check, client_tls_context, curl,
+                     curl_headers, free_port, http_request, read_vless_response_header, require_binary,
+                     tcp_connect, tempdir, v2ray_client_config, vless_header)
 
 suite = Suite("test_ja4")
 require_binary()
@@ -26,12 +23,12 @@ JA4 = re.compile(r"^t1[23][di]\d{4}[0-9a-z]{2}_[0-9a-f]{12}_[0-9a-f]{12}$")
 UUID = "0b7e4a52-6c1d-4f3e-9a10-aabbccddeeff"
 D = Daemon({
     "users": [{"name": "tester", "uuid": UUID}],
-    "vless": [{"name": "kernel", "listen": f"{LOOPBACK}:{free_port()}"}],
-    "target": [{"name": "http", "listen": f"{LOOPBACK}:{free_port()}"},
-               {"name": "https", "listen": f"{LOOPBACK}:{free_port()}", "tls": True}],
+    "vless": [{"name": "kernel", "listen": ANY_PORT}],
+    "target": [{"name": "http", "listen": ANY_PORT},
+               {"name": "https", "listen": ANY_PORT, "tls": True}],
 }, limits={"header_timeout_ms": 2000})
 VP, TP, HTTPS = D.port("kernel"), D.port("http"), D.port("https")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+from devtools import CHROMIUM, chromium_dump_dom
 measured: dict[str, str] = {}  # client kind -> its ja4
 
 
@@ -160,22 +157,7 @@ def curl_to_the_vless_port_and_the_https_target():
 
 
 def chromium_fetch(url: str) -> None:
-    profile = tempdir("vlessbench-chromium-")
-    argv = [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync",
-            "--no-default-browser-check", "--disable-breakpad", "--disable-crash-reporter",
-            "--ignore-certificate-errors", f"--user-data-dir={profile}", "--dump-dom", url]
-    p = spawn(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        p.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        pass
-    finally:
-        stop_process(p, timeout=5)
-        try:  # its helpers, in the session (and process group) it was started in
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    chromium_dump_dom(url, "--ignore-certificate-errors")
 
 
 @suite.test

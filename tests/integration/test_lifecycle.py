@@ -8,7 +8,7 @@ import time
 
 from harness import (SANITIZED, Daemon, Suite, TlsClient, check, free_port, http_request, new_uuid, plain_stream,
                      policy, port_open, read_vless_response_header, require_binary, run_daemon, tcp_connect,
-                     tempdir, toml_text, vless_get, vless_header, make_cert, read_events, wait_server_read)
+                     tempdir, toml_text, vless_get, vless_header, make_cert, read_events, route_session, wait_server_read)
 
 suite = Suite("test_lifecycle")
 require_binary()
@@ -31,7 +31,7 @@ def base_cfg(**limits) -> dict:
 def session_line(d: Daemon, mark: int, path: str = "/") -> dict:
     resp, _ = vless_get(d.port("v"), d.uuid, d.port("t1"), path)
     check(resp.status == 200, resp)
-    sid = int(resp.headers["x-vlessbench-route"].split()[1].split("=")[1])
+    sid = route_session(resp.headers["x-vlessbench-route"])
     return d.wait_event("vless.session", since=mark, session=sid)
 
 
@@ -173,7 +173,7 @@ def reload_changes_policy():
         spanning.send(vless_header(d.uuid, d.port("t1")) + http_request("GET", "/"))
         read_vless_response_header(spanning.stream)
         r = spanning.stream.read_response()
-        sid = int(r.headers["x-vlessbench-route"].split()[1].split("=")[1])
+        sid = route_session(r.headers["x-vlessbench-route"])
 
         new = copy.deepcopy(d.cfg)
         new["vless"][0]["tcp"] = policy(False, "on")
@@ -470,7 +470,7 @@ def sigterm_logs_idle_tunnels_as_drain():
         read_vless_response_header(t.stream)
         r = t.stream.read_response()
         check(r.status == 200, r)
-        sids.append(int(r.headers["x-vlessbench-route"].split()[1].split("=")[1]))
+        sids.append(route_session(r.headers["x-vlessbench-route"]))
         tunnels.append(t)
     answering, ignoring = tunnels
     t0 = time.monotonic()

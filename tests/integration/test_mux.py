@@ -12,33 +12,28 @@ import subprocess
 import threading
 import time
 
-from harness import (CLIENT_BIN, BIN, SANITIZED, Daemon, Suite, TlsClient, V2ray, check, free_port, http_request, new_uuid,
-                     read_mux_frame, read_vless_response_header, require_binary, vless_get, vless_header)
+from harness import (ANY_PORT, CLIENT_BIN, BIN, SANITIZED, Daemon, Suite, TlsClient, V2ray, check, free_port, http_request,
+                     new_uuid, read_mux_frame, read_vless_response_header, require_binary, v2ray_socks_config, vless_get,
+                     vless_header)
+from harness import udp_echo_trailer as trailer
 
 suite = Suite("test_mux")
 require_binary()
 
 
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 UUID = new_uuid()
-UP = free_udp_port()
-DNS_PORT = free_port()
 MAX_SUBS = 12
 D = Daemon({
     "users": [{"name": "alice", "uuid": UUID}],
-    "vless": [{"name": "edge", "listen": f"127.0.0.1:{free_port()}"}],
-    "target": [{"name": "http", "listen": f"127.0.0.1:{free_port()}"}],
-    "udp_target": [{"name": "udp", "listen": f"127.0.0.1:{UP}"}],
-    "dns": [{"name": "dns", "listen": f"127.0.0.1:{DNS_PORT}"}],
+    "vless": [{"name": "edge", "listen": ANY_PORT}],
+    "target": [{"name": "http", "listen": ANY_PORT}],
+    "udp_target": [{"name": "udp", "listen": ANY_PORT}],
+    "dns": [{"name": "dns", "listen": ANY_PORT}],
 }, limits={"max_mux_subs": MAX_SUBS})
 VP = D.port("edge")
 TP = D.port("http")
-MARKER = b"\nVLESSBENCH-UDP "
+UP = D.port("udp")
+DNS_PORT = D.port("dns")
 BULK = 16 << 20  # each way, per connection (issue 12's acceptance)
 CONNS = 8
 
@@ -85,23 +80,6 @@ class EchoServer:
 
 
 ECHO = EchoServer()
-
-
-def v2ray_mux_config(socks_port: int) -> dict:
-    """v2ray 4.34: a SOCKS5 inbound (UDP on) -> a VLESS+TLS outbound with Mux.Cool, 8 at once."""
-    return {
-        "log": {"loglevel": "warning"},
-        "inbounds": [{"listen": "127.0.0.1", "port": socks_port, "protocol": "socks",
-                      "settings": {"auth": "noauth", "udp": True, "ip": "127.0.0.1"}}],
-        "outbounds": [{
-            "protocol": "vless",
-            "settings": {"vnext": [{"address": "127.0.0.1", "port": VP,
-                                    "users": [{"id": UUID, "encryption": "none"}]}]},
-            "streamSettings": {"network": "tcp", "security": "tls",
-                               "tlsSettings": {"serverName": "localhost", "allowInsecure": True}},
-            "mux": {"enabled": True, "concurrency": CONNS},
-        }],
-    }
 
 
 def socks5_connect(socks_port: int, port: int) -> socket.socket:
@@ -173,18 +151,11 @@ def http_via_socks(socks_port: int, path: str, seq: str) -> tuple[dict, bytes]:
     return headers, body
 
 
-def trailer(echo: bytes) -> tuple[bytes, str, str]:
-    at = echo.rfind(MARKER)
-    check(at >= 0, echo[-80:])
-    listener, _, route = echo[at + len(MARKER):].decode().partition(" ")
-    return echo[:at], listener, route
-
-
 @suite.test
 def v2ray_mux_tcp_and_udp():
-    socks_port = free_port()
+    socks_port = free_port(proto="tcp+udp")
     mark = D.mark()
-    with V2ray(v2ray_mux_config(socks_port), socks_port) as v:
+    with V2ray(v2ray_socks_config(socks_port, VP, UUID, mux_concurrency=CONNS), socks_port) as v:
         # (1) 8 concurrent connections, 16 MiB each way, hashes matching.
         results: dict = {}
         threads = [threading.Thread(target=bulk_echo, args=(socks_port, i, results), daemon=True)

@@ -8,20 +8,17 @@ window (390x844) too. A forged result (the cross-origin post of issue 23, no tok
 and never logged as a run; a token'd post naming a session the daemon never served is logged with
 that sample unverified and no stall counted. Also: bad and oversized result posts are refused with a reason.
 Skipped (77) when chromium is not installed (tools/deps.sh installs it)."""
-import base64
 import html
 import json
 import os
 import re
-import shutil
 import time
 from pathlib import Path
 
-from devtools import DevTools, kill_leftovers
+from devtools import CHROMIUM, Browser
 from harness import (V2ray, Daemon, Suite, check, http_request, free_port, plain_stream, require_binary, skip_file,
-                     tcp_connect, tempdir, v2ray_client_config)
+                     tcp_connect, v2ray_client_config)
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 if not CHROMIUM:
     skip_file("chromium not installed (tools/deps.sh --test)")
 
@@ -38,49 +35,30 @@ V = V2ray(v2ray_client_config(PROXY_PORT, D.port("kernel"), D.uuid), PROXY_PORT)
 def run_chromium(url: str, proxy: str | None, screenshot: str, window: str = "800,1000", again: bool = False) -> str:
     """Opens url in headless chromium, waits (bounded) until the page has posted its results and
     returns the DOM. With VLESSBENCH_PROBE_SCREENSHOTS=DIR set, saves the page there as PNG."""
-    profile = tempdir("vlessbench-chromium-")
-    argv = [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-            "--disable-extensions", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--metrics-recording-only", "--no-default-browser-check", "--disable-breakpad",
-            "--disable-crash-reporter", "--remote-debugging-pipe", f"--window-size={window}",
-            f"--user-data-dir={profile}"]
+    extra = [f"--window-size={window}"]
     if proxy:
         # <-loopback>: chromium otherwise never sends 127.0.0.1 through a proxy.
-        argv += [f"--proxy-server={proxy}", "--proxy-bypass-list=<-loopback>"]
-    browser = DevTools(argv)
-    try:
-        target = browser.call("Target.createTarget", {"url": url}, timeout=20)
-        session = browser.call("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})["sessionId"]
+        extra += [f"--proxy-server={proxy}", "--proxy-bypass-list=<-loopback>"]
+    with Browser(*extra) as browser:
+        session = browser.open(url)
         state_js = "(function(){var e=document.getElementById('status');return e?e.getAttribute('data-state'):'';})()"
         deadline = time.monotonic() + 45
         state = ""
         while state not in ("posted", "post-failed") and time.monotonic() < deadline:
             time.sleep(0.2)
-            state = browser.call("Runtime.evaluate", {"expression": state_js, "returnByValue": True},
-                                 session)["result"].get("value")
+            state = browser.js(session, state_js)
         if again and state == "posted":
             # A second run on the same page load: its token comes from /probe/token.
-            browser.call("Runtime.evaluate", {"expression": "document.getElementById('start').click()"}, session)
+            browser.js(session, "document.getElementById('start').click()")
             state = ""
             deadline = time.monotonic() + 45
             while state not in ("posted", "post-failed") and time.monotonic() < deadline:
                 time.sleep(0.2)
-                state = browser.call("Runtime.evaluate", {"expression": state_js, "returnByValue": True},
-                                     session)["result"].get("value")
-        dom = browser.call("Runtime.evaluate", {"expression": "document.documentElement.outerHTML",
-                                                "returnByValue": True}, session)["result"]["value"]
+                state = browser.js(session, state_js)
+        dom = browser.js(session, "document.documentElement.outerHTML")
         shots = os.environ.get("VLESSBENCH_PROBE_SCREENSHOTS")
         if shots:
-            png = browser.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session)
-            Path(shots, screenshot).write_bytes(base64.b64decode(png["data"]))
-    finally:
-        browser.close()
-        # A helper outside the group (the crash handler has a session of its own) is killed too;
-        # none may be left alive after that.
-        kill_leftovers(str(profile))
-        time.sleep(0.2)
-        leaked = kill_leftovers(str(profile))
-    check(not leaked, f"chromium processes survived SIGKILL: {leaked}")
+            Path(shots, screenshot).write_bytes(browser.screenshot(session))
     check(state == "posted", (state, dom[-3000:]))
     return dom
 

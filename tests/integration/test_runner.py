@@ -6,7 +6,7 @@ import subprocess
 import xml.etree.ElementTree as ET
 
 from harness import (CLIENT_BIN, BIN, LOOPBACK, Daemon, Suite, V2ray, check, free_port, make_cert, require_binary, spawn,
-                     stop_process, tempdir, v2ray_client_config, v2ray_server_config, wait_ports)
+                     stop_process, tempdir, v2ray_client_config, v2ray_server_config, v2ray_socks_inbound, wait_ports)
 
 suite = Suite("test_runner")
 require_binary()
@@ -40,8 +40,7 @@ def rows(out):
 
 def client_with_socks(http_port: int, socks_port: int, server_port: int, user_uuid: str) -> dict:
     cfg = v2ray_client_config(http_port, server_port, user_uuid)
-    cfg["inbounds"].append({"listen": LOOPBACK, "port": socks_port, "protocol": "socks",
-                            "settings": {"auth": "noauth", "udp": False}})
+    cfg["inbounds"].append(v2ray_socks_inbound(socks_port, udp=False))
     return cfg
 
 

@@ -12,11 +12,11 @@ its udp.packet / dns.query lines."""
 import csv
 import json
 import re
-import socket
 import subprocess
 import time
 
-from harness import (CLIENT_BIN, BIN, LOOPBACK, Daemon, Suite, V2ray, check, free_port, make_cert, require_binary, tempdir)
+from harness import (ANY_PORT, CLIENT_BIN, BIN, LOOPBACK, Daemon, Suite, V2ray, check, free_port, make_cert, require_binary,
+                     tempdir, verify_log)
 
 suite = Suite("test_runner_mux")
 require_binary()
@@ -26,22 +26,16 @@ TARGET = f"http://{LOOPBACK}:{D.target_port}/"
 CERT, KEY = make_cert(tempdir())
 
 
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind((LOOPBACK, 0))
-        return s.getsockname()[1]
-
-
-UDP_PORT = free_udp_port()
-DNS_PORT = free_port()  # TCP and UDP
 # A daemon with the UDP echo and the DNS responder; flows idle for 400 ms are logged (udp.packet)
 # and forgotten, so verify can run soon after a run.
 DU = Daemon({
     "users": [{"name": "alice", "uuid": D.uuid}],
-    "vless": [{"name": "tls", "listen": f"{LOOPBACK}:{free_port()}"}],
-    "udp_target": [{"name": "udp", "listen": f"{LOOPBACK}:{UDP_PORT}"}],
-    "dns": [{"name": "dns", "listen": f"{LOOPBACK}:{DNS_PORT}"}],
+    "vless": [{"name": "tls", "listen": ANY_PORT}],
+    "udp_target": [{"name": "udp", "listen": ANY_PORT}],
+    "dns": [{"name": "dns", "listen": ANY_PORT}],
 }, limits={"udp_idle_timeout_ms": 400})
+UDP_PORT = DU.port("udp")
+DNS_PORT = DU.port("dns")  # TCP and UDP
 
 
 def v2ray_mux_server(port: int, access: str) -> dict:
@@ -217,15 +211,8 @@ def udp_link(extra: str) -> str:
 
 
 def verify(out):
-    """udp.packet / dns.query lines are written once a flow idles (400 ms here): retry, bounded."""
-    deadline = time.monotonic() + 10
-    while True:
-        v = subprocess.run([str(RUNNER), "verify", str(out), "--log", str(DU.access)], capture_output=True,
-                           text=True, timeout=30)
-        if v.returncode == 0 or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
-    check(v.returncode == 0 and "verify: OK" in v.stdout, v.stdout + v.stderr)
+    """udp.packet / dns.query lines are written once a flow idles (400 ms here): retried, bounded."""
+    verify_log(RUNNER, DU.access, out)
 
 
 def check_udp_run(extra: str, target: str, xudp: bool, shared: bool):

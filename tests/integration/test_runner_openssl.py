@@ -3,7 +3,7 @@ same paths as the BoringSSL one: direct and the built-in VLESS+TLS client, route
 import json
 import subprocess
 
-from harness import BIN, LOOPBACK, Daemon, Suite, check, require_binary, tempdir
+from harness import BIN, LOOPBACK, Daemon, Suite, check, require_binary, tempdir, verify_log
 
 suite = Suite("test_runner_openssl")
 require_binary()
@@ -24,9 +24,7 @@ def openssl_runner_direct_and_vless_verified():
     summary = json.loads((out / "summary.json").read_text())
     text = json.dumps(summary)
     check("OpenSSL 3" in text, "summary does not name OpenSSL 3 as the TLS library")
-    v = subprocess.run([str(RUNNER), "verify", str(out), "--log", str(D.access)], capture_output=True,
-                       text=True, timeout=60)
-    check(v.returncode == 0 and "verify: OK" in v.stdout, v.stdout + v.stderr)
+    verify_log(RUNNER, D.access, out)
 
 
 suite.run()

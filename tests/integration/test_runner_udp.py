@@ -12,8 +12,9 @@ import socket
 import subprocess
 import time
 
-from harness import (CLIENT_BIN, BIN, LOOPBACK, Daemon, Suite, TlsClient, V2ray, check, free_port, read_udp_frame,
-                     read_vless_response_header, require_binary, tempdir, udp_echo_trailer, udp_frame, vless_header)
+from harness import (ANY_PORT, CLIENT_BIN, BIN, LOOPBACK, Daemon, Suite, TlsClient, V2ray, check, free_port, read_udp_frame,
+                     read_vless_response_header, require_binary, tempdir, udp_echo_trailer, udp_frame, v2ray_socks_inbound,
+                     v2ray_vless_outbound, verify_log, vless_header)
 
 suite = Suite("test_runner_udp")
 require_binary()
@@ -21,25 +22,19 @@ RUNNER = CLIENT_BIN / "vlessbench"
 UUID = "5f0e1d2c-3b4a-4c5d-8e6f-778899aabbcc"
 
 
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind((LOOPBACK, 0))
-        return s.getsockname()[1]
-
-
-UDP_PORT = free_udp_port()
-DNS_PORT = free_port()  # TCP and UDP
 # Flows idle for 400 ms are logged (udp.packet) and forgotten: verify can run soon after a run.
 D = Daemon({
     "users": [{"name": "alice", "uuid": UUID}],
-    "vless": [{"name": "tls", "listen": f"{LOOPBACK}:{free_port()}"},
-              {"name": "ws", "listen": f"{LOOPBACK}:{free_port()}", "transport": "ws", "path": "/ws"},
-              {"name": "up", "listen": f"{LOOPBACK}:{free_port()}", "transport": "httpupgrade", "path": "/up"},
-              {"name": "grpc", "listen": f"{LOOPBACK}:{free_port()}", "transport": "grpc"}],
-    "target": [{"name": "http", "listen": f"{LOOPBACK}:{free_port()}"}],
-    "udp_target": [{"name": "udp", "listen": f"{LOOPBACK}:{UDP_PORT}"}],
-    "dns": [{"name": "dns", "listen": f"{LOOPBACK}:{DNS_PORT}"}],
+    "vless": [{"name": "tls", "listen": ANY_PORT},
+              {"name": "ws", "listen": ANY_PORT, "transport": "ws", "path": "/ws"},
+              {"name": "up", "listen": ANY_PORT, "transport": "httpupgrade", "path": "/up"},
+              {"name": "grpc", "listen": ANY_PORT, "transport": "grpc"}],
+    "target": [{"name": "http", "listen": ANY_PORT}],
+    "udp_target": [{"name": "udp", "listen": ANY_PORT}],
+    "dns": [{"name": "dns", "listen": ANY_PORT}],
 }, limits={"udp_idle_timeout_ms": 400})
+UDP_PORT = D.port("udp")
+DNS_PORT = D.port("dns")  # TCP and UDP
 LINK_TLS = (f"vless://{UUID}@{LOOPBACK}:{D.port('tls')}?encryption=none&security=tls&sni=localhost"
             f"&allowInsecure=1&type=tcp#tls")
 LINK_WS = (f"vless://{UUID}@{LOOPBACK}:{D.port('ws')}?encryption=none&security=tls&sni=localhost"
@@ -48,23 +43,14 @@ LINK_UP = (f"vless://{UUID}@{LOOPBACK}:{D.port('up')}?encryption=none&security=t
            f"&allowInsecure=1&type=httpupgrade&path=%2Fup#up")
 LINK_GRPC = (f"vless://{UUID}@{LOOPBACK}:{D.port('grpc')}?encryption=none&security=tls&sni=localhost"
              f"&allowInsecure=1&type=grpc#grpc")
-SOCKS_VLESS = free_port()
-SOCKS_FREE = free_port()
+SOCKS_VLESS = free_port(proto="tcp+udp")
+SOCKS_FREE = free_port(proto="tcp+udp")
 # v2ray 4.34: a SOCKS5 inbound with UDP -> VLESS+TLS to the daemon, and one -> freedom (direct).
 V2 = V2ray({
     "log": {"loglevel": "warning"},
-    "inbounds": [
-        {"tag": "via-vless", "listen": LOOPBACK, "port": SOCKS_VLESS, "protocol": "socks",
-         "settings": {"auth": "noauth", "udp": True, "ip": LOOPBACK}},
-        {"tag": "via-freedom", "listen": LOOPBACK, "port": SOCKS_FREE, "protocol": "socks",
-         "settings": {"auth": "noauth", "udp": True, "ip": LOOPBACK}},
-    ],
+    "inbounds": [v2ray_socks_inbound(SOCKS_VLESS, tag="via-vless"), v2ray_socks_inbound(SOCKS_FREE, tag="via-freedom")],
     "outbounds": [
-        {"tag": "vless", "protocol": "vless",
-         "settings": {"vnext": [{"address": LOOPBACK, "port": D.port("tls"),
-                                 "users": [{"id": UUID, "encryption": "none"}]}]},
-         "streamSettings": {"network": "tcp", "security": "tls",
-                            "tlsSettings": {"serverName": "localhost", "allowInsecure": True}}},
+        v2ray_vless_outbound(D.port("tls"), UUID, tag="vless"),
         {"tag": "free", "protocol": "freedom", "settings": {}},
     ],
     "routing": {"rules": [{"type": "field", "inboundTag": ["via-vless"], "outboundTag": "vless"},
@@ -95,15 +81,8 @@ def run(target, paths=PATHS, new=4, reuse=6, expect_rc=0, extra=()):
 
 
 def verify(out, want_ok=True):
-    """udp.packet lines are written once a flow idles (400 ms here): retry, bounded."""
-    deadline = time.monotonic() + 10
-    while True:
-        v = runner("verify", out, "--log", D.access)
-        if (v.returncode == 0) == want_ok or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
-    check((v.returncode == 0) == want_ok, v.stdout + v.stderr)
-    return v.stdout
+    """udp.packet lines are written once a flow idles (400 ms here): retried, bounded."""
+    return verify_log(RUNNER, D.access, out, want_ok=want_ok)
 
 
 TRANSPORT = {"vl-ws": "ws", "vl-up": "httpupgrade", "vl-grpc": "grpc"}
@@ -218,7 +197,7 @@ def lost_and_refused_datagrams_are_failed_samples():
     rows = list(csv.DictReader(open(out / "samples.csv", newline="")))
     check([s["error"] for s in rows] == ["reply: timeout after 200 ms"] * 2 +
           ["open flow: first datagram: reply: timeout after 200 ms"], rows)
-    r = runner("run", "--target", f"udp://{LOOPBACK}:{free_udp_port()}", "--new", 1, "--reuse", 0, "--warmup", 0,
+    r = runner("run", "--target", f"udp://{LOOPBACK}:{free_port(proto='udp')}", "--new", 1, "--reuse", 0, "--warmup", 0,
                "--out", out)
     rows = list(csv.DictReader(open(out / "samples.csv", newline="")))
     check(r.returncode == 1 and rows[0]["error"] == "reply: Connection refused", rows)
@@ -240,13 +219,12 @@ def reused_relay_port_is_a_new_flow_with_its_own_route():
     not inherit the session's route (the runner's interleaved new flows hit this). A daemon of its
     own, whose flows idle only after 30 s: the old flow is certainly still there when the port
     comes back, however slow the machine."""
-    own_udp = free_udp_port()
     d = Daemon({"users": [{"name": "alice", "uuid": UUID}],
-                "vless": [{"name": "tls", "listen": f"{LOOPBACK}:{free_port()}"}],
-                "udp_target": [{"name": "udp", "listen": f"{LOOPBACK}:{own_udp}"}]},
+                "vless": [{"name": "tls", "listen": ANY_PORT}],
+                "udp_target": [{"name": "udp", "listen": ANY_PORT}]},
                limits={"udp_idle_timeout_ms": 30000})
     try:
-        reused_port_case(d, own_udp)
+        reused_port_case(d, d.port("udp"))
     finally:
         d.stop()
 

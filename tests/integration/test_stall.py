@@ -6,8 +6,8 @@ Asserts the ordering of medians with generous margins; it is not a benchmark."""
 import random
 import statistics
 
-from harness import (SANITIZED, Daemon, Suite, V2ray, check, free_port, make_cert, policy, require_binary, skip_file,
-                     tempdir, v2ray_server_config, vless_get)
+from harness import (ANY_PORT, SANITIZED, Daemon, Suite, V2ray, check, free_port, make_cert, policy, require_binary, skip_file,
+                     route_session, tempdir, v2ray_server_config, vless_get)
 
 suite = Suite("test_stall")
 require_binary()
@@ -22,12 +22,12 @@ FAST_MS = 15.0
 D = Daemon({
     "users": [{"name": "nagle", "uuid": "0bc2f2bd-f35f-4c1e-8b9b-befe527996d0"}],
     "vless": [
-        {"name": "kernel", "listen": f"127.0.0.1:{free_port()}", "tcp": policy(True, "kernel"),
+        {"name": "kernel", "listen": ANY_PORT, "tcp": policy(True, "kernel"),
          "upstream_tcp": policy(True, "kernel")},
-        {"name": "quick", "listen": f"127.0.0.1:{free_port()}", "tcp": policy(True, "on"),
+        {"name": "quick", "listen": ANY_PORT, "tcp": policy(True, "on"),
          "upstream_tcp": policy(True, "on")},
     ],
-    "target": [{"name": "http", "listen": f"127.0.0.1:{free_port()}"}],
+    "target": [{"name": "http", "listen": ANY_PORT}],
 })
 TP = D.target_port
 # BoringSSL holds TLS 1.3 tickets until its first application-data write, so turning them on must
@@ -35,8 +35,8 @@ TP = D.target_port
 DT = Daemon({
     "users": [{"name": "nagle", "uuid": D.uuid}],
     "tls": {"session_tickets": True},
-    "vless": [{"name": "kernel-tickets", "listen": f"127.0.0.1:{free_port()}", "tcp": policy(True, "kernel")}],
-    "target": [{"name": "http", "listen": f"127.0.0.1:{free_port()}"}],
+    "vless": [{"name": "kernel-tickets", "listen": ANY_PORT, "tcp": policy(True, "kernel")}],
+    "target": [{"name": "http", "listen": ANY_PORT}],
 })
 CERT, KEY = make_cert(tempdir())
 V2_PORT = free_port()
@@ -125,7 +125,7 @@ def server_timing_and_log_flag_the_stall():
     def sessions(name):
         out = []
         for _, r in RESULTS[name]:
-            sid = int(r.headers["x-vlessbench-route"].split()[1].split("=")[1])
+            sid = route_session(r.headers["x-vlessbench-route"])
             out.append(D.wait_event("vless.session", session=sid))
         return out
 

@@ -5,7 +5,7 @@ import socket
 import time
 
 from harness import (SANITIZED, Daemon, Suite, TlsClient, check, curl, curl_headers, http_request, plain_stream, probe_ticket,
-                     read_vless_response_header, require_binary, rss_kib, tcp_connect, vless_header)
+                     read_vless_response_header, require_binary, route_session, rss_kib, tcp_connect, vless_header)
 
 suite = Suite("test_target")
 require_binary()
@@ -221,7 +221,7 @@ def rejected_requests_are_logged_with_their_route():
         read_vless_response_header(c.stream)
         r = c.stream.read_response()
         check(r.status == 400, r)
-        sid = int(r.headers["x-vlessbench-route"].split()[1].split("=")[1])
+        sid = route_session(r.headers["x-vlessbench-route"])
     e = D.wait_event("http.request", since=mark, status=400, route="vless")
     check(e.get("vless_session") == sid and e.get("vless_user") == D.user, e)
     check(e.get("vless_listener") == "kernel" and e.get("vless_client", "").startswith("127.0.0.1:"), e)

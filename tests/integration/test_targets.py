@@ -7,9 +7,9 @@ peer that never finishes its handshake, a banner client that never speaks, one t
 import socket
 import time
 
-from harness import (LOOPBACK, Daemon, Suite, TlsClient, V2ray, check, curl, curl_headers, free_port,
+from harness import (ANY_PORT, LOOPBACK, Daemon, Suite, TlsClient, V2ray, check, curl, curl_headers, free_port,
                      read_vless_response_header, require_binary, rss_kib, tcp_connect, v2ray_client_config,
-                     vless_header)
+                     route_session, vless_header)
 
 suite = Suite("test_targets")
 require_binary()
@@ -18,10 +18,10 @@ LIMITS = {"handshake_timeout_ms": 1000, "pending_timeout_ms": 2000, "min_rate_by
           "min_rate_window_ms": 1000}
 D = Daemon({
     "users": [{"name": "tester", "uuid": UUID}],
-    "vless": [{"name": "kernel", "listen": f"{LOOPBACK}:{free_port()}"}],
-    "target": [{"name": "http", "listen": f"{LOOPBACK}:{free_port()}"},
-               {"name": "https", "listen": f"{LOOPBACK}:{free_port()}", "tls": True}],
-    "banner": [{"name": "banner", "listen": f"{LOOPBACK}:{free_port()}"}],
+    "vless": [{"name": "kernel", "listen": ANY_PORT}],
+    "target": [{"name": "http", "listen": ANY_PORT},
+               {"name": "https", "listen": ANY_PORT, "tls": True}],
+    "banner": [{"name": "banner", "listen": ANY_PORT}],
 }, limits=LIMITS)
 HTTPS, BANNER, VLESS = D.port("https"), D.port("banner"), D.port("kernel")
 
@@ -143,7 +143,7 @@ def banner_through_vless_names_the_session():
         check(route.startswith("vless session=") and route.endswith("user=tester"), route)
         c.send(b"ping\n")
         check(c.stream.read_until(b"\n") == b"ping\n")
-    session = int(route.split()[1].split("=")[1])
+    session = route_session(route)
     ev = D.wait_event("banner.connection", since=mark, listener="banner")
     check(ev["route"] == "vless" and ev["vless_session"] == session and ev["bytes_in"] == 5, ev)
 
@@ -207,8 +207,8 @@ def banner_route_holds_with_sessions_on_worker_threads():
     # relayed banner must still name its session (route_registry::dial), and direct ones direct.
     d2 = Daemon({
         "users": [{"name": "tester", "uuid": UUID}],
-        "vless": [{"name": "kernel", "listen": f"{LOOPBACK}:{free_port()}"}],
-        "banner": [{"name": "banner", "listen": f"{LOOPBACK}:{free_port()}"}],
+        "vless": [{"name": "kernel", "listen": ANY_PORT}],
+        "banner": [{"name": "banner", "listen": ANY_PORT}],
     }, limits={"threads": 2})
     try:
         wrong = []

@@ -19,7 +19,7 @@ import os
 import shutil
 import subprocess
 
-from harness import (CLIENT_BIN, BIN, LOOPBACK, Daemon, Suite, V2ray, check, free_port, new_uuid, require_binary, run_in_own_netns,
+from harness import (ANY_PORT, CLIENT_BIN, BIN, LOOPBACK, Daemon, Suite, V2ray, check, free_port, new_uuid, require_binary, run_in_own_netns,
                      tempdir, v2ray_client_config)
 
 TARGET_ADDR, CAPTURED_ADDR = "10.77.0.1", "10.77.0.2"
@@ -41,7 +41,7 @@ def tun_path_must_arrive_through_vless():
         raise AssertionError("nft not found: tools/deps.sh --test installs nftables")
     tport = free_port()
     cfg = {"users": [{"name": "phone", "uuid": new_uuid()}],
-           "vless": [{"name": "v", "listen": f"{LOOPBACK}:{free_port()}"}],
+           "vless": [{"name": "v", "listen": ANY_PORT}],
            "target": [{"name": "t", "listen": f"0.0.0.0:{tport}"}]}
     with Daemon(cfg) as d:
         door = free_port()

@@ -5,9 +5,9 @@ import socket
 import ssl
 import time
 
-from harness import (ATYP_DOMAIN, Daemon, Suite, TlsClient, addons_flow, check, client_tls_context, free_port, http_request,
+from harness import (ANY_PORT, ATYP_DOMAIN, Daemon, Suite, TlsClient, addons_flow, check, client_tls_context, free_port, http_request,
                      new_uuid, policy, read_vless_response_header, require_binary, tcp_connect, vless_get,
-                     vless_header)
+                     route_session, vless_header)
 
 suite = Suite("test_vless_reject")
 require_binary()
@@ -16,9 +16,9 @@ UUID = new_uuid()
 V6_PORT = free_port("::1")
 D = Daemon({
     "users": [{"name": "alice", "uuid": UUID}, {"name": "bob", "uuid": new_uuid()}],
-    "vless": [{"name": "edge", "listen": f"127.0.0.1:{free_port()}", "tcp": policy(True, "on")},
+    "vless": [{"name": "edge", "listen": ANY_PORT, "tcp": policy(True, "on")},
               {"name": "edge6", "listen": f"[::1]:{free_port('::1')}"}],
-    "target": [{"name": "http", "listen": f"127.0.0.1:{free_port()}"},
+    "target": [{"name": "http", "listen": ANY_PORT},
                {"name": "http6", "listen": f"[::1]:{V6_PORT}"}],
 }, limits={"handshake_timeout_ms": 2500, "header_timeout_ms": 600, "connect_timeout_ms": 2000})
 VP = D.port("edge")
@@ -70,7 +70,7 @@ GET = http_request("GET", "/", headers={"Connection": "close"})
 def valid_session_logged():
     mark = D.mark()
     resp = valid_session(headers={"X-Vlessbench-Run": "v1", "X-Vlessbench-Seq": "1"})
-    sid = int(resp.headers["x-vlessbench-route"].split()[1].split("=")[1])
+    sid = route_session(resp.headers["x-vlessbench-route"])
     check(resp.headers["x-vlessbench-route"] == f"vless session={sid} user=alice", resp.headers)
     st = resp.headers.get("server-timing", "")
     for part in ("tls;dur=", "vless;dur=", "upstream;dur="):
@@ -303,8 +303,8 @@ def half_close_gets_whole_response():
 def too_many_sessions():
     uid = new_uuid()
     with Daemon({"users": [{"name": "u", "uuid": uid}],
-                 "vless": [{"name": "small", "listen": f"127.0.0.1:{free_port()}"}],
-                 "target": [{"name": "t", "listen": f"127.0.0.1:{free_port()}"}]},
+                 "vless": [{"name": "small", "listen": ANY_PORT}],
+                 "target": [{"name": "t", "listen": ANY_PORT}]},
                 limits={"max_sessions": 2}) as d:
         # Only authorised sessions take a slot (a bare handshake does not: test_admission).
         held = []

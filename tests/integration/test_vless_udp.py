@@ -7,8 +7,8 @@ import struct
 import threading
 import time
 
-from harness import (Daemon, Suite, TlsClient, V2ray, check, dns_query, free_port, new_uuid,
-                     read_vless_response_header, require_binary, vless_header)
+from harness import (ANY_PORT, Daemon, Suite, TlsClient, V2ray, check, dns_query, free_port, new_uuid,
+                     read_vless_response_header, require_binary, v2ray_socks_config, vless_header)
 from harness import read_udp_frame as read_packet
 from harness import udp_echo_trailer as trailer
 from harness import udp_frame as frame
@@ -16,23 +16,17 @@ from harness import udp_frame as frame
 suite = Suite("test_vless_udp")
 require_binary()
 
-def free_udp_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 UUID = new_uuid()
-UP = free_udp_port()
-DNS_PORT = free_port()  # TCP and UDP
 D = Daemon({
     "users": [{"name": "alice", "uuid": UUID}],
-    "vless": [{"name": "edge", "listen": f"127.0.0.1:{free_port()}"}],
-    "target": [{"name": "http", "listen": f"127.0.0.1:{free_port()}"}],
-    "udp_target": [{"name": "udp", "listen": f"127.0.0.1:{UP}"}],
-    "dns": [{"name": "dns", "listen": f"127.0.0.1:{DNS_PORT}"}],
+    "vless": [{"name": "edge", "listen": ANY_PORT}],
+    "target": [{"name": "http", "listen": ANY_PORT}],
+    "udp_target": [{"name": "udp", "listen": ANY_PORT}],
+    "dns": [{"name": "dns", "listen": ANY_PORT}],
 }, limits={"udp_idle_timeout_ms": 1500})
 VP = D.port("edge")
+UP = D.port("udp")
+DNS_PORT = D.port("dns")  # TCP and UDP
 
 
 class Echo:
@@ -278,26 +272,10 @@ def socks5_udp(dest_port: int, data: bytes) -> bytes:
     return b"\x00\x00\x00\x01" + socket.inet_aton("127.0.0.1") + struct.pack(">H", dest_port) + data
 
 
-def v2ray_socks_config(socks_port: int) -> dict:
-    """v2ray 4.34: a SOCKS5 inbound with UDP -> a VLESS+TLS outbound to our daemon."""
-    return {
-        "log": {"loglevel": "warning"},
-        "inbounds": [{"listen": "127.0.0.1", "port": socks_port, "protocol": "socks",
-                      "settings": {"auth": "noauth", "udp": True, "ip": "127.0.0.1"}}],
-        "outbounds": [{
-            "protocol": "vless",
-            "settings": {"vnext": [{"address": "127.0.0.1", "port": VP,
-                                    "users": [{"id": UUID, "encryption": "none"}]}]},
-            "streamSettings": {"network": "tcp", "security": "tls",
-                               "tlsSettings": {"serverName": "localhost", "allowInsecure": True}},
-        }],
-    }
-
-
 @suite.test
 def v2ray_socks_udp():
-    socks_port = free_port()
-    cfg = v2ray_socks_config(socks_port)
+    socks_port = free_port(proto="tcp+udp")
+    cfg = v2ray_socks_config(socks_port, VP, UUID)
     mark = D.mark()
     count = 1000
     with V2ray(cfg, socks_port):
@@ -324,8 +302,8 @@ def v2ray_socks_udp():
 
 @suite.test
 def v2ray_socks_dns():
-    socks_port = free_port()
-    cfg = v2ray_socks_config(socks_port)
+    socks_port = free_port(proto="tcp+udp")
+    cfg = v2ray_socks_config(socks_port, VP, UUID)
     mark = D.mark()
     with V2ray(cfg, socks_port):
         ctl, relay = socks5_udp_associate(socks_port)

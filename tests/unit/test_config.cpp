@@ -338,7 +338,6 @@ TEST_CASE("listen addresses: IPv4 or [IPv6] with a port in range, no hostnames",
                     "vlessbenchd.toml");
   };
   CHECK(listen_error("127.0.0.1:99999") == "vlessbenchd.toml:3: target[0].listen: \"127.0.0.1:99999\": port out of range");
-  CHECK(listen_error("127.0.0.1:0") == "vlessbenchd.toml:3: target[0].listen: \"127.0.0.1:0\": port out of range");
   CHECK(listen_error("127.0.0.1:65536") == "vlessbenchd.toml:3: target[0].listen: \"127.0.0.1:65536\": port out of range");
   CHECK(listen_error("127.0.0.1:http") == "vlessbenchd.toml:3: target[0].listen: \"127.0.0.1:http\": port must be a number");
   CHECK(listen_error("127.0.0.1:") == "vlessbenchd.toml:3: target[0].listen: \"127.0.0.1:\": missing port");
@@ -356,6 +355,34 @@ TEST_CASE("listen addresses: IPv4 or [IPv6] with a port in range, no hostnames",
   CHECK(listen_error("[::g]:8080") == "vlessbenchd.toml:3: target[0].listen: \"[::g]:8080\": not a valid IPv6 address");
   CHECK(listen_error("[127.0.0.1]:8080") ==
         "vlessbenchd.toml:3: target[0].listen: \"[127.0.0.1]:8080\": not a valid IPv6 address");
+}
+
+TEST_CASE("port 0 in a listen address: the port the kernel gives at bind, never a clash", "[config]") {
+  const config c = parse_config(
+      "[[vless]]\nname = \"v\"\nlisten = \"127.0.0.1:0\"\n[[target]]\nname = \"t\"\nlisten = \"127.0.0.1:0\"\n"
+      "[[udp_target]]\nname = \"u\"\nlisten = \"127.0.0.1:0\"\n[[dns]]\nname = \"d\"\nlisten = \"127.0.0.1:000\"\n"
+      "[admin]\nlisten = \"127.0.0.1:0\"\n",
+      "zero.toml");
+  REQUIRE(c.vless.size() == 1);
+  REQUIRE(c.target.size() == 1);
+  REQUIRE(c.udp_target.size() == 1);
+  REQUIRE(c.dns.size() == 1);
+  CHECK(c.vless[0].listen == ep("127.0.0.1", 0));
+  CHECK(c.target[0].listen == ep("127.0.0.1", 0));
+  CHECK(c.dns[0].listen == ep("127.0.0.1", 0));
+  CHECK(c.udp_target[0].listen.port() == 0);
+  REQUIRE(c.admin.listen);
+  CHECK(*c.admin.listen == ep("127.0.0.1", 0));
+  // Next to a wildcard listener too: 0 is not that listener's port.
+  CHECK(parse_config("[[target]]\nname = \"a\"\nlisten = \"[::1]:0\"\n[[target]]\nname = \"b\"\nlisten = \"[::1]:0\"\n",
+                     "z.toml").target.size() == 2);
+  // Still refused where a client dials: the runner's paths and share links (parse_host_port's default).
+  std::string reason;
+  asio::ip::tcp::endpoint out;
+  CHECK_FALSE(parse_endpoint("127.0.0.1:0", out, reason));
+  CHECK(reason == "port out of range");
+  CHECK(parse_endpoint("127.0.0.1:0", out, reason, port_zero::allowed));
+  CHECK_FALSE(parse_endpoint("127.0.0.1:65536", out, reason, port_zero::allowed));
 }
 
 TEST_CASE("IPv6 listeners", "[config]") {

@@ -1,7 +1,9 @@
 // plan_reload (server/reload_plan): what a SIGHUP keeps, opens, closes and logs, decided from two
 // configs alone. The integration tests (test_lifecycle, test_signals, test_reload_admission) drive
 // the same through a running daemon.
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -323,4 +325,129 @@ TEST_CASE("a new listener on the port of one this reload closes is refused with 
   CHECK_FALSE(plan_reload(parse(std::string(base) + lo),
                           parse(std::string(base) + "[[udp_target]]\nname = \"u\"\nlisten = \"127.0.0.2:9053\"\n"))
                   .refused);
+}
+
+// The running config names the ports its "HOST:0" listeners were given (the daemon resolves it
+// after binding); the next one says 0 again.
+TEST_CASE("a reload keeps the port a port-0 listener was given: matched by name and address", "[reload_plan]") {
+  const std::string running_text = R"(
+[[vless]]
+name = "a"
+listen = "127.0.0.1:40001"
+
+[[target]]
+name = "http"
+listen = "127.0.0.1:40002"
+
+[[udp_target]]
+name = "u"
+listen = "127.0.0.1:40003"
+
+[[dns]]
+name = "d"
+listen = "127.0.0.1:40004"
+
+[admin]
+listen = "127.0.0.1:40005"
+)";
+  const config running = parse(running_text);
+  const config again = parse(R"(
+[[vless]]
+name = "a"
+listen = "127.0.0.1:0"
+tcp = { quickack = "on" }
+
+[[target]]
+name = "http"
+listen = "127.0.0.1:0"
+
+[[udp_target]]
+name = "u"
+listen = "127.0.0.1:0"
+
+[[dns]]
+name = "d"
+listen = "127.0.0.1:0"
+zone = "example.test"
+
+[admin]
+listen = "127.0.0.1:0"
+)");
+  const reload_plan p = plan_reload(running, again);
+  CHECK_FALSE(p.refused);
+  CHECK(p.open.empty());
+  CHECK(p.close.empty());
+  REQUIRE(p.keep.size() == 2);
+  CHECK(p.keep[0].to.listen == ep("127.0.0.1", 40001));
+  CHECK(p.keep[0].to.tcp.quickack == quickack_mode::on);
+  CHECK(p.keep[1].to.listen == ep("127.0.0.1", 40002));
+  CHECK(p.udp_targets.open.empty());
+  CHECK(p.udp_targets.close.empty());
+  CHECK(p.udp_targets.keep.empty());  // unchanged but for the 0: nothing to do
+  REQUIRE(p.dns.keep.size() == 1);
+  CHECK(p.dns.keep[0].second.listen == ep("127.0.0.1", 40004));
+  CHECK(p.dns.keep[0].second.zone == "example.test");
+  CHECK_FALSE(p.admin_rebind);
+  CHECK(p.changes == std::vector<std::string>{
+                         "vless \"a\" on 127.0.0.1:40001: nodelay=true quickack=kernel -> nodelay=true quickack=on "
+                         "(upstream nodelay=true quickack=kernel)",
+                         "dns \"d\" on 127.0.0.1:40004 updated"});
+
+  // Another name or another address on port 0 is another listener: opened on a new port, the old
+  // one closed.
+  const reload_plan renamed = plan_reload(running, parse(R"(
+[[vless]]
+name = "b"
+listen = "127.0.0.1:0"
+
+[[target]]
+name = "http"
+listen = "127.0.0.2:0"
+)"));
+  CHECK_FALSE(renamed.refused);
+  REQUIRE(renamed.open.size() == 2);
+  CHECK(renamed.open[0].listen == ep("127.0.0.1", 0));
+  CHECK(renamed.open[1].listen == ep("127.0.0.2", 0));
+  CHECK(renamed.close.size() == 2);
+  CHECK(renamed.keep.empty());
+  CHECK(renamed.udp_targets.close.size() == 1);
+  CHECK(renamed.admin_rebind);  // [admin] left out: the default endpoint
+  CHECK(std::find(renamed.changes.begin(), renamed.changes.end(),
+                  "opened vless \"b\" on 127.0.0.1:0 (nodelay=true quickack=kernel)") != renamed.changes.end());
+
+  // The endpoint wins over the name: the bound port named outright is that listener; "a" on 0
+  // then opens anew.
+  const reload_plan named = plan_reload(running, parse(R"(
+[[vless]]
+name = "a"
+listen = "127.0.0.1:0"
+
+[[vless]]
+name = "z"
+listen = "127.0.0.1:40001"
+)"));
+  REQUIRE(named.keep.size() == 1);
+  CHECK(named.keep[0].from.name == "a");
+  CHECK(named.keep[0].to.name == "z");
+  REQUIRE(named.open.size() == 1);
+  CHECK(named.open[0].name == "a");
+  CHECK(named.open[0].listen == ep("127.0.0.1", 0));
+
+  // Same name on port 0, another kind: the socket is handed over, its port kept.
+  const reload_plan kind = plan_reload(running, parse("[[target]]\nname = \"a\"\nlisten = \"127.0.0.1:0\"\n"));
+  REQUIRE(kind.take_over.size() == 1);
+  CHECK(kind.take_over[0].to.listen == ep("127.0.0.1", 40001));
+  CHECK(kind.take_over[0].to.kind == listener_kind::target);
+
+  // The admin listener on another address, port 0: rebound.
+  CHECK(plan_reload(running, parse("[[target]]\nname = \"http\"\nlisten = \"127.0.0.1:0\"\n[admin]\nlisten = \"127.0.0.2:0\"\n"))
+            .admin_rebind);
+}
+
+TEST_CASE("a port-0 listener never waits for a socket this reload closes", "[reload_plan]") {
+  const reload_plan p = plan_reload(parse(std::string(base) + "[[udp_target]]\nname = \"u\"\nlisten = \"0.0.0.0:9053\"\n"),
+                                    parse(std::string(base) + "[[dns]]\nname = \"d\"\nlisten = \"0.0.0.0:0\"\n"));
+  CHECK_FALSE(p.refused);
+  CHECK(p.dns.open.size() == 1);
+  CHECK(p.udp_targets.close.size() == 1);
 }
