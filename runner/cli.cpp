@@ -1,4 +1,5 @@
 #include "runner/cli.hpp"
+#include "runner/clients.hpp"
 
 #include <unistd.h>
 
@@ -327,6 +328,22 @@ int run_cli(int argc, char** argv) {
   verify->add_option("dir", verify_dir, "run output directory")->required()->check(CLI::ExistingDirectory);
   verify->add_option("--log", verify_log, "the daemon's access log (JSON lines)")->required()->check(CLI::ExistingFile);
 
+  clients_args ca;
+  auto* clients = app.add_subcommand(
+      "clients", "the seed's comparison with the real cores you have: each core (mihomo, sing-box, xray, v2ray) "
+                 "gets a local HTTP entry to the node, then one run measures direct, the built-in client and "
+                 "every core; any option not listed here goes to `run` (e.g. --new 50 --reuse 100)");
+  clients->add_option("--link", ca.links, "the node: a vless:// link (repeatable)");
+  clients->add_option("--links", ca.links_file, "a file whose vless:// lines are the nodes (`vlessbenchd links` output)")
+      ->check(CLI::ExistingFile);
+  clients->add_option("--core", ca.core_paths, "NAME=PATH: a core's binary (default: found on PATH), "
+                                              "e.g. --core mihomo=/Applications/Clash\ Verge.app/Contents/MacOS/verge-mihomo");
+  clients->add_option("--cores", ca.only, "only these cores (comma-separated)")->delimiter(',');
+  clients->add_flag("--no-builtin", ca.no_builtin, "leave the built-in client out");
+  clients->add_option("--out", ca.out, "output directory (the run's files; the cores' configs and logs in cores/)")
+      ->capture_default_str();
+  clients->allow_extras();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::Success& e) {
@@ -344,6 +361,10 @@ int run_cli(int argc, char** argv) {
     }
     if (*compare) return do_compare(compare_dirs);
     if (*verify) return do_verify(verify_dir, verify_log);
+    if (*clients) {
+      ca.run_args = clients->remaining();
+      return do_clients(ca, argv[0]);
+    }
   } catch (const std::exception& e) {
     std::cerr << "vlessbench: " << e.what() << "\n";
     return exit_failed;

@@ -3,23 +3,14 @@
 #include <memory>
 #include <stdexcept>
 
-#include <nlohmann/json.hpp>
 #include <qrencode.h>
 
+#include "core/wire/client_entries.hpp"
 #include "core/wire/share_link.hpp"
 #include "core/net/tls.hpp"
 
 namespace vlessbench {
 namespace {
-
-std::string yaml_quote(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "\"";
-}
 
 const char* network_name(transport_kind k) {
   switch (k) {
@@ -108,108 +99,29 @@ void print_links(std::ostream& out, const config& cfg, const links_options& opts
                                  ": pass --host with the address clients use to reach this machine");
       host = l.listen.address().to_string();
     }
-    const unsigned port = l.listen.port();
     const transport_config& t = l.transport;
     const bool tls = t.tls;
     const bool upgrade = t.kind == transport_kind::ws || t.kind == transport_kind::httpupgrade;
     const bool grpc = t.kind == transport_kind::grpc;
-    // The Host the upgrade request carries: the configured one, else what clients dial.
-    const std::string http_host = t.host;
     for (const auto& u : cfg.users) {
       const share_link link = listener_link(l, u, host, opts.sni, insecure);
-      const std::string& name = link.name;
       const std::string uri = format_share_link(link);
 
-      out << "## " << name << " (listener " << l.name << ", user " << u.name << ", transport "
+      out << "## " << link.name << " (listener " << l.name << ", user " << u.name << ", transport "
           << to_string(t.kind) << ((upgrade || grpc) && !tls ? " over plain TCP" : "") << ", tcp quickack="
           << to_string(l.tcp.quickack) << ")\n\n";
       out << "Share link (Shadowrocket, v2rayN, NekoBox):\n" << uri << "\n\n";
       if (opts.qr) out << terminal_qr(uri) << "\n";
 
-      // mihomo has no httpupgrade network: it is ws with v2ray-http-upgrade.
-      out << "Clash / mihomo (proxies:):\n"
-          << "  - name: " << yaml_quote(name) << "\n"
-          << "    type: vless\n"
-          << "    server: " << yaml_quote(host) << "\n"
-          << "    port: " << port << "\n"
-          << "    uuid: " << u.uuid_text << "\n"
-          << "    network: " << (upgrade ? "ws" : grpc ? "grpc" : "tcp") << "\n"
-          << "    udp: true\n"
-          << "    tls: " << (tls ? "true" : "false") << "\n";
-      if (tls) {
-        out << "    servername: " << yaml_quote(opts.sni) << "\n"
-            << "    skip-cert-verify: " << (insecure ? "true" : "false") << "\n";
-        if (!fingerprint.empty())
-          out << "    fingerprint: " << fingerprint << "\n";
-        else if (!cfg.tls.cert.empty())
-          out << "    # fingerprint: none yet: " << cfg.tls.cert
-              << " is made at the daemon's first start; run links again after it for the pin\n";
-      }
-      if (grpc) {
-        out << "    grpc-opts:\n"
-            << "      grpc-service-name: " << yaml_quote(t.service_name) << "\n";
-      }
-      if (upgrade) {
-        out << "    ws-opts:\n"
-            << "      path: " << yaml_quote(t.path) << "\n";
-        if (!http_host.empty()) out << "      headers:\n        Host: " << yaml_quote(http_host) << "\n";
-        if (t.kind == transport_kind::httpupgrade) {
-          out << "      v2ray-http-upgrade: true\n"
-              << "      v2ray-http-upgrade-fast-open: true\n";
-        } else if (t.max_early_data > 0) {
-          out << "      max-early-data: " << t.max_early_data << "\n"
-              << "      early-data-header-name: " << yaml_quote(early_data_header(t)) << "\n";
-        }
-      }
-      out << "\n";
-
-      nlohmann::ordered_json sing{{"type", "vless"},     {"tag", name},         {"server", host},
-                                  {"server_port", port}, {"uuid", u.uuid_text}};
-      if (tls) sing["tls"] = {{"enabled", true}, {"server_name", opts.sni}, {"insecure", insecure}};
-      if (t.kind == transport_kind::ws) {
-        nlohmann::ordered_json tr{{"type", "ws"}, {"path", t.path}};
-        if (!http_host.empty()) tr["headers"] = {{"Host", http_host}};
-        if (t.max_early_data > 0) {
-          tr["max_early_data"] = t.max_early_data;
-          tr["early_data_header_name"] = early_data_header(t);
-        }
-        sing["transport"] = tr;
-      } else if (t.kind == transport_kind::httpupgrade) {
-        nlohmann::ordered_json tr{{"type", "httpupgrade"}, {"path", t.path}};
-        if (!http_host.empty()) tr["host"] = http_host;
-        sing["transport"] = tr;
-      } else if (grpc) {
-        sing["transport"] = {{"type", "grpc"}, {"service_name", t.service_name}};
-      }
-      out << "sing-box (outbounds):\n" << sing.dump(2) << "\n\n";
-
-      // v2fly reads maxEarlyData + earlyDataHeaderName (4.39+), Xray the path's ?ed=; both are set.
-      nlohmann::ordered_json stream{{"network", network_name(t.kind)}, {"security", tls ? "tls" : "none"}};
-      if (tls) stream["tlsSettings"] = {{"serverName", opts.sni}, {"allowInsecure", insecure}};
-      if (t.kind == transport_kind::ws) {
-        const bool ed = t.max_early_data > 0;
-        nlohmann::ordered_json ws{{"path", ed ? t.path + "?ed=" + std::to_string(t.max_early_data) : t.path}};
-        if (!http_host.empty()) ws["headers"] = {{"Host", http_host}};
-        if (ed) {
-          ws["maxEarlyData"] = t.max_early_data;
-          ws["earlyDataHeaderName"] = early_data_header(t);
-        }
-        stream["wsSettings"] = ws;
-      } else if (t.kind == transport_kind::httpupgrade) {
-        nlohmann::ordered_json hu{{"path", t.path}};
-        if (!http_host.empty()) hu["host"] = http_host;
-        stream["httpupgradeSettings"] = hu;
-      } else if (grpc) {
-        stream["grpcSettings"] = {{"serviceName", t.service_name}};
-      }
-      nlohmann::ordered_json v2{
-          {"protocol", "vless"},
-          {"tag", name},
-          {"settings",
-           {{"vnext", {{{"address", host}, {"port", port},
-                        {"users", {{{"id", u.uuid_text}, {"encryption", "none"}, {"level", 0}}}}}}}}},
-          {"streamSettings", stream}};
-      out << "v2ray / Xray (outbounds):\n" << v2.dump(2) << "\n\n";
+      client_entry_options entry;
+      entry.early_data_header = early_data_header(t);
+      entry.fingerprint = fingerprint;
+      if (fingerprint.empty() && !cfg.tls.cert.empty())
+        entry.fingerprint_note = "none yet: " + cfg.tls.cert +
+                                 " is made at the daemon's first start; run links again after it for the pin";
+      out << "Clash / mihomo (proxies:):\n" << mihomo_proxy(link, entry) << "\n";
+      out << "sing-box (outbounds):\n" << singbox_outbound(link, entry) << "\n\n";
+      out << "v2ray / Xray (outbounds):\n" << v2ray_outbound(link, entry) << "\n\n";
     }
   }
 }

@@ -1,0 +1,350 @@
+#include "runner/clients.hpp"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "core/wire/client_entries.hpp"
+#include "core/wire/share_link.hpp"
+#include "runner/cli.hpp"
+
+namespace vlessbench::runner {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+// What each core is called with: {config} and {dir} are filled in.
+struct core_kind {
+  const char* name;
+  std::vector<std::string> run, check, version;
+  const char* suffix;
+};
+
+const std::vector<core_kind>& core_kinds() {
+  static const std::vector<core_kind> kinds = {
+      {"mihomo", {"-d", "{dir}", "-f", "{config}"}, {"-t", "-d", "{dir}", "-f", "{config}"}, {"-v"}, ".yaml"},
+      {"sing-box", {"run", "-c", "{config}"}, {"check", "-c", "{config}"}, {"version"}, ".json"},
+      {"xray", {"run", "-c", "{config}"}, {"run", "-test", "-c", "{config}"}, {"version"}, ".json"},
+      {"v2ray", {"-config", "{config}"}, {"-test", "-config", "{config}"}, {"-version"}, ".json"},
+  };
+  return kinds;
+}
+
+std::optional<fs::path> on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/local/bin:/usr/bin:/bin");
+  for (std::string d; std::getline(dirs, d, ':');) {
+    const fs::path p = fs::path(d.empty() ? "." : d) / name;
+    if (::access(p.c_str(), X_OK) == 0 && fs::is_regular_file(p)) return p;
+  }
+  return std::nullopt;
+}
+
+std::string tail_of(const fs::path& file, std::size_t lines) {
+  std::ifstream in(file);
+  std::vector<std::string> all;
+  for (std::string l; std::getline(in, l);) all.push_back(l);
+  std::string out;
+  for (std::size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) out += "  " + all[i] + "\n";
+  return out;
+}
+
+// A child in a process group of its own (a terminal's Ctrl-C reaches the runner, which stops it
+// after writing what it measured), ended with the runner however the runner ends (parent death).
+pid_t spawn(const fs::path& exe, const std::vector<std::string>& args, const fs::path& dir, const fs::path& log) {
+  std::vector<std::string> argv_s{exe.string()};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  argv.reserve(argv_s.size() + 1);
+  for (auto& s : argv_s) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(127);
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || null < 0 || ::chdir(dir.c_str()) != 0) ::_exit(127);
+    ::dup2(null, 0);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// Waits up to timeout; the exit status, or nullopt while it still runs.
+std::optional<int> wait_for(pid_t pid, std::chrono::milliseconds timeout) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    int status = 0;
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (r < 0) return -1;
+    if (std::chrono::steady_clock::now() >= end) return std::nullopt;
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+bool port_open(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
+// A free loopback port below the usual ephemeral range: Xray does not bind a port that a
+// TIME-WAIT connection holds.
+std::uint16_t free_port(std::mt19937& rng) {
+  std::uniform_int_distribution<int> pick(20000, 32767);
+  for (int i = 0; i < 500; ++i) {
+    const auto port = static_cast<std::uint16_t>(pick(rng));
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    if (bound && !port_open(port)) return port;
+  }
+  throw std::runtime_error("no free loopback port in 20000-32767");
+}
+
+std::vector<std::string> fill(const std::vector<std::string>& args, const fs::path& config, const fs::path& dir) {
+  std::vector<std::string> out;
+  for (auto a : args) {
+    if (a == "{config}") a = config.string();
+    if (a == "{dir}") a = dir.string();
+    out.push_back(a);
+  }
+  return out;
+}
+
+std::string config_text(const core_kind& k, const share_link& link, std::uint16_t port) {
+  const std::string name = k.name;
+  if (name == "mihomo") {
+    return "mixed-port: " + std::to_string(port) +
+           "\nbind-address: 127.0.0.1\nallow-lan: false\nmode: rule\nlog-level: warning\nipv6: false\n"
+           "proxies:\n" + mihomo_proxy(link) + "rules:\n  - MATCH," + link.name + "\n";
+  }
+  nlohmann::ordered_json cfg;
+  if (name == "sing-box") {
+    cfg["log"] = {{"level", "warn"}};
+    cfg["inbounds"] = {{{"type", "mixed"}, {"listen", "127.0.0.1"}, {"listen_port", port}}};
+    cfg["outbounds"] = {nlohmann::ordered_json::parse(singbox_outbound(link))};
+  } else {
+    cfg["log"] = {{"loglevel", "warning"}};
+    cfg["inbounds"] = {{{"listen", "127.0.0.1"}, {"port", port}, {"protocol", "http"}, {"settings", nlohmann::json::object()}}};
+    cfg["outbounds"] = {nlohmann::ordered_json::parse(v2ray_outbound(link))};
+  }
+  return cfg.dump(2) + "\n";
+}
+
+// One started core; stopped (SIGTERM, then SIGKILL after 3 s) when it goes.
+struct core_process {
+  std::string name;
+  pid_t pid = -1;
+  std::uint16_t port = 0;
+  fs::path log;
+  core_process() = default;
+  core_process(const core_process&) = delete;
+  core_process& operator=(const core_process&) = delete;
+  ~core_process() {
+    if (pid <= 0) return;
+    ::kill(pid, SIGTERM);
+    if (!wait_for(pid, 3000ms)) {
+      ::kill(pid, SIGKILL);
+      wait_for(pid, 2000ms);
+    }
+  }
+};
+
+std::string first_line_of_output(const fs::path& exe, const std::vector<std::string>& args, const fs::path& dir) {
+  const fs::path log = dir / "version.txt";
+  const pid_t pid = spawn(exe, args, dir, log);
+  if (!wait_for(pid, 10s)) {
+    ::kill(pid, SIGKILL);
+    wait_for(pid, 2s);
+    return "?";
+  }
+  std::ifstream in(log);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+}  // namespace
+
+std::string path_name_part(const std::string& text) {
+  std::string out;
+  for (char c : text)
+    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.') ? c : '_';
+  return out.empty() ? "node" : out.substr(0, 40);
+}
+
+int do_clients(const clients_args& a, const std::string& self) {
+  // The nodes.
+  std::vector<std::string> texts = a.links;
+  if (!a.links_file.empty()) {
+    std::ifstream in(a.links_file);
+    if (!in) throw std::runtime_error("cannot read " + a.links_file);
+    for (std::string l; std::getline(in, l);)
+      if (l.rfind("vless://", 0) == 0) texts.push_back(l);
+  }
+  if (texts.empty()) throw std::runtime_error("no vless:// link given (arguments or --links FILE)");
+  std::vector<share_link> nodes;
+  for (const auto& t : texts) {
+    std::string reason;
+    auto l = parse_share_link(t, reason);
+    if (!l) throw std::runtime_error("link " + t.substr(0, 60) + "...: " + reason);
+    if (l->name.empty()) l->name = "node" + std::to_string(nodes.size() + 1);
+    nodes.push_back(*l);
+  }
+
+  // The cores: --core NAME=PATH first, then PATH.
+  std::vector<std::pair<const core_kind*, fs::path>> cores;
+  for (const auto& k : core_kinds()) {
+    if (!a.only.empty() && std::find(a.only.begin(), a.only.end(), k.name) == a.only.end()) continue;
+    std::optional<fs::path> exe;
+    for (const auto& cp : a.core_paths) {
+      const auto eq = cp.find('=');
+      if (eq == std::string::npos) throw std::runtime_error("--core " + cp + ": expected NAME=PATH");
+      if (cp.substr(0, eq) == k.name) exe = fs::path(cp.substr(eq + 1));
+    }
+    if (exe && ::access(exe->c_str(), X_OK) != 0) throw std::runtime_error("--core " + std::string(k.name) + "=" + exe->string() + ": not an executable file");
+    if (!exe) exe = on_path(k.name);
+    if (!exe) {
+      std::cerr << "vlessbench clients: " << k.name << " not found (on PATH, or --core " << k.name << "=PATH): left out\n";
+      continue;
+    }
+    cores.emplace_back(&k, *exe);
+  }
+  for (const auto& cp : a.core_paths) {
+    const std::string n = cp.substr(0, cp.find('='));
+    if (std::none_of(core_kinds().begin(), core_kinds().end(), [&](const core_kind& k) { return n == k.name; }))
+      throw std::runtime_error("--core " + cp + ": unknown core (mihomo, sing-box, xray, v2ray)");
+  }
+  if (cores.empty()) throw std::runtime_error("no core found: pass --core mihomo=PATH, --core sing-box=PATH, --core xray=PATH or --core v2ray=PATH");
+
+  const fs::path out = a.out;
+  const fs::path work = out / "cores";
+  fs::create_directories(work);
+  std::mt19937 rng(std::random_device{}());
+  std::vector<std::unique_ptr<core_process>> running;
+  std::vector<std::string> paths;
+  nlohmann::ordered_json listing = nlohmann::ordered_json::array();
+  const bool many = nodes.size() > 1;
+  paths.emplace_back("direct=direct");
+  for (const auto& node : nodes) {
+    const std::string suffix = many ? "-" + path_name_part(node.name) : "";
+    if (!a.no_builtin) paths.push_back("builtin" + suffix + "=" + format_share_link(node));
+    for (const auto& [kind, exe] : cores) {
+      const std::string name = std::string(kind->name) + suffix;
+      const fs::path dir = work / name;
+      fs::create_directories(dir);
+      auto p = std::make_unique<core_process>();
+      p->name = name;
+      p->port = free_port(rng);
+      const fs::path config = dir / (std::string("config") + kind->suffix);
+      std::ofstream(config) << config_text(*kind, node, p->port);
+      // The core's own checker first: a config it refuses is left out with its words.
+      const fs::path check_log = dir / "check.log";
+      const pid_t checker = spawn(exe, fill(kind->check, config, dir), dir, check_log);
+      const auto rc = wait_for(checker, 60s);
+      if (!rc) {
+        ::kill(checker, SIGKILL);
+        wait_for(checker, 2s);
+      }
+      if (!rc || *rc != 0) {
+        std::cerr << "vlessbench clients: " << kind->name << " refused its config for " << node.name << " ("
+                  << config.string() << "): left out\n" << tail_of(check_log, 5);
+        continue;
+      }
+      const std::string version = first_line_of_output(exe, kind->version, dir);
+      p->log = dir / (std::string(kind->name) + ".log");
+      p->pid = spawn(exe, fill(kind->run, config, dir), dir, p->log);
+      const auto end = std::chrono::steady_clock::now() + 20s;
+      bool up = false;
+      while (std::chrono::steady_clock::now() < end) {
+        if (port_open(p->port)) {
+          up = true;
+          break;
+        }
+        if (const auto exited = wait_for(p->pid, 0ms)) {
+          p->pid = -1;
+          std::cerr << "vlessbench clients: " << kind->name << " exited (" << *exited << ") before its entry opened:\n"
+                    << tail_of(p->log, 8);
+          break;
+        }
+        std::this_thread::sleep_for(50ms);
+      }
+      if (!up) {
+        if (p->pid > 0) std::cerr << "vlessbench clients: " << kind->name << ": 127.0.0.1:" << p->port << " not open after 20 s: left out\n";
+        continue;
+      }
+      std::cerr << "vlessbench clients: " << name << " (" << version << ", " << exe.string() << ") entry http://127.0.0.1:"
+                << p->port << "\n";
+      listing.push_back({{"path", name}, {"core", kind->name}, {"version", version}, {"binary", exe.string()},
+                         {"node", node.name}, {"entry", "http://127.0.0.1:" + std::to_string(p->port)},
+                         {"config", config.string()}});
+      paths.push_back(name + "=http://127.0.0.1:" + std::to_string(p->port));
+      running.push_back(std::move(p));
+    }
+  }
+  std::ofstream(work / "cores.json") << listing.dump(2) << "\n";
+  if (running.empty()) throw std::runtime_error("no core could be started (see the lines above)");
+
+  // One run over all of them, interleaved (`vlessbench run`, which takes the rest of the options).
+  std::vector<std::string> args{self, "run", "--out", out.string()};
+  for (const auto& p : paths) {
+    args.emplace_back("--path");
+    args.push_back(p);
+  }
+  args.insert(args.end(), a.run_args.begin(), a.run_args.end());
+  std::vector<char*> argv;
+  argv.reserve(args.size());
+  for (auto& s : args) argv.push_back(s.data());
+  const int rc = run_cli(static_cast<int>(argv.size()), argv.data());
+  // Each core that died during the run says so (its samples failed with their reasons).
+  for (const auto& p : running)
+    if (const auto exited = wait_for(p->pid, 0ms)) {
+      std::cerr << "vlessbench clients: " << p->name << " exited (" << *exited << ") during the run:\n" << tail_of(p->log, 8);
+      p->pid = -1;
+    }
+  return rc;
+}
+
+}  // namespace vlessbench::runner

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""`vlessbench clients` (issue 28, docs/runner.md "Real clients"): the seed's comparison with real
+cores, automated. From the daemon's `links` output and the cores of ../shared/peers (and Debian's
+v2ray), one command writes each core's config, checks it with the core's own checker, starts it,
+measures direct + the built-in client + every core interleaved, and stops the cores:
+
+- all four cores in one run: every path ok, every sample routed as its path says, `verify` OK
+  against the access log, no core process left after;
+- SIGINT to the runner mid-run: no core process left either (they run in their own process group,
+  so a terminal's Ctrl-C reaches only the runner, which stops them);
+- a --core that is not an executable, an unknown core name: a clear error, non-zero exit;
+  a core a user does not have is left out with a line saying so.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import harness as h
+import peers
+from harness import LOOPBACK, check
+
+suite = h.Suite("test_clients")
+h.require_binary()
+RUNNER = h.CLIENT_BIN / "vlessbench"
+CORES = ("mihomo", "sing-box", "xray", "v2ray")
+
+
+def make_daemon() -> h.Daemon:
+    port = h.free_port
+    return h.Daemon({
+        "users": [{"name": "me", "uuid": h.new_uuid()}],
+        "vless": [{"name": "tls", "listen": f"{LOOPBACK}:{port()}"}],
+        "target": [{"name": "http", "listen": f"{LOOPBACK}:{port()}"}],
+    })
+
+
+D = make_daemon()
+
+
+def links_file() -> Path:
+    r = subprocess.run([str(h.DAEMON), "links", "-c", str(D.config_path), "--no-qr"], capture_output=True,
+                       text=True, timeout=30)
+    check(r.returncode == 0, r.stderr)
+    path = D.dir / "links.txt"
+    path.write_text(r.stdout)
+    return path
+
+
+def core_args(names=CORES) -> list[str]:
+    out = []
+    for n in names:
+        out += ["--core", f"{n}={peers.require(n)}"]
+    return out
+
+
+def leftovers(out: Path) -> list[str]:
+    """Processes whose command line names a config under out/cores (the cores this run started)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if str(out / "cores") in cmd:
+            found.append(f"{proc.name}: {cmd}")
+    return found
+
+
+@suite.test
+def four_cores_in_one_run_verified():
+    args = core_args()
+    out = h.tempdir("vlessbench-clients-") / "run"
+    target = f"http://{LOOPBACK}:{D.target_port}/generate_204"
+    r = subprocess.run([str(RUNNER), "clients", "--links", str(links_file()), *args, "--out", str(out),
+                        "--target", target, "--new", "10", "--reuse", "20", "--warmup", "1"],
+                       capture_output=True, text=True, timeout=240)
+    print(r.stdout, r.stderr, flush=True)
+    check(r.returncode == 0, f"rc {r.returncode}")
+    summary = json.loads((out / "summary.json").read_text())
+    names = set(summary["paths"])
+    check(names == {"direct", "builtin", *CORES}, names)
+    for name, p in summary["paths"].items():
+        check(p["new"]["failed"] == 0 and p["new"]["n"] == 10 and p["reuse"]["n"] == 20, (name, p))
+    listing = json.loads((out / "cores" / "cores.json").read_text())
+    check(sorted(c["core"] for c in listing) == sorted(CORES), listing)
+    for c in listing:
+        check(c["version"] and c["version"] != "?", c)
+    print(h.verify_log(RUNNER, D.access, out).rstrip(), flush=True)
+    check(not leftovers(out), leftovers(out))
+
+
+@suite.test
+def sigint_mid_run_stops_every_core():
+    args = core_args(("xray", "sing-box"))
+    out = h.tempdir("vlessbench-clients-") / "run"
+    mark = D.mark()
+    target = f"http://{LOOPBACK}:{D.target_port}/generate_204"
+    p = h.spawn([RUNNER, "clients", "--links", links_file(), *args, "--cores", "xray,sing-box", "--out", out,
+                 "--target", target,
+                 "--new", "100000", "--pause-ms", "5"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        # Evidence the run is measuring through the cores: their requests in the access log.
+        D.wait_event("http.request", since=mark, timeout=60, route="vless")
+        check(len(leftovers(out)) == 2, leftovers(out))
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    deadline = time.monotonic() + 10
+    while leftovers(out) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    check(not leftovers(out), f"cores still running after the runner's SIGINT: {leftovers(out)}")
+
+
+@suite.test
+def bad_core_arguments_are_refused_with_a_reason():
+    links = links_file()
+    r = subprocess.run([str(RUNNER), "clients", "--links", str(links), "--core", "xray=/nonexistent/xray"],
+                       capture_output=True, text=True, timeout=30)
+    check(r.returncode != 0 and "/nonexistent/xray: not an executable file" in r.stderr, r.stderr)
+    r = subprocess.run([str(RUNNER), "clients", "--links", str(links), "--core", "clash=/bin/true"],
+                       capture_output=True, text=True, timeout=30)
+    check(r.returncode != 0 and "unknown core" in r.stderr, r.stderr)
+    # Only cores that are not there: each named, then the error.
+    r = subprocess.run([str(RUNNER), "clients", "--links", str(links), "--cores", "mihomo"],
+                       capture_output=True, text=True, timeout=30, env={**os.environ, "PATH": "/nonexistent"})
+    check(r.returncode != 0 and "mihomo not found" in r.stderr and "no core found" in r.stderr, r.stderr)
+
+
+if __name__ == "__main__":
+    suite.run()
