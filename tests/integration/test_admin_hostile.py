@@ -9,10 +9,11 @@ of the test's own with several addresses on lo, as a VM's LAN would be:
 Skipped (77) without root (namespace)."""
 import socket
 import secrets
+import subprocess
 import time
 
 from harness import (Daemon, Suite, check, free_port, http_request, plain_stream, require_binary,
-                     run_in_own_netns, wait_ports)
+                     run_in_own_netns, wait_ports, wait_server_read)
 
 LAN = "10.77.5.1"
 ATTACKERS = [f"10.77.5.{i}" for i in range(10, 23)]  # 13 source addresses
@@ -101,6 +102,20 @@ def half_sent(source: str) -> socket.socket:
     return s
 
 
+def wait_daemon_closed_all(port: int, timeout: float = 10.0) -> None:
+    """Until the daemon holds no accepted connection on port: none established and none in
+    CLOSE-WAIT (the client's FIN arrived but the daemon has not closed its side yet)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        out = subprocess.run(["ss", "-tanH", "state", "established", "state", "close-wait", "state", "syn-recv",
+                              f"( sport = :{port} )"], capture_output=True, text=True, timeout=10, check=True).stdout
+        if not out.strip():
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the daemon still holds connections on :{port} after {timeout} s:\n{out}")
+        time.sleep(0.02)
+
+
 def closed_by_daemon(s: socket.socket, timeout: float) -> bool:
     s.settimeout(timeout)
     try:
@@ -130,7 +145,7 @@ def per_source_cap():
 
 @suite.test
 def scrapes_served_while_half_requests_held():
-    time.sleep(0.2)  # the previous test's connections are gone
+    wait_daemon_closed_all(ADMIN_PORT)  # the previous test's connections are gone from the daemon too
     held = []
     try:
         for i in range(100):
@@ -184,7 +199,7 @@ def stop_with_a_half_sent_request_exits_cleanly():
         wait_ports([("127.0.0.1", port)], proc=d.proc, what="third admin listener")
         s = socket.create_connection(("127.0.0.1", port), timeout=5)
         s.sendall(b"GET / HTTP/1.1\r\nHost: x")
-        time.sleep(0.3)  # accepted and reading
+        wait_server_read(port, with_data=1, total=1)  # accepted, and its bytes read by the daemon
     finally:
         rc = d.stop()
     s.close()
