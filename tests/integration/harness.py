@@ -285,6 +285,21 @@ def wait_server_read(port: int, with_data: int, total: int | None = None, timeou
         time.sleep(0.02)
 
 
+def wait_server_closed(port: int, timeout: float = 10.0) -> None:
+    """Waits until the server on port holds no accepted connection: none established, none in
+    CLOSE-WAIT (the client's FIN arrived, the server has not closed its side yet). The evidence
+    that an earlier case's connections are gone from the server too, instead of a sleep."""
+    deadline = time.monotonic() + timeout
+    while True:
+        out = subprocess.run(["ss", "-tanH", "state", "established", "state", "close-wait", "state", "syn-recv",
+                              f"( sport = :{port} )"], capture_output=True, text=True, timeout=10, check=True).stdout
+        if not out.strip():
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"port {port}: the server still holds connections after {timeout} s:\n{out}")
+        time.sleep(0.02)
+
+
 # --------------------------------------------------------------------------------------------
 # TOML config
 

@@ -9,11 +9,10 @@ of the test's own with several addresses on lo, as a VM's LAN would be:
 Skipped (77) without root (namespace)."""
 import socket
 import secrets
-import subprocess
 import time
 
 from harness import (Daemon, Suite, check, free_port, http_request, plain_stream, require_binary,
-                     run_in_own_netns, wait_ports, wait_server_read)
+                     run_in_own_netns, wait_ports, wait_server_closed, wait_server_read)
 
 LAN = "10.77.5.1"
 ATTACKERS = [f"10.77.5.{i}" for i in range(10, 23)]  # 13 source addresses
@@ -102,20 +101,6 @@ def half_sent(source: str) -> socket.socket:
     return s
 
 
-def wait_daemon_closed_all(port: int, timeout: float = 10.0) -> None:
-    """Until the daemon holds no accepted connection on port: none established and none in
-    CLOSE-WAIT (the client's FIN arrived but the daemon has not closed its side yet)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        out = subprocess.run(["ss", "-tanH", "state", "established", "state", "close-wait", "state", "syn-recv",
-                              f"( sport = :{port} )"], capture_output=True, text=True, timeout=10, check=True).stdout
-        if not out.strip():
-            return
-        if time.monotonic() > deadline:
-            raise AssertionError(f"the daemon still holds connections on :{port} after {timeout} s:\n{out}")
-        time.sleep(0.02)
-
-
 def closed_by_daemon(s: socket.socket, timeout: float) -> bool:
     s.settimeout(timeout)
     try:
@@ -145,7 +130,7 @@ def per_source_cap():
 
 @suite.test
 def scrapes_served_while_half_requests_held():
-    wait_daemon_closed_all(ADMIN_PORT)  # the previous test's connections are gone from the daemon too
+    wait_server_closed(ADMIN_PORT)  # the previous test's connections are gone from the daemon too
     held = []
     try:
         for i in range(100):

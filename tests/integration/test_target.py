@@ -5,7 +5,8 @@ import socket
 import time
 
 from harness import (SANITIZED, Daemon, Suite, TlsClient, check, curl, curl_headers, http_request, plain_stream, probe_ticket,
-                     read_vless_response_header, require_binary, route_session, rss_kib, tcp_connect, vless_header)
+                     read_vless_response_header, require_binary, route_session, rss_kib, tcp_connect, vless_header,
+                     wait_server_closed)
 
 suite = Suite("test_target")
 require_binary()
@@ -147,7 +148,6 @@ def raw_pipelined_keepalive_head():
             check(r.headers.get("x-vlessbench-route") == "direct", r)
             check(r.headers.get("connection") == "keep-alive", r)
         # Still open: a later request on the same connection.
-        time.sleep(0.05)
         st.send(http_request("GET", "/", headers={"Connection": "close", "X-Vlessbench-Seq": "6"}))
         r6 = st.read_response()
         check(r6.status == 200 and r6.headers.get("connection") == "close", r6)
@@ -378,7 +378,7 @@ def idle_keep_alive_connections_hold_little_memory():
         warm = [socket.create_connection(("127.0.0.1", PORT)) for _ in range(50)]  # allocator warm-up
         for w in warm:
             w.close()
-        time.sleep(0.2)
+        wait_server_closed(PORT)  # the daemon has closed (and freed) the warm-up connections too
         before = rss_kib(D.proc.pid)
         for _ in range(n):
             s = socket.create_connection(("127.0.0.1", PORT))
