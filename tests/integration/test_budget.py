@@ -79,7 +79,12 @@ def one_grpc_connection_holds_its_budget_over_all_its_streams():
         refused = D.wait_event("vless.sub", since=mark, timeout=10,
                                pred=lambda e: len([x for x in D.events("vless.sub", since=mark)
                                                    if x.get("error") == "client_budget"]) >= streams * subs_each - BUDGET)
-        time.sleep(0.5)  # the accepted subs' sockets are open by now (their New came before the refusals)
+        # The accepted subs' upstreams are open (the kernel's view of the target's port), so the
+        # descriptor count below is taken at its peak, not before the dials completed.
+        deadline = time.monotonic() + 10
+        while len(h.tcp_connections(TP)) < BUDGET and time.monotonic() < deadline:
+            time.sleep(0.02)
+        check(len(h.tcp_connections(TP)) >= BUDGET, f"{len(h.tcp_connections(TP))} upstreams open, budget {BUDGET}")
         held = fds() - before
         subs = D.events("vless.sub", since=mark)
         over = [x for x in subs if x.get("error") == "client_budget"]
