@@ -133,8 +133,8 @@ def a_blocked_stream_sleeps():
     try:
         sock = blocked_download(d)
         with sock:
-            # Let the relay fill what the socketpair and the stream's buffer take, then measure.
-            time.sleep(1.0)
+            # The relay has filled what the socketpair and the stream's buffer take, then measure.
+            h.wait_sender_stalled(d.target_port)
             drain_input(sock)
             cpu0, t0 = cpu_seconds(d.proc.pid), time.monotonic()
             time.sleep(3.0)

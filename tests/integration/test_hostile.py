@@ -21,7 +21,8 @@ import time
 from harness import (ANY_PORT, ATYP_DOMAIN, ATYP_V4, SANITIZED, Daemon, Suite, TlsClient, check, http_request,
                      private_hosts_prefix, rss_kib,
                      median_ms, new_uuid, plain_stream, read_vless_response_header, require_binary, spawn,
-                     route_session, stop_process, tcp_connect, vless_get, vless_header, wait_server_read)
+                     route_session, stop_process, tcp_connect, vless_get, vless_header, wait_sender_stalled,
+                     wait_server_read)
 
 suite = Suite("test_hostile")
 require_binary()
@@ -600,7 +601,7 @@ def never_reading_clients_keep_memory_bounded():
         c.send(hdr() + http_request("GET", f"/bytes/{4 << 30}"))
         stalled.append(c)
     try:
-        time.sleep(1.0)
+        wait_sender_stalled(TP)  # the kernel's and the relay's buffers towards the 16 are full
         rss = [rss_kib(pid)]
         during = []
         for _ in range(20):
