@@ -11,8 +11,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string_view text(reinterpret_cast<const char*>(data), size);
   try {
     vlessbench::config c = vlessbench::parse_config(text, "fuzz.toml");
-    // A config that passed validation must satisfy what validation promises.
-    if (c.vless.empty() && c.target.empty()) __builtin_trap();
+    // A config that passed validation must satisfy what validation promises: at least one
+    // listener of any kind (a [[dns]] or [[udp_target]] alone is a config, tests/unit/test_config.cpp).
+    if (c.vless.empty() && c.target.empty() && c.udp_target.empty() && c.dns.empty()) __builtin_trap();
     if (c.users.empty()) __builtin_trap();
     for (const auto& u : c.users)
       if (u.uuid_text.size() != 36 || u.name.empty()) __builtin_trap();

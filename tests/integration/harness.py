@@ -238,7 +238,8 @@ def _ss_endpoint(text: str) -> tuple[str, int]:
 
 def tcp_connections(port: int) -> list[dict]:
     """The established TCP connections accepted on port in this network namespace (`ss -tin`):
-    each as {"local", "peer", "recv_q", "bytes_received", "peer_bytes_sent"} (peer_bytes_sent: what
+    each as {"local", "peer", "recv_q", "bytes_received", "bytes_acked", "peer_bytes_sent"}
+    (bytes_acked: what the server sent and the peer's kernel acknowledged; peer_bytes_sent: what
     the connecting side sent, when that side is in this namespace too, else None)."""
     out = subprocess.run(["ss", "-tinHO", "state", "established", f"( sport = :{port} or dport = :{port} )"],
                          capture_output=True, text=True, timeout=10, check=True).stdout
@@ -250,6 +251,7 @@ def tcp_connections(port: int) -> list[dict]:
         info = dict(kv.split(":", 1) for kv in f[4:] if ":" in kv and kv.split(":", 1)[0].isidentifier())
         rows.append({"recv_q": int(f[0]), "local": _ss_endpoint(f[2]), "peer": _ss_endpoint(f[3]),
                      "bytes_received": int(info.get("bytes_received", 0)),
+                     "bytes_acked": int(info.get("bytes_acked", 0)),
                      # bytes_sent counts retransmitted bytes again (a spurious retransmission on a
                      # loaded machine): what the peer can have received is the difference.
                      "bytes_sent": int(info.get("bytes_sent", 0)) - int(info.get("bytes_retrans", 0))})
@@ -260,7 +262,7 @@ def tcp_connections(port: int) -> list[dict]:
             continue
         client = by_local.get(r["peer"])
         server.append({"local": r["local"], "peer": r["peer"], "recv_q": r["recv_q"],
-                       "bytes_received": r["bytes_received"],
+                       "bytes_received": r["bytes_received"], "bytes_acked": r["bytes_acked"],
                        "peer_bytes_sent": client["bytes_sent"] if client else None})
     return server
 
@@ -282,6 +284,41 @@ def wait_server_read(port: int, with_data: int, total: int | None = None, timeou
         if time.monotonic() > deadline:
             raise AssertionError(f"port {port}: wanted {with_data} connections read to the end"
                                  f"{f' of {total}' if total is not None else ''} within {timeout} s:\nfirst {first}\nlast {conns}")
+        time.sleep(0.02)
+
+
+def wait_sender_stalled(port: int, timeout: float = 20.0, still: int = 10) -> list[dict]:
+    """Waits until the server on port has stopped getting its bytes through to a client that does
+    not read: on every connection it accepted, at least one byte acknowledged and bytes_acked the
+    same for `still` polls in a row (20 ms apart). The evidence that a relay's buffers between
+    that server and a stalled reader are full (backpressure reached the source), instead of a
+    sleep before measuring what the stall costs."""
+    deadline = time.monotonic() + timeout
+    last, same, conns = None, 0, []
+    while True:
+        conns = tcp_connections(port)
+        now = sorted((c["peer"], c["bytes_acked"]) for c in conns)
+        same = same + 1 if now == last and conns and all(a > 0 for _, a in now) else 0
+        if same >= still:
+            return conns
+        last = now
+        if time.monotonic() > deadline:
+            raise AssertionError(f"port {port}: the server still gets bytes through after {timeout} s: {now}")
+        time.sleep(0.02)
+
+
+def wait_server_closed(port: int, timeout: float = 10.0) -> None:
+    """Waits until the server on port holds no accepted connection: none established, none in
+    CLOSE-WAIT (the client's FIN arrived, the server has not closed its side yet). The evidence
+    that an earlier case's connections are gone from the server too, instead of a sleep."""
+    deadline = time.monotonic() + timeout
+    while True:
+        out = subprocess.run(["ss", "-tanH", "state", "established", "state", "close-wait", "state", "syn-recv",
+                              f"( sport = :{port} )"], capture_output=True, text=True, timeout=10, check=True).stdout
+        if not out.strip():
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"port {port}: the server still holds connections after {timeout} s:\n{out}")
         time.sleep(0.02)
 
 

@@ -187,7 +187,13 @@ def open_dashboard(url: str, screenshot: Path) -> dict:
         deadline = time.monotonic() + 20
         while js("document.body && document.body.dataset.loaded") != "1" and time.monotonic() < deadline:
             time.sleep(0.2)
-        time.sleep(1.5)  # a second poll has rendered too (an injected onerror would have fired by now)
+        # A second poll has rendered too (an injected onerror would have fired by then): the
+        # header's "updated" time (a poll's now_unix_ms, in seconds) changes with each render.
+        first = js("document.getElementById('meta').textContent")
+        deadline = time.monotonic() + 20
+        while js("document.getElementById('meta').textContent") == first and time.monotonic() < deadline:
+            time.sleep(0.2)
+        check(js("document.getElementById('meta').textContent") != first, f"no second render after {first!r}")
         probe = json.dumps([SNI_SCRIPT, SNI_IMG, UA])
         found = js(f"""(function(){{
             const texts = {probe};

@@ -12,7 +12,7 @@ import secrets
 import time
 
 from harness import (Daemon, Suite, check, free_port, http_request, plain_stream, require_binary,
-                     run_in_own_netns, wait_ports)
+                     run_in_own_netns, wait_ports, wait_server_closed, wait_server_read)
 
 LAN = "10.77.5.1"
 ATTACKERS = [f"10.77.5.{i}" for i in range(10, 23)]  # 13 source addresses
@@ -130,7 +130,7 @@ def per_source_cap():
 
 @suite.test
 def scrapes_served_while_half_requests_held():
-    time.sleep(0.2)  # the previous test's connections are gone
+    wait_server_closed(ADMIN_PORT)  # the previous test's connections are gone from the daemon too
     held = []
     try:
         for i in range(100):
@@ -184,7 +184,7 @@ def stop_with_a_half_sent_request_exits_cleanly():
         wait_ports([("127.0.0.1", port)], proc=d.proc, what="third admin listener")
         s = socket.create_connection(("127.0.0.1", port), timeout=5)
         s.sendall(b"GET / HTTP/1.1\r\nHost: x")
-        time.sleep(0.3)  # accepted and reading
+        wait_server_read(port, with_data=1, total=1)  # accepted, and its bytes read by the daemon
     finally:
         rc = d.stop()
     s.close()

@@ -72,9 +72,12 @@ def descriptor_exhaustion_rejects_and_recovers():
             first = held.wait_line("ready", timeout=30 * SLOW)
             check(first["opened"] == fit and first["open_failed"] == 0, (fit, first))
             room = limit - loadkit.open_fds(pid)
+            out = d.mark()
             burst = loadkit.LoadRun(d, "kernel", d.target_port, "--idle", 60, "--opening", 60,
                                     "--timeout", 4 * SLOW, hold_stdin=True)
-            time.sleep(1.0)
+            # Out of descriptors (the daemon says so with its first refusal), then its CPU over a
+            # 3 s window of that state: the window is the measurement, not a wait.
+            d.wait_event("vless.reject", since=out, reason="fd_exhausted", timeout=10 * SLOW)
             cpu0, t0 = loadkit.cpu_seconds(pid), time.monotonic()
             time.sleep(3.0)
             cpu_share = (loadkit.cpu_seconds(pid) - cpu0) / (time.monotonic() - t0)
@@ -125,6 +128,24 @@ def reload_variants(d: Daemon):
     return a, b
 
 
+class ReloadCounter:
+    """config.reload lines in the access log, read from where the last call stopped (the log
+    grows by thousands of lines a second under the load: not parsed whole per poll)."""
+
+    def __init__(self, path):
+        self.path, self.offset, self.n, self.tail = path, 0, 0, b""
+
+    def count(self) -> int:
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            data = f.read()
+        self.offset += len(data)
+        lines = (self.tail + data).split(b"\n")
+        self.tail = lines.pop()  # a line still being written
+        self.n += sum(1 for line in lines if line.startswith(b'{"event":"config.reload"'))
+        return self.n
+
+
 @suite.test
 def sighup_every_100ms_loses_nothing():
     d = Daemon(limits=ONE_ADDRESS_LOAD, start=False)
@@ -142,11 +163,20 @@ def sighup_every_100ms_loses_nothing():
             ready = load.wait_line("ready", timeout=30 * SLOW)
             check(ready["open_failed"] == 0, ready)
             stop = time.monotonic() + LOAD_SECONDS
+            reloads_logged = ReloadCounter(d.access)
             while time.monotonic() < stop and load.proc.poll() is None:
                 d.write_config(variants[sent % 2])
                 d.signal(signal.SIGHUP)
                 sent += 1
-                time.sleep(0.1)
+                t_sent = time.monotonic()
+                # Standard signals do not queue: a SIGHUP sent before the daemon took the last one
+                # merges with it (a loaded machine showed 67 sent, 66 reloads). So the next one goes
+                # once this one's config.reload is logged, and at most every 100 ms.
+                deadline = t_sent + 5 * SLOW
+                while reloads_logged.count() < sent and time.monotonic() < deadline:
+                    time.sleep(0.01)
+                check(reloads_logged.count() >= sent, f"SIGHUP {sent}: no config.reload within {5 * SLOW} s")
+                time.sleep(max(0.0, 0.1 - (time.monotonic() - t_sent)))  # pacing: at most 10/s
             done = load.finish(timeout=60 * SLOW)
         finally:
             load.stop()
@@ -155,7 +185,8 @@ def sighup_every_100ms_loses_nothing():
         loadkit.figure("sighup_reloads_sent_logged", f"{sent} / {len(reloads)}")
         loadkit.figure("sighup_requests_ok_failed_dropped",
                        f"{done['requests_ok']} / {done['requests_failed']} / {done['dropped']}")
-        check(sent >= 5 * LOAD_SECONDS, f"only {sent} SIGHUPs sent")
+        # A storm, not a count to meet: each reload is waited for, so a slow machine sends fewer.
+        check(sent >= 2 * LOAD_SECONDS, f"only {sent} SIGHUPs sent in {LOAD_SECONDS} s")
         check(all(e["ok"] for e in reloads), [e for e in reloads if not e["ok"]][:3])
         check(len(reloads) == sent, f"{sent} SIGHUPs, {len(reloads)} config.reload events")
         check(all(b > a for a, b in zip(gens, gens[1:])) and gens[0] >= 2, gens[:10])
@@ -184,7 +215,16 @@ def sigterm_under_load_drains_within_the_deadline():
                                "--timeout", 10 * SLOW, hold_stdin=True)
         try:
             load.wait_line("ready", timeout=30 * SLOW)
-            time.sleep(2.0)
+            # Under load when the signal comes: every session is open, the active ones sending
+            # (each session's first GET is in the target's lines: 400 sessions named), instead
+            # of a 2 s sleep after "ready" (which says only that the idle ones are open).
+            deadline = time.monotonic() + 30 * SLOW
+            while True:
+                serving = {e.get("vless_session") for e in d.events("http.request")} - {None}
+                if len(serving) >= 400 or time.monotonic() > deadline:
+                    break
+                time.sleep(0.1)
+            check(len(serving) >= 400, f"only {len(serving)} of 400 sessions served before SIGTERM")
             t0 = time.monotonic()
             d.signal(signal.SIGTERM)
             rc = d.proc.wait(timeout=drain_ms / 1000 + 10)

@@ -133,11 +133,11 @@ def a_blocked_stream_sleeps():
     try:
         sock = blocked_download(d)
         with sock:
-            # Let the relay fill what the socketpair and the stream's buffer take, then measure.
-            time.sleep(1.0)
+            # The relay has filled what the socketpair and the stream's buffer take, then measure.
+            h.wait_sender_stalled(d.target_port)
             drain_input(sock)
             cpu0, t0 = cpu_seconds(d.proc.pid), time.monotonic()
-            time.sleep(3.0)
+            time.sleep(3.0)  # the measurement window, not a wait
             used = (cpu_seconds(d.proc.pid) - cpu0) / (time.monotonic() - t0)
             print(f"blocked gRPC stream: daemon CPU {100 * used:.2f} % of a core")
             check(used < 0.01, f"daemon used {100 * used:.1f} % of a core with one blocked stream")

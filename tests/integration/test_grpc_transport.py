@@ -331,7 +331,7 @@ def a_stalled_stream_blocks_neither_its_neighbour_nor_memory():
         answer = unhunk(data3)[2:].decode("latin-1")
         check(answer.startswith("HTTP/1.1 200") and " transport=grpc" in answer, answer[:300])
         check(data1 == 0, f"{data1} bytes sent on stream 1 without window")
-        time.sleep(1)  # let the destination push what it can towards stream 1
+        h.wait_sender_stalled(D.target_port)  # the destination has pushed what it can towards stream 1
         grown = h.rss_kib(D.proc.pid) - rss0
         check(grown < 32 * 1024, f"RSS grew {grown} KiB with stream 1 stalled")
         print(f"stream 1 stalled (256 MB asked for, window 0): daemon RSS +{grown} KiB")

@@ -373,7 +373,9 @@ def reload_reopens_rotated_access_log():
 
 @suite.test
 def sigterm_drains_in_flight_requests():
-    cfg = base_cfg(drain_timeout_ms=3000)
+    # The deadline far above the requests' 1 s: the exit time tells "ended with the requests" from
+    # "ended at the deadline" with seconds of slack for a loaded or sanitized machine.
+    cfg = base_cfg(drain_timeout_ms=6000)
     d = Daemon(cfg)
     results = {}
 
@@ -408,7 +410,7 @@ def sigterm_drains_in_flight_requests():
             t.join(timeout=10)
     check(rc == 0, f"exit code {rc}\n{d.stderr()}")
     # That the drain waited for the requests shows in their answers below (200 and the whole body).
-    check(elapsed < 3.0, f"exit {elapsed:.2f}s after SIGTERM (drain deadline 3 s, requests end within 1 s)")
+    check(elapsed < 5.0, f"exit {elapsed:.2f}s after SIGTERM (drain deadline 6 s, requests end within 1 s)")
     for k in ("direct", "vless"):
         r = results.get(k)
         check(r is not None and r.status == 200 and r.body == b"delayed 1000 ms\n", (k, r))
@@ -522,7 +524,8 @@ def sigterm_deadline_cuts_long_requests():
     for t in threads:
         t.join(timeout=10)
     check(rc == 0, rc)
-    check(elapsed < 2.5, f"exit {elapsed:.2f}s after SIGINT with a 0.5 s drain deadline")
+    # Cut at the 0.5 s deadline, not after the requests' 5 s: the bound sits between, generous.
+    check(elapsed < 4.0, f"exit {elapsed:.2f}s after SIGINT with a 0.5 s drain deadline")
     check("error" in out and "vless_error" in out, out)
     s = d.wait_event("vless.session")
     check(s["close_reason"] == "drain", s)

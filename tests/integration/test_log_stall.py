@@ -104,8 +104,10 @@ def stalled_stdout_never_blocks_serving_and_the_drop_is_reported():
         done = serve_while_stalled(d, DIRECT)
         print(f"FIGURE stalled_stdout_requests = {done}", flush=True)
         expected = done["direct"] + 2 * done["sessions"] + PROBE_REJECTS
-        # Answered at once, not after a reader showed up (the old daemon stopped after ~320).
-        limit = 10.0 if SANITIZED else 2.0
+        # Answered at once, not after a reader showed up (the old daemon stopped after ~320, for
+        # good: no reader ever comes here). The bound only has to tell "served" from "held until
+        # a reader": generous, as this file runs beside others in a parallel ctest.
+        limit = 10.0 if SANITIZED else 5.0
         check(done["worst_s"] < limit, f"a request took {done['worst_s']:.3f} s while stdout was stalled")
         wait_for(lambda: "does not keep up" in d.stderr(), 5, "no warning about the stalled reader")
 

@@ -131,9 +131,9 @@ def sessions_of_a_removed_user_end_at_the_reload():
         mark = d.mark()
         ev = d.reload(d.cfg | {"users": users([ALICE])})
         h.check(ev["ok"], f"reload failed: {ev}")
-        t0 = time.monotonic()
+        # Ended by the reload, not by a deadline: the close reason says which (the socket's 5 s
+        # timeout bounds the wait, no clock is read).
         h.check(clients["bob"].stream.at_eof(), "bob's session survived the reload that removed bob")
-        h.check(time.monotonic() - t0 < 2.0, "bob's session did not end at the reload")
         s = d.wait_event("vless.session", since=mark, user="bob")
         h.check(s["close_reason"] == "user_removed", f"bob's session closed as {s['close_reason']}")
         # alice is untouched: her open session still relays.

@@ -44,12 +44,13 @@ def ignored_signals_are_logged_and_survived():
             d.signal(sig)
             if line:
                 d.wait_stderr(line)
-            else:
-                time.sleep(0.2)  # SIGPIPE is ignored outright (SIG_IGN): nothing to wait for
-            check(d.running(), f"{sig.name} ended the daemon: {d.stderr()[-1000:]}")
+            # SIGPIPE is ignored outright (SIG_IGN): no line to wait for. The kernel decides at
+            # kill() time (a fatal default action takes the process down then), so requests the
+            # daemon answers after it are the evidence that it survived.
             direct_get(d, sig.name)
             r, _ = vless_get(d.port("kernel"), d.uuid, d.target_port, "/generate_204")
             check(r.status == 204, f"VLESS after {sig.name}: {r}")
+            check(d.running(), f"{sig.name} ended the daemon: {d.stderr()[-1000:]}")
         check(d.stop() == 0, "exit code")
 
 
@@ -121,11 +122,11 @@ def make_fifo() -> str:
 def fifo_config_is_refused_by_check_and_at_start():
     fifo = make_fifo()
     for args in (["--check", "--config", fifo], ["--config", fifo]):
-        t0 = time.monotonic()
-        r = run_daemon(args, timeout=10)  # a daemon waiting for a FIFO's writer would time out here
+        # A daemon waiting for a FIFO's writer would never exit: run_daemon's timeout fails it
+        # (nobody opens the FIFO for writing), so no clock is read here.
+        r = run_daemon(args, timeout=10)
         check(r.returncode == 1, f"{args}: exit {r.returncode}")
         check(f"{fifo}: cannot read: not a regular file" in r.stderr, f"{args}: {r.stderr}")
-        check(time.monotonic() - t0 < 5, f"{args} took {time.monotonic() - t0:.1f} s")
 
 
 @suite.test

@@ -5,7 +5,8 @@ import socket
 import time
 
 from harness import (SANITIZED, Daemon, Suite, TlsClient, check, curl, curl_headers, http_request, plain_stream, probe_ticket,
-                     read_vless_response_header, require_binary, route_session, rss_kib, tcp_connect, vless_header)
+                     read_vless_response_header, require_binary, route_session, rss_kib, tcp_connect, vless_header,
+                     wait_server_closed)
 
 suite = Suite("test_target")
 require_binary()
@@ -105,7 +106,9 @@ def expect_100_continue_is_answered():
 def curl_delay():
     r = curl(["-s", "-o", "/dev/null", "-w", "%{http_code} %{time_total}", BASE + "/delay/100"])
     code, secs = r.stdout.decode().split()
-    check(code == "200" and 0.095 <= float(secs) < 1.5, r.stdout)
+    # The delay is the promise: never early. The upper bound only tells milliseconds from seconds,
+    # twenty times the delay, generous for a loaded machine (ctest runs this file in parallel).
+    check(code == "200" and 0.095 <= float(secs) < 2.0, r.stdout)
     e = log_for("/delay/100")
     check(e["duration_us"] >= 95_000, e)
 
@@ -147,7 +150,6 @@ def raw_pipelined_keepalive_head():
             check(r.headers.get("x-vlessbench-route") == "direct", r)
             check(r.headers.get("connection") == "keep-alive", r)
         # Still open: a later request on the same connection.
-        time.sleep(0.05)
         st.send(http_request("GET", "/", headers={"Connection": "close", "X-Vlessbench-Seq": "6"}))
         r6 = st.read_response()
         check(r6.status == 200 and r6.headers.get("connection") == "close", r6)
@@ -306,7 +308,7 @@ def raw_sink_bytes_and_delay():
         r = st.read_response()
         dt = time.perf_counter() - t0
         check(r.status == 200 and r.body == b"delayed 100 ms\n", r)
-        check(0.095 <= dt < 1.0, f"/delay/100 took {dt * 1000:.1f} ms")
+        check(0.095 <= dt < 2.0, f"/delay/100 took {dt * 1000:.1f} ms")  # as in curl_delay
     e = D.wait_event("http.request", seq="sink1")
     check(e["bytes_in"] == 1024000, e)
     e = D.wait_event("http.request", seq="delay1")
@@ -361,7 +363,7 @@ def silent_connection_header_timeout():
         t0 = time.monotonic()
         check(st.at_eof(), "half a head kept open")
         dt = time.monotonic() - t0
-        check(1.5 < dt < 5, f"closed after {dt:.2f}s")
+        check(1.5 < dt < 5, f"closed after {dt:.2f}s")  # the deadline is the promise; 3 s of slack
 
 
 @suite.test
@@ -378,7 +380,7 @@ def idle_keep_alive_connections_hold_little_memory():
         warm = [socket.create_connection(("127.0.0.1", PORT)) for _ in range(50)]  # allocator warm-up
         for w in warm:
             w.close()
-        time.sleep(0.2)
+        wait_server_closed(PORT)  # the daemon has closed (and freed) the warm-up connections too
         before = rss_kib(D.proc.pid)
         for _ in range(n):
             s = socket.create_connection(("127.0.0.1", PORT))
