@@ -4,6 +4,7 @@
 #include "server/daemon.hpp"
 
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -22,6 +23,7 @@
 #include "core/log/logging.hpp"
 #include "core/wire/share_link.hpp"
 #include "core/net/tls.hpp"
+#include "server/buffer_pool.hpp"
 #include "server/links.hpp"
 #include "server/refusal_log.hpp"
 #include "server/reload_plan.hpp"
@@ -52,6 +54,37 @@ awaitable<void> refusal_loop(runtime& rt) {
     auto [ec] = co_await timer.async_wait(as_tuple_awaitable);
     if (ec) co_return;
     for (const auto& r : rt.refusals.due(refusal_tally::clock::now())) log_refusals(r);
+  }
+}
+
+// Memory the daemon's threads freed goes back to the system (issue 23 item 10). Once a period on
+// every io_context thread, that thread's buffer pool gives back the blocks it did not need; on the
+// first thread the heap is trimmed (malloc_trim) when blocks went back or the open connections fell
+// by heap_trim_closes since the last trim: glibc returns freed memory in the middle of its heap only
+// then, so a burst of sessions otherwise left the RSS at its peak. Nothing here runs per read.
+constexpr auto memory_period = std::chrono::seconds(1);
+constexpr std::size_t heap_trim_closes = 64;
+
+awaitable<void> memory_loop(runtime& rt, bool trims_heap) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  std::uint64_t released = buffer_pool::released();
+  std::size_t peak = rt.connections.size();
+  while (!rt.stopping) {
+    timer.expires_after(memory_period);
+    auto [ec] = co_await timer.async_wait(as_tuple_awaitable);
+    if (ec) co_return;
+    buffer_pool::trim();
+    if (!trims_heap) continue;
+    const std::size_t open = rt.connections.size();
+    peak = std::max(peak, open);
+    if (buffer_pool::released() == released && peak < open + heap_trim_closes) continue;
+    const auto t0 = steady_clock::now();
+    const int returned = ::malloc_trim(0);
+    spdlog::debug("heap trim: {} pooled block(s) freed, {} connection(s) closed since the last; {} in {} us",
+                  buffer_pool::released() - released, peak - open, returned != 0 ? "memory returned" : "nothing to return",
+                  std::chrono::duration_cast<std::chrono::microseconds>(steady_clock::now() - t0).count());
+    released = buffer_pool::released();
+    peak = open;
   }
 }
 
@@ -93,6 +126,7 @@ daemon::~daemon() {
 void daemon::start_workers(unsigned threads) {
   for (unsigned i = 1; i < threads; ++i) {
     auto w = std::make_unique<worker>();
+    asio::co_spawn(w->io, memory_loop(rt_, false), [](std::exception_ptr e) { log_exception(e, "memory loop"); });
     w->thread = std::thread([&io = w->io, i] {
       const auto name = fmt::format("vlessbenchd-{}", i);
       pthread_setname_np(pthread_self(), name.c_str());
@@ -411,6 +445,7 @@ int daemon::run() {
   keep_spare_fd();
   asio::co_spawn(io_, signal_loop(), [](std::exception_ptr e) { log_exception(e, "signal loop"); });
   asio::co_spawn(io_, refusal_loop(rt_), [](std::exception_ptr e) { log_exception(e, "refusal loop"); });
+  asio::co_spawn(io_, memory_loop(rt_, true), [](std::exception_ptr e) { log_exception(e, "memory loop"); });
   notify("READY=1");
   spdlog::info("vlessbenchd ready (config {}, generation {}, {} thread(s))", cfg.source, rt_.generation,
                cfg.limits.threads);

@@ -5,7 +5,10 @@
 // A template, so each transport's session is compiled for it with no virtual call in the relay;
 // server/vless_server.cpp picks the transport per listener. About 600 lines: the steps share the
 // session's state, and a relay split out would take a dozen of its fields by reference.
+#include <sys/socket.h>
+
 #include <array>
+#include <cerrno>
 #include <cstring>
 #include <limits>
 
@@ -433,6 +436,15 @@ struct session {
     co_return false;
   }
 
+  // One send to the destination without waiting: the bytes it took (0 when it would block or
+  // failed; the write that follows sees the error).
+  std::size_t send_now(const char* data, std::size_t size) {
+    ssize_t r;
+    do r = ::send(upstream.socket().native_handle(), data, size, MSG_DONTWAIT | MSG_NOSIGNAL);
+    while (r < 0 && errno == EINTR);
+    return r > 0 ? static_cast<std::size_t>(r) : 0;
+  }
+
   awaitable<void> client_to_upstream(std::size_t pending) {
     // The payload that arrived with the header goes first.
     if (pending > 0) {
@@ -492,19 +504,31 @@ struct session {
         co_return;
       }
       touch();
-      up_writing = true;
-      auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(block.get(), n), transfer_all_unchunked{},
-                                                  as_tuple_awaitable);
-      up_writing = false;
-      if (wec) {
-        // While lingering the destination has ended already: its EOF stays the reason.
-        if (!upstream_done && !lingering) reason = upstream_ended(close_reason::upstream_error);
-        lingering = false;
-        std::error_code ignored;
-        client_socket().cancel(ignored);
-        co_return;
+      // A full block: the client may have more read ahead. The send asio would try first, made
+      // here; a block the destination does not take at once may wait for as long as it does not
+      // read, and what the client's transport read ahead leaves its pooled block meanwhile: a
+      // stalled session holds this block only (issue 23 item 10).
+      std::size_t sent = 0;
+      if (block_filled) {
+        sent = send_now(block.get(), n);
+        if (sent < n) client.release_read_ahead();
       }
-      bytes_up += wn;
+      if (sent < n) {
+        up_writing = true;
+        auto [wec, wn] = co_await asio::async_write(upstream, asio::buffer(block.get() + sent, n - sent),
+                                                    transfer_all_unchunked{}, as_tuple_awaitable);
+        up_writing = false;
+        if (wec) {
+          // While lingering the destination has ended already: its EOF stays the reason.
+          if (!upstream_done && !lingering) reason = upstream_ended(close_reason::upstream_error);
+          lingering = false;
+          std::error_code ignored;
+          client_socket().cancel(ignored);
+          co_return;
+        }
+        sent += wn;
+      }
+      bytes_up += sent;
     }
   }
 

@@ -15,7 +15,10 @@
 // Bounds: the bridge writes a stream's decoded bytes to the socketpair before
 // the stream's window opens again (grpc_h2.hpp: manual flow control), and reads
 // the socketpair only while the stream's outbound buffer is below its limit;
-// the kernel's socketpair buffers are the rest.
+// the kernel's socketpair buffers are the rest. Both directions wait on the
+// socketpair without a buffer of their own: up() writes straight from the
+// stream's decoded bytes, down() reads into the connection's one scratch buffer
+// (a stalled stream holds its window's bytes and nothing besides).
 #include <sys/socket.h>
 
 #include <functional>
@@ -23,6 +26,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/net/watchdog.hpp"
 #include "server/transport/grpc_h2.hpp"
@@ -75,6 +79,7 @@ class grpc_stream {
     return lower_.async_wait_readable(std::forward<Token>(token));
   }
   std::size_t read_now(char* data, std::size_t size, std::error_code& ec) { return lower_.read_now(data, size, ec); }
+  void release_read_ahead() { lower_.release_read_ahead(); }
   template <class Token>
   auto async_shutdown(Token&& token) {
     return lower_.async_shutdown(std::forward<Token>(token));
@@ -257,6 +262,7 @@ class connection : public std::enable_shared_from_this<connection<Lower>> {
     std::error_code e1, e2;
     ours.assign(tcp::v4(), fds[0], e1);
     theirs.assign(tcp::v4(), fds[1], e2);
+    ours.non_blocking(true, e1);  // the bridge's reads and writes never wait (up(), down())
     if (!opened_any_) hooks_.first_stream();
     opened_any_ = true;
     deadline_ = steady_clock::time_point::max();
@@ -276,14 +282,20 @@ class connection : public std::enable_shared_from_this<connection<Lower>> {
   }
 
   // Client -> session: decoded bytes to the socketpair, then the window opens
-  // by as much.
+  // by as much. Written without waiting from s.in (no copy that would outlive a
+  // feed() appending to it); a full socketpair is waited for with nothing held.
   awaitable<void> up(std::shared_ptr<bridge> b) {
     h2_stream& s = *b->stream;
-    std::string chunk;
     for (;;) {
       if (!s.in.empty() && b->pair.is_open()) {
-        chunk.assign(s.in, 0, std::min<std::size_t>(s.in.size(), 64 * 1024));
-        auto [ec, n] = co_await asio::async_write(b->pair, asio::buffer(chunk), as_tuple_awaitable);
+        std::error_code ec;
+        const std::size_t n =
+            b->pair.write_some(asio::buffer(s.in.data(), std::min<std::size_t>(s.in.size(), 64 * 1024)), ec);
+        if (ec == asio::error::would_block || ec == asio::error::try_again) {
+          auto [wec] = co_await b->pair.async_wait(tcp::socket::wait_write, as_tuple_awaitable);
+          if (wec) break;
+          continue;
+        }
         if (ec) break;
         h2_.consume(s, n);
         wake_writer_.notify();  // WINDOW_UPDATE
@@ -311,9 +323,11 @@ class connection : public std::enable_shared_from_this<connection<Lower>> {
 
   // Session -> client: what the session writes becomes Hunk messages; its EOF,
   // the trailers.
+  // Waits for the socketpair without a buffer, then reads into scratch_ and
+  // hands the bytes to h2_.send() (a copy) before the next wait.
   awaitable<void> down(std::shared_ptr<bridge> b) {
     h2_stream& s = *b->stream;
-    std::string buf(16 * 1024, '\0');
+    if (scratch_.empty()) scratch_.resize(16 * 1024);
     for (;;) {
       if (s.closed) {
         b->end();  // reset by the client, or the connection is gone
@@ -323,7 +337,10 @@ class connection : public std::enable_shared_from_this<connection<Lower>> {
         co_await b->wake_down.wait();
         continue;
       }
-      auto [ec, n] = co_await b->pair.async_read_some(asio::buffer(buf), as_tuple_awaitable);
+      auto [ec] = co_await b->pair.async_wait(tcp::socket::wait_read, as_tuple_awaitable);
+      std::size_t n = 0;
+      if (!ec) n = b->pair.read_some(asio::buffer(scratch_), ec);  // non-blocking (open_stream())
+      if (ec == asio::error::would_block || ec == asio::error::try_again) continue;
       if (ec) {
         if (ec == asio::error::eof)
           h2_.finish(s, 0, "");
@@ -332,7 +349,7 @@ class connection : public std::enable_shared_from_this<connection<Lower>> {
         wake_writer_.notify();
         break;
       }
-      h2_.send(s, buf.data(), n);
+      h2_.send(s, scratch_.data(), n);
       wake_writer_.notify();
     }
     b->down_done = true;
@@ -347,6 +364,7 @@ class connection : public std::enable_shared_from_this<connection<Lower>> {
   transport::facts facts_;
   watchdog_deadline deadline_;
   std::map<std::int32_t, std::shared_ptr<bridge>> bridges_;
+  std::vector<char> scratch_;  // down()'s reads, one at a time (one executor, no wait in between)
   std::string reason_;
   bool opened_any_ = false;
   bool reading_done_ = false;

@@ -75,6 +75,7 @@ class httpupgrade_stream {
     if (!pending_.empty()) return take_pending(data, size);
     return lower_.read_now(data, size, ec);
   }
+  void release_read_ahead() { lower_.release_read_ahead(); }
   template <class Token>
   auto async_shutdown(Token&& token) {
     return lower_.async_shutdown(std::forward<Token>(token));

@@ -58,6 +58,9 @@ class plain_stream {
     return 0;
   }
 
+  // Nothing is read ahead: the kernel keeps what the caller has not read.
+  static void release_read_ahead() {}
+
   // TCP's orderly close: FIN.
   template <class Token>
   auto async_shutdown(Token&& token) {

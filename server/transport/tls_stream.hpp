@@ -6,8 +6,12 @@
 // a small BIO: its own buffers are released whenever empty (BoringSSL's default), and the read
 // side's coalescing buffer (one recv for several records; BoringSSL alone would make two recv
 // calls per record, header then body) comes from a pool and goes back as soon as it is drained.
-// An idle session holds no buffer at all. The listener's tcp_policy still runs after every read
-// of the socket (apply_after_read in the BIO), handshake reads included.
+// An idle session holds no buffer at all. A read_now() pulls from the socket no more than its
+// caller's room takes in records (read_ahead_for), and release_read_ahead() moves the few bytes
+// left over into a buffer of their size: a relay blocked on its upstream write holds its one
+// block, not a second one of ciphertext it read ahead (issue 23 item 10). The listener's
+// tcp_policy still runs after every read of the socket (apply_after_read in the BIO), handshake
+// reads included.
 #include <cerrno>
 #include <cstring>
 #include <memory>
@@ -117,15 +121,33 @@ class tls_stream {
   }
 
   // One SSL_read without waiting: bytes read, or 0 when it would block (ec clear) or failed (ec).
+  // A recv it makes reads ahead no more than the records that fit in size (read_ahead_for).
   std::size_t read_now(char* data, std::size_t size, std::error_code& ec) {
     ec.clear();
     clear_errors();
     sys_error_ = 0;
+    recv_limit_ = read_ahead_for(size);
     const int r = SSL_read(ssl_, data, clamp(size));
+    recv_limit_ = buffer_pool::block_capacity;
     if (r > 0) return static_cast<std::size_t>(r);
     const int err = SSL_get_error(ssl_, r);
     if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE) ec = map_error(err);
     return 0;
+  }
+
+  // The caller stops reading for now (its buffer is full): ciphertext read ahead of it moves out of
+  // the pooled block into a buffer of its own size, so the block goes back to the pool while the
+  // caller waits (on a destination that does not read, for as long as that lasts).
+  void release_read_ahead() {
+    if (!in_block_ || in_pos_ == in_used_) return;
+    const std::size_t left = in_used_ - in_pos_;
+    auto rest = std::make_unique_for_overwrite<char[]>(left);
+    std::memcpy(rest.get(), in_ + in_pos_, left);
+    in_block_.reset();
+    in_rest_ = std::move(rest);
+    in_ = in_rest_.get();
+    in_pos_ = 0;
+    in_used_ = left;
   }
 
  private:
@@ -136,6 +158,20 @@ class tls_stream {
   }
 
   static int clamp(std::size_t n) { return static_cast<int>(std::min<std::size_t>(n, 1 << 30)); }
+
+  // The ciphertext of as many records as fill `room` bytes of plaintext: the records' bytes plus
+  // at most 64 bytes each of header, tag and padding (TLS 1.3 AEAD: 22; TLS 1.2 GCM: 29; CBC: 57).
+  static std::size_t read_ahead_for(std::size_t room) {
+    constexpr std::size_t record = 16 * 1024, overhead = 64;
+    return std::min(buffer_pool::block_capacity, room + (room / record + 1) * overhead);
+  }
+
+  void drop_input() {
+    in_block_.reset();
+    in_rest_.reset();
+    in_ = nullptr;
+    in_pos_ = in_used_ = 0;
+  }
 
   template <class Buffers>
   static auto first_buffer(const Buffers& buffers) {
@@ -209,14 +245,20 @@ class tls_stream {
   // BIO callbacks: reads go through a pooled coalescing buffer, writes straight to the socket.
   int bio_read(char* out, int len) {
     if (in_pos_ == in_used_) {
-      if (!in_) in_ = buffer_pool::get();
+      if (!in_block_) {
+        in_rest_.reset();
+        in_block_ = buffer_pool::get();
+        in_ = in_block_.get();
+      }
       const int fd = next_.socket().native_handle();
+      // What BoringSSL asks for now (a header, a record's rest) at least; a read_now() caller's
+      // records at most (recv_limit_), else a block.
+      const std::size_t want = std::max(static_cast<std::size_t>(len), recv_limit_);
       ssize_t n;
-      do n = ::recv(fd, in_.get(), buffer_pool::block_size, 0);
+      do n = ::recv(fd, in_, std::min(want, buffer_pool::block_capacity), 0);
       while (n < 0 && errno == EINTR);
       if (n <= 0) {
-        in_.reset();  // nothing buffered: give the block back while we wait
-        in_pos_ = in_used_ = 0;
+        drop_input();  // nothing buffered: give the block back while we wait
         if (n == 0) {
           eof_ = true;
           return 0;
@@ -230,12 +272,9 @@ class tls_stream {
       in_used_ = static_cast<std::size_t>(n);
     }
     const std::size_t k = std::min(static_cast<std::size_t>(len), in_used_ - in_pos_);
-    std::memcpy(out, in_.get() + in_pos_, k);
+    std::memcpy(out, in_ + in_pos_, k);
     in_pos_ += k;
-    if (in_pos_ == in_used_) {
-      in_.reset();
-      in_pos_ = in_used_ = 0;
-    }
+    if (in_pos_ == in_used_) drop_input();
     return static_cast<int>(k);
   }
 
@@ -272,7 +311,12 @@ class tls_stream {
 
   policy_stream next_;
   SSL* ssl_ = nullptr;
-  buffer_pool::block in_;
+  // Ciphertext received and not yet given to BoringSSL: in_ points into the pooled block, or into
+  // in_rest_ once release_read_ahead() moved a remainder there.
+  buffer_pool::block in_block_;
+  std::unique_ptr<char[]> in_rest_;
+  char* in_ = nullptr;
+  std::size_t recv_limit_ = buffer_pool::block_capacity;
   std::size_t in_pos_ = 0;
   std::size_t in_used_ = 0;
   bool eof_ = false;

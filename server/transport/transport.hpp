@@ -16,7 +16,10 @@
 //   async_wait_readable(token)              completes when a read would make progress; holds
 //                                           no buffer while waiting (an idle session holds none)
 //   read_now(data, size, ec)                one read that never waits: bytes, or 0 when it would
-//                                           block (ec clear) or failed (ec set)
+//                                           block (ec clear) or failed (ec set); what it reads
+//                                           ahead of the caller is bounded by size
+//   release_read_ahead()                    the caller stops reading for a while (its buffer is
+//                                           full): bytes read ahead leave any pooled block
 //   async_shutdown(token)                   the transport's orderly close (close_notify, a
 //                                           close frame); the caller bounds it
 //   socket()                                the TCP connection beneath: policy, tcp_info, close
@@ -65,6 +68,7 @@ concept client_transport = requires(T& t, const open_clock& clock, char* data, s
   { t.open(clock) } -> std::same_as<awaitable<std::error_code>>;
   { t.open_failure() } -> std::convertible_to<std::string_view>;
   { t.read_now(data, size, ec) } -> std::same_as<std::size_t>;
+  t.release_read_ahead();
   { t.socket() } -> std::same_as<tcp::socket&>;
   { t.facts() } -> std::same_as<facts>;
   t.get_executor();

@@ -169,6 +169,9 @@ class ws_stream {
     }
   }
 
+  // Frames are decoded in the caller's buffer: what is read ahead is the lower layer's.
+  void release_read_ahead() { lower_.release_read_ahead(); }
+
   // Our close frame (1000, or the violation's code), then the lower layer's close.
   template <class Token>
   auto async_shutdown(Token&& token) {
