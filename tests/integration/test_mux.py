@@ -14,6 +14,8 @@ import time
 
 from harness import (CLIENT_BIN, BIN, SANITIZED, Daemon, Suite, TlsClient, V2ray, check, free_port, http_request, new_uuid,
                      read_mux_frame, read_vless_response_header, require_binary, vless_get, vless_header)
+from harness import echo_datagram as pad
+from harness import udp_echo_trailer as trailer
 
 suite = Suite("test_mux")
 require_binary()
@@ -38,7 +40,6 @@ D = Daemon({
 }, limits={"max_mux_subs": MAX_SUBS})
 VP = D.port("edge")
 TP = D.port("http")
-MARKER = b"\nVLESSBENCH-UDP "
 BULK = 16 << 20  # each way, per connection (issue 12's acceptance)
 CONNS = 8
 
@@ -173,13 +174,6 @@ def http_via_socks(socks_port: int, path: str, seq: str) -> tuple[dict, bytes]:
     return headers, body
 
 
-def trailer(echo: bytes) -> tuple[bytes, str, str]:
-    at = echo.rfind(MARKER)
-    check(at >= 0, echo[-80:])
-    listener, _, route = echo[at + len(MARKER):].decode().partition(" ")
-    return echo[:at], listener, route
-
-
 @suite.test
 def v2ray_mux_tcp_and_udp():
     socks_port = free_port()
@@ -215,7 +209,7 @@ def v2ray_mux_tcp_and_udp():
         echoes = []
         try:
             for i in range(50):
-                u.sendto(b"\x00\x00\x00\x01" + socket.inet_aton("127.0.0.1") + struct.pack(">H", UP) + b"d%d" % i,
+                u.sendto(b"\x00\x00\x00\x01" + socket.inet_aton("127.0.0.1") + struct.pack(">H", UP) + pad(b"d%d" % i),
                          relay)
                 data, _ = u.recvfrom(65535)
                 echoes.append(trailer(data[10:]))
@@ -366,7 +360,7 @@ def sub_errors_keep_the_session():
         c.send(mux(3, NEW, b"x", target(53, "192.0.2.1", net=2)))  # UDP to a denied destination
         check(read_frame(c)[:3] == (3, END, 2))
         gid = b"\x01" * 8
-        c.send(mux(4, NEW, b"a", target(UP, net=2), gid=gid))  # XUDP: data with its target, then without
+        c.send(mux(4, NEW, pad(b"a"), target(UP, net=2), gid=gid))  # XUDP: data with its target, then without
         sid, st, opt, meta, data = read_frame(c)
         check((sid, st) == (4, KEEP) and trailer(data)[0] == b"a" and meta == target(UP, net=2), (sid, st, meta, data))
         c.send(mux(4, KEEP, b"b"))
