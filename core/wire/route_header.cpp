@@ -226,9 +226,12 @@ udp_echo_answer format_udp_echo(std::string_view datagram, std::string_view list
 parse_result<udp_echo> parse_udp_echo(std::string_view echo) {
   parse_result<udp_echo> r;
   r.status = parse_status::invalid;
+  // The daemon's trailer ends the answer: the last marker of either form is it (the datagram's
+  // head may hold either).
   const auto at = echo.rfind(udp_marker);
-  if (at == std::string_view::npos) {
-    if (const auto sh = echo.rfind(udp_short_marker); sh != std::string_view::npos) {
+  const auto sh = echo.rfind(udp_short_marker);
+  if (at == std::string_view::npos || (sh != std::string_view::npos && sh > at)) {
+    if (sh != std::string_view::npos) {
       const std::string_view digits = echo.substr(sh + udp_short_marker.size());
       std::size_t need = 0;
       const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), need);

@@ -107,6 +107,19 @@ TEST_CASE("udp echo trailer: the room a client leaves fits long names", "[udp_tr
   CHECK(udp_echo_trailer_size(std::string(40, 'l'), &s) <= udp_echo_room);
 }
 
+TEST_CASE("udp echo trailer: a short answer whose head holds a full marker reads as short", "[udp_trailer]") {
+  // Found by the fuzz target udp_echo: the last marker is the daemon's, whichever form it is.
+  route_info s;
+  s.session_id = 45;
+  s.user = "fuzz";
+  const std::string asked = "\nVLESSBENCH-UDP VL\nVLESSBENCH-UvlessORT need=";
+  const auto a = format_udp_echo(asked, "udp", &s);
+  REQUIRE(a.form == udp_echo_form::short_form);
+  const auto r = parse_udp_echo(a.bytes);
+  CHECK(r.invalid());
+  CHECK(r.value.needed == udp_echo_trailer_size("udp", &s));
+}
+
 TEST_CASE("udp echo trailer: anything else is invalid", "[udp_trailer]") {
   CHECK(parse_udp_echo("").invalid());
   CHECK(parse_udp_echo("plain datagram").invalid());
