@@ -130,12 +130,16 @@ void print_links(std::ostream& out, const config& cfg, const links_options& opts
           << "    port: " << port << "\n"
           << "    uuid: " << u.uuid_text << "\n"
           << "    network: " << (upgrade ? "ws" : grpc ? "grpc" : "tcp") << "\n"
-          << "    udp: false\n"
+          << "    udp: true\n"
           << "    tls: " << (tls ? "true" : "false") << "\n";
       if (tls) {
         out << "    servername: " << yaml_quote(opts.sni) << "\n"
             << "    skip-cert-verify: " << (insecure ? "true" : "false") << "\n";
-        if (!fingerprint.empty()) out << "    fingerprint: " << fingerprint << "\n";
+        if (!fingerprint.empty())
+          out << "    fingerprint: " << fingerprint << "\n";
+        else if (!cfg.tls.cert.empty())
+          out << "    # fingerprint: none yet: " << cfg.tls.cert
+              << " is made at the daemon's first start; run links again after it for the pin\n";
       }
       if (grpc) {
         out << "    grpc-opts:\n"
@@ -156,7 +160,7 @@ void print_links(std::ostream& out, const config& cfg, const links_options& opts
       out << "\n";
 
       nlohmann::ordered_json sing{{"type", "vless"},     {"tag", name},         {"server", host},
-                                  {"server_port", port}, {"uuid", u.uuid_text}, {"network", "tcp"}};
+                                  {"server_port", port}, {"uuid", u.uuid_text}};
       if (tls) sing["tls"] = {{"enabled", true}, {"server_name", opts.sni}, {"insecure", insecure}};
       if (t.kind == transport_kind::ws) {
         nlohmann::ordered_json tr{{"type", "ws"}, {"path", t.path}};

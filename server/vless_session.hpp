@@ -72,6 +72,10 @@ struct session {
   std::optional<connection_budget::upstream_slot> upstream_slot;  // the upstream socket's, once dialled
   bool client_closed = false;  // the client ended its side first: the upstream's EOF follows from it
   bool upstream_done = false;  // upstream_to_client has ended and cancelled the client's reads
+  // After the destination's EOF on a transport without a half-close (ws, httpupgrade: their
+  // lingers_after_upstream_eof), the client's reads go on until it closes or linger_until.
+  bool lingering = false;
+  steady_clock::time_point linger_until{};
   std::uint64_t bytes_up = 0;    // client -> destination payload
   std::uint64_t bytes_down = 0;  // destination -> client payload
   std::uint64_t header_bytes_seen = 0;
@@ -151,7 +155,21 @@ struct session {
     idle_at = last_transfer + (is_udp() ? cfg->limits.udp_idle_timeout : cfg->limits.idle_timeout);
     if (cfg->limits.min_rate_bytes > 0 && sample_at == steady_clock::time_point::max())
       sample_at = last_transfer + cfg->limits.min_rate_window;
-    deadline = std::min(idle_at, sample_at);
+    deadline = next_deadline();
+  }
+
+  steady_clock::time_point next_deadline() const {
+    const auto d = std::min(idle_at, sample_at);
+    return lingering ? std::min(d, linger_until) : d;
+  }
+
+  // The linger after the destination's EOF is over (its time passed, or a drain): stop reading
+  // the client, as upstream_to_client does at once on other transports.
+  void end_linger() {
+    lingering = false;
+    upstream_done = true;
+    std::error_code ignored;
+    client_socket().cancel(ignored);
   }
 
   // The watchdog's deadline passed; true: the session ends. In the relay it may be a rate sample
@@ -159,6 +177,11 @@ struct session {
   // window (delivery_watch, from the kernel's count of acknowledged bytes) ends it as slow.
   bool on_deadline() {
     const auto now = steady_clock::now();
+    if (lingering && now >= linger_until) {
+      end_linger();
+      deadline = std::min(idle_at, sample_at);
+      return false;
+    }
     if (phase != "relay" || now >= idle_at) {
       on_timeout();
       return true;
@@ -184,7 +207,7 @@ struct session {
     // until the next transfer.
     const bool active = down_writing || up_writing || last_transfer + cfg->limits.min_rate_window > now;
     sample_at = active ? now + cfg->limits.min_rate_window : steady_clock::time_point::max();
-    deadline = std::min(idle_at, sample_at);
+    deadline = next_deadline();
     return false;
   }
 
@@ -456,6 +479,7 @@ struct session {
         }
       }
       if (ec) {
+        lingering = false;  // the client closed (or failed): no wait for it is left
         std::error_code ignored;
         if (is_eof(ec)) {
           // Half-close: the destination sees EOF, and its answer still flows back.
@@ -473,7 +497,9 @@ struct session {
                                                   as_tuple_awaitable);
       up_writing = false;
       if (wec) {
-        reason = upstream_ended(close_reason::upstream_error);
+        // While lingering the destination has ended already: its EOF stays the reason.
+        if (!upstream_done && !lingering) reason = upstream_ended(close_reason::upstream_error);
+        lingering = false;
         std::error_code ignored;
         client_socket().cancel(ignored);
         co_return;
@@ -484,6 +510,7 @@ struct session {
 
   awaitable<void> upstream_to_client() {
     bool header_sent = false;
+    bool destination_ended = false;  // its EOF or error, not a failed write to the client
     for (;;) {
       // Wait without a buffer (an idle session holds none), then read into a pooled block.
       auto [ec] = co_await upstream.socket().async_wait(tcp::socket::wait_read, as_tuple_awaitable);
@@ -506,6 +533,7 @@ struct session {
           (void)wec;
           (void)wn;
         }
+        destination_ended = true;
         break;
       }
       touch();
@@ -523,6 +551,17 @@ struct session {
       }
       header_sent = true;
       bytes_down += n;
+    }
+    // A WebSocket or HTTPUpgrade client cannot be told of a half-close: v2ray's and Xray's ws
+    // clients read our close frame as an error and drop the answer they hold (issue 28). As their
+    // own servers do, wait for the client to close first, reading on, for [limits] close_linger_ms.
+    if constexpr (requires { Transport::lingers_after_upstream_eof; }) {
+      if (destination_ended && !client_closed && !rt.stopping && cfg->limits.close_linger.count() > 0) {
+        lingering = true;
+        linger_until = steady_clock::now() + cfg->limits.close_linger;
+        deadline = next_deadline();
+        co_return;
+      }
     }
     // The destination is done (or the client is gone): stop reading the client too.
     upstream_done = true;
@@ -661,6 +700,11 @@ awaitable<void> serve(runtime& rt, session_start start, tcp::socket socket, Make
     const connection_registration registered(rt.connections, s.client.get_executor(), [&s](bool force) {
       // A client that has not sent its request yet (handshake or header in progress) goes at
       // once; a relay has no request boundary: it may run until the drain deadline.
+      // A session lingering after its destination's EOF has nothing left to relay: its wait ends.
+      if (s.lingering) {
+        s.end_linger();
+        return;
+      }
       if (!force && s.phase != "tls" && s.phase != "header") return;
       s.shutdown_cut = s.phase == "close";
       s.drained = true;

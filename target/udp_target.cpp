@@ -1,6 +1,7 @@
 #include "target/udp_target.hpp"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "core/log/access_events.hpp"
@@ -122,10 +123,13 @@ awaitable<void> udp_echo_target::serve() {
     // get the same ephemeral port one after the other while the old flow is still in the table.
     // So the route is looked up per datagram; another session (or none) ends the old flow
     // ("route_changed") and starts a new one, and every echo names the route it really took.
+    // A route is its session and sub-connection: two UDP subs of one mux session get the same
+    // relay port one after the other too.
     if (auto it = flows_.find(key); it != flows_.end()) {
       const auto route = ctx_.routes.find(flow_id::udp(key.first, key.second));
       const auto id = [](const std::shared_ptr<const route_info> &r) {
-        return r ? r->session_id : 0;
+        return r ? std::pair{r->session_id, r->sub}
+                 : std::pair<std::uint64_t, std::uint32_t>{};
       };
       if (id(route) != id(it->second.route)) {
         log_flow(key.first, it->second, "route_changed");

@@ -35,4 +35,20 @@ if skips=$(grep -h '^SKIP ' build/Testing/Temporary/LastTest.log 2>/dev/null | s
   echo "Skipped (the tests' SKIP lines):"
   echo "$skips"
 fi
+# The five slowest tests, so that what sets CI's pace is seen in every run.
+python3 - build/Testing/Temporary/LastTest.log <<'PY' || true
+import re, sys
+name, times = None, []
+for line in open(sys.argv[1], errors="replace"):
+    m = re.match(r"\d+/\d+ Testing: (.*)", line)
+    if m:
+        name = m.group(1).strip()
+    m = re.match(r"Test time =\s*([\d.]+) sec", line)
+    if m and name:
+        times.append((float(m.group(1)), name))
+        name = None
+print("Slowest tests:")
+for t, n in sorted(times, reverse=True)[:5]:
+    print(f"  {t:7.1f} s  {n}")
+PY
 exit "$rc"

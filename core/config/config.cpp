@@ -124,8 +124,8 @@ void read_limits(const table_reader& root, limits_config& out) {
                      "drain_timeout_ms", "max_sessions", "threads", "max_pending", "pending_timeout_ms",
                      "min_rate_bytes", "min_rate_window_ms", "probe_results_per_minute", "udp_idle_timeout_ms",
                      "max_mux_subs", "max_sessions_per_client", "max_upstreams_per_connection",
-                     "max_upstreams_per_client", "max_buffered_per_client", "dns_rrl_responses_per_second",
-                     "dns_rrl_slip", "dns_rrl_window_ms"});
+                     "max_upstreams_per_client", "max_buffered_per_client", "close_linger_ms",
+                     "dns_rrl_responses_per_second", "dns_rrl_slip", "dns_rrl_window_ms"});
   auto bounded = [&](std::string_view key, std::int64_t max, std::int64_t min = 1) -> std::optional<std::int64_t> {
     auto v = r->integer(key);
     if (!v) return std::nullopt;
@@ -145,6 +145,7 @@ void read_limits(const table_reader& root, limits_config& out) {
   ms("idle_timeout_ms", out.idle_timeout);
   ms("udp_idle_timeout_ms", out.udp_idle_timeout);
   ms("drain_timeout_ms", out.drain_timeout);
+  if (auto v = bounded("close_linger_ms", 60'000, 0)) out.close_linger = std::chrono::milliseconds(*v);
   if (auto v = bounded("max_sessions", 1'000'000)) out.max_sessions = static_cast<std::uint32_t>(*v);
   if (auto v = bounded("threads", limits_config::max_threads)) out.threads = static_cast<unsigned>(*v);
   if (auto v = bounded("max_pending", 1'000'000)) out.max_pending = static_cast<std::uint32_t>(*v);

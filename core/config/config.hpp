@@ -94,6 +94,11 @@ struct limits_config {
   std::chrono::milliseconds idle_timeout{300'000};
   // A VLESS UDP session (command 2) with no datagram either way for this long ends.
   std::chrono::milliseconds udp_idle_timeout{60'000};
+  // After the destination's EOF a WebSocket or HTTPUpgrade session waits this long for the client
+  // to close first (reading on), as v2ray's and Xray's servers do (their policy's uplinkOnly, 2 s):
+  // their ws clients drop an answer they hold when the server's close frame comes first. 0: close
+  // at once.
+  std::chrono::milliseconds close_linger{2'000};
   std::chrono::milliseconds drain_timeout{5'000};
   std::uint32_t max_sessions = 20'000;  // authorised VLESS sessions
   // Connections not yet admitted (VLESS before its header is authorised, target before its first

@@ -16,6 +16,9 @@ template <class Lower>
 class httpupgrade_stream {
  public:
   using executor_type = tcp::socket::executor_type;
+  // No half-close to tell the client of the destination's EOF: the session waits for the client
+  // to close first (server/vless_session.hpp, [limits] close_linger_ms).
+  static constexpr bool lingers_after_upstream_eof = true;
 
   template <class... Args>
   explicit httpupgrade_stream(transport_config t, Args&&... lower) : t_(std::move(t)), lower_(std::forward<Args>(lower)...) {}

@@ -21,6 +21,11 @@
 //                                           close frame); the caller bounds it
 //   socket()                                the TCP connection beneath: policy, tcp_info, close
 //   facts()                                 what the log says of the transport
+// and optionally:
+//   lingers_after_upstream_eof              (static constexpr bool) no half-close in the
+//                                           transport: after the destination's EOF the session
+//                                           reads on until the client closes ([limits]
+//                                           close_linger_ms), as v2ray's and Xray's servers do
 #include <chrono>
 #include <concepts>
 #include <cstdint>
