@@ -184,9 +184,11 @@ awaitable<void> dns_responder::serve_udp() {
     }
     auto route = ctx_.routes.find(flow_id::udp(peer, local));
     // Response rate limiting (target/dns_rrl.hpp) for what a forged source could reflect: not a
-    // VLESS session's relay (its client is authenticated) nor loopback (Linux drops a loopback
-    // source arriving from the network).
-    if (!route && !unmapped(peer.address()).is_loopback()) {
+    // VLESS session's relay (its client is authenticated), nor a loopback source or one equal to
+    // the address the query was sent to (this machine itself: Linux drops both when they arrive
+    // from the network, accept_local=0 and route_localnet=0).
+    const auto source = unmapped(peer.address());
+    if (!route && !source.is_loopback() && source != unmapped(local.address())) {
       rrl_action act = rate_limit(peer);
       std::string truncated;
       if (act == rrl_action::slip) {

@@ -78,8 +78,8 @@ private:
   std::uint64_t refused_ = 0;
   std::chrono::steady_clock::time_point last_refused_warning_{};
 
-  // Response rate limiting of UDP answers (target/dns_rrl.hpp): sources that are neither loopback
-  // nor a VLESS session's relay socket. Judged before the answer is built, so a limited query
+  // Response rate limiting of UDP answers (target/dns_rrl.hpp): sources that are neither loopback,
+  // the address the query was sent to, nor a VLESS session's relay socket. Judged before the answer is built, so a limited query
   // writes no dns.query line; each period with limited answers is one dns.rrl line.
   rrl_action rate_limit(const asio::ip::udp::endpoint &peer);
   void flush_rrl(std::chrono::steady_clock::time_point now);
