@@ -11,7 +11,8 @@ paired difference, summarised as the runner does (median, percentile-bootstrap 9
 median, 2000 resamples; quantiles type 7).
 
 Every echo is checked: the payload must come back with the target's trailer
-(core/wire/route_header.hpp format_udp_echo, "\\nVLESSBENCH-UDP LISTENER ROUTE"). The route is "direct"
+(core/wire/route_header.hpp format_udp_echo, "\\nVLESSBENCH-UDP LISTENER ROUTE"), which takes the place
+of the room each datagram leaves for it (ECHO_ROOM). The route is "direct"
 on every path because the target is its own process (as the HTTP target is: --allow-mismatch).
 Python's own cost is in the direct path's figures (its median is the floor every Δ removes) and in
 client_cpu_us_per_datagram (this process's CPU over the reuse samples of the direct path).
@@ -30,6 +31,9 @@ import time
 
 HOST = "127.0.0.1"
 MARKER = b"\nVLESSBENCH-UDP "
+# The echo is never longer than the datagram: its trailer replaces the datagram's last bytes, so each
+# datagram carries this much room for it (core/wire/route_header.hpp udp_echo_room).
+ECHO_ROOM = b"." * 256
 
 
 def quantile(sorted_values: list[float], q: float) -> float:
@@ -102,7 +106,7 @@ class Flow:
         """Seconds from sendto to the (checked) echo of one datagram of `size` payload bytes."""
         self.seq += 1
         body = (b"%08d:" % self.seq).ljust(size, b"x")
-        msg = self.prefix + body
+        msg = self.prefix + body + ECHO_ROOM
         t0 = time.perf_counter()
         self.sock.sendto(msg, self.relay)
         while True:  # a late echo of an earlier (timed-out) datagram is skipped, within the timeout
@@ -114,7 +118,7 @@ class Flow:
             at = data.rfind(MARKER)
             if at < 0:
                 raise OSError(f"echo without the target's trailer: {data[-40:]!r}")
-            if data[:at] == body:
+            if data[:at].startswith(body):
                 return took
             if data[:9] < body[:9] and data[:8].isdigit():  # an earlier datagram's echo, late
                 continue
@@ -134,7 +138,7 @@ def packets_per_second(echo_port: int, socks_port: int | None, seconds: float, w
     f = Flow(echo_port, socks_port, timeout)
     try:
         f.round_trip(size)  # the flow's first datagram (for a proxy: the outbound is open after it)
-        msg = f.prefix + b"p".ljust(size, b"x")
+        msg = f.prefix + b"p".ljust(size, b"x") + ECHO_ROOM
         r0 = resource.getrusage(resource.RUSAGE_SELF)
         t0 = time.perf_counter()
         stop = t0 + seconds

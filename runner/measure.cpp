@@ -244,7 +244,9 @@ datagram_probe plan_datagram(const state& st, std::uint64_t seq, const std::stri
   }
   std::string line = format_echo_line(st.opts.run_id, seq, name);
   line.pop_back();  // the echo's trailer starts with its own newline
-  return {line, [line](std::string_view reply) { return reply.substr(0, line.size()) == line; }};
+  // The echo is never longer than the datagram: room for its route trailer after the line.
+  std::string datagram = line + std::string(udp_echo_room, '.');
+  return {std::move(datagram), [line](std::string_view reply) { return reply.substr(0, line.size()) == line; }};
 }
 
 // After the clock: the reply's route proof (the echo's trailer, the DNS answer's route TXT
@@ -258,7 +260,10 @@ void record_datagram(sample& s, target_scheme scheme, const std::string& reply, 
     const auto r = dns::parse_response(reply);  // complete: the matcher accepted it
     for (const auto& txt : r.value.additional_txt)
       if (const auto route = dns::parse_route_txt(txt)) s.route = parse_route_header(route->route);
-    if (r.value.rc != dns::rcode::noerror) {
+    if (r.value.truncated) {
+      s.ok = false;
+      s.error = "dns: truncated answer (TC set): the responder's rate limit ([limits] dns_rrl_*)?";
+    } else if (r.value.rc != dns::rcode::noerror) {
       s.ok = false;
       s.error = "dns: rcode " + std::string(dns::to_string(r.value.rc));
     } else if (std::find(r.value.address_types.begin(), r.value.address_types.end(), dns::type_a) ==
@@ -268,7 +273,13 @@ void record_datagram(sample& s, target_scheme scheme, const std::string& reply, 
     }
   } else {
     const auto echo = parse_udp_echo(reply);
-    if (echo.complete()) s.route = echo.value.route;
+    if (echo.complete()) {
+      s.route = echo.value.route;
+    } else if (echo.value.needed > 0) {
+      s.ok = false;
+      s.error = "udp echo: short answer, its route trailer needs a datagram of " + std::to_string(echo.value.needed) +
+                " bytes";
+    }
   }
   s.route_mismatch = is_route_mismatch(kind, s.route.kind);
 }

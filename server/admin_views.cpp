@@ -82,6 +82,43 @@ std::string format_metrics(const hub_snapshot& s, std::string_view version) {
   for (const auto& [reason, n] : s.admin_refused)
     m.sample("vlessbench_admin_refused_total", label("reason", reason), std::to_string(n));
 
+  // UDP targets (docs/target.md "No amplifier"): the echo's answers and bytes, DNS rate limiting.
+  m.family("vlessbench_udp_echo_datagrams_total", "counter",
+           "Datagrams the UDP echo took, by answer: full (route trailer), short (too short for it), none.");
+  // Each family for the listeners it concerns: one that took a datagram, one that judged a query.
+  const auto echo_seen = [](const udp_answer_counters& c) { return c.echo_full + c.echo_short + c.echo_unanswered > 0; };
+  const auto rrl_seen = [](const udp_answer_counters& c) { return c.rrl_answered + c.rrl_slipped + c.rrl_dropped > 0; };
+  for (const auto& [name, c] : s.udp_answers) {
+    if (!echo_seen(c)) continue;
+    m.sample("vlessbench_udp_echo_datagrams_total", label("listener", name) + ",answer=\"full\"",
+             std::to_string(c.echo_full));
+    m.sample("vlessbench_udp_echo_datagrams_total", label("listener", name) + ",answer=\"short\"",
+             std::to_string(c.echo_short));
+    m.sample("vlessbench_udp_echo_datagrams_total", label("listener", name) + ",answer=\"none\"",
+             std::to_string(c.echo_unanswered));
+  }
+  m.family("vlessbench_udp_echo_bytes_total", "counter",
+           "Bytes the UDP echo took (in) and sent (out); out never exceeds in.");
+  for (const auto& [name, c] : s.udp_answers) {
+    if (!echo_seen(c)) continue;
+    m.sample("vlessbench_udp_echo_bytes_total", label("listener", name) + ",direction=\"in\"",
+             std::to_string(c.echo_bytes_in));
+    m.sample("vlessbench_udp_echo_bytes_total", label("listener", name) + ",direction=\"out\"",
+             std::to_string(c.echo_bytes_out));
+  }
+  m.family("vlessbench_dns_rrl_responses_total", "counter",
+           "DNS answers over UDP that response rate limiting judged, by action: answered, slipped (sent "
+           "truncated, TC), dropped.");
+  for (const auto& [name, c] : s.udp_answers) {
+    if (!rrl_seen(c)) continue;
+    m.sample("vlessbench_dns_rrl_responses_total", label("listener", name) + ",action=\"answered\"",
+             std::to_string(c.rrl_answered));
+    m.sample("vlessbench_dns_rrl_responses_total", label("listener", name) + ",action=\"slipped\"",
+             std::to_string(c.rrl_slipped));
+    m.sample("vlessbench_dns_rrl_responses_total", label("listener", name) + ",action=\"dropped\"",
+             std::to_string(c.rrl_dropped));
+  }
+
   m.family("vlessbench_sessions_total", "counter", "Admitted VLESS sessions, counted at close.");
   for (const auto& [name, c] : s.counters)
     m.sample("vlessbench_sessions_total", label("listener", name), std::to_string(c.sessions));

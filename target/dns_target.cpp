@@ -32,6 +32,8 @@ dns_responder::dns_responder(target_context &ctx, std::string name,
                              tcp::acceptor acceptor)
     : ctx_(ctx), name_(std::move(name)), zone_(std::move(zone)),
       udp_(std::move(udp_socket)), tcp_(std::move(acceptor)) {
+  rrl_timer_ = std::make_unique<asio::steady_timer>(udp_.get_executor());
+  rrl_period_.start = std::chrono::steady_clock::now();
   std::error_code ec;
   local_ = tcp_.local_endpoint(ec);
   if (const auto err = enable_destination_address(udp_))
@@ -47,6 +49,9 @@ void dns_responder::start() {
   asio::co_spawn(
       udp_.get_executor(), serve_tcp(),
       [self](std::exception_ptr e) { log_exception(self->name_, e); });
+  asio::co_spawn(
+      udp_.get_executor(), rrl_report(),
+      [self](std::exception_ptr e) { log_exception(self->name_, e); });
 }
 
 void dns_responder::stop() {
@@ -60,6 +65,42 @@ void dns_responder::stop() {
     t->cancel();
   for (auto *s : connections_)
     s->close(ignored);
+  rrl_timer_->cancel();
+  flush_rrl(std::chrono::steady_clock::now());
+}
+
+rrl_action dns_responder::rate_limit(const udp::endpoint &peer) {
+  const limits_config l = ctx_.limits();
+  const rrl_settings s{.responses_per_second = l.dns_rrl_responses_per_second,
+                       .slip = l.dns_rrl_slip,
+                       .window = l.dns_rrl_window};
+  return rrl_.check(peer.address(), s, std::chrono::steady_clock::now());
+}
+
+void dns_responder::flush_rrl(std::chrono::steady_clock::time_point now) {
+  rrl_period &p = rrl_period_;
+  if (p.slipped + p.dropped > 0)
+    ctx_.log.write(format_event(dns_rrl_event{
+        .listener = name_,
+        .period_ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - p.start).count(),
+        .answered = p.answered,
+        .slipped = p.slipped,
+        .dropped = p.dropped,
+        .prefixes = p.prefixes.size(),
+        .last_prefix = p.last_prefix}));
+  p = rrl_period{};
+  p.start = now;
+}
+
+// One dns.rrl line a second at most, for a second in which answers were limited.
+awaitable<void> dns_responder::rrl_report() {
+  while (!stopped_) {
+    rrl_timer_->expires_after(std::chrono::seconds(1));
+    auto [ec] = co_await rrl_timer_->async_wait(as_tuple_awaitable);
+    if (stopped_ || ec == asio::error::operation_aborted)
+      co_return;
+    flush_rrl(std::chrono::steady_clock::now());
+  }
 }
 
 dns_responder::outcome dns_responder::answer(std::string_view message,
@@ -142,6 +183,36 @@ awaitable<void> dns_responder::serve_udp() {
       continue;
     }
     auto route = ctx_.routes.find(flow_id::udp(peer, local));
+    // Response rate limiting (target/dns_rrl.hpp) for what a forged source could reflect: not a
+    // VLESS session's relay (its client is authenticated), nor a loopback source or one equal to
+    // the address the query was sent to (this machine itself: Linux drops both when they arrive
+    // from the network, accept_local=0 and route_localnet=0).
+    const auto source = unmapped(peer.address());
+    if (!route && !source.is_loopback() && source != unmapped(local.address())) {
+      rrl_action act = rate_limit(peer);
+      std::string truncated;
+      if (act == rrl_action::slip) {
+        const auto q = dns::parse_query(message);
+        if (q.complete())
+          truncated = dns::build_truncated_response(q.value.id, q.value.recursion_desired, q.value.q);
+        if (truncated.empty() || truncated.size() > n)
+          act = rrl_action::drop;  // never longer than the query (a compressed name, a malformed one)
+      }
+      rrl_period &p = rrl_period_;
+      ctx_.hub.dns_rrl_counted(name_, act == rrl_action::answer ? 1 : 0, act == rrl_action::slip ? 1 : 0,
+                               act == rrl_action::drop ? 1 : 0);
+      if (act == rrl_action::answer) {
+        ++p.answered;
+      } else {
+        ++(act == rrl_action::slip ? p.slipped : p.dropped);
+        p.last_prefix = response_rate_limiter::prefix_text(peer.address());
+        if (p.prefixes.size() < max_reported_prefixes)
+          p.prefixes.insert(p.last_prefix);
+        if (act == rrl_action::slip)
+          co_await send_datagram_from(udp_, own_udp(), asio::buffer(truncated), peer, local);
+        continue;
+      }
+    }
     outcome o = answer(std::string_view(buf.data(), n), route.get(), local.address());
     if (o.delay_ms > 0 && delayed_ >= max_delayed) {
       // Bounded: a flood of delayed queries holds no more than max_delayed

@@ -12,6 +12,7 @@
 
 #include "core/net/asio_compat.hpp"
 #include "core/wire/dns_message.hpp"
+#include "target/dns_rrl.hpp"
 #include "target/target_context.hpp"
 
 namespace vlessbench::target {
@@ -76,6 +77,22 @@ private:
   void note_refused(std::string_view why, const asio::ip::udp::endpoint &peer);
   std::uint64_t refused_ = 0;
   std::chrono::steady_clock::time_point last_refused_warning_{};
+
+  // Response rate limiting of UDP answers (target/dns_rrl.hpp): sources that are neither loopback,
+  // the address the query was sent to, nor a VLESS session's relay socket. Judged before the answer is built, so a limited query
+  // writes no dns.query line; each period with limited answers is one dns.rrl line.
+  rrl_action rate_limit(const asio::ip::udp::endpoint &peer);
+  void flush_rrl(std::chrono::steady_clock::time_point now);
+  awaitable<void> rrl_report();
+  response_rate_limiter rrl_;
+  struct rrl_period {
+    std::chrono::steady_clock::time_point start{};
+    std::uint64_t answered = 0, slipped = 0, dropped = 0;
+    std::set<std::string> prefixes;  // limited in the period, at most max_reported_prefixes
+    std::string last_prefix;
+  } rrl_period_;
+  static constexpr std::size_t max_reported_prefixes = 4096;
+  std::unique_ptr<asio::steady_timer> rrl_timer_;
 
   target_context &ctx_;
   std::string name_;

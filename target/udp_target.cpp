@@ -68,6 +68,8 @@ void udp_echo_target::log_flow(const udp::endpoint &peer, const flow &f,
       .bytes_in = f.bytes_in,
       .packets_out = f.packets_out,
       .bytes_out = f.bytes_out,
+      .short_answers = f.short_answers,
+      .unanswered = f.unanswered,
       .duration_us = std::chrono::duration_cast<std::chrono::microseconds>(
                          f.last - f.first)
                          .count(),
@@ -138,18 +140,27 @@ awaitable<void> udp_echo_target::serve() {
     f.last = now;
     ++f.packets_in;
     f.bytes_in += n;
-    const std::string echo =
+    // Never longer than the datagram (no amplifier): the trailer takes the datagram's last bytes.
+    const udp_echo_answer echo =
         format_udp_echo(std::string_view(buf.data(), n), name_, f.route.get());
-    const auto sec = co_await send_datagram_from(socket_, local_, asio::buffer(echo),
+    if (echo.form == udp_echo_form::none) {
+      ++f.unanswered;
+      ctx_.hub.udp_echo_counted(name_, udp_echo_form::none, n, 0);
+      continue;
+    }
+    if (echo.form == udp_echo_form::short_form)
+      ++f.short_answers;
+    const auto sec = co_await send_datagram_from(socket_, local_, asio::buffer(echo.bytes),
                                                  d.peer, d.local);
     if (stopped_)
       co_return;
+    ctx_.hub.udp_echo_counted(name_, echo.form, n, sec ? 0 : echo.bytes.size());
     if (!sec) {
       // The flow may have been evicted while the send waited: count only into
       // one still there.
       if (auto it = flows_.find(key); it != flows_.end()) {
         ++it->second.packets_out;
-        it->second.bytes_out += echo.size();
+        it->second.bytes_out += echo.bytes.size();
       }
     }
   }

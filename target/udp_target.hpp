@@ -40,6 +40,8 @@ private:
     std::shared_ptr<const route_info>
         route; // looked up at the flow's first datagram, kept for its life
     std::uint64_t packets_in = 0, bytes_in = 0, packets_out = 0, bytes_out = 0;
+    // Datagrams too short for their trailer: answered in the short form, or not at all.
+    std::uint64_t short_answers = 0, unanswered = 0;
     std::chrono::steady_clock::time_point first, last;
   };
   awaitable<void> serve();

@@ -124,7 +124,8 @@ void read_limits(const table_reader& root, limits_config& out) {
                      "drain_timeout_ms", "max_sessions", "threads", "max_pending", "pending_timeout_ms",
                      "min_rate_bytes", "min_rate_window_ms", "probe_results_per_minute", "udp_idle_timeout_ms",
                      "max_mux_subs", "max_sessions_per_client", "max_upstreams_per_connection",
-                     "max_upstreams_per_client", "max_buffered_per_client", "close_linger_ms"});
+                     "max_upstreams_per_client", "max_buffered_per_client", "close_linger_ms",
+                     "dns_rrl_responses_per_second", "dns_rrl_slip", "dns_rrl_window_ms"});
   auto bounded = [&](std::string_view key, std::int64_t max, std::int64_t min = 1) -> std::optional<std::int64_t> {
     auto v = r->integer(key);
     if (!v) return std::nullopt;
@@ -161,6 +162,10 @@ void read_limits(const table_reader& root, limits_config& out) {
   ms("min_rate_window_ms", out.min_rate_window);
   if (auto v = bounded("probe_results_per_minute", 1'000'000, 0))
     out.probe_results_per_minute = static_cast<std::uint32_t>(*v);
+  if (auto v = bounded("dns_rrl_responses_per_second", 1'000'000, 0))
+    out.dns_rrl_responses_per_second = static_cast<std::uint32_t>(*v);
+  if (auto v = bounded("dns_rrl_slip", 10, 0)) out.dns_rrl_slip = static_cast<std::uint32_t>(*v);
+  ms("dns_rrl_window_ms", out.dns_rrl_window);
 }
 
 void read_destinations(const table_reader& root, destinations_config& out) {

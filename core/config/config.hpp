@@ -126,6 +126,12 @@ struct limits_config {
   // POST /probe/result accepted per minute, all target listeners together (a burst of as many
   // passes); past it 429. 0: the daemon takes no probe results.
   std::uint32_t probe_results_per_minute = 60;
+  // DNS response rate limiting ([[dns]] UDP answers to direct, non-loopback sources; target/dns_rrl.hpp):
+  // answers per second per /24 (IPv4) or /56 (IPv6) source prefix, a burst of that times the window,
+  // and every slip-th limited answer sent truncated (TC) instead of dropped. 0 per second: off.
+  std::uint32_t dns_rrl_responses_per_second = 100;
+  std::uint32_t dns_rrl_slip = 2;
+  std::chrono::milliseconds dns_rrl_window{1'000};
   // io_context threads VLESS sessions are spread over (round robin at accept). 1: everything on
   // one thread, the lowest and steadiest latency; more: handshakes and sessions on every core.
   // Read at start only (a reload that changes it is refused).

@@ -170,9 +170,10 @@ std::string format_event(const udp_packet_event& e) {
   line.add("packets_in", e.packets_in)
       .add("bytes_in", e.bytes_in)
       .add("packets_out", e.packets_out)
-      .add("bytes_out", e.bytes_out)
-      .add("duration_us", e.duration_us)
-      .add("close_reason", e.close_reason);
+      .add("bytes_out", e.bytes_out);
+  if (e.short_answers != 0) line.add("short_answers", e.short_answers);
+  if (e.unanswered != 0) line.add("unanswered", e.unanswered);
+  line.add("duration_us", e.duration_us).add("close_reason", e.close_reason);
   return line.finish();
 }
 
@@ -185,6 +186,18 @@ std::string format_event(const dns_query_event& e) {
   line.add("rcode", e.rcode);
   if (e.delay_ms != 0) line.add("delay_ms", static_cast<std::uint64_t>(e.delay_ms));
   add_if(line, "error", e.error);
+  return line.finish();
+}
+
+std::string format_event(const dns_rrl_event& e) {
+  json_line line("dns.rrl");
+  line.add("listener", e.listener)
+      .add("period_ms", e.period_ms)
+      .add("answered", e.answered)
+      .add("slipped", e.slipped)
+      .add("dropped", e.dropped)
+      .add("prefixes", e.prefixes)
+      .add("last_prefix", e.last_prefix);
   return line.finish();
 }
 

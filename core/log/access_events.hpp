@@ -140,7 +140,10 @@ struct udp_packet_event {
   std::string_view peer;
   const route_info* route = nullptr;  // the relaying session at the flow's first datagram; nullptr: direct
   std::uint64_t packets_in = 0, bytes_in = 0;    // datagrams received from the peer
-  std::uint64_t packets_out = 0, bytes_out = 0;  // echoes sent (with their trailers)
+  std::uint64_t packets_out = 0, bytes_out = 0;  // echoes sent (with their trailers): bytes_out <= bytes_in
+  // Datagrams too short for the route trailer (route_header.hpp format_udp_echo): answered in the
+  // short form (counted in packets_out too), or not answered at all. Written when not 0.
+  std::uint64_t short_answers = 0, unanswered = 0;
   std::int64_t duration_us = 0;                  // first datagram -> last one
   std::string_view close_reason;                 // "idle", "evicted", "stop", "route_changed"
 };
@@ -159,6 +162,20 @@ struct dns_query_event {
   std::string_view error;             // why FORMERR / SERVFAIL
 };
 std::string format_event(const dns_query_event& e);
+
+// The [[dns]] responder's response rate limiting over one period (target/dns_rrl.hpp): written at
+// most once a second, and only for a period in which answers were limited, so a flood is one line a
+// second, not one per datagram. Event name "dns.rrl".
+struct dns_rrl_event {
+  std::string_view listener;
+  std::int64_t period_ms = 0;        // the time these counts cover
+  std::uint64_t answered = 0;        // judged and answered in full (within the budget)
+  std::uint64_t slipped = 0;         // answered truncated (TC=1, no records)
+  std::uint64_t dropped = 0;         // not answered
+  std::uint64_t prefixes = 0;        // source prefixes limited in the period
+  std::string_view last_prefix;      // the last one limited, e.g. "192.0.2.0/24"
+};
+std::string format_event(const dns_rrl_event& e);
 
 // A browser probe's results as the page posted them (POST /probe/result, docs/probe.md), with the
 // daemon's own summary of them; `route` is the route of the post itself.

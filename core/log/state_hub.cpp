@@ -147,6 +147,41 @@ void state_hub::set_listeners(std::uint64_t generation, std::vector<listener_vie
     return std::none_of(listeners_.begin(), listeners_.end(),
                         [&](const listener_view& l) { return l.name == kv.first; });
   });
+  std::erase_if(udp_answers_, [&](const auto& kv) {
+    return std::none_of(listeners_.begin(), listeners_.end(),
+                        [&](const listener_view& l) { return l.name == kv.first; });
+  });
+}
+
+udp_answer_counters* state_hub::udp_answers_for(std::string_view listener) {
+  auto it = udp_answers_.find(listener);
+  if (it != udp_answers_.end()) return &it->second;
+  if (udp_answers_.size() >= hub_max_listeners) return nullptr;
+  return &udp_answers_.emplace(std::string(listener.substr(0, hub_max_string)), udp_answer_counters{}).first->second;
+}
+
+void state_hub::udp_echo_counted(std::string_view listener, udp_echo_form form, std::uint64_t bytes_in,
+                                 std::uint64_t bytes_out) {
+  const std::lock_guard lock(mutex_);
+  udp_answer_counters* c = udp_answers_for(listener);
+  if (c == nullptr) return;
+  switch (form) {
+    case udp_echo_form::full: ++c->echo_full; break;
+    case udp_echo_form::short_form: ++c->echo_short; break;
+    case udp_echo_form::none: ++c->echo_unanswered; break;
+  }
+  c->echo_bytes_in += bytes_in;
+  c->echo_bytes_out += bytes_out;
+}
+
+void state_hub::dns_rrl_counted(std::string_view listener, std::uint64_t answered, std::uint64_t slipped,
+                                std::uint64_t dropped) {
+  const std::lock_guard lock(mutex_);
+  udp_answer_counters* c = udp_answers_for(listener);
+  if (c == nullptr) return;
+  c->rrl_answered += answered;
+  c->rrl_slipped += slipped;
+  c->rrl_dropped += dropped;
 }
 
 namespace {
@@ -179,6 +214,7 @@ hub_snapshot state_hub::snapshot() const {
   s.probe_runs = probe_runs_;
   s.admin_refused = admin_refused_;
   s.probe_refused = probe_refused_;
+  s.udp_answers = udp_answers_;
   s.sessions.assign(sessions_.begin(), sessions_.end());
   s.reloads.assign(reloads_.begin(), reloads_.end());
   s.probes.assign(probes_.begin(), probes_.end());

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/log/access_events.hpp"
+#include "core/wire/route_header.hpp"
 
 namespace vlessbench {
 
@@ -47,6 +48,14 @@ struct listener_counters {
   std::array<phase_histogram, hub_phases.size()> phases{};
 };
 
+// A [[udp_target]] echo's and a [[dns]] responder's UDP answers (docs/target.md "No amplifier"),
+// for /metrics: the echo's datagrams by the answer they got and its bytes both ways; the DNS
+// responder's UDP answers by what response rate limiting did with them.
+struct udp_answer_counters {
+  std::uint64_t echo_full = 0, echo_short = 0, echo_unanswered = 0;
+  std::uint64_t echo_bytes_in = 0, echo_bytes_out = 0;
+  std::uint64_t rrl_answered = 0, rrl_slipped = 0, rrl_dropped = 0;
+};
 // One closed VLESS session (vless.session), strings capped at hub_max_string
 // bytes.
 struct session_record {
@@ -95,6 +104,7 @@ struct hub_snapshot {
   // Requests and connections the admin listener refused, and probe results refused, by reason
   // (a fixed vocabulary: docs/dashboard.md, docs/probe.md).
   std::map<std::string, std::uint64_t, std::less<>> admin_refused, probe_refused;
+  std::map<std::string, udp_answer_counters, std::less<>> udp_answers;  // by listener
   std::vector<session_record> sessions;  // oldest first
   std::vector<reload_record> reloads;
   std::vector<probe_record> probes;
@@ -115,6 +125,13 @@ class state_hub {
   // reason: one of a fixed set of names (past hub_max_reasons distinct ones: "other").
   void admin_refused(std::string_view reason);
   void probe_refused(std::string_view reason);
+  // One datagram the echo took (bytes_in) and what it sent back (bytes_out, 0 when nothing).
+  void udp_echo_counted(std::string_view listener, udp_echo_form form, std::uint64_t bytes_in,
+                        std::uint64_t bytes_out);
+  // UDP queries the DNS responder's rate limit (target/dns_rrl.hpp) let through, slipped (answered
+  // truncated) and dropped.
+  void dns_rrl_counted(std::string_view listener, std::uint64_t answered, std::uint64_t slipped,
+                       std::uint64_t dropped);
   // The running config's listeners and generation (at start and after each
   // reload that took); counters of listeners it no longer has are dropped.
   void set_listeners(std::uint64_t generation, std::vector<listener_view> listeners);
@@ -132,6 +149,8 @@ class state_hub {
   std::map<std::string, listener_counters, std::less<>> counters_;
   std::uint64_t reloads_ok_ = 0, reloads_failed_ = 0, probe_runs_ = 0;
   std::map<std::string, std::uint64_t, std::less<>> admin_refused_, probe_refused_;
+  std::map<std::string, udp_answer_counters, std::less<>> udp_answers_;
+  udp_answer_counters* udp_answers_for(std::string_view listener);  // nullptr past hub_max_listeners
   std::deque<session_record> sessions_;
   std::deque<reload_record> reloads_;
   std::deque<probe_record> probes_;

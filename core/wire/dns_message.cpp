@@ -151,6 +151,12 @@ std::optional<std::uint16_t> message_id(std::string_view m) {
   return u16(m, 0);
 }
 
+std::string build_truncated_response(std::uint16_t id, bool recursion_desired, const question &q) {
+  std::string out = build_response(id, recursion_desired, &q, rcode::noerror);
+  out[2] = static_cast<char>(static_cast<unsigned char>(out[2]) | 0x02);  // TC: bit 9 of the flags
+  return out;
+}
+
 std::string build_response(std::uint16_t id, bool recursion_desired,
                            const question *q, rcode rc,
                            const answer_set &answers, std::uint32_t ttl,

@@ -74,6 +74,10 @@ std::string build_response(std::uint16_t id, bool recursion_desired,
                            const answer_set &answers = {},
                            std::uint32_t ttl = 60,
                            std::string_view route_txt = {});
+// Response rate limiting's "slip" (target/dns_rrl.hpp): NOERROR with TC set, the question and
+// nothing else, so a resolver retries over TCP. Never longer than the query it answers when that
+// query carried its name uncompressed (the caller checks).
+std::string build_truncated_response(std::uint16_t id, bool recursion_desired, const question &q);
 
 // The responder's route proof (docs/target.md), the DNS twin of the UDP echo's
 // trailer: "VLESSBENCH-DNS <listener> <route header value>", e.g.

@@ -194,26 +194,60 @@ server_phases_ms parse_server_timing(std::string_view value) {
 
 namespace {
 constexpr std::string_view udp_marker = "\nVLESSBENCH-UDP ";
-}  // namespace
+constexpr std::string_view udp_short_marker = "\nVLESSBENCH-UDP-SHORT need=";
 
-std::string format_udp_echo(std::string_view datagram, std::string_view listener, const route_info* session) {
+std::string udp_trailer(std::string_view listener, const route_info* session) {
   std::string trailer(udp_marker);
   trailer.append(listener).append(" ").append(format_route_header(session));
-  if (trailer.size() > max_udp_echo) trailer.resize(max_udp_echo);
-  const std::size_t keep = std::min(datagram.size(), max_udp_echo - trailer.size());
-  std::string out;
-  out.reserve(keep + trailer.size());
-  out.append(datagram.substr(0, keep)).append(trailer);
-  return out;
+  return trailer;
+}
+}  // namespace
+
+std::size_t udp_echo_trailer_size(std::string_view listener, const route_info* session) {
+  return udp_trailer(listener, session).size();
+}
+
+udp_echo_answer format_udp_echo(std::string_view datagram, std::string_view listener, const route_info* session) {
+  udp_echo_answer a;
+  const std::size_t n = std::min(datagram.size(), max_udp_echo);
+  std::string tail = udp_trailer(listener, session);
+  if (tail.size() <= n) {
+    a.form = udp_echo_form::full;
+  } else {
+    tail = std::string(udp_short_marker) + std::to_string(tail.size());
+    if (tail.size() > n) return a;  // too short even to say why: no answer
+    a.form = udp_echo_form::short_form;
+  }
+  a.bytes.reserve(n);
+  a.bytes.append(datagram.substr(0, n - tail.size())).append(tail);
+  return a;
 }
 
 parse_result<udp_echo> parse_udp_echo(std::string_view echo) {
   parse_result<udp_echo> r;
+  r.status = parse_status::invalid;
+  // The daemon's trailer ends the answer: the last marker of either form is it (the datagram's
+  // head may hold either).
   const auto at = echo.rfind(udp_marker);
-  const std::string_view trailer = at == std::string_view::npos ? std::string_view{} : echo.substr(at + udp_marker.size());
+  const auto sh = echo.rfind(udp_short_marker);
+  if (at == std::string_view::npos || (sh != std::string_view::npos && sh > at)) {
+    if (sh != std::string_view::npos) {
+      const std::string_view digits = echo.substr(sh + udp_short_marker.size());
+      std::size_t need = 0;
+      const auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), need);
+      if (ec == std::errc{} && p == digits.data() + digits.size() && need > 0) {
+        r.value.payload = echo.substr(0, sh);
+        r.value.needed = need;
+        r.reason = "short echo: the datagram was too short for the route trailer";
+        return r;
+      }
+    }
+    r.reason = "no vlessbench UDP trailer";
+    return r;
+  }
+  const std::string_view trailer = echo.substr(at + udp_marker.size());
   const auto sp = trailer.find(' ');
-  if (at == std::string_view::npos || sp == 0 || sp == std::string_view::npos) {
-    r.status = parse_status::invalid;
+  if (sp == 0 || sp == std::string_view::npos) {
     r.reason = "no vlessbench UDP trailer";
     return r;
   }
@@ -221,7 +255,6 @@ parse_result<udp_echo> parse_udp_echo(std::string_view echo) {
   r.value.listener = std::string(trailer.substr(0, sp));
   r.value.route = parse_route_header(trailer.substr(sp + 1));
   if (r.value.route.kind == route_kind::unknown) {
-    r.status = parse_status::invalid;
     r.reason = "unknown route in the UDP trailer";
     return r;
   }

@@ -74,18 +74,36 @@ std::string format_banner_line(std::string_view listener, const route_info* sess
 parse_result<banner_line> parse_banner_line(std::string_view bytes);
 
 // The [[udp_target]]'s echo (docs/target.md): each datagram comes back with a trailer naming its
-// listener and route, so a client tells per datagram whether it went through VLESS:
-//   <datagram> "\nVLESSBENCH-UDP " <listener> " " <route header value>
-// e.g. "ping\nVLESSBENCH-UDP udp vless session=7 user=alice". The echo never exceeds
-// max_udp_echo bytes: a datagram too long for its trailer is cut (payload_cut says by how much).
+// listener and route, so a client tells per datagram whether it went through VLESS. The echo is
+// never longer than the datagram that asked (an echo that answers on 0.0.0.0 must be no amplifier):
+// the trailer takes the place of the datagram's last bytes, so a client leaves room for it (pads
+// its datagram with udp_echo_room bytes; the runner does):
+//   <datagram minus its last T bytes> "\nVLESSBENCH-UDP " <listener> " " <route header value>
+// e.g. "ping" + 200 bytes of padding -> "ping" + 200 - T bytes of it + "\nVLESSBENCH-UDP udp vless
+// session=7 user=alice". A datagram too short for its trailer gets the short form instead, the same
+// length as the datagram, which says how long it would have had to be:
+//   <datagram minus its last S bytes> "\nVLESSBENCH-UDP-SHORT need=" <T>
+// and one too short even for that (under about 30 bytes) gets no answer at all.
 inline constexpr std::size_t max_udp_echo = 65'507;
+// Padding that leaves room for the trailer of listener and user names up to about 80 bytes
+// together (a session id of 20 digits, a sub, transport=httpupgrade).
+inline constexpr std::size_t udp_echo_room = 256;
+enum class udp_echo_form { full, short_form, none };
+struct udp_echo_answer {
+  udp_echo_form form = udp_echo_form::none;
+  std::string bytes;  // empty when form is none: nothing is sent
+};
+udp_echo_answer format_udp_echo(std::string_view datagram, std::string_view listener, const route_info* session);
+// The datagram size a full answer needs for this trailer.
+std::size_t udp_echo_trailer_size(std::string_view listener, const route_info* session);
 struct udp_echo {
-  std::string_view payload;  // the datagram as echoed (a view into the parsed bytes)
+  std::string_view payload;  // the datagram as echoed, without the bytes the trailer took (a view into the parsed bytes)
   std::string listener;
   route_label route;
+  std::size_t needed = 0;  // a short answer: the datagram size a full one needs
 };
-std::string format_udp_echo(std::string_view datagram, std::string_view listener, const route_info* session);
-// complete (consumed = all of it), or invalid when there is no trailer or its route is unknown.
+// complete (consumed = all of it); invalid when there is no trailer, its route is unknown, or it is the
+// short form (reason says so, value.needed the size wanted).
 parse_result<udp_echo> parse_udp_echo(std::string_view echo);
 
 }  // namespace vlessbench

@@ -986,6 +986,15 @@ def read_vless_response_header(stream: Stream) -> None:
 # VLESS UDP (command 2) and the daemon's UDP targets
 
 UDP_ECHO_MARKER = b"\nVLESSBENCH-UDP "
+# The echo is never longer than the datagram (docs/target.md "No amplifier"): its trailer takes the
+# place of the datagram's last bytes, so a datagram leaves room for it (core/wire/route_header.hpp
+# udp_echo_room). The room is NUL bytes, which udp_echo_trailer drops from the payload it returns.
+UDP_ECHO_ROOM = 256
+
+
+def echo_datagram(payload: bytes) -> bytes:
+    """payload as a datagram for the [[udp_target]] echo: with room for its route trailer."""
+    return payload + b"\0" * UDP_ECHO_ROOM
 
 
 def read_mux_frame(stream: "Stream") -> tuple[int, int, int, bytes, bytes]:
@@ -1011,11 +1020,12 @@ def read_udp_frame(stream: Stream) -> bytes:
 
 
 def udp_echo_trailer(echo: bytes) -> tuple[bytes, str, str]:
-    """(payload, listener, route) of a [[udp_target]] echo (core/wire/route_header.hpp, format_udp_echo)."""
+    """(payload, listener, route) of a [[udp_target]] echo (core/wire/route_header.hpp, format_udp_echo)
+    of an echo_datagram: the payload without what is left of the room."""
     at = echo.rfind(UDP_ECHO_MARKER)
     check(at >= 0, echo[-80:])
     listener, _, route = echo[at + len(UDP_ECHO_MARKER):].decode().partition(" ")
-    return echo[:at], listener, route
+    return echo[:at].rstrip(b"\0"), listener, route
 
 
 def dns_query(qid: int, name: str, qtype: int = 1) -> bytes:

@@ -15,6 +15,7 @@ import time
 from harness import (ANY_PORT, CLIENT_BIN, BIN, SANITIZED, Daemon, Suite, TlsClient, V2ray, check, free_port, http_request,
                      new_uuid, read_mux_frame, read_vless_response_header, require_binary, v2ray_socks_config, vless_get,
                      vless_header)
+from harness import echo_datagram as pad
 from harness import udp_echo_trailer as trailer
 
 suite = Suite("test_mux")
@@ -202,7 +203,7 @@ def v2ray_mux_tcp_and_udp():
         echoes = []
         try:
             for i in range(50):
-                u.sendto(b"\x00\x00\x00\x01" + socket.inet_aton("127.0.0.1") + struct.pack(">H", UP) + b"d%d" % i,
+                u.sendto(b"\x00\x00\x00\x01" + socket.inet_aton("127.0.0.1") + struct.pack(">H", UP) + pad(b"d%d" % i),
                          relay)
                 data, _ = u.recvfrom(65535)
                 echoes.append(trailer(data[10:]))
@@ -353,7 +354,7 @@ def sub_errors_keep_the_session():
         c.send(mux(3, NEW, b"x", target(53, "192.0.2.1", net=2)))  # UDP to a denied destination
         check(read_frame(c)[:3] == (3, END, 2))
         gid = b"\x01" * 8
-        c.send(mux(4, NEW, b"a", target(UP, net=2), gid=gid))  # XUDP: data with its target, then without
+        c.send(mux(4, NEW, pad(b"a"), target(UP, net=2), gid=gid))  # XUDP: data with its target, then without
         sid, st, opt, meta, data = read_frame(c)
         check((sid, st) == (4, KEEP) and trailer(data)[0] == b"a" and meta == target(UP, net=2), (sid, st, meta, data))
         c.send(mux(4, KEEP, b"b"))

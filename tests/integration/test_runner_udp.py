@@ -13,7 +13,7 @@ import subprocess
 import time
 
 from harness import (ANY_PORT, CLIENT_BIN, BIN, LOOPBACK, Daemon, Suite, TlsClient, V2ray, check, free_port, read_udp_frame,
-                     read_vless_response_header, require_binary, tempdir, udp_echo_trailer, udp_frame, v2ray_socks_inbound,
+                     read_vless_response_header, require_binary, tempdir, echo_datagram, udp_echo_trailer, udp_frame, v2ray_socks_inbound,
                      v2ray_vless_outbound, verify_log, vless_header)
 
 suite = Suite("test_runner_udp")
@@ -234,7 +234,7 @@ def reused_port_case(d: Daemon, udp_port: int) -> None:
     before = relay_ports(udp_port)
     with TlsClient(d.port("tls")) as c:
         c.handshake()
-        c.send(vless_header(UUID, udp_port, cmd=2) + udp_frame(b"ping"))
+        c.send(vless_header(UUID, udp_port, cmd=2) + udp_frame(echo_datagram(b"ping")))
         read_vless_response_header(c.stream)
         payload, _, route = udp_echo_trailer(read_udp_frame(c.stream))
         check(payload == b"ping" and route.startswith("vless session="), route)
@@ -246,7 +246,7 @@ def reused_port_case(d: Daemon, udp_port: int) -> None:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
         u.bind((LOOPBACK, port))
         u.settimeout(3)
-        u.sendto(b"plain", (LOOPBACK, udp_port))
+        u.sendto(echo_datagram(b"plain"), (LOOPBACK, udp_port))
         echo = u.recv(65535)
     check(udp_echo_trailer(echo) == (b"plain", "udp", "direct"), echo)
     e = d.wait_event("udp.packet", since=mark, peer=f"{LOOPBACK}:{port}", close_reason="route_changed")

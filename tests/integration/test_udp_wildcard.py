@@ -8,7 +8,7 @@ updates in place and closes UDP listeners and DNS responders, and one whose port
 the reload and changes nothing. Skipped (77) without root (namespace)."""
 import socket
 
-from harness import (Daemon, Suite, TlsClient, check, dns_query, free_port, new_uuid, read_udp_frame,
+from harness import (Daemon, Suite, TlsClient, check, dns_query, echo_datagram, free_port, new_uuid, read_udp_frame,
                      read_vless_response_header, require_binary, run_in_own_netns, udp_echo_trailer, udp_frame,
                      vless_header)
 
@@ -63,7 +63,7 @@ def direct(dest: str, port: int, payload: bytes) -> bytes:
 def echo_names_sessions_on_each_local_address():
     for dest in (LAN, "127.0.0.1"):
         mark = D.mark()
-        replies, s = through_vless(dest, UDP_PORT, [b"one", b"two"])
+        replies, s = through_vless(dest, UDP_PORT, [echo_datagram(b"one"), echo_datagram(b"two")])
         want = f"vless session={s['session']} user=alice"
         check([route_of(r) for r in replies] == [want, want], (dest, replies))
         f = D.wait_event("udp.packet", since=mark, timeout=6, route="vless")
@@ -73,7 +73,7 @@ def echo_names_sessions_on_each_local_address():
 @suite.test
 def direct_datagrams_say_direct_and_come_back_from_their_address():
     for dest in (LAN, "127.0.0.1"):
-        check(route_of(direct(dest, UDP_PORT, b"plain")) == "direct", dest)
+        check(route_of(direct(dest, UDP_PORT, echo_datagram(b"plain"))) == "direct", dest)
 
 
 @suite.test
@@ -114,8 +114,8 @@ def reload_opens_updates_and_closes_udp_listeners():
                  dns=[{"name": "d2", "listen": f"0.0.0.0:{dns2}"}])
     e = D.reload(added)
     check(e["ok"], e)
-    check(udp_ask(UDP_PORT, b"x") is None, "the dropped udp_target is closed")
-    reply = udp_ask(port2, b"hello")
+    check(udp_ask(UDP_PORT, echo_datagram(b"x")) is None, "the dropped udp_target is closed")
+    reply = udp_ask(port2, echo_datagram(b"hello"))
     check(reply is not None and reply.endswith(b"\nVLESSBENCH-UDP u2 direct"), reply)
     resp = udp_ask(dns2, dns_query(9, "x.vlessbench.test"))
     check(resp is not None and resp[3] & 0xf == 0, resp)  # NOERROR in the default zone
@@ -124,7 +124,7 @@ def reload_opens_updates_and_closes_udp_listeners():
                    dns=[{"name": "d2", "listen": f"0.0.0.0:{dns2}", "zone": "example.test"}])
     e = D.reload(updated)
     check(e["ok"], e)
-    check(udp_ask(port2, b"hi").endswith(b"\nVLESSBENCH-UDP u3 direct"), "renamed")
+    check(udp_ask(port2, echo_datagram(b"hi")).endswith(b"\nVLESSBENCH-UDP u3 direct"), "renamed")
     check(udp_ask(dns2, dns_query(10, "x.vlessbench.test"))[3] & 0xf == 5, "REFUSED outside the new zone")
     check(udp_ask(dns2, dns_query(11, "x.example.test"))[3] & 0xf == 0, "NOERROR in it")
     # A port in use: the reload fails, naming the listener, and what runs stays.
@@ -133,9 +133,9 @@ def reload_opens_updates_and_closes_udp_listeners():
         taken = squatter.getsockname()[1]
         e = D.reload(dict(updated, udp_target=[*updated["udp_target"], {"name": "u4", "listen": f"{LAN}:{taken}"}]))
         check(not e["ok"] and "u4" in e["error"], e)
-    check(udp_ask(port2, b"still").endswith(b"\nVLESSBENCH-UDP u3 direct"), "kept after the failed reload")
+    check(udp_ask(port2, echo_datagram(b"still")).endswith(b"\nVLESSBENCH-UDP u3 direct"), "kept after the failed reload")
     check(D.reload(base)["ok"])
-    check(udp_ask(port2, b"gone") is None and udp_ask(dns2, dns_query(12, "x.example.test")) is None, "closed")
+    check(udp_ask(port2, echo_datagram(b"gone")) is None and udp_ask(dns2, dns_query(12, "x.example.test")) is None, "closed")
 
 
 try:

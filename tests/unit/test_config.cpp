@@ -539,6 +539,25 @@ TEST_CASE("limits are bounded positive integers", "[config]") {
             .limits.idle_timeout == 1ms);
 }
 
+TEST_CASE("limits: DNS response rate limiting, on by default, 0 turns it off", "[config]") {
+  const config d = parse_config(loopback_target, "x.toml");
+  CHECK(d.limits.dns_rrl_responses_per_second == 100);
+  CHECK(d.limits.dns_rrl_slip == 2);
+  CHECK(d.limits.dns_rrl_window == 1000ms);
+  const config c = parse_config(std::string("[limits]\ndns_rrl_responses_per_second = 0\ndns_rrl_slip = 1\n"
+                                            "dns_rrl_window_ms = 5000\n") + loopback_target,
+                                "x.toml");
+  CHECK(c.limits.dns_rrl_responses_per_second == 0);
+  CHECK(c.limits.dns_rrl_slip == 1);
+  CHECK(c.limits.dns_rrl_window == 5000ms);
+  auto limit_error = [](const char* line) { return error_of(std::string("[limits]\n") + line + "\n" + loopback_target); };
+  CHECK(limit_error("dns_rrl_responses_per_second = -1") ==
+        "x.toml:2: limits.dns_rrl_responses_per_second: -1: must be between 0 and 1000000");
+  CHECK(limit_error("dns_rrl_slip = 11") == "x.toml:2: limits.dns_rrl_slip: 11: must be between 0 and 10");
+  CHECK(limit_error("dns_rrl_window_ms = 0") == "x.toml:2: limits.dns_rrl_window_ms: 0: must be between 1 and 3600000");
+  CHECK(limit_error("dns_rrl_slip = \"2\"").find("limits.dns_rrl_slip") != std::string::npos);
+}
+
 TEST_CASE("destinations.allow: CIDR networks or single addresses", "[config]") {
   SECTION("absent: nothing beyond targets and loopback") {
     CHECK(parse_config(loopback_target, "x.toml").destinations.allow.empty());

@@ -215,3 +215,23 @@ TEST_CASE("dns: malformed responses are refused with a reason", "[dns]") {
   bad[bad.size() - dns::format_route_txt("dns", "direct").size() - 1] = 100;
   CHECK(dns::parse_response(bad).reason == "bad_txt");
 }
+
+TEST_CASE("dns: rate limiting's truncated answer: TC, the question, nothing else, no longer than the query",
+          "[dns]") {
+  const std::string query = dns::build_query(0x4242, "Slip.VlessBench.test", dns::type_a);
+  const auto q = dns::parse_query(query);
+  REQUIRE(q.complete());
+  const std::string tc = dns::build_truncated_response(q.value.id, q.value.recursion_desired, q.value.q);
+  CHECK(tc.size() <= query.size());
+  const auto r = dns::parse_response(tc);
+  REQUIRE(r.complete());
+  CHECK(r.value.id == 0x4242);
+  CHECK(r.value.truncated);
+  CHECK(r.value.rc == dns::rcode::noerror);
+  REQUIRE(r.value.q.has_value());
+  CHECK(r.value.q->name == "slip.vlessbench.test");
+  CHECK(r.value.addresses.empty());
+  CHECK(r.value.additional_txt.empty());  // no route proof: nothing but the question
+  // A full answer is not truncated.
+  CHECK_FALSE(dns::parse_response(dns::build_response(1, true, &q.value.q, dns::rcode::noerror)).value.truncated);
+}
