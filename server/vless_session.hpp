@@ -638,6 +638,10 @@ struct session {
     } else if (slow) {
       reason = close_reason::slow_transfer;
     }
+    // The session's slots go back before its line is written: a client that saw the line (or
+    // the close) may open the next session at once and find the slot free.
+    counted_for_client.reset();
+    counted.reset();
     if (reason == close_reason::rejected) {
       log_reject();
     } else {
