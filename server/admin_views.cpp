@@ -81,6 +81,13 @@ std::string format_metrics(const hub_snapshot& s, std::string_view version) {
            "Admin connections and requests refused, by reason (docs/dashboard.md).");
   for (const auto& [reason, n] : s.admin_refused)
     m.sample("vlessbench_admin_refused_total", label("reason", reason), std::to_string(n));
+  m.family("vlessbench_udp_refused_total", "counter",
+           "Datagrams the UDP echo and the DNS responder did not answer, by listener and reason "
+           "(docs/target.md).");
+  for (const auto& [name, reasons] : s.udp_refused)
+    for (const auto& [reason, n] : reasons)
+      m.sample("vlessbench_udp_refused_total", label("listener", name) + "," + label("reason", reason),
+               std::to_string(n));
 
   m.family("vlessbench_sessions_total", "counter", "Admitted VLESS sessions, counted at close.");
   for (const auto& [name, c] : s.counters)
@@ -133,6 +140,7 @@ std::string format_state_json(const hub_snapshot& s, std::string_view version) {
   j["reloads_ok"] = s.reloads_ok;
   j["reloads_failed"] = s.reloads_failed;
   j["probe_runs"] = s.probe_runs;
+  j["udp_refused"] = s.udp_refused;
   j["buckets_ms"] = phase_buckets_ms;
   json listeners = json::array();
   for (const auto& l : s.listeners) {

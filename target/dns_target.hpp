@@ -13,6 +13,7 @@
 #include "core/net/asio_compat.hpp"
 #include "core/wire/dns_message.hpp"
 #include "target/target_context.hpp"
+#include "target/udp_refusals.hpp"
 
 namespace vlessbench::target {
 
@@ -72,10 +73,6 @@ private:
   awaitable<void> serve_tcp();
   awaitable<void> serve_connection(tcp::socket socket, tcp::endpoint peer);
 
-  // A datagram not answered (core/runtime/udp_guard.hpp): counted, warned at most once a second.
-  void note_refused(std::string_view why, const asio::ip::udp::endpoint &peer);
-  std::uint64_t refused_ = 0;
-  std::chrono::steady_clock::time_point last_refused_warning_{};
 
   target_context &ctx_;
   std::string name_;
@@ -83,6 +80,8 @@ private:
   asio::ip::udp::socket udp_;
   tcp::acceptor tcp_;
   tcp::endpoint local_;
+  // Datagrams not answered (core/runtime/udp_guard.hpp): /metrics, udp.refused, the human log.
+  std::shared_ptr<udp_refusals> refusals_;
   std::size_t delayed_ = 0;
   std::set<asio::steady_timer *> timers_; // delayed UDP answers waiting
   std::set<tcp::socket *> connections_;

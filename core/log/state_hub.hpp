@@ -95,6 +95,9 @@ struct hub_snapshot {
   // Requests and connections the admin listener refused, and probe results refused, by reason
   // (a fixed vocabulary: docs/dashboard.md, docs/probe.md).
   std::map<std::string, std::uint64_t, std::less<>> admin_refused, probe_refused;
+  // Datagrams the UDP echo and the DNS responder did not answer (core/runtime/udp_guard.hpp), by
+  // listener, then reason.
+  std::map<std::string, std::map<std::string, std::uint64_t, std::less<>>, std::less<>> udp_refused;
   std::vector<session_record> sessions;  // oldest first
   std::vector<reload_record> reloads;
   std::vector<probe_record> probes;
@@ -115,6 +118,9 @@ class state_hub {
   // reason: one of a fixed set of names (past hub_max_reasons distinct ones: "other").
   void admin_refused(std::string_view reason);
   void probe_refused(std::string_view reason);
+  // n datagrams a UDP target did not answer. Listeners past hub_max_listeners are not counted;
+  // kept across reloads (a UDP listener is not in set_listeners' list), as counters are.
+  void udp_refused(std::string_view listener, std::string_view reason, std::uint64_t n = 1);
   // The running config's listeners and generation (at start and after each
   // reload that took); counters of listeners it no longer has are dropped.
   void set_listeners(std::uint64_t generation, std::vector<listener_view> listeners);
@@ -132,6 +138,7 @@ class state_hub {
   std::map<std::string, listener_counters, std::less<>> counters_;
   std::uint64_t reloads_ok_ = 0, reloads_failed_ = 0, probe_runs_ = 0;
   std::map<std::string, std::uint64_t, std::less<>> admin_refused_, probe_refused_;
+  std::map<std::string, std::map<std::string, std::uint64_t, std::less<>>, std::less<>> udp_refused_;
   std::deque<session_record> sessions_;
   std::deque<reload_record> reloads_;
   std::deque<probe_record> probes_;
