@@ -38,6 +38,9 @@ dns_responder::dns_responder(target_context &ctx, std::string name,
   if (const auto err = enable_destination_address(udp_))
     spdlog::warn("dns {}: no destination addresses ({}): UDP routes on {} read direct", name_, err.message(),
                  local_.address().to_string());
+  // A query forged with a relay socket's address would be answered into its session as relayed.
+  if (const auto err = drop_forged_local_sources(udp_))
+    spdlog::warn("dns {}: no filter for forged local sources ({})", name_, err.message());
 }
 
 void dns_responder::start() {

@@ -24,6 +24,9 @@ udp_echo_target::udp_echo_target(target_context &ctx, std::string name,
   if (const auto err = enable_destination_address(socket_))
     spdlog::warn("udp_target {}: no destination addresses ({}): routes on {} read direct", name_, err.message(),
                  local_.address().to_string());
+  // A datagram forged with a relay socket's address would be echoed into its session as relayed.
+  if (const auto err = drop_forged_local_sources(socket_))
+    spdlog::warn("udp_target {}: no filter for forged local sources ({})", name_, err.message());
 }
 
 udp::endpoint udp_echo_target::endpoint() const { return local_; }
