@@ -10,6 +10,8 @@ them at the veth address 10.77.23.1, so its relay socket is 10.77.23.1:P. A raw 
   one between two sockets of the machine travels over lo; core/net/udp_dest.hpp), instead of
   answering it into the session as relayed (main does: the echo's trailer names the session); the
   socket's drop count (/proc/net/udp) shows both forged datagrams;
+- over IPv6 ([::] echo at fd77:23::1), where Linux has no accept_local and takes a local source
+  from the network by default: dropped by the same filter (main echoes it into the session);
 - from the same namespace (arrives on lo): indistinguishable from a genuine one, still relayed
   (docs/sessions.md says why); printed as a figure.
 Ordering replaces sleeps: after a forged datagram the test gets an answer to a genuine one from
@@ -34,6 +36,7 @@ suite = Suite("test_udp_forged")
 require_binary()
 
 HERE, PEER = "10.77.23.1", "10.77.23.2"
+HERE6, PEER6 = "fd77:23::1", "fd77:23::2"
 
 
 def sh(*cmd: str) -> None:
@@ -55,9 +58,10 @@ def make_peer_namespace():
         subprocess.run(["sleep", "0.02"], check=True)
     sh("ip", "link", "add", "vf0", "type", "veth", "peer", "name", "vf1", "netns", str(holder.pid))
     sh("ip", "addr", "add", f"{HERE}/24", "dev", "vf0")
+    sh("ip", "addr", "add", f"{HERE6}/64", "dev", "vf0", "nodad")
     sh("ip", "link", "set", "vf0", "up")
     for cmd in (["ip", "link", "set", "lo", "up"], ["ip", "addr", "add", f"{PEER}/24", "dev", "vf1"],
-                ["ip", "link", "set", "vf1", "up"]):
+                ["ip", "addr", "add", f"{PEER6}/64", "dev", "vf1", "nodad"], ["ip", "link", "set", "vf1", "up"]):
         sh("nsenter", f"--net={ns}", *cmd)
     return holder, ns
 
@@ -77,12 +81,12 @@ sysctl("vf0/rp_filter", 0)
 sysctl("vf0/accept_local", 0)
 
 UUID = new_uuid()
-UDP_PORT, DNS_PORT = free_port(), free_port()
+UDP_PORT, DNS_PORT, UDP6_PORT = free_port(), free_port(), free_port()
 D = Daemon({
     "users": [{"name": "alice", "uuid": UUID}],
     "vless": [{"name": "edge", "listen": f"127.0.0.1:{free_port()}"}],
     "target": [{"name": "http", "listen": f"127.0.0.1:{free_port()}"}],
-    "udp_target": [{"name": "udp", "listen": f"0.0.0.0:{UDP_PORT}"}],
+    "udp_target": [{"name": "udp", "listen": f"0.0.0.0:{UDP_PORT}"}, {"name": "udp6", "listen": f"[::]:{UDP6_PORT}"}],
     "dns": [{"name": "dns", "listen": f"0.0.0.0:{DNS_PORT}"}],
 }, limits={"udp_idle_timeout_ms": 30000})
 
@@ -106,6 +110,36 @@ with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
 """
 
 
+# IPv6: no IP_HDRINCL; a raw IPPROTO_RAW socket of AF_INET6 takes the whole packet (Linux), so the
+# UDP checksum (mandatory over IPv6) is computed here.
+FORGE6 = r"""
+import socket, struct, sys
+src, sport, dst, dport, payload, sync = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4]), \
+    bytes.fromhex(sys.argv[5]), bytes.fromhex(sys.argv[6])
+s6, d6 = socket.inet_pton(socket.AF_INET6, src), socket.inet_pton(socket.AF_INET6, dst)
+ln = 8 + len(payload)
+pseudo = s6 + d6 + struct.pack(">IxxxB", ln, 17) + struct.pack(">HHHH", sport, dport, ln, 0) + payload
+if len(pseudo) % 2: pseudo += b"\0"
+c = sum(struct.unpack(">%dH" % (len(pseudo) // 2), pseudo))
+while c >> 16: c = (c & 0xFFFF) + (c >> 16)
+c = (~c & 0xFFFF) or 0xFFFF
+udp = struct.pack(">HHHH", sport, dport, ln, c) + payload
+ip = struct.pack(">IHBB", 6 << 28, ln, 17, 64) + s6 + d6
+with socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_RAW) as r:
+    r.sendto(ip + udp, (dst, 0))
+with socket.socket(socket.AF_INET6, socket.SOCK_DGRAM) as u:
+    u.settimeout(5)
+    u.sendto(sync, (dst, dport))
+    u.recv(65535)
+"""
+
+
+def forge6(src_port: int, dst_port: int, payload: bytes, sync: bytes) -> None:
+    argv = ["nsenter", f"--net={PEER_NS}", sys.executable, "-c", FORGE6, HERE6, str(src_port), HERE6, str(dst_port),
+            payload.hex(), sync.hex()]
+    subprocess.run(argv, check=True, timeout=15)
+
+
 def forge(src_port: int, dst_port: int, payload: bytes, sync: bytes, from_peer: bool) -> None:
     argv = [sys.executable, "-c", FORGE, HERE, str(src_port), HERE, str(dst_port), payload.hex(), sync.hex()]
     if from_peer:
@@ -113,12 +147,13 @@ def forge(src_port: int, dst_port: int, payload: bytes, sync: bytes, from_peer: 
     subprocess.run(argv, check=True, timeout=15)
 
 
-def relay_port(dst_port: int) -> int:
-    """The local port of the daemon's connected UDP socket to HERE:dst_port (the session's relay)."""
-    out = subprocess.run(["ss", "-Hnu", "state", "established", "dst", f"{HERE}:{dst_port}"], check=True,
+def relay_port(dst_port: int, host: str = HERE) -> int:
+    """The local port of the daemon's connected UDP socket to host:dst_port (the session's relay)."""
+    at = f"[{host}]" if ":" in host else host
+    out = subprocess.run(["ss", "-Hnu", "state", "established", "dst", f"{at}:{dst_port}"], check=True,
                          capture_output=True, text=True, timeout=10).stdout.split()
-    locals_ = [w for w in out if w.startswith(f"{HERE}:") and not w.endswith(f":{dst_port}")]
-    check(len(locals_) == 1, f"one relay socket to {HERE}:{dst_port} expected: {out}")
+    locals_ = [w for w in out if w.startswith(f"{at}:") and not w.endswith(f":{dst_port}")]
+    check(len(locals_) == 1, f"one relay socket to {at}:{dst_port} expected: {out}")
     return int(locals_[0].rsplit(":", 1)[1])
 
 
@@ -185,6 +220,25 @@ def target_socket_drops_a_relay_source_from_the_network():
         check(n == 2, f"the targets' sockets dropped {n} datagrams, not the 2 forged ones")
     finally:
         sysctl("vf0/accept_local", 0)
+
+
+@suite.test
+def ipv6_relay_source_from_the_network_is_dropped():
+    # IPv6 has no accept_local: Linux takes a datagram with one of its own addresses as source from
+    # the network by default, so here the socket filter is all there is.
+    with TlsClient(D.port("edge")) as c:
+        c.handshake()
+        c.send(vless_header(UUID, UDP6_PORT, addr=HERE6, cmd=2) + frame(b"genuine-1" + b"." * 64))
+        read_vless_response_header(c.stream)
+        payload, _, route = trailer(read_packet(c.stream))
+        check(payload.startswith(b"genuine-1") and route.startswith("vless session="), (payload, route))
+        forge6(relay_port(UDP6_PORT, HERE6), UDP6_PORT, b"FORGED" + b"." * 64, b"sync" + b"." * 64)
+        c.send(frame(b"genuine-2" + b"." * 64))
+        payload, _, route = trailer(read_packet(c.stream))
+        c.close_notify()
+    check(payload.startswith(b"genuine-2"),
+          f"an IPv6 datagram forged over the veth with the relay's source was echoed into the session as "
+          f"{route!r}: {payload[:20]!r}")
 
 
 @suite.test
