@@ -159,12 +159,14 @@ awaitable<void> admin_server::accept_loop(std::shared_ptr<tcp::acceptor> accepto
     const auto remote = socket.remote_endpoint(rec);
     if (rec) continue;
     const auto source = unmapped(remote.address());
-    if (connections_ >= limits_.max_connections) {
+    const auto cfg = ctx_.cfg();
+    const admin_config& limits = cfg->admin;
+    if (connections_ >= limits.max_connections) {
       refused("connection_cap", format_endpoint(remote), "admin connections at their cap");
       continue;
     }
     auto& from_source = per_source_[source];
-    if (from_source >= limits_.per_source) {
+    if (from_source >= limits.max_connections_per_client) {
       refused("source_cap", format_endpoint(remote),
               fmt::format("{} admin connections open from this address already", from_source));
       continue;
@@ -172,10 +174,11 @@ awaitable<void> admin_server::accept_loop(std::shared_ptr<tcp::acceptor> accepto
     ++from_source;
     ++connections_;
     std::size_t evicted = 0;
-    auto ticket = pending_->admit(io_.get_executor(), limits_.max_pending, &evicted);
+    auto ticket = pending_->admit(io_.get_executor(), limits.max_pending, &evicted);
     for (std::size_t i = 0; i < evicted; ++i)
       refused("evicted", "the oldest pending connection", "closed to admit " + format_endpoint(remote));
-    asio::co_spawn(io_, handle(pending_, std::move(socket), std::move(ticket)), [this, source](std::exception_ptr e) {
+    asio::co_spawn(io_, handle(pending_, std::move(socket), std::move(ticket), limits.header_timeout),
+                   [this, source](std::exception_ptr e) {
       --connections_;
       if (auto it = per_source_.find(source); it != per_source_.end() && --it->second == 0) per_source_.erase(it);
       if (!e) return;
@@ -211,7 +214,7 @@ void admin_server::log_refusal(const std::string& peer, std::string_view why) {
 }
 
 awaitable<void> admin_server::handle(std::shared_ptr<pending_set> set, tcp::socket socket,
-                                     pending_set::ticket admitted) {
+                                     pending_set::ticket admitted, std::chrono::milliseconds head_timeout) {
   pending_set::ticket ticket = std::move(admitted);  // leaves before the socket closes
   (void)set;  // only kept alive
   std::error_code ec;
@@ -224,7 +227,7 @@ awaitable<void> admin_server::handle(std::shared_ptr<pending_set> set, tcp::sock
       }))
     co_return;  // evicted before it ran
   watchdog_deadline deadline;
-  deadline = steady_clock::now() + limits_.head_timeout;
+  deadline = steady_clock::now() + head_timeout;
   std::string reply;
   auto work = [&]() -> awaitable<void> {
     std::string buf;

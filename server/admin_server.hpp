@@ -47,18 +47,13 @@ bool host_allowed(std::string_view host_value, const asio::ip::address& local, c
 // Admission (docs/dashboard.md): a connection is pending until its request head is complete and
 // has passed the Host and token checks. Pending ones are bounded as core/runtime/pending_set.hpp bounds
 // VLESS connections (the oldest evicted at the cap), so that silent or half-sent connections can
-// never keep an authenticated scrape out; each source address holds at most per_source at once.
-struct admin_limits {
-  std::size_t max_connections = 256;  // all together, answered ones included
-  std::size_t max_pending = 32;
-  std::size_t per_source = 8;
-  std::chrono::milliseconds head_timeout{5000};  // the whole request head
-};
+// never keep an authenticated scrape out; each source address holds a share of the connections.
+// The caps and the head deadline are the running config's [admin] keys (admin_config), read per
+// accepted connection.
 
 class admin_server {
  public:
-  admin_server(asio::io_context& io, admin_context ctx, admin_limits limits = {})
-      : io_(io), ctx_(std::move(ctx)), limits_(limits) {}
+  admin_server(asio::io_context& io, admin_context ctx) : io_(io), ctx_(std::move(ctx)) {}
   // Binds and listens (throws std::runtime_error naming the endpoint); serve()
   // starts it.
   std::shared_ptr<tcp::acceptor> bind(const tcp::endpoint& ep);
@@ -71,14 +66,14 @@ class admin_server {
   awaitable<void> accept_loop(std::shared_ptr<tcp::acceptor> acceptor);
   // set: held by the connection's frame so that it outlives the ticket, even when ~io_context
   // destroys a connection still pending after the server is gone (a stop during a half-sent head).
-  awaitable<void> handle(std::shared_ptr<pending_set> set, tcp::socket socket, pending_set::ticket admitted);
+  awaitable<void> handle(std::shared_ptr<pending_set> set, tcp::socket socket, pending_set::ticket admitted,
+                         std::chrono::milliseconds head_timeout);
   void log_refusal(const std::string& peer, std::string_view why);
   // Counted in /metrics by reason; one info line per reason per second, with the count.
   void refused(std::string_view reason, std::string_view peer, std::string_view detail);
 
   asio::io_context& io_;
   admin_context ctx_;
-  admin_limits limits_;
   std::shared_ptr<tcp::acceptor> acceptor_;
   std::size_t connections_ = 0;
   std::map<asio::ip::address, std::size_t> per_source_;

@@ -81,6 +81,13 @@ std::string format_metrics(const hub_snapshot& s, std::string_view version) {
            "Admin connections and requests refused, by reason (docs/dashboard.md).");
   for (const auto& [reason, n] : s.admin_refused)
     m.sample("vlessbench_admin_refused_total", label("reason", reason), std::to_string(n));
+  m.family("vlessbench_udp_refused_total", "counter",
+           "Datagrams the UDP echo and the DNS responder did not answer, by listener and reason "
+           "(docs/target.md).");
+  for (const auto& [name, reasons] : s.udp_refused)
+    for (const auto& [reason, n] : reasons)
+      m.sample("vlessbench_udp_refused_total", label("listener", name) + "," + label("reason", reason),
+               std::to_string(n));
 
   // UDP targets (docs/target.md "No amplifier"): the echo's answers and bytes, DNS rate limiting.
   m.family("vlessbench_udp_echo_datagrams_total", "counter",
@@ -170,6 +177,7 @@ std::string format_state_json(const hub_snapshot& s, std::string_view version) {
   j["reloads_ok"] = s.reloads_ok;
   j["reloads_failed"] = s.reloads_failed;
   j["probe_runs"] = s.probe_runs;
+  j["udp_refused"] = s.udp_refused;
   j["buckets_ms"] = phase_buckets_ms;
   json listeners = json::array();
   for (const auto& l : s.listeners) {

@@ -188,6 +188,11 @@ reload_plan plan_reload(const config& current, const config& next) {
   if (plan.admin_rebind)
     plan.changes.push_back("admin " + admin_text(current.admin) + " -> " + admin_text(next.admin));
   if (next.admin.token != current.admin.token) plan.changes.emplace_back("admin token changed");
+  if (next.admin.header_timeout != current.admin.header_timeout ||
+      next.admin.max_connections != current.admin.max_connections ||
+      next.admin.max_pending != current.admin.max_pending ||
+      next.admin.max_connections_per_client != current.admin.max_connections_per_client)
+    plan.changes.emplace_back("admin limits changed (new connections)");
 
   plan.reopen_access_log = next.log.access != current.log.access || next.log.access != "stdout";
   plan.log_queue_changed = next.log.queue_bytes != current.log.queue_bytes;

@@ -31,7 +31,8 @@ dns_responder::dns_responder(target_context &ctx, std::string name,
                              dns::zone_rules zone, udp::socket udp_socket,
                              tcp::acceptor acceptor)
     : ctx_(ctx), name_(std::move(name)), zone_(std::move(zone)),
-      udp_(std::move(udp_socket)), tcp_(std::move(acceptor)) {
+      udp_(std::move(udp_socket)), tcp_(std::move(acceptor)),
+      refusals_(std::make_shared<udp_refusals>(ctx, udp_.get_executor(), "dns")) {
   rrl_timer_ = std::make_unique<asio::steady_timer>(udp_.get_executor());
   rrl_period_.start = std::chrono::steady_clock::now();
   std::error_code ec;
@@ -39,6 +40,9 @@ dns_responder::dns_responder(target_context &ctx, std::string name,
   if (const auto err = enable_destination_address(udp_))
     spdlog::warn("dns {}: no destination addresses ({}): UDP routes on {} read direct", name_, err.message(),
                  local_.address().to_string());
+  // A query forged with a relay socket's address would be answered into its session as relayed.
+  if (const auto err = drop_forged_local_sources(udp_))
+    spdlog::warn("dns {}: no filter for forged local sources ({})", name_, err.message());
 }
 
 void dns_responder::start() {
@@ -61,6 +65,7 @@ void dns_responder::stop() {
   std::error_code ignored;
   udp_.close(ignored);
   tcp_.close(ignored);
+  refusals_->stop();
   for (auto *t : timers_)
     t->cancel();
   for (auto *s : connections_)
@@ -179,7 +184,7 @@ awaitable<void> dns_responder::serve_udp() {
     if (refusal.empty() && is_dns_response(message))
       refusal = "dns_response";
     if (!refusal.empty()) {
-      note_refused(refusal, peer);
+      refusals_->note(name_, refusal, peer);
       continue;
     }
     auto route = ctx_.routes.find(flow_id::udp(peer, local));
@@ -237,17 +242,6 @@ awaitable<void> dns_responder::serve_udp() {
     if (o.answer)
       co_await send_datagram_from(udp_, own_udp(), asio::buffer(o.response), peer, local);
   }
-}
-
-void dns_responder::note_refused(std::string_view why, const udp::endpoint &peer) {
-  ++refused_;
-  const auto now = std::chrono::steady_clock::now();
-  if (now - last_refused_warning_ < std::chrono::seconds(1))
-    return;
-  last_refused_warning_ = now;
-  spdlog::warn("dns {}: {} datagram(s) not answered, the last from {} ({})", name_, refused_,
-               format_endpoint(tcp::endpoint(peer.address(), peer.port())), why);
-  refused_ = 0;
 }
 
 awaitable<void>

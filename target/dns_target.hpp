@@ -14,6 +14,7 @@
 #include "core/wire/dns_message.hpp"
 #include "target/dns_rrl.hpp"
 #include "target/target_context.hpp"
+#include "target/udp_refusals.hpp"
 
 namespace vlessbench::target {
 
@@ -73,10 +74,6 @@ private:
   awaitable<void> serve_tcp();
   awaitable<void> serve_connection(tcp::socket socket, tcp::endpoint peer);
 
-  // A datagram not answered (core/runtime/udp_guard.hpp): counted, warned at most once a second.
-  void note_refused(std::string_view why, const asio::ip::udp::endpoint &peer);
-  std::uint64_t refused_ = 0;
-  std::chrono::steady_clock::time_point last_refused_warning_{};
 
   // Response rate limiting of UDP answers (target/dns_rrl.hpp): sources that are neither loopback,
   // the address the query was sent to, nor a VLESS session's relay socket. Judged before the answer is built, so a limited query
@@ -100,6 +97,8 @@ private:
   asio::ip::udp::socket udp_;
   tcp::acceptor tcp_;
   tcp::endpoint local_;
+  // Datagrams not answered (core/runtime/udp_guard.hpp): /metrics, udp.refused, the human log.
+  std::shared_ptr<udp_refusals> refusals_;
   std::size_t delayed_ = 0;
   std::set<asio::steady_timer *> timers_; // delayed UDP answers waiting
   std::set<tcp::socket *> connections_;

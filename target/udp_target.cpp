@@ -17,13 +17,17 @@ using udp = asio::ip::udp;
 udp_echo_target::udp_echo_target(target_context &ctx, std::string name,
                                  udp::socket socket)
     : ctx_(ctx), name_(std::move(name)), socket_(std::move(socket)),
-      sweep_timer_(socket_.get_executor()) {
+      sweep_timer_(socket_.get_executor()),
+      refusals_(std::make_shared<udp_refusals>(ctx, socket_.get_executor(), "udp_target")) {
   std::error_code ec;
   local_ = socket_.local_endpoint(ec);
   // On a wildcard address each datagram's own destination completes its flow's identity.
   if (const auto err = enable_destination_address(socket_))
     spdlog::warn("udp_target {}: no destination addresses ({}): routes on {} read direct", name_, err.message(),
                  local_.address().to_string());
+  // A datagram forged with a relay socket's address would be echoed into its session as relayed.
+  if (const auto err = drop_forged_local_sources(socket_))
+    spdlog::warn("udp_target {}: no filter for forged local sources ({})", name_, err.message());
 }
 
 udp::endpoint udp_echo_target::endpoint() const { return local_; }
@@ -51,6 +55,7 @@ void udp_echo_target::stop() {
   std::error_code ignored;
   socket_.close(ignored);
   sweep_timer_.cancel();
+  refusals_->stop();
   for (const auto &[key, f] : flows_)
     log_flow(key.first, f, "stop");
   flows_.clear();
@@ -115,7 +120,7 @@ awaitable<void> udp_echo_target::serve() {
     if (refusal.empty() && is_udp_echo_answer(std::string_view(buf.data(), n)))
       refusal = "echo_answer";
     if (!refusal.empty()) {
-      note_refused(refusal, d.peer);
+      refusals_->note(name_, refusal, d.peer);
       continue;
     }
     const auto now = std::chrono::steady_clock::now();
@@ -164,17 +169,6 @@ awaitable<void> udp_echo_target::serve() {
       }
     }
   }
-}
-
-void udp_echo_target::note_refused(std::string_view why, const udp::endpoint &peer) {
-  ++refused_;
-  const auto now = std::chrono::steady_clock::now();
-  if (now - last_refused_warning_ < std::chrono::seconds(1))
-    return;
-  last_refused_warning_ = now;
-  spdlog::warn("udp_target {}: {} datagram(s) not answered, the last from {} ({})", name_, refused_,
-               format_endpoint(tcp::endpoint(peer.address(), peer.port())), why);
-  refused_ = 0;
 }
 
 // Logs and forgets the flows idle for [limits] udp_idle_timeout_ms, checking a

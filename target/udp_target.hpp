@@ -15,6 +15,7 @@
 
 #include "core/net/asio_compat.hpp"
 #include "target/target_context.hpp"
+#include "target/udp_refusals.hpp"
 
 namespace vlessbench::target {
 
@@ -53,16 +54,13 @@ private:
   void log_flow(const asio::ip::udp::endpoint &peer, const flow &f,
                 std::string_view why);
 
-  // A datagram not answered (core/runtime/udp_guard.hpp): counted, warned at most once a second.
-  void note_refused(std::string_view why, const asio::ip::udp::endpoint &peer);
-  std::uint64_t refused_ = 0;
-  std::chrono::steady_clock::time_point last_refused_warning_{};
-
   target_context &ctx_;
   std::string name_;
   asio::ip::udp::socket socket_;
   asio::ip::udp::endpoint local_;
   asio::steady_timer sweep_timer_;
+  // Datagrams not answered (core/runtime/udp_guard.hpp): /metrics, udp.refused, the human log.
+  std::shared_ptr<udp_refusals> refusals_;
   std::map<flow_key, flow> flows_;
   bool stopped_ = false;
 };

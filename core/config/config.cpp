@@ -201,7 +201,8 @@ void read_admin(const table_reader& root, admin_config& out) {
   if (!root.find("admin")) return;
   const auto r = root.table("admin");
   if (!r) return;
-  r->reject_unknown({"enabled", "listen", "token", "hosts"});
+  r->reject_unknown({"enabled", "listen", "token", "hosts", "header_timeout_ms", "max_connections", "max_pending",
+                     "max_connections_per_client"});
   bool enabled = true;
   if (auto b = r->boolean("enabled")) enabled = *b;
   if (auto text = r->string("listen")) {
@@ -242,6 +243,32 @@ void read_admin(const table_reader& root, admin_config& out) {
       }
     }
   }
+  auto bounded = [&](std::string_view key, std::int64_t min, std::int64_t max) -> std::optional<std::int64_t> {
+    auto v = r->integer(key);
+    if (!v) return std::nullopt;
+    if (*v < min || *v > max) {
+      r->error(key, std::to_string(*v) + ": must be between " + std::to_string(min) + " and " + std::to_string(max));
+      return std::nullopt;
+    }
+    return v;
+  };
+  if (auto v = bounded("header_timeout_ms", 1, 3'600'000)) out.header_timeout = std::chrono::milliseconds(*v);
+  if (auto v = bounded("max_connections", 1, admin_config::max_max_connections))
+    out.max_connections = static_cast<std::uint32_t>(*v);
+  // The two shares of max_connections: a larger one could never be reached.
+  for (const auto& [key, field] : {std::pair<std::string_view, std::uint32_t*>{"max_pending", &out.max_pending},
+                                   {"max_connections_per_client", &out.max_connections_per_client}}) {
+    if (auto v = bounded(key, 1, admin_config::max_max_connections)) {
+      if (*v > out.max_connections)
+        r->error(key, std::to_string(*v) + ": must not exceed admin.max_connections (" +
+                          std::to_string(out.max_connections) + ")");
+      else
+        *field = static_cast<std::uint32_t>(*v);
+    }
+  }
+  // Defaults above a smaller max_connections follow it.
+  out.max_pending = std::min(out.max_pending, out.max_connections);
+  out.max_connections_per_client = std::min(out.max_connections_per_client, out.max_connections);
   if (!enabled) out.listen.reset();
   if (out.listen && out.token.empty() && !unmapped(out.listen->address()).is_loopback() && !r->find("token"))
     r->error("listen", quote(format_endpoint(*out.listen)) +

@@ -158,6 +158,15 @@ struct admin_config {
   // (DNS rebinding, docs/dashboard.md): lower case, without port or trailing dot.
   std::vector<std::string> hosts;
   static constexpr std::size_t max_hosts = 64;
+  // Admission (docs/dashboard.md "Admission"): a connection is pending until its request head is
+  // complete and passed the Host and token checks; pending ones are capped with the oldest evicted,
+  // so half-sent requests never keep an authenticated scrape out. A reload applies them to new
+  // connections.
+  std::chrono::milliseconds header_timeout{5000};   // header_timeout_ms: the whole request head
+  std::uint32_t max_connections = 256;              // all together, answered ones included
+  std::uint32_t max_pending = 32;                   // at most max_connections
+  std::uint32_t max_connections_per_client = 8;     // per source address, at most max_connections
+  static constexpr std::uint32_t max_max_connections = 65'536;
   bool operator==(const admin_config&) const = default;
 };
 

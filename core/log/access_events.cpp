@@ -177,6 +177,12 @@ std::string format_event(const udp_packet_event& e) {
   return line.finish();
 }
 
+std::string format_event(const udp_refused_event& e) {
+  json_line line("udp.refused");
+  line.add("listener", e.listener).add("reason", e.reason).add("datagrams", e.datagrams).add("last_peer", e.last_peer);
+  return line.finish();
+}
+
 std::string format_event(const dns_query_event& e) {
   json_line line("dns.query");
   line.add("listener", e.listener).add("peer", e.peer).add("transport", e.transport);

@@ -149,6 +149,16 @@ struct udp_packet_event {
 };
 std::string format_event(const udp_packet_event& e);
 
+// Datagrams a [[udp_target]] or [[dns]] listener did not answer (core/runtime/udp_guard.hpp), for
+// one reason: at most one line per listener and reason a second (target/udp_refusals.hpp).
+struct udp_refused_event {
+  std::string_view listener;
+  std::string_view reason;       // "reflector_port", "own_listener", "echo_answer", "dns_response", ...
+  std::uint64_t datagrams = 0;   // since the previous line for this listener and reason
+  std::string_view last_peer;    // the source of the last one
+};
+std::string format_event(const udp_refused_event& e);
+
 // One query the [[dns]] responder answered (or refused as malformed: rcode FORMERR and error).
 struct dns_query_event {
   std::string_view listener;

@@ -185,10 +185,10 @@ void state_hub::dns_rrl_counted(std::string_view listener, std::uint64_t answere
 }
 
 namespace {
-void count_reason(std::map<std::string, std::uint64_t, std::less<>>& m, std::string_view reason) {
+void count_reason(std::map<std::string, std::uint64_t, std::less<>>& m, std::string_view reason, std::uint64_t n = 1) {
   auto it = m.find(reason);
   if (it == m.end()) it = m.emplace(std::string(m.size() < hub_max_reasons ? reason : "other"), 0).first;
-  ++it->second;
+  it->second += n;
 }
 }  // namespace
 
@@ -200,6 +200,16 @@ void state_hub::admin_refused(std::string_view reason) {
 void state_hub::probe_refused(std::string_view reason) {
   const std::lock_guard lock(mutex_);
   count_reason(probe_refused_, reason);
+}
+
+void state_hub::udp_refused(std::string_view listener, std::string_view reason, std::uint64_t n) {
+  const std::lock_guard lock(mutex_);
+  auto it = udp_refused_.find(listener);
+  if (it == udp_refused_.end()) {
+    if (udp_refused_.size() >= hub_max_listeners) return;
+    it = udp_refused_.try_emplace(capped(listener)).first;
+  }
+  count_reason(it->second, reason, n);
 }
 
 hub_snapshot state_hub::snapshot() const {
@@ -215,6 +225,7 @@ hub_snapshot state_hub::snapshot() const {
   s.admin_refused = admin_refused_;
   s.probe_refused = probe_refused_;
   s.udp_answers = udp_answers_;
+  s.udp_refused = udp_refused_;
   s.sessions.assign(sessions_.begin(), sessions_.end());
   s.reloads.assign(reloads_.begin(), reloads_.end());
   s.probes.assign(probes_.begin(), probes_.end());

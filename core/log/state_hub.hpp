@@ -105,6 +105,9 @@ struct hub_snapshot {
   // (a fixed vocabulary: docs/dashboard.md, docs/probe.md).
   std::map<std::string, std::uint64_t, std::less<>> admin_refused, probe_refused;
   std::map<std::string, udp_answer_counters, std::less<>> udp_answers;  // by listener
+  // Datagrams the UDP echo and the DNS responder did not answer (core/runtime/udp_guard.hpp), by
+  // listener, then reason.
+  std::map<std::string, std::map<std::string, std::uint64_t, std::less<>>, std::less<>> udp_refused;
   std::vector<session_record> sessions;  // oldest first
   std::vector<reload_record> reloads;
   std::vector<probe_record> probes;
@@ -132,6 +135,9 @@ class state_hub {
   // truncated) and dropped.
   void dns_rrl_counted(std::string_view listener, std::uint64_t answered, std::uint64_t slipped,
                        std::uint64_t dropped);
+  // n datagrams a UDP target did not answer. Listeners past hub_max_listeners are not counted;
+  // kept across reloads (a UDP listener is not in set_listeners' list), as counters are.
+  void udp_refused(std::string_view listener, std::string_view reason, std::uint64_t n = 1);
   // The running config's listeners and generation (at start and after each
   // reload that took); counters of listeners it no longer has are dropped.
   void set_listeners(std::uint64_t generation, std::vector<listener_view> listeners);
@@ -151,6 +157,7 @@ class state_hub {
   std::map<std::string, std::uint64_t, std::less<>> admin_refused_, probe_refused_;
   std::map<std::string, udp_answer_counters, std::less<>> udp_answers_;
   udp_answer_counters* udp_answers_for(std::string_view listener);  // nullptr past hub_max_listeners
+  std::map<std::string, std::map<std::string, std::uint64_t, std::less<>>, std::less<>> udp_refused_;
   std::deque<session_record> sessions_;
   std::deque<reload_record> reloads_;
   std::deque<probe_record> probes_;

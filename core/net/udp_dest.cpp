@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include <array>
+
+#include <linux/filter.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -35,6 +38,60 @@ std::error_code enable_destination_address(udp::socket& socket) {
   if (ec) return ec;
   if (v6 ? set_flag(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO) != 0 : set_flag(fd, IPPROTO_IP, IP_PKTINFO) != 0)
     return last_error();
+  return {};
+}
+
+namespace {
+
+// The filter: accept (keep the whole datagram) or drop (0). Loads relative to the network header
+// (SKF_NET_OFF) read the IPv4 or IPv6 addresses; a dual-stack socket gets both kinds.
+constexpr std::uint32_t net_off(std::int32_t k) { return static_cast<std::uint32_t>(SKF_NET_OFF + k); }
+constexpr std::uint32_t ifindex_off = static_cast<std::uint32_t>(SKF_AD_OFF + SKF_AD_IFINDEX);
+constexpr std::uint32_t loopback_ifindex = 1;  // Linux's LOOPBACK_IFINDEX, in every namespace
+
+constexpr sock_filter stmt(std::uint16_t code, std::uint32_t k) { return sock_filter{code, 0, 0, k}; }
+constexpr sock_filter jump(std::uint16_t code, std::uint32_t k, std::uint8_t jt, std::uint8_t jf) {
+  return sock_filter{code, jt, jf, k};
+}
+
+// Indices: 0-4 dispatch, 5-8 IPv4, 9-24 IPv6 (four words), 25 drop, 26 accept. A jump's offsets
+// count from the next instruction. Each compare: source into X, destination into A, A == X.
+constexpr std::array<sock_filter, 27> forged_local_source_filter() {
+  constexpr std::uint8_t drop = 25, accept = 26;
+  std::array<sock_filter, 27> f{};
+  auto to = [](std::size_t at, std::uint8_t target) { return static_cast<std::uint8_t>(target - at - 1); };
+  f[0] = stmt(BPF_LD | BPF_W | BPF_ABS, ifindex_off);
+  f[1] = jump(BPF_JMP | BPF_JEQ | BPF_K, loopback_ifindex, to(1, accept), 0);
+  f[2] = stmt(BPF_LD | BPF_B | BPF_ABS, net_off(0));
+  f[3] = stmt(BPF_ALU | BPF_RSH | BPF_K, 4);
+  f[4] = jump(BPF_JMP | BPF_JEQ | BPF_K, 4, 0, to(4, 9));
+  // IPv4: source at 12, destination at 16.
+  f[5] = stmt(BPF_LD | BPF_W | BPF_ABS, net_off(12));
+  f[6] = stmt(BPF_MISC | BPF_TAX, 0);
+  f[7] = stmt(BPF_LD | BPF_W | BPF_ABS, net_off(16));
+  f[8] = jump(BPF_JMP | BPF_JEQ | BPF_X, 0, to(8, drop), to(8, accept));
+  // IPv6: source at 8, destination at 24, 16 bytes each: equal word by word, else accept.
+  for (std::size_t w = 0; w < 4; ++w) {
+    const std::size_t at = 9 + w * 4;
+    const auto off = static_cast<std::int32_t>(w * 4);
+    f[at] = stmt(BPF_LD | BPF_W | BPF_ABS, net_off(8 + off));
+    f[at + 1] = stmt(BPF_MISC | BPF_TAX, 0);
+    f[at + 2] = stmt(BPF_LD | BPF_W | BPF_ABS, net_off(24 + off));
+    f[at + 3] = jump(BPF_JMP | BPF_JEQ | BPF_X, 0, 0, to(at + 3, accept));
+  }
+  // f[24]'s true branch (all four words equal) falls through to drop. A load past the packet's end
+  // also ends the filter with 0 (drop): every datagram has its network header.
+  f[drop] = stmt(BPF_RET | BPF_K, 0);
+  f[accept] = stmt(BPF_RET | BPF_K, 0xffffffffU);
+  return f;
+}
+
+}  // namespace
+
+std::error_code drop_forged_local_sources(udp::socket& socket) {
+  static constexpr auto filter = forged_local_source_filter();
+  sock_fprog prog{static_cast<unsigned short>(filter.size()), const_cast<sock_filter*>(filter.data())};  // NOLINT: the kernel copies it
+  if (::setsockopt(socket.native_handle(), SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog) != 0) return last_error();
   return {};
 }
 

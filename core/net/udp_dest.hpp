@@ -16,6 +16,16 @@ namespace vlessbench {
 // an IPv6 socket, which covers IPv4-mapped datagrams too).
 std::error_code enable_destination_address(asio::ip::udp::socket& socket);
 
+// Forged datagrams from the network with this machine's own address as their source (issue 23 item
+// 10, docs/sessions.md "Forged datagrams"): attaches a socket filter (classic BPF) that makes the
+// kernel drop every datagram whose source address equals its destination address but which did not
+// arrive on the loopback device. A datagram one of the machine's own sockets sends to one of its own
+// addresses has that form (Linux picks the destination address as the source of a local route) and
+// always travels over lo; from an interface it was forged (Linux itself drops it unless
+// accept_local=1). IP_PKTINFO cannot tell them apart: it names the address's interface for both.
+// Such datagrams never reach the socket; the kernel counts them in the socket's drops.
+std::error_code drop_forged_local_sources(asio::ip::udp::socket& socket);
+
 struct datagram {
   std::size_t size = 0;
   asio::ip::udp::endpoint peer;   // its source

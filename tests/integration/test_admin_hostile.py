@@ -6,6 +6,10 @@ of the test's own with several addresses on lo, as a VM's LAN would be:
 - lock-out: with a token and the admin on a non-loopback address, 100 half-sent unauthenticated
   requests held open from 13 source addresses, then 32 scrapes with the token: all 200; one source
   holds at most its per-source share of connections.
+- the [admin] limits as keys: with max_connections_per_client = 2, max_pending = 3 and
+  header_timeout_ms = 400 the third half-sent request from one address is closed at once while a
+  scrape with the token is served, a fourth pending one evicts the oldest, and a half-sent request
+  is closed after its header deadline (the time printed).
 Skipped (77) without root (namespace)."""
 import socket
 import secrets
@@ -151,6 +155,60 @@ def scrapes_served_while_half_requests_held():
     finally:
         for s in held:
             s.close()
+
+
+@suite.test
+def admin_limits_from_config():
+    port = free_port()
+    d = Daemon({"target": [{"name": "http", "listen": f"127.0.0.1:{free_port()}"}],
+                "admin": {"listen": f"0.0.0.0:{port}", "token": TOKEN, "max_connections_per_client": 2,
+                          "max_pending": 3, "header_timeout_ms": 400}})
+    held = []
+    try:
+        wait_ports([(LAN, port)], proc=d.proc, what="admin listener with limits")
+
+        def open_half(source: str) -> socket.socket:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.settimeout(5)
+            s.bind((source, 0))
+            s.connect((LAN, port))
+            s.sendall(f"GET /metrics HTTP/1.1\r\nHost: {LAN}:{port}\r\nX-Slow: ".encode())
+            return s
+
+        def scrape() -> tuple[int, str]:
+            with socket.create_connection((LAN, port), timeout=5) as s:
+                s.sendall(http_request("GET", "/metrics", host=f"{LAN}:{port}", headers=AUTH))
+                r = plain_stream(s).read_response()
+                return r.status, r.body.decode()
+
+        def count(body: str, reason: str) -> int:
+            for line in body.splitlines():
+                if line.startswith("vlessbench_admin_refused_total{") and f'reason="{reason}"' in line:
+                    return int(line.rsplit(" ", 1)[1])
+            return 0
+
+        held = [open_half(ATTACKERS[1]) for _ in range(3)]
+        check(closed_by_daemon(held[2], 2.0), "the third half-request from one address was not closed at once")
+        check(not any(closed_by_daemon(s, 0.05) for s in held[:2]), "a connection within the share of 2 was closed")
+        status, body = scrape()
+        check(status == 200, f"an authenticated scrape with 2 half-requests held: {status}")
+        check(count(body, "source_cap") == 1, body[-600:])
+        # Pending cap 3: the two held plus two from other addresses evict the oldest.
+        held += [open_half(ATTACKERS[2]), open_half(ATTACKERS[3])]
+        check(closed_by_daemon(held[0], 2.0), "the oldest pending connection was not evicted at max_pending = 3")
+        # The scrape is pending too until its head is read: it evicts the next oldest (held[1]).
+        status, body = scrape()
+        check(status == 200 and count(body, "evicted") == 2, f"{status}: {body[-600:]}")
+        # header_timeout_ms = 400: a half-sent request is closed by its deadline (bounded wait).
+        t0 = time.monotonic()
+        late = open_half(ATTACKERS[4])
+        held.append(late)
+        check(closed_by_daemon(late, 10.0), "a half-sent request outlived 10 s with header_timeout_ms = 400")
+        print(f"FIGURE admin_header_timeout_400_closed_after_s = {time.monotonic() - t0:.3f}")
+    finally:
+        for s in held:
+            s.close()
+        d.stop()
 
 
 @suite.test

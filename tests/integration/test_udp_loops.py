@@ -2,12 +2,14 @@
 responder, the echo itself and a second install's. In a network namespace of the test's own, a raw
 socket (IP_HDRINCL) forges one datagram whose source is the other service's endpoint; after a
 bounded wait the access log and a plain echo show at most a handful of answers and a daemon that
-still serves. Skipped (77) without root (namespace, raw socket)."""
+still serves. Every datagram not answered is counted by reason in /metrics
+(vlessbench_udp_refused_total) and in at most one udp.refused access-log line per reason a second.
+Skipped (77) without root (namespace, raw socket)."""
 import socket
 import struct
 import time
 
-from harness import Daemon, Suite, check, dns_query, free_port, require_binary, run_in_own_netns
+from harness import Daemon, Suite, check, dns_query, free_port, require_binary, run_in_own_netns, wait_ports
 
 run_in_own_netns()
 
@@ -19,14 +21,37 @@ WAIT = 2.0  # a loop on today's main writes tens of thousands of lines in this t
 
 
 def install() -> tuple[Daemon, int, int]:
-    udp, dns = free_port(), free_port()
+    udp, dns, admin = free_port(), free_port(), free_port()
     d = Daemon({
         "users": [],
         "target": [{"name": "http", "listen": f"{HOST}:{free_port()}"}],
         "udp_target": [{"name": "udp", "listen": f"{HOST}:{udp}"}],
         "dns": [{"name": "dns", "listen": f"{HOST}:{dns}"}],
+        "admin": {"listen": f"{HOST}:{admin}"},
     }, limits={"udp_idle_timeout_ms": 500})
+    wait_ports([(HOST, admin)], proc=d.proc, what="admin listener")
+    d.admin_port = admin
     return d, udp, dns
+
+
+def refused_metrics(d: Daemon) -> dict:
+    """vlessbench_udp_refused_total by (listener, reason), from the daemon's /metrics."""
+    with socket.create_connection((HOST, d.admin_port), timeout=5) as s:
+        s.sendall(f"GET /metrics HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode())
+        body = b""
+        while chunk := s.recv(65536):
+            body += chunk
+    out = {}
+    for line in body.decode().splitlines():
+        if line.startswith("vlessbench_udp_refused_total{"):
+            labels, value = line[len("vlessbench_udp_refused_total{"):].rsplit("} ", 1)
+            kv = dict(part.split("=", 1) for part in labels.split(","))
+            out[(kv["listener"].strip('"'), kv["reason"].strip('"'))] = int(value)
+    return out
+
+
+def refused_lines(d: Daemon, listener: str, reason: str) -> list[dict]:
+    return [e for e in d.events("udp.refused") if e["listener"] == listener and e["reason"] == reason]
 
 
 def spoof(src_port: int, dst_port: int, payload: bytes) -> None:
@@ -113,6 +138,42 @@ def two_installs():
         b.stop()
         n = packets_from(a, b_udp) + packets_from(b, a_udp)
         check(n <= 6, f"two installs, echo <-> echo: {n} datagrams")
+
+
+@suite.test
+def refusals_are_counted_and_logged_once_a_second():
+    d, udp, dns = install()
+    with d:
+        for _ in range(50):
+            spoof(53, udp, b"x" * 64)  # to the echo "from" a DNS server: reflector_port
+        q = bytearray(dns_query(9, "a.vlessbench.test"))
+        q[2] |= 0x80
+        for _ in range(5):
+            spoof(40000, dns, bytes(q))  # DNS responses: dns_response
+        check(echo_works(udp), "the echo does not answer")  # queued after the forged ones: all read
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:  # the same for the DNS socket
+            u.settimeout(3)
+            u.sendto(dns_query(10, "a.vlessbench.test"), (HOST, dns))
+            u.recv(65535)
+        m = refused_metrics(d)
+        print(f"FIGURE udp_refused_metric_reflector_port = {m.get(('udp', 'reflector_port'), 0)}")
+        check(m.get(("udp", "reflector_port")) == 50, f"/metrics: {m}")
+        check(m.get(("dns", "dns_response")) == 5, f"/metrics: {m}")
+        # The first refusal at once, the other 49 of that second in one line once it is over.
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            lines = refused_lines(d, "udp", "reflector_port")
+            if sum(e["datagrams"] for e in lines) >= 50:
+                break
+            time.sleep(0.05)
+        lines = refused_lines(d, "udp", "reflector_port")
+        print(f"FIGURE udp_refused_lines_for_50 = {len(lines)}")
+        check(sum(e["datagrams"] for e in lines) == 50, lines)
+        check(len(lines) <= 3, f"{len(lines)} udp.refused lines for 50 datagrams in one burst: {lines[:4]}")
+        check(all(e["last_peer"] == f"{HOST}:53" for e in lines), lines)
+        d.stop()  # the DNS responder's rest is written at its stop at the latest
+        check(sum(e["datagrams"] for e in refused_lines(d, "dns", "dns_response")) == 5, d.events("udp.refused"))
+        check("datagram(s) not answered: reflector_port" in d.stderr(), d.stderr()[-800:])
 
 
 if __name__ == "__main__":

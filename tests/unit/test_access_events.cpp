@@ -293,6 +293,16 @@ TEST_CASE("udp.packet: one line per flow, relayed or direct", "[access_log]") {
         "\n");
 }
 
+TEST_CASE("udp.refused: datagrams a UDP target did not answer, one line per reason", "[access_log]") {
+  CHECK(without_ts(format_event(udp_refused_event{.listener = "udp",
+                                                  .reason = "forged_relay_source",
+                                                  .datagrams = 12,
+                                                  .last_peer = "10.77.23.1:40000"})) ==
+        R"({"event":"udp.refused","ts":"T","listener":"udp","reason":"forged_relay_source","datagrams":12,)"
+        R"("last_peer":"10.77.23.1:40000"})"
+        "\n");
+}
+
 TEST_CASE("dns.query: answered through a session, and a malformed one", "[access_log]") {
   route_info session;
   session.session_id = 5;

@@ -939,6 +939,35 @@ TEST_CASE("[admin]: off loopback a token is required, 16 to 256 printable charac
   CHECK(error_of(t + "[admin]\nport = 1\n") == "x.toml:5: admin.port: unknown key");
 }
 
+TEST_CASE("admin config: admission limits, bounded and within max_connections", "[config]") {
+  const std::string t = loopback_target;
+  const admin_config d = default_config().admin;
+  CHECK(d.header_timeout == std::chrono::milliseconds(5000));
+  CHECK(d.max_connections == 256);
+  CHECK(d.max_pending == 32);
+  CHECK(d.max_connections_per_client == 8);
+  const config c = parse_config(t + "[admin]\nheader_timeout_ms = 300\nmax_connections = 20\nmax_pending = 4\n"
+                                    "max_connections_per_client = 2\n",
+                                "x.toml");
+  CHECK(c.admin.header_timeout == std::chrono::milliseconds(300));
+  CHECK(c.admin.max_connections == 20);
+  CHECK(c.admin.max_pending == 4);
+  CHECK(c.admin.max_connections_per_client == 2);
+  // Defaults above a smaller max_connections follow it.
+  const config small = parse_config(t + "[admin]\nmax_connections = 4\n", "x.toml");
+  CHECK(small.admin.max_pending == 4);
+  CHECK(small.admin.max_connections_per_client == 4);
+  CHECK(error_of(t + "[admin]\nheader_timeout_ms = 0\n") ==
+        "x.toml:5: admin.header_timeout_ms: 0: must be between 1 and 3600000");
+  CHECK(error_of(t + "[admin]\nmax_connections = 70000\n") ==
+        "x.toml:5: admin.max_connections: 70000: must be between 1 and 65536");
+  CHECK(error_of(t + "[admin]\nmax_connections = 10\nmax_pending = 11\n") ==
+        "x.toml:6: admin.max_pending: 11: must not exceed admin.max_connections (10)");
+  CHECK(error_of(t + "[admin]\nmax_connections_per_client = 0\n") ==
+        "x.toml:5: admin.max_connections_per_client: 0: must be between 1 and 65536");
+  CHECK(error_of(t + "[admin]\nmax_pending = \"8\"\n").find("x.toml:5: admin.max_pending: ") == 0);
+}
+
 TEST_CASE("[admin]: its endpoint may not overlap a listener's", "[config]") {
   CHECK(error_of("[[target]]\nname = \"http\"\nlisten = \"127.0.0.1:9090\"\n") ==
         "x.toml:1: admin.listen: \"127.0.0.1:9090\": overlaps the listener on \"127.0.0.1:9090\" (the admin "

@@ -252,6 +252,9 @@ TEST_CASE("the admin listener moves when its endpoint changes and a token change
       plan_reload(c, parse(std::string(base) + "[admin]\ntoken = \"0123456789abcdef\"\n"));
   CHECK_FALSE(token.admin_rebind);
   CHECK(token.changes == std::vector<std::string>{"admin token changed"});
+  const reload_plan limits = plan_reload(c, parse(std::string(base) + "[admin]\nmax_connections_per_client = 2\n"));
+  CHECK_FALSE(limits.admin_rebind);  // the socket stays; new connections get the new caps
+  CHECK(limits.changes == std::vector<std::string>{"admin limits changed (new connections)"});
 }
 
 TEST_CASE("[[udp_target]] and [[dns]] open, close and update in place by endpoint", "[reload_plan]") {

@@ -124,6 +124,25 @@ TEST_CASE("/metrics: families, cumulative buckets and escaped label values", "[s
                "phase=\"vless_header\"} 0.041\n") != std::string::npos);
 }
 
+TEST_CASE("/metrics: UDP refusals by listener and reason, bounded", "[state_hub]") {
+  state_hub hub;
+  hub.udp_refused("udp", "reflector_port");
+  hub.udp_refused("udp", "reflector_port", 4);
+  hub.udp_refused("dns", "dns_response");
+  for (std::size_t i = 0; i < hub_max_reasons + 5; ++i) hub.udp_refused("dns", "r" + std::to_string(i));
+  for (std::size_t i = 0; i < hub_max_listeners + 5; ++i) hub.udp_refused("l" + std::to_string(i), "x");
+  const hub_snapshot s = hub.snapshot();
+  CHECK(s.udp_refused.size() == hub_max_listeners);
+  CHECK(s.udp_refused.at("dns").size() == hub_max_reasons + 1);  // the rest in "other"
+  CHECK(s.udp_refused.at("dns").at("other") == 6);
+  const std::string m = admin::format_metrics(s, "1.2.3");
+  CHECK(m.find("# TYPE vlessbench_udp_refused_total counter\n") != std::string::npos);
+  CHECK(m.find("vlessbench_udp_refused_total{listener=\"udp\",reason=\"reflector_port\"} 5\n") != std::string::npos);
+  CHECK(m.find("vlessbench_udp_refused_total{listener=\"dns\",reason=\"dns_response\"} 1\n") != std::string::npos);
+  const auto j = nlohmann::json::parse(admin::format_state_json(s, "1.2.3"));
+  CHECK(j["udp_refused"]["udp"]["reflector_port"] == 5);
+}
+
 TEST_CASE("/api/state: JSON of everything, hostile strings kept as data", "[state_hub]") {
   state_hub hub;
   const auto p = phases_ms(1, 1, 1);

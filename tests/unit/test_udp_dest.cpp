@@ -25,10 +25,11 @@ struct exchange {
 
 // The server receives one datagram and echoes it from where it arrived; the client, connected to
 // `to`, sends "ping" and waits at most 1 s for the answer.
-exchange run(const udp::endpoint& bind_at, const asio::ip::address& to, bool enable) {
+exchange run(const udp::endpoint& bind_at, const asio::ip::address& to, bool enable, bool filter = false) {
   asio::io_context io;
   udp::socket server(io, bind_at);
   if (enable) REQUIRE_FALSE(enable_destination_address(server));
+  if (filter) REQUIRE_FALSE(drop_forged_local_sources(server));
   const unsigned short port = server.local_endpoint().port();
   udp::socket client(io, udp::endpoint(to.is_v4() ? udp::v4() : udp::v6(), 0));
   client.connect(udp::endpoint(to, port));
@@ -97,4 +98,18 @@ TEST_CASE("udp_dest: a socket bound to one address names it and answers from it"
   const auto r = run(udp::endpoint(at, 0), at, true);
   CHECK(r.seen.local.address() == at);
   CHECK(r.reply == "ping");
+}
+
+TEST_CASE("udp_dest: the forged-local-source filter keeps datagrams over lo, source = destination included") {
+  // The drop side needs a datagram from an interface: tests/integration/test_udp_forged.py (veth).
+  const auto at = asio::ip::make_address("127.0.0.1");
+  const auto r = run(udp::endpoint(udp::v4(), 0), at, true, true);
+  CHECK(r.seen.peer.address() == at);  // source = destination, over lo
+  CHECK(r.reply == "ping");
+  const auto v6 = run(udp::endpoint(udp::v6(), 0), asio::ip::make_address("127.0.0.2"), true, true);
+  CHECK(v6.reply == "ping");  // an IPv4 datagram on a dual-stack socket
+  const auto lo6 = asio::ip::make_address("::1");
+  const auto r6 = run(udp::endpoint(udp::v6(), 0), lo6, true, true);
+  CHECK(r6.seen.peer.address() == lo6);  // IPv6, source = destination
+  CHECK(r6.reply == "ping");
 }
