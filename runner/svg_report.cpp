@@ -62,7 +62,7 @@ std::string stroke(std::size_t i) {
 // One CDF per series (sorted, ms) on a log x axis; threshold_ms > 0 draws that value as a red line.
 void draw_cdf(std::string& svg, const panel& p, const std::vector<const std::vector<double>*>& series,
               const std::vector<std::string>& names, const std::string& x_label, const char* css_class,
-              double threshold_ms = 0) {
+              double threshold_ms = 0, const char* empty_text = "no successful samples") {
   double lo = INFINITY, hi = 0;
   for (const auto* v : series) {
     if (v->empty()) continue;
@@ -87,7 +87,7 @@ void draw_cdf(std::string& svg, const panel& p, const std::vector<const std::vec
          "\" text-anchor=\"middle\" font-size=\"12\">" + esc(x_label) + "</text>\n";
   if (hi <= 0) {
     svg += "<text x=\"" + num(p.x + p.w / 2) + "\" y=\"" + num(p.y + p.h / 2) +
-           "\" text-anchor=\"middle\" font-size=\"13\" fill=\"#a00\">no successful samples</text>\n";
+           "\" text-anchor=\"middle\" font-size=\"13\" fill=\"#a00\">" + esc(empty_text) + "</text>\n";
     return;
   }
   lo = std::max(lo, 1e-3);
@@ -141,7 +141,11 @@ void draw_latency_panel(std::string& svg, const panel& p, const std::string& tit
     series.push_back(&(fresh ? r.fresh : r.reuse).sorted_ms);
     names.push_back(r.name);
   }
-  draw_cdf(svg, p, series, names, "latency, ms (log scale)", "latency");
+  const bool attempted = std::any_of(results.begin(), results.end(), [fresh](const path_result& r) {
+    return (fresh ? r.fresh : r.reuse).attempted > 0;
+  });
+  draw_cdf(svg, p, series, names, "latency, ms (log scale)", "latency", 0,
+           attempted ? "no successful samples" : "no samples taken");
 }
 
 // Bulk runs: every sample's MB/s as a dot on its path's row, the median as a bar, linear axis from 0.

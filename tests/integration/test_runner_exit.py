@@ -4,6 +4,7 @@ import json
 import signal
 import socket
 import subprocess
+import threading
 import time
 
 from harness import (CLIENT_BIN, LOOPBACK, Daemon, Suite, check, free_port, require_binary, spawn, stop_process,
@@ -38,20 +39,36 @@ def wait_for(pred, seconds: float, what: str) -> None:
         time.sleep(0.05)
 
 
-def interrupted_run_keeps_its_samples(sig, rc: int, name: str) -> None:
+def interrupted_run_keeps_its_samples(sig, rc: int, name: str, by_progress: bool = False) -> None:
+    """SIGINT: sent once the daemon logged 40 of the run's requests; SIGTERM (by_progress): once the
+    runner's own progress line (stderr is a pipe here, --progress-every 1) counted samples."""
     out = tempdir("vlessbench-int-")
     since = D.mark()
     proc = spawn([RUNNER, "run", "--target", TARGET, "--path", f"vl={link()}", "--new", 100000, "--reuse", 10,
-                  "--warmup", 0, "--out", out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                  "--warmup", 0, "--progress-every", 1, "--out", out],
+                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    err_lines: list[str] = []
+    reader = threading.Thread(target=lambda: err_lines.extend(iter(proc.stderr.readline, "")), daemon=True)
+    reader.start()
+    progress = lambda: [l for l in list(err_lines) if l.startswith("vlessbench: ") and " samples (" in l]
     try:
-        # Evidence that samples were taken: the daemon logged this run's requests.
-        wait_for(lambda: len(D.events("http.request", since=since)) >= 40 or proc.poll() is not None, 60,
-                 "the run's requests in the access log")
+        if by_progress:
+            wait_for(lambda: progress() or proc.poll() is not None, 60, "a progress line on stderr")
+        else:
+            wait_for(lambda: len(D.events("http.request", since=since)) >= 40 or proc.poll() is not None, 60,
+                     "the run's requests in the access log")
         check(proc.poll() is None, f"the run ended by itself: {proc.returncode}")
         proc.send_signal(sig)
-        stdout, stderr = proc.communicate(timeout=60)
+        stdout = proc.stdout.read()
+        proc.wait(timeout=60)
+        reader.join(timeout=10)
+        stderr = "".join(err_lines)
     finally:
         stop_process(proc, signal.SIGKILL)
+    if by_progress:
+        check("ETA" in progress()[0] and "/200020 samples" in progress()[0], progress()[0])
+    check(stdout.startswith("vlessbench run ") and ": 2 paths, 100000 new + 10 reused samples each after 0 "
+          "warm-ups" in stdout.splitlines()[0], stdout[:300])
     check(proc.returncode == rc, f"rc {proc.returncode}, want {rc}\n{stdout[-2000:]}\n{stderr}")
     check(f"interrupted by {name}" in stderr, stderr)
     samples = rows(out)
@@ -78,7 +95,7 @@ def sigint_keeps_the_samples_so_far_and_exits_130():
 
 @suite.test
 def sigterm_keeps_the_samples_so_far_and_exits_143():
-    interrupted_run_keeps_its_samples(signal.SIGTERM, 143, "SIGTERM")
+    interrupted_run_keeps_its_samples(signal.SIGTERM, 143, "SIGTERM", by_progress=True)
 
 
 @suite.test
@@ -108,7 +125,8 @@ def a_dead_path_fails_the_run_with_its_name_and_a_hint():
     out = tempdir("vlessbench-dead-")
     r = runner("run", "--target", TARGET, "--path", f"wrong-uuid={link(WRONG_UUID)}",
                "--path", f"no-insecure={link(insecure=False)}", "--path", f"p=http://{LOOPBACK}:{free_port()}",
-               "--path", f"good={link()}", "--new", 3, "--reuse", 3, "--warmup", 0, "--out", out)
+               "--path", f"good={link()}", "--new", 3, "--reuse", 3, "--warmup", 0, "--out", out,
+               "--export-markdown", out / "table.md")
     check(r.returncode == 3, f"rc {r.returncode}\n{r.stdout}\n{r.stderr}")
     err = r.stderr
     for want in ("path wrong-uuid: 6/6 samples failed", "unknown_user",
@@ -116,6 +134,8 @@ def a_dead_path_fails_the_run_with_its_name_and_a_hint():
                  "path p: 6/6 samples failed", "Connection refused", "proxy entry"):
         check(want in err, f"{want!r} not in\n{err}")
     check("path good" not in err and "path direct" not in err, err)
+    md = (out / "table.md").read_text()
+    check("| good | new | 3 | 0 |" in md and "| wrong-uuid | new | 0 | 3 |" in md, md)
     ev = D.wait_event("vless.reject", timeout=5, reason="unknown_user")  # the hint is what the daemon says
     check(ev, "no unknown_user reject logged")
 

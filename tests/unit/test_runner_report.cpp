@@ -665,4 +665,7 @@ TEST_CASE("each target kind's picture says what it timed", "[runner]") {
   run_metadata stopped = http;
   stopped.interrupted = "SIGINT";
   CHECK_THAT(render_svg(stopped, res), Catch::Contains("interrupted by SIGINT"));
+  auto no_reuse = res;
+  for (auto& r : no_reuse) r.reuse = {};
+  CHECK_THAT(render_svg(stopped, no_reuse), Catch::Contains("no samples taken") && !Catch::Contains("no successful"));
 }
