@@ -92,10 +92,20 @@ stall_verdict judge_stall(std::span<const sample> samples) {
   std::vector<double> tls_all, vless_all, up_all, tls_st, vless_st, up_st;
   std::size_t quickack_stalled = 0;  // stalled on a listener that re-arms QUICKACK
   std::size_t through_vless = 0;     // ok samples whose answer named a VLESS route
+  std::size_t shared = 0;            // samples on a session that carried others too (mux subs)
+  // A session that answered several new-connection samples is a shared mux connection: its
+  // phases were timed once, for the session, not for any of these samples.
+  std::map<std::uint64_t, std::size_t> per_session;
+  for (const auto& s : samples)
+    if (s.ok && s.mode == sample_mode::new_connection && s.route.session) ++per_session[*s.route.session];
   for (const auto& s : samples) {
     if (!s.ok || s.mode != sample_mode::new_connection) continue;
     if (s.route.kind == route_kind::vless) ++through_vless;
     if (!s.timing.vless) continue;
+    if (s.route.session && per_session[*s.route.session] > 1) {
+      ++shared;
+      continue;
+    }
     const auto wait = own_phase(s.timing.vless, s);
     const auto tls = own_phase(s.timing.tls, s), up = own_phase(s.timing.upstream, s);
     v.foreign_phases += (wait ? 0 : 1) + (s.timing.tls && !tls ? 1 : 0) + (s.timing.upstream && !up ? 1 : 0);
@@ -118,6 +128,13 @@ stall_verdict judge_stall(std::span<const sample> samples) {
                             : "; " + std::to_string(v.foreign_phases) +
                                   " server phases longer than their whole sample left out (not that sample's own: "
                                   "a mux sub's phases are its shared session's)";
+  v.shared_session_samples = shared;
+  if (v.with_timing == 0 && shared > 0) {
+    v.text = "no server timing of their own: the " + std::to_string(shared) +
+             " new-connection samples were subs of shared mux sessions, whose phases were timed once for the "
+             "session";
+    return v;
+  }
   if (v.with_timing == 0) {
     v.text = through_vless > 0
                  ? "no server timing: " + std::to_string(through_vless) +
@@ -169,6 +186,8 @@ stall_verdict judge_stall(std::span<const sample> samples) {
              phases + ")";
   }
   v.text += foreign;
+  if (shared > 0)
+    v.text += "; " + std::to_string(shared) + " samples on shared mux sessions left out (their phases are the session's)";
   return v;
 }
 
@@ -479,6 +498,7 @@ std::string summary_json(const run_metadata& meta, const std::vector<path_result
                   {"max_vless_ms", num(r.stall.max_vless_ms)},
                   {"terminated_in_between", r.stall.terminated_in_between},
                   {"foreign_phases", r.stall.foreign_phases},
+                  {"shared_session_samples", r.stall.shared_session_samples},
                   {"text", r.stall.text}};
     mismatches += r.route_mismatches;
     paths[r.name] = p;

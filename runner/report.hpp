@@ -30,6 +30,7 @@ struct stall_verdict {
   bool phases_of_stalled = false;
   std::optional<double> tls_ms, vless_ms, upstream_ms;
   std::size_t foreign_phases = 0;  // phases left out: longer than their whole sample
+  std::size_t shared_session_samples = 0;  // left out: one session answered several (mux subs)
   std::vector<double> vless_sorted_ms;  // the counted VLESS header waits, sorted (the stall plot)
   std::optional<double> max_vless_ms;
   std::string text;  // one line for the table

@@ -551,6 +551,20 @@ TEST_CASE("no impossible phase is quoted", "[runner][stats]") {
   CHECK(m.foreign_phases == 10);
   CHECK_THAT(m.text, !Catch::Contains("900") && Catch::Contains("10 server phases longer than their whole sample"));
 
+  // Mux subs of one session: each answer carries the session's phases (a 9 ms TLS handshake timed
+  // once, before these samples), whatever each sample's own length: none is quoted.
+  std::vector<sample> subs(6, with_vless_phase(0.04));
+  for (std::size_t i = 0; i < subs.size(); ++i) {
+    subs[i].route.kind = route_kind::vless;
+    subs[i].route.session = 7;
+    subs[i].timing.tls = 8.969;
+    subs[i].ns = i == 0 ? 12'000'000 : 400'000;  // one slow sample would let a 9 ms phase through
+  }
+  const auto ms = judge_stall(subs);
+  CHECK(ms.with_timing == 0);
+  CHECK(ms.shared_session_samples == 6);
+  CHECK_THAT(ms.text, Catch::Contains("subs of shared mux sessions") && !Catch::Contains("8.969"));
+
   // A banner target: the answers went through VLESS, they just carry no phases.
   std::vector<sample> banner(3, make_sample("p", sample_mode::new_connection, 0, 1, 2));
   for (auto& s : banner) s.route.kind = route_kind::vless;
