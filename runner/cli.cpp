@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <csignal>
+#include <cstdlib>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -32,9 +34,22 @@ namespace vlessbench::runner {
 
 namespace {
 
+// docs/runner.md, "Exit codes", and --help list the same.
 constexpr int exit_ok = 0;
 constexpr int exit_failed = 1;
 constexpr int exit_usage = 2;
+constexpr int exit_failing_path = 3;
+// A signal: 128 + its number (130 SIGINT, 143 SIGTERM), as shells, hyperfine and iperf3 report it.
+constexpr int exit_signal_base = 128;
+
+constexpr const char* exit_codes_help =
+    "Exit codes: 0 ok; 1 route mismatches (without --allow-mismatch), every sample failed, the run aborted, "
+    "verify found problems, or an I/O error; 2 usage error; 3 a path had no successful sample or more than "
+    "--max-failed percent of its samples failed (named on stderr with its last error and a hint); 130/143 "
+    "interrupted by SIGINT/SIGTERM (samples so far written).";
+
+// After the measurement, while the files are written: a second signal exits at once.
+extern "C" void exit_at_once(int sig) { std::_Exit(exit_signal_base + sig); }
 
 struct run_args {
   std::string target = "http://127.0.0.1:8080/";
@@ -51,6 +66,9 @@ struct run_args {
   bool allow_mismatch = false;
   int abort_after = 5;
   std::string bulk;  // --bulk SIZE
+  double max_failed_pct = 10;
+  int progress_every_s = 10;
+  std::string export_markdown;  // --export-markdown FILE
 };
 
 // "64M", "1G", "4096", "512K": binary units (KiB, MiB, GiB); false on anything else.
@@ -177,6 +195,8 @@ int do_run(const run_args& a, const std::string& command_line) {
   o.run_id = make_run_id(o.seed ^ static_cast<std::uint64_t>(
                                       std::chrono::system_clock::now().time_since_epoch().count()));
   o.progress = isatty(STDERR_FILENO) == 1;
+  o.progress_every_s = a.progress_every_s;
+  o.handle_signals = true;
   o.abort_after_failed_rounds = a.abort_after;
 
   run_metadata meta;
@@ -200,12 +220,20 @@ int do_run(const run_args& a, const std::string& command_line) {
 
   const std::filesystem::path out = a.out;
   std::filesystem::create_directories(out);
-  std::cerr << "vlessbench run " << o.run_id << ": " << o.paths.size() << " paths, " << o.new_count
-            << " new + " << o.reuse_count << " reused samples each after " << o.warmup
-            << " warm-ups, target " << a.target << "\n";
+  std::cout << "vlessbench run " << o.run_id << ": " << plural(o.paths.size(), "path", "paths") << ", "
+            << o.new_count << " new + " << o.reuse_count << " reused samples each after "
+            << plural(static_cast<std::size_t>(o.warmup), "warm-up", "warm-ups") << ", target " << a.target
+            << std::endl;
 
   const auto started = std::chrono::steady_clock::now();
-  const auto samples = measure(o, &meta.aborted);
+  measure_end end;
+  const auto samples = measure(o, &end);
+  if (end.signal != 0) {
+    (void)std::signal(SIGINT, exit_at_once);
+    (void)std::signal(SIGTERM, exit_at_once);
+  }
+  meta.aborted = end.aborted;
+  meta.interrupted = end.interrupted;
   meta.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::vector<path_result> results;
   if (!bulk) {
@@ -225,23 +253,37 @@ int do_run(const run_args& a, const std::string& command_line) {
   write_file(out / "samples.csv", samples_csv(samples));
   write_file(out / "summary.json", summary_json(meta, results));
   write_file(out / "report.svg", render_svg(meta, results));
+  if (!a.export_markdown.empty()) write_file(a.export_markdown, format_markdown(meta, results));
   std::cout << format_table(results);
   std::cout << "\nrun " << o.run_id << " in " << std::fixed << std::setprecision(1) << meta.duration_s
-            << " s; wrote " << (out / "samples.csv").string() << ", summary.json, report.svg\n";
+            << " s; wrote " << (out / "samples.csv").string() << ", summary.json, report.svg"
+            << (a.export_markdown.empty() ? "" : ", " + a.export_markdown) << "\n";
+  std::cout.flush();
 
+  if (end.signal != 0) {
+    std::cerr << "vlessbench: interrupted by " << end.interrupted << ": " << plural(samples.size(), "sample", "samples")
+              << " kept in " << out.string() << " (samples.csv, summary.json \"interrupted\", report.svg)\n";
+    return exit_signal_base + end.signal;
+  }
   std::size_t ok = 0, mismatches = 0;
   for (const auto& s : samples) {
     ok += s.ok ? 1 : 0;
     mismatches += s.route_mismatch ? 1 : 0;
   }
+  const double max_failed_share = a.max_failed_pct / 100;
+  const auto failing = failing_paths(results, max_failed_share);
   if (!meta.aborted.empty()) {
     // The files above hold what was measured before; they say "aborted" in summary.json.
-    std::cerr << "vlessbench: run aborted: " << meta.aborted << "\n";
+    std::cerr << "vlessbench: run aborted: " << meta.aborted << "\n" << format_failing_paths(failing, max_failed_share);
     return exit_failed;
   }
   if (ok == 0) {
-    std::cerr << "vlessbench: every sample failed\n";
+    std::cerr << "vlessbench: every sample failed\n" << format_failing_paths(failing, max_failed_share);
     return exit_failed;
+  }
+  if (!failing.empty()) {
+    std::cerr << format_failing_paths(failing, max_failed_share);
+    return exit_failing_path;
   }
   if (mismatches > 0 && !a.allow_mismatch) {
     std::cerr << "vlessbench: " << mismatches << " route mismatches (see the routes above; "
@@ -274,6 +316,7 @@ int run_cli(int argc, char** argv) {
   CLI::App app{"vlessbench: measure proxy-client latency against the vlessbench appliance"};
   app.require_subcommand(1);
   app.set_version_flag("--version", VLESSBENCH_VERSION);
+  app.footer(exit_codes_help);
 
   run_args ra;
   auto* run = app.add_subcommand("run", "measure paths, print the table, write samples.csv, summary.json, report.svg");
@@ -318,6 +361,18 @@ int run_cli(int argc, char** argv) {
                   "(as nodelay=off&writes=split in their links)")
       ->delimiter(',');
   run->add_flag("--allow-mismatch", ra.allow_mismatch, "exit 0 even when routes mismatch");
+  run->add_option("--max-failed", ra.max_failed_pct,
+                  "exit 3 when more than this percentage of a path's samples failed (a path with no "
+                  "successful sample always does)")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
+  run->add_option("--progress-every", ra.progress_every_s,
+                  "when stderr is not a terminal: a progress line every S seconds (0 = none); a terminal "
+                  "gets a bar with an ETA")
+      ->check(CLI::Range(0, 86400))
+      ->capture_default_str();
+  run->add_option("--export-markdown", ra.export_markdown, "also write the table as Markdown to FILE");
+  run->footer(exit_codes_help);
 
   std::vector<std::string> compare_dirs;
   auto* compare = app.add_subcommand("compare", "print several runs side by side");

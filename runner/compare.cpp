@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
+#include <string_view>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +23,14 @@ std::string cell(const json& paths, const std::string& path, const char* mode, c
   char buf[32];
   std::snprintf(buf, sizeof buf, sign ? "%+.3f" : "%.3f", p[mode][key].get<double>());
   return buf;
+}
+
+std::optional<double> value(const json& paths, const std::string& path, const char* mode, const char* key) {
+  if (!paths.contains(path)) return std::nullopt;
+  const auto& p = paths[path];
+  if (std::string_view(key).starts_with("paired") && p.value("baseline", false)) return std::nullopt;
+  if (!p.contains(mode) || !p[mode].contains(key) || !p[mode][key].is_number()) return std::nullopt;
+  return p[mode][key].get<double>();
 }
 
 std::string stall_cell(const json& paths, const std::string& path) {
@@ -61,6 +71,9 @@ std::string format_comparison(const std::vector<std::pair<std::string, std::stri
   const std::size_t col_w = 16;
   std::string head = pad("path", name_w, false) + "  " + pad("metric (ms)", 18, false);
   for (std::size_t i = 0; i < runs.size(); ++i) head += pad("[" + std::to_string(i + 1) + "]", col_w, true);
+  // Each later run against the first: [2]-[1], [3]-[1], ...
+  for (std::size_t i = 1; i < runs.size(); ++i)
+    head += pad("[" + std::to_string(i + 1) + "]-[1]", col_w, true);
   out += "\n" + head + "\n";
   struct metric {
     const char* label;
@@ -79,6 +92,13 @@ std::string format_comparison(const std::vector<std::pair<std::string, std::stri
     for (const auto& m : metrics) {
       std::string line = pad(first ? name : "", name_w, false) + "  " + pad(m.label, 18, false);
       for (const auto& s : summaries) line += pad(cell(s["paths"], name, m.mode, m.key, m.sign), col_w, true);
+      const auto base = value(summaries.front()["paths"], name, m.mode, m.key);
+      for (std::size_t i = 1; i < summaries.size(); ++i) {
+        const auto v = value(summaries[i]["paths"], name, m.mode, m.key);
+        char buf[32] = "-";
+        if (base && v) std::snprintf(buf, sizeof buf, "%+.3f", *v - *base);
+        line += pad(buf, col_w, true);
+      }
       out += line + "\n";
       first = false;
     }

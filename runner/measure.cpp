@@ -1,9 +1,16 @@
 #include "runner/measure.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <functional>
 #include <memory>
+#include <optional>
 
 #include "core/wire/dns_message.hpp"
 #include "runner/datagram.hpp"
@@ -13,29 +20,53 @@ namespace vlessbench::runner {
 
 namespace {
 
+// On a terminal a bar with an ETA, redrawn at most every 100 ms; elsewhere (a log, a pipe) one line
+// every `every_s` seconds, so a long run in CI or under nohup still shows it is alive.
 class progress_bar {
  public:
-  progress_bar(bool enabled, std::size_t total) : enabled_(enabled), total_(total) {}
+  progress_bar(bool terminal, int every_s, std::size_t total)
+      : terminal_(terminal), every_(every_s), total_(total), start_(std::chrono::steady_clock::now()) {}
   void step(std::string_view what) {
     ++done_;
-    if (!enabled_) return;
+    if (!terminal_ && every_.count() <= 0) return;
     const auto now = std::chrono::steady_clock::now();
-    if (done_ != total_ && now - last_ < std::chrono::milliseconds(100)) return;
+    const auto gap = terminal_ ? std::chrono::milliseconds(100) : std::chrono::milliseconds(every_);
+    if ((done_ != total_ || !terminal_) && now - last_ < gap) return;
+    if (!terminal_ && last_ == std::chrono::steady_clock::time_point{} && now - start_ < gap) return;
     last_ = now;
-    const std::size_t width = 30;
-    const std::size_t filled = total_ ? done_ * width / total_ : width;
-    std::fprintf(stderr, "\r[%s%s] %zu/%zu %-24.24s", std::string(filled, '#').c_str(),
-                 std::string(width - filled, ' ').c_str(), done_, total_, std::string(what).c_str());
+    const double elapsed = std::chrono::duration<double>(now - start_).count();
+    const double eta = done_ > 0 ? elapsed * static_cast<double>(total_ - done_) / static_cast<double>(done_) : 0;
+    if (terminal_) {
+      const std::size_t width = 30;
+      const std::size_t filled = total_ ? done_ * width / total_ : width;
+      std::fprintf(stderr, "\r[%s%s] %zu/%zu ETA %s %-24.24s", std::string(filled, '#').c_str(),
+                   std::string(width - filled, ' ').c_str(), done_, total_, clock_text(eta).c_str(),
+                   std::string(what).c_str());
+    } else {
+      std::fprintf(stderr, "vlessbench: %zu/%zu samples (%zu%%), %s elapsed, ETA %s, last: %s\n", done_, total_,
+                   total_ ? done_ * 100 / total_ : 100, clock_text(elapsed).c_str(), clock_text(eta).c_str(),
+                   std::string(what).c_str());
+    }
     std::fflush(stderr);
   }
   void finish() {
-    if (enabled_) std::fprintf(stderr, "\r%80s\r", "");
+    if (terminal_) std::fprintf(stderr, "\r%100s\r", "");
   }
 
  private:
-  bool enabled_;
+  static std::string clock_text(double seconds) {
+    const auto s = std::llround(seconds);
+    char buf[32];
+    if (s >= 3600) std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, s / 60 % 60);
+    else if (s >= 60) std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
+    else std::snprintf(buf, sizeof buf, "%llds", s);
+    return buf;
+  }
+  bool terminal_;
+  std::chrono::seconds every_;
   std::size_t total_;
   std::size_t done_ = 0;
+  std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_{};
 };
 
@@ -73,6 +104,28 @@ struct state {
   progress_bar bar;
   int failed_rounds = 0;  // consecutive rounds in which every sample failed
   std::string aborted;
+  measure_end* end = nullptr;
+  int signal = 0;  // the first SIGINT/SIGTERM: stop before the next sample
+  // Closes the tunnel or flow of the sample in flight, so a signal need not wait for its timeout.
+  std::function<void()> cancel;
+};
+
+// While alive, a signal closes t (a tunnel or a datagram flow): the sample fails at once and, the
+// run being interrupted, is not recorded.
+class in_flight {
+ public:
+  template <class Tunnel>
+  in_flight(state& st, const std::shared_ptr<Tunnel>& t) : st_(st) {
+    st_.cancel = [weak = std::weak_ptr<Tunnel>(t)] {
+      if (const auto p = weak.lock()) p->close();
+    };
+  }
+  ~in_flight() { st_.cancel = nullptr; }
+  in_flight(const in_flight&) = delete;
+  in_flight& operator=(const in_flight&) = delete;
+
+ private:
+  state& st_;
 };
 
 // Counts a round; true when the run should stop (see measure_options::abort_after_failed_rounds).
@@ -136,6 +189,7 @@ awaitable<sample> new_connection_sample(state& st, std::size_t p, int round) {
   sample s = start_sample(st, p, round, sample_mode::new_connection);
   const request_plan request = plan_request(st, p, s.seq, s.path);
   auto t = std::make_shared<tunnel>(st.io.get_executor(), plan, st.opts.timeout);
+  const in_flight guard(st, t);
   t->arm();
   std::string err = co_await t->prepare(true);  // mux paths: the shared connection, off the clock
   const auto t0 = std::chrono::steady_clock::now();
@@ -173,6 +227,7 @@ awaitable<sample> new_connection_sample(state& st, std::size_t p, int round) {
 awaitable<std::string> open_reusable(state& st, std::size_t p, const sample& s, std::shared_ptr<tunnel>& t) {
   const auto scheme = st.opts.target.scheme;
   t = std::make_shared<tunnel>(st.io.get_executor(), st.plans[p], st.opts.timeout);
+  const in_flight guard(st, t);
   t->arm();
   auto err = co_await t->prepare(false);
   if (err.empty()) err = co_await t->open();
@@ -204,6 +259,7 @@ awaitable<sample> reuse_sample(state& st, std::size_t p, int round, std::shared_
       co_return s;
     }
   }
+  const in_flight guard(st, t);
   if (st.opts.target.scheme == target_scheme::banner) {
     const std::string line = format_echo_line(st.opts.run_id, s.seq, s.path);
     t->arm();
@@ -291,6 +347,7 @@ awaitable<sample> datagram_new_sample(state& st, std::size_t p, int round) {
   std::string reply;
   reply.reserve(1024);
   auto t = std::make_shared<datagram_tunnel>(st.io.get_executor(), plan, st.opts.timeout);
+  const in_flight guard(st, t);
   t->arm();
   std::string err = co_await t->prepare(true);  // mux=on: the shared connection, off the clock
   const auto t0 = std::chrono::steady_clock::now();
@@ -331,6 +388,7 @@ awaitable<sample> datagram_reuse_sample(state& st, std::size_t p, int round, std
       co_return s;
     }
   }
+  const in_flight guard(st, t);
   const datagram_probe probe = plan_datagram(st, s.seq, s.path);
   t->arm();
   const auto t0 = std::chrono::steady_clock::now();
@@ -353,7 +411,9 @@ awaitable<bool> run_rounds(state& st, std::vector<std::size_t>& order, int first
     bool any_ok = false;
     std::string last_error;
     for (const auto p : order) {
+      if (st.signal != 0) co_return false;
       auto s = co_await take_sample(p, round);
+      if (st.signal != 0) co_return false;  // cancelled or not, the sample in flight is abandoned
       any_ok = any_ok || s.ok;
       if (!s.ok) last_error = s.error;
       if (round >= 0) st.samples.push_back(std::move(s));
@@ -433,23 +493,58 @@ void shuffle_order(std::vector<std::size_t>& order, stats::prng& rng) {
   for (std::size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
 }
 
-std::vector<sample> measure(const measure_options& opts, std::string* aborted) {
+namespace {
+
+// The first SIGINT/SIGTERM stops the run before the next sample and cancels the one in flight;
+// a second exits at once, as hyperfine and iperf3 do.
+void wait_for_signal(state& st, asio::signal_set& signals) {
+  signals.async_wait([&st, &signals](std::error_code ec, int sig) {
+    if (ec) return;  // cancelled: the run ended
+    if (st.signal != 0) {
+      constexpr std::string_view again = "\nvlessbench: second signal: exiting without writing the results\n";
+      (void)!::write(STDERR_FILENO, again.data(), again.size());
+      std::_Exit(128 + sig);
+    }
+    st.signal = sig;
+    if (st.cancel) st.cancel();
+    std::fprintf(stderr, "\nvlessbench: %s: stopping; writing the samples taken so far (again to exit at once)\n",
+                 sig == SIGINT ? "SIGINT" : "SIGTERM");
+    wait_for_signal(st, signals);
+  });
+}
+
+}  // namespace
+
+std::vector<sample> measure(const measure_options& opts, measure_end* end) {
   asio::io_context io(1);
   const auto phase = [&](int count) { return count > 0 ? count + opts.warmup : 0; };
   const auto per_path =
       static_cast<std::size_t>(phase(opts.new_count)) + static_cast<std::size_t>(phase(opts.reuse_count));
   state st{opts, io, {}, std::vector<route_label>(opts.paths.size()), {}, 0, stats::prng(opts.seed),
-           progress_bar(opts.progress, per_path * opts.paths.size()), 0, {}};
+           progress_bar(opts.progress, opts.progress_every_s, per_path * opts.paths.size()), 0, {}, end, 0,
+           nullptr};
   st.plans.reserve(opts.paths.size());
   for (const auto& p : opts.paths) st.plans.push_back(make_plan(io, p, opts.target, opts.vless_defaults));
   st.samples.reserve(opts.paths.size() * static_cast<std::size_t>(opts.new_count + opts.reuse_count));
 
+  std::optional<asio::signal_set> signals;
+  if (opts.handle_signals) {
+    signals.emplace(io, SIGINT, SIGTERM);
+    wait_for_signal(st, *signals);
+  }
   std::exception_ptr failure;
-  asio::co_spawn(io, run_all(st), [&](std::exception_ptr e) { failure = e; });
+  asio::co_spawn(io, run_all(st), [&](std::exception_ptr e) {
+    failure = e;
+    if (signals) signals->cancel();
+  });
   io.run();
   st.bar.finish();
   if (failure) std::rethrow_exception(failure);
-  if (aborted) *aborted = st.aborted;
+  if (end) {
+    end->aborted = st.aborted;
+    end->signal = st.signal;
+    end->interrupted = st.signal == SIGINT ? "SIGINT" : st.signal == SIGTERM ? "SIGTERM" : "";
+  }
   return std::move(st.samples);
 }
 

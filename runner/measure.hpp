@@ -24,7 +24,12 @@ struct measure_options {
   vless_client_options vless_defaults;
   std::uint64_t seed = 0;
   std::string run_id;
-  bool progress = false;  // progress bar on stderr
+  bool progress = false;  // progress bar on stderr (a terminal)
+  // Not a terminal: one progress line on stderr every this many seconds; 0 = none.
+  int progress_every_s = 0;
+  // SIGINT and SIGTERM stop the run between samples (the sample in flight is cancelled and not
+  // recorded); a second one exits at once with 128 + the signal.
+  bool handle_signals = false;
   // Stop early when every sample of this many consecutive rounds (warm-ups included) failed: the
   // server or the proxy is gone, and the rest of the run would only add failures. 0 = never.
   int abort_after_failed_rounds = 5;
@@ -45,7 +50,13 @@ std::string format_echo_line(std::string_view run_id, std::uint64_t seq, std::st
 // Fisher-Yates with the runner's PRNG: the same seed replays the same interleaving.
 void shuffle_order(std::vector<std::size_t>& order, stats::prng& rng);
 
-// aborted (if given) receives why the run stopped early, or stays empty.
-std::vector<sample> measure(const measure_options& opts, std::string* aborted = nullptr);
+// How a run ended when it did not run to the end; both empty when it did.
+struct measure_end {
+  std::string aborted;      // every path failing round after round: why
+  std::string interrupted;  // "SIGINT" or "SIGTERM"
+  int signal = 0;           // its number
+};
+
+std::vector<sample> measure(const measure_options& opts, measure_end* end = nullptr);
 
 }  // namespace vlessbench::runner

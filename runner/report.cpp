@@ -1,6 +1,7 @@
 #include "runner/report.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 
@@ -60,45 +61,109 @@ stall_verdict stall_not_applicable() {
   return v;
 }
 
+namespace {
+
+// A server phase longer than the whole sample did not happen inside it: the client's clock runs
+// from before its connect to the last byte read, and every phase of a connection of its own lies
+// within. A mux sub's phases, for one, are its shared session's, timed off the sub's clock.
+std::optional<double> own_phase(const std::optional<double>& phase, const sample& s) {
+  if (!phase || *phase > s.ms()) return std::nullopt;
+  return phase;
+}
+
+// "tls 1.051 ms, vless 43.514 ms, upstream 0.110 ms", naming only the phases the samples had (gRPC
+// sessions time no tls phase of their own).
+std::string phase_list(const stall_verdict& v) {
+  std::string out;
+  const auto add = [&](const char* name, const std::optional<double>& ms) {
+    if (!ms) return;
+    out += (out.empty() ? "" : ", ") + std::string(name) + " " + fmt_ms(ms) + " ms";
+  };
+  add("tls", v.tls_ms);
+  add("vless", v.vless_ms);
+  add("upstream", v.upstream_ms);
+  return out;
+}
+
+}  // namespace
+
 stall_verdict judge_stall(std::span<const sample> samples) {
   stall_verdict v;
   std::vector<double> tls_all, vless_all, up_all, tls_st, vless_st, up_st;
   std::size_t quickack_stalled = 0;  // stalled on a listener that re-arms QUICKACK
+  std::size_t through_vless = 0;     // ok samples whose answer named a VLESS route
+  std::size_t shared = 0;            // samples on a session that carried others too (mux subs)
+  // A session that answered several new-connection samples is a shared mux connection: its
+  // phases were timed once, for the session, not for any of these samples.
+  std::map<std::uint64_t, std::size_t> per_session;
+  for (const auto& s : samples)
+    if (s.ok && s.mode == sample_mode::new_connection && s.route.session) ++per_session[*s.route.session];
   for (const auto& s : samples) {
-    if (!s.ok || s.mode != sample_mode::new_connection || !s.timing.vless) continue;
+    if (!s.ok || s.mode != sample_mode::new_connection) continue;
+    if (s.route.kind == route_kind::vless) ++through_vless;
+    if (!s.timing.vless) continue;
+    if (s.route.session && per_session[*s.route.session] > 1) {
+      ++shared;
+      continue;
+    }
+    const auto wait = own_phase(s.timing.vless, s);
+    const auto tls = own_phase(s.timing.tls, s), up = own_phase(s.timing.upstream, s);
+    v.foreign_phases += (wait ? 0 : 1) + (s.timing.tls && !tls ? 1 : 0) + (s.timing.upstream && !up ? 1 : 0);
+    if (!wait) continue;
     ++v.with_timing;
-    const double w = *s.timing.vless;
+    const double w = *wait;
     vless_all.push_back(w);
-    if (s.timing.tls) tls_all.push_back(*s.timing.tls);
-    if (s.timing.upstream) up_all.push_back(*s.timing.upstream);
+    if (tls) tls_all.push_back(*tls);
+    if (up) up_all.push_back(*up);
     if (w >= stall_threshold_ms) {
       ++v.stalled;
       if (s.timing.ack == "on") ++quickack_stalled;
       vless_st.push_back(w);
-      if (s.timing.tls) tls_st.push_back(*s.timing.tls);
-      if (s.timing.upstream) up_st.push_back(*s.timing.upstream);
+      if (tls) tls_st.push_back(*tls);
+      if (up) up_st.push_back(*up);
     }
   }
+  const std::string foreign =
+      v.foreign_phases == 0 ? ""
+                            : "; " + std::to_string(v.foreign_phases) +
+                                  " server phases longer than their whole sample left out (not that sample's own: "
+                                  "a mux sub's phases are its shared session's)";
+  v.shared_session_samples = shared;
+  if (v.with_timing == 0 && shared > 0) {
+    v.text = "no server timing of their own: the " + std::to_string(shared) +
+             " new-connection samples were subs of shared mux sessions, whose phases were timed once for the "
+             "session";
+    return v;
+  }
   if (v.with_timing == 0) {
-    v.text = "no server timing: new connections did not pass the vlessbench daemon's VLESS listener";
+    v.text = through_vless > 0
+                 ? "no server timing: " + std::to_string(through_vless) +
+                       " new connections went through the daemon's VLESS listener (see routes), but their answers "
+                       "carried no phases (this target kind sends no Server-Timing)" + foreign
+                 : "no server timing: new connections did not pass the vlessbench daemon's VLESS listener";
     return v;
   }
   v.share = static_cast<double>(v.stalled) / static_cast<double>(v.with_timing);
+  v.vless_sorted_ms = vless_all;
+  std::sort(v.vless_sorted_ms.begin(), v.vless_sorted_ms.end());
   v.max_vless_ms = *std::max_element(vless_all.begin(), vless_all.end());
-  const bool use_stalled = v.stalled > 0;
-  v.tls_ms = median_of(use_stalled ? tls_st : tls_all);
-  v.vless_ms = median_of(use_stalled ? vless_st : vless_all);
-  v.upstream_ms = median_of(use_stalled ? up_st : up_all);
+  // Stall and intermittent quote the stalled samples (the evidence of where their time went);
+  // "none" quotes every sample, so its medians are the ones samples.csv gives.
+  const bool of_stalled = v.share >= 0.5 || (v.stalled >= 2 && v.share >= 0.05);
+  v.phases_of_stalled = of_stalled;
+  v.tls_ms = median_of(of_stalled ? tls_st : tls_all);
+  v.vless_ms = median_of(of_stalled ? vless_st : vless_all);
+  v.upstream_ms = median_of(of_stalled ? up_st : up_all);
 
   const std::string count = std::to_string(v.stalled) + "/" + std::to_string(v.with_timing);
-  const std::string phases = "tls " + fmt_ms(v.tls_ms) + " ms, vless " + fmt_ms(v.vless_ms) +
-                             " ms, upstream " + fmt_ms(v.upstream_ms) + " ms";
+  const std::string phases = phase_list(v);
   // One or two slow headers among many are scheduler noise, not a client that waits for an ACK.
   if (v.share >= 0.5) {
     v.verdict = stall_verdict::kind::stall;
     v.text = "STALL: " + count +
              " new connections waited >= 30 ms between TLS done and VLESS header complete "
-             "(median phases of those: " + phases + "): the client holds its first data until the server ACKs";
+             "(median phases of those " + std::to_string(v.stalled) + ": " + phases +
+             "): the client holds its first data until the server ACKs";
     // The daemon says which ACK policy the listener had (Server-Timing ack): with QUICKACK on its
     // ACKs leave at once, so a client still waiting for one is not talking to it directly.
     if (quickack_stalled * 2 >= v.stalled) {
@@ -109,16 +174,20 @@ stall_verdict judge_stall(std::span<const sample> samples) {
     } else {
       v.text += " (Nagle meets delayed ACK; a listener with quickack = \"on\" removes it)";
     }
-  } else if (v.stalled >= 2 && v.share >= 0.05) {
+  } else if (of_stalled) {
     v.verdict = stall_verdict::kind::intermittent;
     v.text = "intermittent stall: " + count +
-             " new connections waited >= 30 ms for the VLESS header (median phases of those: " +
-             phases + ")";
+             " new connections waited >= 30 ms for the VLESS header (median phases of those " +
+             std::to_string(v.stalled) + ": " + phases + ")";
   } else {
     v.verdict = stall_verdict::kind::none;
     v.text = "no stall: " + count + " new connections with a VLESS header wait >= 30 ms (max " +
-             fmt_ms(v.max_vless_ms) + " ms; median phases: " + phases + ")";
+             fmt_ms(v.max_vless_ms) + " ms; median phases of all " + std::to_string(v.with_timing) + ": " +
+             phases + ")";
   }
+  v.text += foreign;
+  if (shared > 0)
+    v.text += "; " + std::to_string(shared) + " samples on shared mux sessions left out (their phases are the session's)";
   return v;
 }
 
@@ -159,6 +228,7 @@ std::vector<path_result> analyze(const std::vector<path_spec>& paths, std::size_
     } else {
       ++m.failed;
       ++m.errors[s.error.empty() ? "unknown error" : s.error];
+      r.last_error = s.error.empty() ? "unknown error" : s.error;
     }
     if (s.status != 0 || s.route.kind != route_kind::unknown) ++r.routes[std::string(to_string(s.route.kind))];
     if (s.route_mismatch) ++r.route_mismatches;
@@ -386,7 +456,7 @@ std::string summary_json(const run_metadata& meta, const std::vector<path_result
   run["seed"] = meta.seed;
   run["time_utc"] = meta.time_utc;
   run["host"] = meta.host;
-  run["command_line"] = meta.command_line;
+  run["command_line"] = redact_links(meta.command_line);
   run["target"] = meta.target;
   if (meta.bulk_bytes > 0) run["bulk_bytes"] = meta.bulk_bytes;
   run["versions"] = {{"vlessbench", meta.version}, {"tls", meta.tls_library}, {"asio", meta.asio_version}};
@@ -397,12 +467,16 @@ std::string summary_json(const run_metadata& meta, const std::vector<path_result
                            {"writes", std::string(to_string(meta.vless_defaults.writes))}};
   run["duration_s"] = round6(meta.duration_s);
   run["aborted"] = meta.aborted.empty() ? json(nullptr) : json(meta.aborted);
+  run["interrupted"] = meta.interrupted.empty() ? json(nullptr) : json(meta.interrupted);
+  std::size_t recorded = 0;
+  for (const auto& r : results) recorded += r.fresh.attempted + r.reuse.attempted;
+  run["samples"] = recorded;  // rows in samples.csv: fewer than the counts ask when stopped early
   root["run"] = run;
   std::size_t mismatches = 0;
   json paths = json::object();
   for (const auto& r : results) {
     json p;
-    p["spec"] = r.spec;
+    p["spec"] = redact_links(r.spec);
     p["kind"] = std::string(to_string(r.kind));
     p["baseline"] = r.baseline;
     if (r.kind == path_kind::vless)
@@ -417,11 +491,14 @@ std::string summary_json(const run_metadata& meta, const std::vector<path_result
                   {"stalled", r.stall.stalled},
                   {"share", round6(r.stall.share)},
                   {"threshold_ms", stall_threshold_ms},
+                  {"phases_of", r.stall.phases_of_stalled ? "stalled" : "all"},
                   {"tls_ms", num(r.stall.tls_ms)},
                   {"vless_ms", num(r.stall.vless_ms)},
                   {"upstream_ms", num(r.stall.upstream_ms)},
                   {"max_vless_ms", num(r.stall.max_vless_ms)},
                   {"terminated_in_between", r.stall.terminated_in_between},
+                  {"foreign_phases", r.stall.foreign_phases},
+                  {"shared_session_samples", r.stall.shared_session_samples},
                   {"text", r.stall.text}};
     mismatches += r.route_mismatches;
     paths[r.name] = p;
@@ -429,6 +506,115 @@ std::string summary_json(const run_metadata& meta, const std::vector<path_result
   root["route_mismatches"] = mismatches;
   root["paths"] = paths;
   return root.dump(2) + "\n";
+}
+
+std::string plural(std::size_t n, std::string_view one, std::string_view many) {
+  return std::to_string(n) + " " + std::string(n == 1 ? one : many);
+}
+
+std::vector<failing_path> failing_paths(const std::vector<path_result>& results, double max_failed_share) {
+  std::vector<failing_path> out;
+  for (const auto& r : results) {
+    const std::size_t attempted = r.fresh.attempted + r.reuse.attempted;
+    const std::size_t failed = r.fresh.failed + r.reuse.failed;
+    if (attempted == 0 || failed == 0) continue;
+    const bool none_ok = failed == attempted;
+    if (!none_ok && static_cast<double>(failed) <= max_failed_share * static_cast<double>(attempted)) continue;
+    out.push_back({r.name, attempted, failed, r.last_error, failure_hint(r.kind, r.last_error)});
+  }
+  return out;
+}
+
+std::string failure_hint(path_kind kind, std::string_view error) {
+  std::string e(error);
+  std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const auto has = [&](std::string_view what) { return e.find(what) != std::string::npos; };
+  if (has("certificate_verify_failed") || has("certificate verify failed"))
+    return "the server's certificate is not trusted: add allowInsecure=1 to the link for the daemon's "
+           "self-signed certificate, or give the daemon a certificate the client trusts for the link's sni "
+           "(docs/configuration.md, [tls])";
+  if (has("connection refused")) {
+    switch (kind) {
+      case path_kind::http_connect:
+      case path_kind::socks5:
+        return "nothing listens there: the proxy entry (the client's HTTP or SOCKS5 inbound) is not running, "
+               "or listens on another port";
+      case path_kind::vless: return "nothing listens there: the daemon's listener is not running at that host:port";
+      default: return "nothing listens there: is the target (the daemon) running at that address?";
+    }
+  }
+  if (kind == path_kind::vless && (has("closed by peer") || has("end of stream") || has("reset by peer")))
+    return "the daemon closed the connection right after the VLESS header: usually a wrong UUID (the daemon's "
+           "access log then says vless.reject reason unknown_user); compare the link with the ones "
+           "vlessbenchd prints";
+  if (has("timeout"))
+    return "no answer within --timeout: a firewall dropping packets, a listener that accepts but never "
+           "answers, or a slow network (raise --timeout)";
+  if (has("status 4") || has("status 5")) return "the target answered with an error status: check --target's path";
+  return {};
+}
+
+std::string format_failing_paths(const std::vector<failing_path>& failing, double max_failed_share) {
+  std::string out;
+  for (const auto& f : failing) {
+    out += "vlessbench: path " + f.name + ": " + std::to_string(f.failed) + "/" + std::to_string(f.attempted) +
+           " samples failed" +
+           (f.failed == f.attempted ? " (no successful sample)"
+                                    : " (more than " + std::to_string(std::lround(max_failed_share * 100)) +
+                                          "%, --max-failed)") +
+           "; last error: " + f.last_error + "\n";
+    if (!f.hint.empty()) out += "  hint: " + f.hint + "\n";
+  }
+  return out;
+}
+
+std::string redact_links(std::string_view text) {
+  std::string out;
+  constexpr std::string_view scheme = "vless://";
+  std::size_t from = 0;
+  for (;;) {
+    const auto at = text.find(scheme, from);
+    if (at == std::string_view::npos) break;
+    const auto user = at + scheme.size();
+    const auto end = text.find_first_of("@/?# '\"", user);
+    out.append(text.substr(from, user - from));
+    if (end != std::string_view::npos && text[end] == '@' && end > user) {
+      out += "REDACTED";
+      from = end;
+    } else {
+      from = user;
+    }
+  }
+  out.append(text.substr(from));
+  return out;
+}
+
+std::string format_markdown(const run_metadata& meta, const std::vector<path_result>& results) {
+  std::string t = "vlessbench run `" + meta.run_id + "`, target `" + meta.target + "`, " + meta.time_utc + ", " +
+                  std::to_string(meta.new_count) + " new" + " + " +
+                  std::to_string(meta.reuse_count) + " reused per path after " +
+                  plural(static_cast<std::size_t>(meta.warmup), "warm-up", "warm-ups") +
+                  (meta.interrupted.empty() ? "" : " (interrupted by " + meta.interrupted + ")") + "\n\n";
+  t += "| path | mode | n | fail | median ms | median 95% CI | p95 ms | paired Δ ms | paired Δ 95% CI |\n";
+  t += "|:---|:---|---:|---:|---:|:---:|---:|---:|:---:|\n";
+  const auto cell = [](std::string s) {
+    std::string o;
+    for (char c : s) o += c == '|' ? std::string("\\|") : std::string(1, c);
+    return o;
+  };
+  for (const auto& r : results)
+    for (int mode = 0; mode < 2; ++mode) {
+      const auto& m = mode == 0 ? r.fresh : r.reuse;
+      if (m.attempted == 0) continue;
+      const auto& l = m.latency;
+      t += "| " + cell(r.name) + " | " + (mode == 0 ? "new" : "reuse") + " | " + std::to_string(l ? l->n : 0) +
+           " | " + std::to_string(m.failed) + " | " + fmt_ms(l ? std::optional(l->median) : std::nullopt) + " | " +
+           fmt_ci(l ? l->median_ci : std::nullopt) + " | " + fmt_ms(l ? std::optional(l->p95) : std::nullopt) +
+           " | " + (r.baseline ? "baseline" : fmt_ms(m.paired_delta_median, true)) + " | " +
+           (r.baseline ? "" : fmt_ci(m.paired_delta_ci, true)) + " |\n";
+    }
+  t += "\npaired Δ: median over rounds of (this path − the baseline in the same round).\n";
+  return t;
 }
 
 }  // namespace vlessbench::runner

@@ -25,8 +25,13 @@ struct stall_verdict {
   // A STALL although the listener had QUICKACK on (Server-Timing ack): TCP is terminated between.
   bool terminated_in_between = false;
   double share = 0;
-  // Median phases of the stalled samples (or of all samples when none stalled): the evidence.
+  // Median phases: of the stalled samples for stall and intermittent (the evidence), of all
+  // samples with timing otherwise. A phase longer than its own sample is never counted or quoted.
+  bool phases_of_stalled = false;
   std::optional<double> tls_ms, vless_ms, upstream_ms;
+  std::size_t foreign_phases = 0;  // phases left out: longer than their whole sample
+  std::size_t shared_session_samples = 0;  // left out: one session answered several (mux subs)
+  std::vector<double> vless_sorted_ms;  // the counted VLESS header waits, sorted (the stall plot)
   std::optional<double> max_vless_ms;
   std::string text;  // one line for the table
 };
@@ -67,6 +72,7 @@ struct path_result {
   std::size_t route_mismatches = 0;
   std::map<std::string, std::size_t> routes;  // "direct"/"vless"/"unknown" -> count
   stall_verdict stall;
+  std::string last_error;  // of the path's last failed sample, in the order they were taken
 };
 
 struct run_metadata {
@@ -84,8 +90,32 @@ struct run_metadata {
   int timeout_ms = 0, pause_ms = 0;
   vless_client_options vless_defaults;
   double duration_s = 0;
-  std::string aborted;  // why the run stopped early; empty when it ran to the end
+  std::string aborted;      // why the run stopped early; empty when it ran to the end
+  std::string interrupted;  // "SIGINT"/"SIGTERM" when a signal stopped it; empty otherwise
 };
+
+// "1 path", "3 paths".
+std::string plural(std::size_t n, std::string_view one, std::string_view many);
+
+// A path the run cannot vouch for: no successful sample, or more than the stated share failed.
+struct failing_path {
+  std::string name;
+  std::size_t attempted = 0, failed = 0;
+  std::string last_error;
+  std::string hint;  // what the error usually means and what to check; may be empty
+};
+std::vector<failing_path> failing_paths(const std::vector<path_result>& results, double max_failed_share);
+// What an error seen on a path of this kind usually means: a wrong UUID, an untrusted
+// certificate, a proxy entry that is not running, ...
+std::string failure_hint(path_kind kind, std::string_view error);
+std::string format_failing_paths(const std::vector<failing_path>& failing, double max_failed_share);
+
+// Share links with their UUID replaced by "REDACTED" (host, port, parameters and name stay, so
+// the path is still recognisable); any other text unchanged.
+std::string redact_links(std::string_view text);
+
+// --export-markdown: the table as GitHub Markdown, for posting a result.
+std::string format_markdown(const run_metadata& meta, const std::vector<path_result>& results);
 
 std::vector<path_result> analyze(const std::vector<path_spec>& paths, std::size_t baseline,
                                  const std::vector<sample>& samples,

@@ -311,6 +311,9 @@ std::string format_verify_report(const verify_report& r) {
     }
   }
   for (const auto& p : r.problems) o << "  - " << p << "\n";
+  if (r.samples > 0 && r.matched == 0 && r.unseen_ok > 0)
+    o << "  hint: not one sample of run " << r.run_id << " is in this log: it may be the wrong file (another "
+      << "daemon's log, one rotated since, or the daemon's stderr instead of its access log)\n";
   o << (r.ok() ? "verify: OK\n" : "verify: FAILED\n");
   return o.str();
 }

@@ -74,7 +74,11 @@ def direct_vless_connect_socks_files_and_verify():
     check(summary["run"]["seed"] == 7 and "--seed 7" in summary["run"]["command_line"], summary["run"])
     svg = ET.parse(out / "report.svg").getroot()
     check(svg.tag.endswith("svg"), svg.tag)
-    check(len(svg.findall("{http://www.w3.org/2000/svg}polyline")) == 8, "one CDF per path and mode")
+    lines = svg.findall("{http://www.w3.org/2000/svg}polyline")
+    check(len([p for p in lines if p.get("class") == "latency"]) == 8, "one CDF per path and mode")
+    # The stall plot: one CDF of the server's VLESS header wait per path that carried server timing.
+    check(len([p for p in lines if p.get("class") == "stall"]) == 3, "one stall CDF per VLESS path")
+    check(any(l.get("class") == "threshold" for l in svg.iter("{http://www.w3.org/2000/svg}line")), "no 30 ms line")
     check("paired d" in r.stdout and "stall verdict" in r.stdout, r.stdout)
 
     v = runner("verify", out, "--log", D.access)
@@ -185,7 +189,9 @@ def failures_are_samples_with_reasons():
         r, out = run_paths([f"refused=http://{LOOPBACK}:{refused}",
                             f"silent=socks5://{LOOPBACK}:{hole.getsockname()[1]}"],
                            "--timeout", "0.3", new=2, reuse=2, warmup=0)
-    check(r.returncode == 0, f"direct worked, so rc 0: {r.returncode}\n{r.stderr}")
+    # direct worked, but two paths had no successful sample: exit 3, each named with its last error.
+    check(r.returncode == 3, f"rc {r.returncode}\n{r.stderr}")
+    check("path refused: 4/4 samples failed" in r.stderr and "path silent: 4/4 samples failed" in r.stderr, r.stderr)
     samples = rows(out)
     check(len(samples) == 12, len(samples))
     by_path = {}

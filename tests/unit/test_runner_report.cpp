@@ -297,6 +297,11 @@ TEST_CASE("verify matches samples to the access log by run id and seq", "[runner
   CHECK(r.unseen_failed == 1);  // seq 3 never reached the server
   CHECK(r.log_unparsed == 1);
   CHECK_FALSE(r.ok());
+  CHECK_THAT(format_verify_report(r), !Catch::Contains("wrong file"));  // one sample was found
+  std::istringstream other_log(
+      "{\"event\":\"http.request\",\"run\":\"other\",\"seq\":\"1\",\"path_label\":\"direct\",\"route\":\"direct\"}\n");
+  CHECK_THAT(format_verify_report(verify_run(summary, csv, other_log)),
+             Catch::Contains("not one sample of run run9 is in this log: it may be the wrong file"));
 
   std::istringstream log2(
       "{\"event\":\"http.request\",\"run\":\"run9\",\"seq\":\"1\",\"path_label\":\"direct\",\"route\":\"vless\",\"vless_session\":4,\"status\":200}\n"
@@ -367,6 +372,18 @@ TEST_CASE("compare lays runs side by side", "[runner]") {
   CHECK_THAT(out, Catch::Contains("[1] dirA: run A") && Catch::Contains("[2] dirB: run B"));
   CHECK_THAT(out, Catch::Contains("new median"));
   CHECK_THAT(out, Catch::Contains("+10.500"));
+  CHECK_THAT(out, Catch::Contains("[2]-[1]"));
+  // The difference column: the second run's proxy new median 2 ms slower than the first's.
+  auto slower = f.samples;
+  for (auto& s : slower)
+    if (s.path == "proxy" && s.mode == sample_mode::new_connection) s.ns += 2'000'000;
+  const auto diff = format_comparison(
+      {{"dirA", summary_json(a, res)}, {"dirB", summary_json(b, analyze(f.paths, 0, slower, {}, 1))}});
+  std::istringstream lines(diff);
+  std::string line, proxy_new;
+  while (std::getline(lines, line))
+    if (line.starts_with("proxy") && line.find("new median") != std::string::npos) proxy_new = line;
+  CHECK_THAT(proxy_new, Catch::Contains("12.500") && Catch::Contains("14.500") && Catch::EndsWith("+2.000"));
   CHECK_THROWS(format_comparison({{"bad", "{}"}}));
 }
 
@@ -453,4 +470,216 @@ TEST_CASE("udp:// and dns:// runs say the stall verdict does not apply", "[runne
   meta.run_id = "x";
   const auto j = nlohmann::json::parse(summary_json(meta, results));
   CHECK(j["paths"]["proxy"]["stall"]["verdict"] == "n/a");
+}
+
+namespace {
+
+// The median of one samples.csv column over the rows of one path and mode, as a reader of the file
+// would compute it: the verdict's quoted numbers must be these.
+double csv_median(const std::string& csv, const std::string& column) {
+  std::istringstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  const auto head = parse_csv_line(line);
+  const auto col = static_cast<std::size_t>(std::find(head.begin(), head.end(), column) - head.begin());
+  std::vector<double> v;
+  while (std::getline(in, line)) {
+    const auto cells = parse_csv_line(line);
+    if (cells.at(2) == "new" && cells.at(5) == "1" && !cells.at(col).empty()) v.push_back(std::stod(cells.at(col)));
+  }
+  std::sort(v.begin(), v.end());
+  return *vlessbench::stats::median(v);
+}
+
+std::string fmt3(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", v);
+  return buf;
+}
+
+}  // namespace
+
+TEST_CASE("a verdict's medians are the ones samples.csv gives", "[runner][stats]") {
+  // 99 quick headers and one that waited 30.02 ms: "no stall", and its median phases are those of
+  // all 100 samples, not of the one stalled sample.
+  std::vector<sample> samples;
+  for (int i = 0; i < 100; ++i) {
+    auto s = with_vless_phase(i == 42 ? 30.02 : 0.010 + 0.0001 * i);
+    s.timing.tls = i == 42 ? 9.5 : 0.8 + 0.001 * i;
+    s.timing.upstream = i == 42 ? 7.0 : 0.05 + 0.001 * i;
+    s.seq = static_cast<std::uint64_t>(i + 1);
+    samples.push_back(s);
+  }
+  const auto v = judge_stall(samples);
+  REQUIRE(v.verdict == stall_verdict::kind::none);
+  CHECK_FALSE(v.phases_of_stalled);
+  const auto csv = samples_csv(samples);
+  for (const auto& [column, value] :
+       {std::pair{"vless_ms", v.vless_ms}, std::pair{"tls_ms", v.tls_ms}, std::pair{"upstream_ms", v.upstream_ms}}) {
+    REQUIRE(value);
+    CHECK(*value == Approx(csv_median(csv, column)).margin(0.0005));
+  }
+  CHECK_THAT(v.text, Catch::Contains("1/100") && Catch::Contains("max 30.020 ms") &&
+                         Catch::Contains("median phases of all 100: tls " + fmt3(csv_median(csv, "tls_ms")) +
+                                         " ms, vless " + fmt3(csv_median(csv, "vless_ms")) + " ms"));
+  CHECK_THAT(v.text, !Catch::Contains("vless 30.020 ms"));
+
+  // 60 of 100 stalled: the medians quoted are of those 60, and say so.
+  for (int i = 0; i < 60; ++i) samples[static_cast<std::size_t>(i)].timing.vless = 40.0 + i * 0.01;
+  const auto st = judge_stall(samples);
+  CHECK(st.verdict == stall_verdict::kind::stall);
+  CHECK(st.phases_of_stalled);
+  CHECK_THAT(st.text, Catch::Contains("median phases of those 60: tls "));
+  CHECK(*st.vless_ms == Approx(40.295));
+}
+
+TEST_CASE("no impossible phase is quoted", "[runner][stats]") {
+  // gRPC: the session times no tls phase of its own: the line names none, not "tls - ms".
+  std::vector<sample> grpc(10, with_vless_phase(0.05));
+  for (auto& s : grpc) s.timing.tls.reset();
+  const auto g = judge_stall(grpc);
+  CHECK_THAT(g.text, !Catch::Contains("tls") && Catch::Contains("vless 0.050 ms, upstream 0.100 ms"));
+
+  // A mux sub of 2 ms whose upstream phase says 900 ms (its shared session's): left out, counted.
+  std::vector<sample> mux(10, with_vless_phase(0.05));
+  for (auto& s : mux) {
+    s.ns = 2'000'000;
+    s.timing.upstream = 900.0;
+  }
+  const auto m = judge_stall(mux);
+  CHECK_FALSE(m.upstream_ms);
+  CHECK(m.foreign_phases == 10);
+  CHECK_THAT(m.text, !Catch::Contains("900") && Catch::Contains("10 server phases longer than their whole sample"));
+
+  // Mux subs of one session: each answer carries the session's phases (a 9 ms TLS handshake timed
+  // once, before these samples), whatever each sample's own length: none is quoted.
+  std::vector<sample> subs(6, with_vless_phase(0.04));
+  for (std::size_t i = 0; i < subs.size(); ++i) {
+    subs[i].route.kind = route_kind::vless;
+    subs[i].route.session = 7;
+    subs[i].timing.tls = 8.969;
+    subs[i].ns = i == 0 ? 12'000'000 : 400'000;  // one slow sample would let a 9 ms phase through
+  }
+  const auto ms = judge_stall(subs);
+  CHECK(ms.with_timing == 0);
+  CHECK(ms.shared_session_samples == 6);
+  CHECK_THAT(ms.text, Catch::Contains("subs of shared mux sessions") && !Catch::Contains("8.969"));
+
+  // A banner target: the answers went through VLESS, they just carry no phases.
+  std::vector<sample> banner(3, make_sample("p", sample_mode::new_connection, 0, 1, 2));
+  for (auto& s : banner) s.route.kind = route_kind::vless;
+  const auto b = judge_stall(banner);
+  CHECK(b.verdict == stall_verdict::kind::no_data);
+  CHECK_THAT(b.text, Catch::Contains("3 new connections went through the daemon's VLESS listener") &&
+                         !Catch::Contains("did not pass"));
+}
+
+TEST_CASE("failing paths: none ok, or over the stated share", "[runner]") {
+  std::vector<path_spec> paths{make_path("direct", path_kind::direct), make_path("proxy", path_kind::http_connect)};
+  std::vector<sample> s;
+  for (int i = 0; i < 10; ++i) {
+    s.push_back(make_sample("direct", sample_mode::new_connection, i, 2 * i + 1, 1.0));
+    s.push_back(make_sample("proxy", sample_mode::new_connection, i, 2 * i + 2, 2.0, i >= 8));  // 8 of 10 fail
+  }
+  s[3].error = "status 502";  // an earlier failure: the last one is what is named
+  const auto res = analyze(paths, 0, s, {}, 1);
+  const auto f = failing_paths(res, 0.5);
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].name == "proxy");
+  CHECK(f[0].failed == 8);
+  CHECK(f[0].last_error == "connect: Connection refused");
+  CHECK_THAT(f[0].hint, Catch::Contains("proxy entry"));
+  CHECK(failing_paths(res, 0.8).empty());  // 80% is not more than 80%
+  CHECK_THAT(format_failing_paths(f, 0.5), Catch::Contains("path proxy: 8/10 samples failed (more than 50%"));
+
+  CHECK_THAT(failure_hint(path_kind::vless, "response head: connection closed by peer"), Catch::Contains("unknown_user"));
+  CHECK_THAT(failure_hint(path_kind::vless, "tls handshake: certificate verify failed"),
+             Catch::Contains("allowInsecure=1"));
+  CHECK_THAT(failure_hint(path_kind::vless, "connect: Connection refused"), Catch::Contains("daemon's listener"));
+  CHECK(failure_hint(path_kind::direct, "something new").empty());
+}
+
+TEST_CASE("summary.json keeps no UUID", "[runner]") {
+  CHECK(redact_links("vless://1b0e-uuid@127.0.0.1:8443?security=tls#a") == "vless://REDACTED@127.0.0.1:8443?security=tls#a");
+  CHECK(redact_links("run --path 'vl=vless://u@h:1?x=1#n' --path p=vless://v@h:2") ==
+        "run --path 'vl=vless://REDACTED@h:1?x=1#n' --path p=vless://REDACTED@h:2");
+  CHECK(redact_links("socks5://user@h:1 vless://") == "socks5://user@h:1 vless://");
+  fixture f;
+  f.paths[1].kind = path_kind::vless;
+  f.paths[1].spec = "vless://0f0f0f0f-aaaa-4bbb-8ccc-123456789abc@127.0.0.1:8443?security=tls#k";
+  run_metadata meta;
+  meta.command_line = "vlessbench run --path 'proxy=" + f.paths[1].spec + "'";
+  const auto j = summary_json(meta, analyze(f.paths, 0, f.samples, {}, 1));
+  CHECK(j.find("0f0f0f0f") == std::string::npos);
+  CHECK_THAT(j, Catch::Contains("vless://REDACTED@127.0.0.1:8443?security=tls#k"));
+}
+
+TEST_CASE("--export-markdown: the table as Markdown", "[runner]") {
+  fixture f;
+  run_metadata meta;
+  meta.run_id = "r1";
+  meta.target = "http://127.0.0.1:8080/";
+  meta.new_count = 3;
+  meta.reuse_count = 1;
+  meta.warmup = 1;
+  const auto md = format_markdown(meta, analyze(f.paths, 0, f.samples, {}, 1));
+  CHECK_THAT(md, Catch::Contains("after 1 warm-up,") || Catch::Contains("after 1 warm-up\n"));
+  CHECK_THAT(md, Catch::Contains("| path | mode | n | fail | median ms |"));
+  CHECK_THAT(md, Catch::Contains("| proxy | new | 2 | 1 | 12.500 |"));
+  CHECK_THAT(md, Catch::Contains("| +10.500 |"));
+  CHECK(plural(1, "path", "paths") == "1 path");
+  CHECK(plural(2, "path", "paths") == "2 paths");
+}
+
+TEST_CASE("each target kind's picture says what it timed", "[runner]") {
+  fixture f;
+  const auto res = analyze(f.paths, 0, f.samples, {}, 1);
+  const std::pair<const char*, const char*> kinds[] = {
+      {"http://127.0.0.1:8080/", "one GET, until the body is read"},
+      {"https://127.0.0.1:8081/", "TLS handshake with the target + one GET"},
+      {"banner://127.0.0.1:8082", "until the first byte of the server's banner"},
+      {"udp://127.0.0.1:8083", "one datagram and its echo"},
+      {"dns://127.0.0.1:8053/a.test", "one A query and its answer"}};
+  for (const auto& [target, caption] : kinds) {
+    run_metadata meta;
+    meta.target = target;
+    const auto svg = render_svg(meta, res);
+    CHECK_THAT(svg, Catch::Contains(caption));
+    if (std::string_view(target) != "http://127.0.0.1:8080/")
+      CHECK_THAT(svg, !Catch::Contains("connect + proxy/TLS/VLESS setup + one GET"));
+  }
+  // Datagram legends carry no TCP client options.
+  auto vl = res;
+  vl[1].kind = path_kind::vless;
+  run_metadata udp;
+  udp.target = "udp://127.0.0.1:8083";
+  CHECK_THAT(render_svg(udp, vl), !Catch::Contains("nodelay"));
+  run_metadata http;
+  http.target = "http://127.0.0.1:8080/";
+  CHECK_THAT(render_svg(http, vl), Catch::Contains("nodelay on, writes one"));
+
+  // Bulk: a throughput picture with the size, no latency axis.
+  auto bulk = res;
+  bulk[1].fresh.sorted_mbps = {120.5, 130.25};
+  bulk[1].fresh.mbps = mode_result::throughput{2, 125.375, 121, 130};
+  run_metadata b;
+  b.target = "http://127.0.0.1:8080/";
+  b.bulk_bytes = 16u << 20;
+  const auto bsvg = render_svg(b, bulk);
+  CHECK_THAT(bsvg, Catch::Contains("throughput, MB/s") && Catch::Contains("16777216 bytes") &&
+                       Catch::Contains("<circle") && !Catch::Contains("latency, ms"));
+
+  // A run with server timing gets the stall plot and its 30 ms threshold line.
+  auto stalled = res;
+  stalled[1].stall = judge_stall(std::vector<sample>{with_vless_phase(40), with_vless_phase(0.05)});
+  const auto ssvg = render_svg(http, stalled);
+  CHECK_THAT(ssvg, Catch::Contains("class=\"threshold\"") && Catch::Contains("stall threshold 30 ms"));
+  CHECK_THAT(render_svg(http, res), !Catch::Contains("stall threshold"));
+
+  run_metadata stopped = http;
+  stopped.interrupted = "SIGINT";
+  CHECK_THAT(render_svg(stopped, res), Catch::Contains("interrupted by SIGINT"));
+  auto no_reuse = res;
+  for (auto& r : no_reuse) r.reuse = {};
+  CHECK_THAT(render_svg(stopped, no_reuse), Catch::Contains("no samples taken") && !Catch::Contains("no successful"));
 }
