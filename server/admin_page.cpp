@@ -15,7 +15,13 @@ h1{font-size:1.3em;margin:0 0 4px}
 h2{font-size:1.05em;margin:16px 0 4px}
 .meta{color:#555;font-size:.85em}
 table{border-collapse:collapse;font-size:.8em;background:#fff}
-td,th{border-bottom:1px solid #ddd;padding:2px 6px;text-align:left;white-space:nowrap;max-width:28em;overflow:hidden;text-overflow:ellipsis}
+.box{max-width:100%;overflow-x:auto}
+.box.tall{max-height:70vh;overflow-y:auto}
+td,th{border-bottom:1px solid #ddd;padding:2px 5px;text-align:left;white-space:nowrap;max-width:28em;overflow:hidden;text-overflow:ellipsis}
+#sessions{font-size:.72em}
+#sessions td,#sessions th{padding:2px 4px;max-width:8em}
+#listeners td{white-space:normal;min-width:3em;max-width:14em}
+#sessions th{position:sticky;top:0;background:#fff}
 td.num,th.num{text-align:right}
 tr.stall td{background:#fde2e2}
 .flag{color:#b00;font-weight:bold}
@@ -25,10 +31,10 @@ tr.stall td{background:#fde2e2}
 .hist{background:#fff;border:1px solid #ddd;padding:4px 6px}
 .hist .t{font-size:.8em;margin-bottom:2px}
 .bars{display:flex;align-items:flex-end;height:60px;gap:1px;border-bottom:1px solid #999}
-.bars div{width:18px;background:#2a6fdb;min-height:0}
+.bars div{width:20px;background:#2a6fdb;min-height:0}
 .bars div.hot{background:#d33}
-.axis{display:flex;gap:1px;font-size:.55em;color:#666}
-.axis span{width:18px;overflow:hidden}
+.axis{display:flex;gap:1px;font-size:9px;color:#666}
+.axis span{width:20px;overflow:hidden;text-align:center;white-space:nowrap}
 #err{color:#b00}
 )CSS";
 
@@ -43,7 +49,7 @@ function el(tag, text, cls) {
   return e;
 }
 function ms(v) { return v === null || v === undefined ? "" : v.toFixed(2); }
-function when(t) { return new Date(t).toLocaleTimeString(); }
+function when(t) { return new Date(t).toLocaleTimeString([], {hour12: false}); }
 function table(id, headers, rows) {
   const t = document.getElementById(id);
   t.replaceChildren();
@@ -56,17 +62,30 @@ function table(id, headers, rows) {
     t.appendChild(tr);
   }
 }
+// Bucket bounds as short labels that fit a bar's width: ".5" "1" … "250" "1s" "5s", then ">5s".
+function bound(v) { return v >= 1000 ? (v / 1000) + "s" : v < 1 ? String(v).replace(/^0/, "") : String(v); }
+// The bucket a quantile falls in, from the histogram: "≤ X ms", or "> X ms" past the last bound.
+function quantile(h, buckets, q) {
+  if (!h.count) return "";
+  let seen = 0;
+  for (let i = 0; i < buckets.length; i++) {
+    seen += h.buckets[i];
+    if (seen >= q * h.count) return "≤ " + buckets[i] + " ms";
+  }
+  return "> " + buckets[buckets.length - 1] + " ms";
+}
 function histogram(title, h, buckets, threshold) {
   const box = el("div", null, "hist");
-  box.appendChild(el("div", title + " (n=" + h.count + (h.count ? ", mean " + (h.sum_ms / h.count).toFixed(2) + " ms" : "") + ")", "t"));
+  box.appendChild(el("div", title + " (n=" + h.count + (h.count ? ", median " + quantile(h, buckets, 0.5) + ", P95 " +
+    quantile(h, buckets, 0.95) + ", mean " + (h.sum_ms / h.count).toFixed(2) + " ms" : "") + ")", "t"));
   const bars = el("div", null, "bars"), axis = el("div", null, "axis");
   const counts = h.buckets.concat([h.count - h.buckets.reduce((a, b) => a + b, 0)]);
   const max = Math.max(1, ...counts);
   counts.forEach((n, i) => {
-    const label = i < buckets.length ? String(buckets[i]) : "+";
+    const label = i < buckets.length ? bound(buckets[i]) : ">" + bound(buckets[buckets.length - 1]);
     const b = el("div", null, i > 0 && buckets[i - 1] >= threshold ? "hot" : "");
     b.style.height = Math.round(60 * n / max) + "px";
-    b.title = "\u2264 " + label + " ms: " + n;
+    b.title = (i < buckets.length ? "≤ " + buckets[i] : "> " + buckets[buckets.length - 1]) + " ms: " + n;
     bars.appendChild(b);
     axis.appendChild(el("span", label));
   });
@@ -74,21 +93,37 @@ function histogram(title, h, buckets, threshold) {
   box.appendChild(axis);
   return box;
 }
+// What the stalls column says: since the last reload that changed the listener's policy, the
+// stalls before it apart ("3 before reload at 10:42:07, 0 since").
+function stalls(l) {
+  const n = l.stalls ?? 0, before = l.stalls_before_policy_change ?? 0;
+  if (!l.policy_changed_unix_ms || !before) return {text: String(n), since: n};
+  return {text: before + " before reload at " + when(l.policy_changed_unix_ms) + ", " + (n - before) + " since", since: n - before};
+}
+// Sessions for a VLESS listener; for a target what it answered, and how many came through VLESS.
+function traffic(l) {
+  if (l.kind === "vless") return String(l.sessions ?? 0);
+  return (l.answers ?? 0) + " (vless " + (l.answers_vless ?? 0) + ")";
+}
 function render(s) {
   document.getElementById("meta").textContent = "vlessbenchd " + s.version + " \u00b7 config generation " + s.generation +
     " \u00b7 open sessions " + s.open_sessions + " \u00b7 open connections " + s.open_connections +
     " \u00b7 stall threshold " + s.stall_threshold_ms + " ms \u00b7 updated " + when(s.now_unix_ms);
-  table("listeners", ["kind", "name", "listen", "transport", "policy", "upstream policy", "sessions", "stalls", "bytes up", "bytes down"],
-    s.listeners.map(l => ({cls: l.stalls ? "stall" : "", cells: [l.kind, l.name, l.listen, l.transport, l.policy,
-      l.upstream_policy, l.sessions ?? 0, l.stalls ?? 0, l.bytes_up ?? 0, l.bytes_down ?? 0]})));
+  table("listeners", ["kind", "name", "listen", "transport", "policy", "upstream policy", "sessions / answers", "stalls",
+    "bytes up", "bytes down"],
+    s.listeners.map(l => { const st = stalls(l); return {cls: st.since ? "stall" : "", cells: [l.kind, l.name, l.listen,
+      l.transport, l.policy, l.upstream_policy, traffic(l), st.text, l.bytes_up ?? 0, l.bytes_down ?? 0]}; }));
   const rejects = [];
   for (const l of s.listeners) for (const [reason, n] of Object.entries(l.rejects || {})) rejects.push({cells: [l.name, reason, n]});
   table("rejects", ["listener", "reason", "count"], rejects);
-  table("sessions", ["closed", "id", "listener", "client", "user", "transport", "TLS", "ALPN", "SNI", "ja4", "dest",
-    "TLS ms", "VLESS header ms", "upstream ms", "stall", "close reason", "up", "down"],
+  document.getElementById("sessions-n").textContent = "(" + s.sessions.length + ", newest first)";
+  const cut = (v) => { const td = el("td", v); td.title = v || ""; return td; };  // the whole value on hover
+  table("sessions", ["closed", "id", "listener", "client", "user", "transport", "TLS / ALPN", "SNI", "ja4", "dest",
+    "TLS ms", "header ms", "upstream ms", "stall", "close", "up", "down"],
     s.sessions.slice().reverse().map(r => ({cls: r.stall ? "stall" : "", cells: [when(r.closed_unix_ms), r.id, r.listener,
-      r.client, r.user, r.transport, r.tls_version, r.alpn, r.sni, r.ja4 || "", r.dest, ms(r.tls_ms), ms(r.vless_header_ms),
-      ms(r.upstream_connect_ms), r.stall ? el("td", "STALL", "flag") : "", r.close_reason, r.bytes_up, r.bytes_down]})));
+      cut(r.client), r.user, r.transport, (r.tls_version || "") + " " + (r.alpn || ""), cut(r.sni), cut(r.ja4 || ""),
+      cut(r.dest), ms(r.tls_ms), ms(r.vless_header_ms), ms(r.upstream_connect_ms), r.stall ? el("td", "STALL", "flag") : "",
+      r.close_reason, r.bytes_up, r.bytes_down]})));
   table("reloads", ["time", "generation", "result", "changes", "error"],
     s.reloads.slice().reverse().map(r => ({cells: [when(r.unix_ms), r.generation, r.ok ? el("td", "ok", "ok") : el("td", "failed", "bad"),
       r.changes ?? "", r.error]})));
@@ -100,7 +135,7 @@ function render(s) {
   const hists = document.getElementById("hists");
   hists.replaceChildren();
   for (const l of s.listeners) {
-    if (!l.phases) continue;
+    if (l.kind !== "vless" || !l.phases) continue;  // the phases are a VLESS session's
     for (const [phase, h] of Object.entries(l.phases))
       hists.appendChild(histogram(l.name + " \u00b7 " + phase, h, s.buckets_ms, phase === "vless_header" ? s.stall_threshold_ms : Infinity));
   }
@@ -138,12 +173,12 @@ std::string_view dashboard_page() {
 <style>)") + std::string(style) + R"(</style></head><body>
 <h1>vlessbench dashboard</h1>
 <div class="meta" id="meta">loading…</div><div id="err"></div>
-<h2>Listeners</h2><table id="listeners"></table>
+<h2>Listeners</h2><div class="box"><table id="listeners"></table></div>
 <h2>Phase histograms (ms)</h2><div class="hists" id="hists"></div>
-<h2>Recent sessions</h2><table id="sessions"></table>
-<h2>Rejects by reason</h2><table id="rejects"></table>
-<h2>Probe runs</h2><table id="probes"></table>
-<h2>Reloads</h2><table id="reloads"></table>
+<h2>Rejects by reason</h2><div class="box"><table id="rejects"></table></div>
+<h2>Probe runs</h2><div class="box"><table id="probes"></table></div>
+<h2>Reloads</h2><div class="box"><table id="reloads"></table></div>
+<h2>Recent sessions <span class="meta" id="sessions-n"></span></h2><div class="box tall"><table id="sessions"></table></div>
 <script>)" + std::string(script) + "</script>\n</body></html>\n";
   return page;
 }

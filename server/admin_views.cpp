@@ -126,6 +126,29 @@ std::string format_metrics(const hub_snapshot& s, std::string_view version) {
              std::to_string(c.rrl_dropped));
   }
 
+  // One series per configured listener, its kind and socket policy as labels (value 1), to join
+  // the counters below on `listener`.
+  m.family("vlessbench_listener_info", "gauge",
+           "Always 1 per configured listener; labels: kind, address, socket policy (accepted and upstream), transport.");
+  for (const auto& l : s.listeners)
+    m.sample("vlessbench_listener_info",
+             label("listener", l.name) + "," + label("kind", l.kind) + "," + label("listen", l.listen) + "," +
+                 label("policy", l.policy) + "," + label("upstream_policy", l.upstream_policy) + "," +
+                 label("transport", l.transport),
+             "1");
+  m.family("vlessbench_target_answers_total", "counter",
+           "What a target answered (HTTP/HTTPS requests, UDP echo datagrams at the flow's end, DNS queries, banner "
+           "connections), by route.");
+  for (const auto& l : s.listeners) {
+    if (l.kind == "vless") continue;
+    const auto it = s.counters.find(l.name);
+    const std::uint64_t all = it == s.counters.end() ? 0 : it->second.answers;
+    const std::uint64_t vless = it == s.counters.end() ? 0 : it->second.answers_vless;
+    m.sample("vlessbench_target_answers_total", label("listener", l.name) + ",route=\"vless\"", std::to_string(vless));
+    m.sample("vlessbench_target_answers_total", label("listener", l.name) + ",route=\"direct\"",
+             std::to_string(all - vless));
+  }
+
   m.family("vlessbench_sessions_total", "counter", "Admitted VLESS sessions, counted at close.");
   for (const auto& [name, c] : s.counters)
     m.sample("vlessbench_sessions_total", label("listener", name), std::to_string(c.sessions));
@@ -138,7 +161,8 @@ std::string format_metrics(const hub_snapshot& s, std::string_view version) {
   for (const auto& [name, c] : s.counters)
     for (const auto& [reason, n] : c.rejects)
       m.sample("vlessbench_rejects_total", label("listener", name) + "," + label("reason", reason), std::to_string(n));
-  m.family("vlessbench_bytes_total", "counter", "Payload bytes relayed by sessions that closed, by direction.");
+  m.family("vlessbench_bytes_total", "counter", "Payload bytes, by direction (up: towards the daemon): relayed by VLESS sessions that closed; a target's "
+           "requests and answers.");
   for (const auto& [name, c] : s.counters) {
     m.sample("vlessbench_bytes_total", label("listener", name) + ",direction=\"up\"", std::to_string(c.bytes_up));
     m.sample("vlessbench_bytes_total", label("listener", name) + ",direction=\"down\"", std::to_string(c.bytes_down));
@@ -187,13 +211,19 @@ std::string format_state_json(const hub_snapshot& s, std::string_view version) {
            {"policy", l.policy},
            {"upstream_policy", l.upstream_policy},
            {"transport", l.transport}};
-    if (auto it = s.counters.find(l.name); it != s.counters.end()) {
-      const auto& c = it->second;
+    {  // a listener nothing has reached yet shows zeros, not missing fields
+      static const listener_counters none{};
+      const auto it = s.counters.find(l.name);
+      const auto& c = it != s.counters.end() ? it->second : none;
       o["sessions"] = c.sessions;
       o["stalls"] = c.stalls;
       o["bytes_up"] = c.bytes_up;
       o["bytes_down"] = c.bytes_down;
       o["rejects"] = c.rejects;
+      o["answers"] = c.answers;
+      o["answers_vless"] = c.answers_vless;
+      o["policy_changed_unix_ms"] = c.policy_changed_unix_ms ? json(c.policy_changed_unix_ms) : json(nullptr);
+      o["stalls_before_policy_change"] = c.stalls_before_policy_change;
       json phases = json::object();
       for (std::size_t i = 0; i < hub_phases.size(); ++i)
         phases[std::string(to_string(hub_phases[i]))] =

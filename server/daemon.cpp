@@ -374,6 +374,11 @@ void daemon::publish_listeners() {
     }
     views.push_back(std::move(v));
   }
+  // The UDP listeners have no TCP socket policy; the DNS responder's TCP half shares its port.
+  for (const auto& u : udp_targets_)
+    views.push_back({"udp", u->name(), format_endpoint(tcp::endpoint(u->endpoint().address(), u->endpoint().port())),
+                     "", "", ""});
+  for (const auto& d : dns_) views.push_back({"dns", d->name(), format_endpoint(d->endpoint()), "", "", ""});
   rt_.hub.set_listeners(rt_.generation, std::move(views));
 }
 

@@ -1,4 +1,4 @@
-// vlessbenchd: VLESS+TLS endpoint and HTTP target in one process (DESIGN.md §3).
+// vlessbenchd: VLESS listeners and the targets they reach, in one process (DESIGN.md §3).
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -18,6 +18,7 @@
 #include "server/ports_file.hpp"
 #include "core/log/logging.hpp"
 #include "core/net/tls.hpp"
+#include "core/wire/uuid.hpp"
 
 namespace {
 
@@ -55,15 +56,16 @@ void inject_fault_at_exit() {
 int check(const std::string& file) {
   try {
     auto cfg = vlessbench::load_config_file(file);
-    // A config whose certificate cannot be loaded would fail at start or reload: check it too.
-    // One the daemon will generate on its first start is not there yet, and --check (run by the
-    // unit before every start) must not write it.
-    namespace fs = std::filesystem;
-    const bool pending = cfg.tls.generate && !(fs::exists(cfg.tls.cert) && fs::exists(cfg.tls.key));
-    if (pending)
-      std::cerr << file << ": tls.cert " << cfg.tls.cert << " does not exist yet: generated at start\n";
-    else
-      (void)vlessbench::tls::make_server_context(cfg.tls);
+    // What start or reload will open is checked too, without writing anything (the unit runs
+    // --check before every start): a certificate to generate needs a folder the daemon can write.
+    using state = vlessbench::tls::certificate_check::state;
+    const auto cert = vlessbench::tls::check_certificate_files(cfg.tls);
+    if (cert.result == state::problem) {
+      std::cerr << file << ": " << cert.message << "\n";
+      return 1;
+    }
+    if (cert.result == state::will_generate) std::cerr << file << ": " << cert.message << "\n";
+    else (void)vlessbench::tls::make_server_context(cfg.tls);
   } catch (const vlessbench::config_error& e) {
     for (const auto& err : e.errors()) std::cerr << err << "\n";
     return 1;
@@ -103,7 +105,9 @@ void resolve_from_ports_file(vlessbench::config& cfg, const std::string& path) {
 }
 
 int run(int argc, char** argv) {
-  CLI::App app{"vlessbenchd: VLESS+TLS endpoint and HTTP target for proxy-client latency tests"};
+  CLI::App app{"vlessbenchd: the VLESS side of proxy-client tests: VLESS listeners (TLS, WebSocket, HTTPUpgrade, "
+               "gRPC) with per-listener TCP_NODELAY/TCP_QUICKACK policies and the targets they reach (HTTP, HTTPS, "
+               "banner, UDP echo, DNS), with an access log that proves each answer's route"};
   std::string config_file;
   bool check_only = false;
   app.add_option("-c,--config", config_file, "TOML config file (default: embedded loopback default)");
@@ -131,7 +135,13 @@ int run(int argc, char** argv) {
   pid_t reload_pid = 0;
   reload->add_option("-c,--config", reload_config, "TOML config file the daemon runs with")->required();
   reload->add_option("--pid", reload_pid, "the daemon's process id (systemd: $MAINPID)")->required();
+  auto* uuid = app.add_subcommand("uuid", "print a new random user UUID (version 4) for [[users]] uuid");
   CLI11_PARSE(app, argc, argv);
+
+  if (*uuid) {
+    std::cout << vlessbench::vless::format_uuid(vlessbench::vless::random_uuid()) << "\n";
+    return 0;
+  }
 
   if (*reload) return reload_daemon(reload_config, reload_pid);
 

@@ -157,6 +157,7 @@ awaitable<void> serve_banner(target_context& ctx, std::shared_ptr<listener_runti
                                                     .banner_us = c.banner_us,
                                                     .duration_us = us_since(c.accepted),
                                                     .close_reason = c.close_reason}));
+  ctx.hub.target_answered(listener->name, c.route != nullptr, 1, c.bytes_in, c.bytes_out);
 }
 
 }  // namespace vlessbench::target

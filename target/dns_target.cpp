@@ -162,6 +162,7 @@ void dns_responder::log(const outcome &o, std::string_view transport,
                                               .rcode = dns::to_string(o.rc),
                                               .delay_ms = o.delay_ms,
                                               .error = o.error}));
+  ctx_.hub.target_answered(name_, route != nullptr, 1, 0, o.answer ? o.response.size() : 0);
 }
 
 awaitable<void> dns_responder::serve_udp() {

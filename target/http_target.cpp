@@ -249,6 +249,7 @@ struct connection {
     co_await write_all(asio::buffer(head), asio::buffer(plan.body));
     ctx.log.write(format_event(
         http_request_event{.listener = listener->name, .peer = peer, .route = route, .status = status, .error = why}));
+    ctx.hub.target_answered(listener->name, route != nullptr, 1, 0, head.size() + plan.body.size());
   }
 
   awaitable<void> run() {
@@ -484,6 +485,7 @@ struct connection {
         .seq = label("X-Vlessbench-Seq"),
         .path_label = label("X-Vlessbench-Path"),
         .ja4 = ja4}));
+    ctx.hub.target_answered(listener->name, route != nullptr, 1, received, sent);
   }
 };
 

@@ -48,6 +48,7 @@ suspected Nagle / delayed-ACK stall.</p>
 <button id="start" type="button">Run probe</button></div>
 <p id="status" data-state="idle">idle</p>
 <div id="verdict" data-verdict="none">no run yet</div>
+<p id="reuse-check" data-reused="none"></p>
 <table id="stats"><thead><tr><th>path / mode</th><th>n</th><th>median ms</th><th>P95 ms</th>
 <th>route</th></tr></thead><tbody></tbody></table>
 <div class="hist" id="hist"></div><p class="small">histogram: new (blue) and reused (green), target path</p>
@@ -190,9 +191,11 @@ suspected Nagle / delayed-ACK stall.</p>
     });
     var body = el('stats').tBodies[0];
     while (body.firstChild) body.removeChild(body.firstChild);
+    var notReused = reuseCheck();
     Object.keys(groups).forEach(function (k) {
       var tr = document.createElement('tr');
-      cell(tr, k); cell(tr, String(groups[k].ms.length));
+      cell(tr, notReused && /\/ reuse$/.test(k) ? k + ' (not reused: a new session each)' : k);
+      cell(tr, String(groups[k].ms.length));
       cell(tr, fmt(quantile(groups[k].ms, 0.5))); cell(tr, fmt(quantile(groups[k].ms, 0.95)));
       cell(tr, Object.keys(groups[k].routes).join(' '));
       body.appendChild(tr);
@@ -206,6 +209,24 @@ suspected Nagle / delayed-ACK stall.</p>
         ? 'no stall: ' + v.vless + ' VLESS samples, none waited ' + STALL_MS + ' ms for the VLESS header'
         : 'no VLESS samples: these requests did not come through a VLESS client (route direct or unknown)';
     histogram();
+  }
+  // Reused samples are only reused when they share a VLESS session: a client that opens a new
+  // one per request (so the "reuse" rows each name a session of their own) reused nothing.
+  // Returns true then.
+  function reuseCheck() {
+    var reuse = samples.filter(function (s) { return s.ok && s.mode === 'reuse' && s.route === 'vless' && s.session !== null; });
+    var seen = {};
+    reuse.forEach(function (s) { seen[s.session] = true; });
+    var distinct = Object.keys(seen).length;
+    var p = el('reuse-check');
+    if (reuse.length < 2) { p.setAttribute('data-reused', 'none'); p.textContent = ''; return false; }
+    var none = distinct === reuse.length;
+    p.setAttribute('data-reused', none ? 'no' : 'yes');
+    p.textContent = none
+      ? 'the client opened a new VLESS session for each request: nothing was reused (' + reuse.length +
+        ' "reuse" samples, ' + distinct + ' sessions); their times are new connections, not reused ones'
+      : 'reused: ' + reuse.length + ' "reuse" samples over ' + distinct + ' VLESS session' + (distinct === 1 ? '' : 's');
+    return none;
   }
   function histogram() {
     var target = samples.filter(function (s) { return s.ok && s.path === 'target'; });

@@ -79,6 +79,7 @@ void udp_echo_target::log_flow(const udp::endpoint &peer, const flow &f,
                          f.last - f.first)
                          .count(),
       .close_reason = why}));
+  ctx_.hub.target_answered(name_, f.route != nullptr, f.packets_in, f.bytes_in, f.bytes_out);
 }
 
 udp_echo_target::flow &

@@ -283,9 +283,24 @@ struct first_seen {
   std::uint32_t line;
 };
 
+// UUIDs anyone can read in this repository: the placeholder config/vlessbenchd.toml ships (the
+// installer replaces it) and the one config/vlessbenchd.example.toml shows. Whoever knows one can
+// use a daemon that serves it, so they are refused on a VLESS listener reachable from off this
+// machine (issue 30).
+constexpr std::array<std::string_view, 2> published_uuids = {"00000000-0000-4000-8000-000000000000",
+                                                             "0bc2f2bd-f35f-4c1e-8b9b-befe527996d0"};
+
+// A [[users]] entry whose UUID is a published one, judged once the listeners are known.
+struct published_user {
+  std::string uuid_text;
+  std::string key;
+  std::uint32_t line;
+};
+
 // Returns how many [[users]] entries the file declares, valid or not: an entry with a typo must
 // not make the daemon invent a random user or claim that no user was configured.
-std::size_t read_users(const table_reader& root, std::vector<user_config>& out) {
+std::size_t read_users(const table_reader& root, std::vector<user_config>& out,
+                       std::vector<published_user>& published) {
   std::vector<std::pair<std::string, first_seen>> names;
   std::vector<std::pair<uuid_bytes, first_seen>> uuids;
   return root.each_table("users", [&](const table_reader& r, std::size_t) {
@@ -321,6 +336,8 @@ std::size_t read_users(const table_reader& root, std::vector<user_config>& out) 
         }
         u.uuid = *bytes;
         u.uuid_text = vless::format_uuid(*bytes);
+        if (std::find(published_uuids.begin(), published_uuids.end(), u.uuid_text) != published_uuids.end())
+          published.push_back({u.uuid_text, r.key_path("uuid"), r.line("uuid")});
       } else {
         r.error("uuid", quote(*text) + ": not a UUID (expected 8-4-4-4-12 hex digits)");
         ok = false;
@@ -345,7 +362,8 @@ config validate(const toml::table& root_table, std::string_view source_name) {
   read_limits(root, cfg.limits);
   read_destinations(root, cfg.destinations);
   read_admin(root, cfg.admin);
-  const std::size_t declared_users = read_users(root, cfg.users);
+  std::vector<published_user> published;
+  const std::size_t declared_users = read_users(root, cfg.users, published);
 
   const auto listeners = config_schema::read_listeners(root, cfg);
   if (cfg.admin.listen) {
@@ -373,6 +391,20 @@ config validate(const toml::table& root_table, std::string_view source_name) {
     } else {
       cfg.users.push_back(random_user("default"));
     }
+  }
+
+  // A published UUID is fine for the loopback quickstart, never for a listener the network reaches.
+  const auto exposed_vless = std::find_if(cfg.vless.begin(), cfg.vless.end(), [](const auto& v) {
+    return !unmapped(v.listen.address()).is_loopback();
+  });
+  if (exposed_vless != cfg.vless.end()) {
+    for (const auto& p : published)
+      errors.add(p.line, p.key,
+                 quote(p.uuid_text) + ": a UUID published in vlessbench's example configs, refused while the VLESS "
+                 "listener " + exposed_vless->name + " listens on " + format_endpoint(exposed_vless->listen) +
+                 " (off loopback): put a UUID of your own here (`vlessbenchd uuid` or `cat "
+                 "/proc/sys/kernel/random/uuid` prints one; the Debian package and `cmake --install` write one "
+                 "into /etc/vlessbench/vlessbenchd.toml when they install it)");
   }
 
   if (!errors.empty()) throw config_error(errors.sorted());

@@ -100,6 +100,17 @@ void state_hub::rejected(const vless_reject_event& e) {
   ++it->second;
 }
 
+void state_hub::target_answered(std::string_view listener, bool via_vless, std::uint64_t count,
+                                std::uint64_t bytes_up, std::uint64_t bytes_down) {
+  const std::lock_guard lock(mutex_);
+  auto* c = counters_for(listener);
+  if (!c) return;
+  c->answers += count;
+  if (via_vless) c->answers_vless += count;
+  c->bytes_up += bytes_up;
+  c->bytes_down += bytes_down;
+}
+
 void state_hub::reloaded(const config_reload_event& e) {
   reload_record r{now_unix_ms(), e.ok, e.generation, capped(e.error), e.changes};
   const std::lock_guard lock(mutex_);
@@ -142,6 +153,17 @@ void state_hub::probe_run(probe_record r) {
 void state_hub::set_listeners(std::uint64_t generation, std::vector<listener_view> listeners) {
   const std::lock_guard lock(mutex_);
   generation_ = generation;
+  const std::int64_t now = now_unix_ms();
+  for (const listener_view& l : listeners) {
+    const auto before = std::find_if(listeners_.begin(), listeners_.end(),
+                                     [&](const listener_view& o) { return o.name == l.name; });
+    if (before == listeners_.end()) continue;
+    if (before->policy == l.policy && before->upstream_policy == l.upstream_policy) continue;
+    if (auto it = counters_.find(l.name); it != counters_.end()) {
+      it->second.policy_changed_unix_ms = now;
+      it->second.stalls_before_policy_change = it->second.stalls;
+    }
+  }
   listeners_ = std::move(listeners);
   std::erase_if(counters_, [&](const auto& kv) {
     return std::none_of(listeners_.begin(), listeners_.end(),

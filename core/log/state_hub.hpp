@@ -46,6 +46,14 @@ struct listener_counters {
   std::uint64_t bytes_up = 0, bytes_down = 0;
   std::map<std::string, std::uint64_t, std::less<>> rejects;  // by reason
   std::array<phase_histogram, hub_phases.size()> phases{};
+  // Targets: what they answered (HTTP/HTTPS requests, UDP echo datagrams, DNS queries, banner
+  // connections), counted as each is logged, and of them those a VLESS session relayed; bytes
+  // are counted in bytes_up (towards the target) and bytes_down.
+  std::uint64_t answers = 0, answers_vless = 0;
+  // The last reload that changed this listener's socket policy, and its stall count then, so the
+  // page tells the stalls before it from those since (0 when no reload changed it).
+  std::int64_t policy_changed_unix_ms = 0;
+  std::uint64_t stalls_before_policy_change = 0;
 };
 
 // A [[udp_target]] echo's and a [[dns]] responder's UDP answers (docs/target.md "No amplifier"),
@@ -123,6 +131,9 @@ class state_hub {
 
   void session_closed(const vless_session_event& e);
   void rejected(const vless_reject_event& e);
+  // A target answered: count answers (datagrams of a UDP flow: its packets in), relayed or not.
+  void target_answered(std::string_view listener, bool via_vless, std::uint64_t count, std::uint64_t bytes_up,
+                       std::uint64_t bytes_down);
   void reloaded(const config_reload_event& e);
   void probe_run(probe_record r);
   // reason: one of a fixed set of names (past hub_max_reasons distinct ones: "other").
@@ -139,7 +150,8 @@ class state_hub {
   // kept across reloads (a UDP listener is not in set_listeners' list), as counters are.
   void udp_refused(std::string_view listener, std::string_view reason, std::uint64_t n = 1);
   // The running config's listeners and generation (at start and after each
-  // reload that took); counters of listeners it no longer has are dropped.
+  // reload that took); counters of listeners it no longer has are dropped, and a listener whose
+  // policy or upstream policy changed has the time and its stalls so far noted.
   void set_listeners(std::uint64_t generation, std::vector<listener_view> listeners);
   // Gauges read from the daemon when a snapshot is taken are filled in by the
   // caller.

@@ -45,6 +45,17 @@ struct pem_pair {
 pem_pair make_self_signed(const std::vector<std::string>& dns_names,
                           const std::vector<std::string>& ip_addresses);
 
+// What start will find at cfg.cert / cfg.key, judged without writing anything (`vlessbenchd
+// --check`, and make_server_context and ensure_certificate before they open a file): each file
+// readable, PEM, the key the certificate's; with cfg.generate and a file missing, a folder the
+// daemon can write both into. A problem's message names the key and the file and says what to do.
+struct certificate_check {
+  enum class state { ok, will_generate, problem };
+  state result = state::ok;
+  std::string message;  // will_generate: where the certificate will be written; problem: the reason
+};
+certificate_check check_certificate_files(const tls_config& cfg);
+
 // With cfg.generate: writes a self-signed certificate to cfg.cert / cfg.key unless both exist.
 // SANs: cfg.names, localhost, the host name and every address of this machine. Returns true when
 // it generated one. Throws std::runtime_error naming the file on I/O errors.

@@ -6,13 +6,16 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <stdexcept>
+#include <utility>
 
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netdb.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <openssl/digest.h>
@@ -184,6 +187,88 @@ void write_file(const std::string& path, const std::string& data, mode_t mode) {
   ::close(fd);
 }
 
+std::string quoted(const std::string& path) { return "\"" + path + "\""; }
+
+std::string this_user() { return "uid " + std::to_string(::geteuid()); }
+
+// The folder the daemon writes a generated file into: there, a folder, and writable by this user.
+std::optional<std::string> folder_problem(const char* key, const std::string& path) {
+  namespace fs = std::filesystem;
+  fs::path folder = fs::path(path).parent_path();
+  if (folder.empty()) folder = ".";
+  std::error_code ec;
+  const auto st = fs::status(folder, ec);
+  const std::string head = std::string("tls.") + key + ": " + quoted(path) + ": ";
+  if (!fs::exists(st))
+    return head + "the folder " + folder.string() + " does not exist, so tls.generate = true cannot write there: " +
+           "create it (mkdir -p " + folder.string() + "; the package's unit has systemd make " +
+           "/var/lib/vlessbench, its StateDirectory) or point tls.cert and tls.key into a folder that exists";
+  if (!fs::is_directory(st)) return head + folder.string() + " is not a folder: point tls.cert and tls.key into a folder";
+  if (::access(folder.c_str(), W_OK | X_OK) != 0)
+    return head + "the folder " + folder.string() + " is not writable by this user (" + this_user() +
+           "), so tls.generate = true cannot write there: make it writable by the user that runs vlessbenchd, "
+           "or point tls.cert and tls.key into a folder it owns";
+  return std::nullopt;
+}
+
+// A PEM file's bytes, or why it cannot be read, with what to do.
+struct file_read {
+  std::string data;
+  std::optional<std::string> problem;
+};
+
+file_read read_pem_file(const char* key, const std::string& path, bool generate) {
+  constexpr std::size_t max_bytes = 1u << 20;  // a certificate chain is a few kB
+  const std::string head = std::string("tls.") + key + ": " + quoted(path) + ": ";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) {
+      const std::string what = std::string(key) == "cert" ? "certificate" : "key";
+      std::string out = head + "no such file";
+      if (!std::filesystem::exists(std::filesystem::path(path).parent_path()))
+        out += " (its folder " + std::filesystem::path(path).parent_path().string() + " does not exist either)";
+      if (generate) return {{}, out + ": delete the other file of the pair too and the daemon makes both at start"};
+      return {{}, out + ": set tls.generate = true and the daemon makes a self-signed " + what +
+                      " there at its first start (keeping it across restarts), or point tls." + key + " at your " +
+                      what + " (PEM)"};
+    }
+    if (err == EACCES)
+      return {{}, head + "not readable by this user (" + this_user() + "): make it readable by the user that runs "
+                  "vlessbenchd (chown or chmod; the key may stay 0600 when that user owns it)"};
+    return {{}, head + std::strerror(err)};
+  }
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return {{}, head + "not a regular file: point tls." + key + " at a PEM file"};
+  }
+  file_read out;
+  char buf[16384];
+  ssize_t n = 0;
+  while ((n = ::read(fd, buf, sizeof buf)) != 0) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      out.problem = head + std::strerror(errno);
+      break;
+    }
+    out.data.append(buf, static_cast<std::size_t>(n));
+    if (out.data.size() > max_bytes) {
+      out.problem = head + "larger than 1 MiB: not a certificate or key file";
+      break;
+    }
+  }
+  ::close(fd);
+  return out;
+}
+
+std::string boringssl_reason() {
+  char buf[256] = "unknown error";
+  if (unsigned long e = ERR_get_error(); e != 0) ERR_error_string_n(e, buf, sizeof buf);
+  ERR_clear_error();
+  return buf;
+}
+
 std::vector<std::string> machine_addresses() {
   std::vector<std::string> out;
   ifaddrs* list = nullptr;
@@ -205,10 +290,57 @@ std::vector<std::string> machine_addresses() {
 
 }  // namespace
 
+certificate_check check_certificate_files(const tls_config& cfg) {
+  using state = certificate_check::state;
+  if (cfg.cert.empty()) return {};  // in memory
+  namespace fs = std::filesystem;
+  if (cfg.generate && !(fs::exists(cfg.cert) && fs::exists(cfg.key))) {
+    for (const auto& [key, path] : {std::pair{"cert", cfg.cert}, std::pair{"key", cfg.key}})
+      if (auto problem = folder_problem(key, path)) return {state::problem, *problem};
+    return {state::will_generate, "tls.cert " + quoted(cfg.cert) + " does not exist yet: the daemon generates a "
+                                  "self-signed certificate there (key " + quoted(cfg.key) + ") at start"};
+  }
+  const file_read cert_file = read_pem_file("cert", cfg.cert, cfg.generate);
+  if (cert_file.problem) return {state::problem, *cert_file.problem};
+  const file_read key_file = read_pem_file("key", cfg.key, cfg.generate);
+  if (key_file.problem) return {state::problem, *key_file.problem};
+
+  auto not_pem = [&](const char* key, const std::string& path, const std::string& data, const char* begin,
+                     const char* convert) {
+    const std::string head = std::string("tls.") + key + ": " + quoted(path) + ": ";
+    if (data.find("-----BEGIN ") == std::string::npos)
+      return head + "not PEM (no \"-----BEGIN " + begin + "-----\" line): if it is DER, convert it (" + convert +
+             " -inform der -in " + path + " -out " + path + ".pem) and point tls." + key + " at the result" +
+             (cfg.generate ? "; or delete both files and the daemon makes a new pair at start" : "");
+    return head + "not a PEM " + (std::string(key) == "cert" ? "certificate" : "private key") +
+           " BoringSSL can read (" + boringssl_reason() + ")" +
+           (std::string(key) == "key" ? ": a passphrase-protected key must be decrypted first (openssl pkey -in " +
+                                            path + " -out " + path + ".plain)"
+                                      : "");
+  };
+  bio_ptr cert_bio(BIO_new_mem_buf(cert_file.data.data(), cert_file.data.size()));
+  x509_ptr cert(cert_bio ? PEM_read_bio_X509(cert_bio.get(), nullptr, nullptr, nullptr) : nullptr);
+  if (!cert) return {state::problem, not_pem("cert", cfg.cert, cert_file.data, "CERTIFICATE", "openssl x509")};
+  ERR_clear_error();
+  bio_ptr key_bio(BIO_new_mem_buf(key_file.data.data(), key_file.data.size()));
+  pkey_ptr key(key_bio ? PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr) : nullptr);
+  if (!key) return {state::problem, not_pem("key", cfg.key, key_file.data, "PRIVATE KEY", "openssl pkey")};
+  ERR_clear_error();
+  if (X509_check_private_key(cert.get(), key.get()) != 1) {
+    ERR_clear_error();
+    return {state::problem, "tls.key: " + quoted(cfg.key) + " does not match tls.cert " + quoted(cfg.cert) +
+                                ": point both at the files of one pair" +
+                                (cfg.generate ? ", or delete both and the daemon makes a new pair at start" : "")};
+  }
+  return {};
+}
+
 bool ensure_certificate(const tls_config& cfg) {
   if (!cfg.generate) return false;
   namespace fs = std::filesystem;
   if (fs::exists(cfg.cert) && fs::exists(cfg.key)) return false;
+  for (const auto& [key, path] : {std::pair{"cert", cfg.cert}, std::pair{"key", cfg.key}})
+    if (auto problem = folder_problem(key, path)) throw std::runtime_error(*problem);
   std::vector<std::string> names = cfg.names;
   names.emplace_back("localhost");
   char hostname[256] = {};
@@ -268,6 +400,8 @@ asio::ssl::context make_server_context(const tls_config& cfg) {
     if (!ec) ctx.use_private_key(asio::buffer(pem.key), asio::ssl::context::pem, ec);
     if (ec) throw std::runtime_error("in-memory certificate: " + ec.message());
   } else {
+    if (const auto checked = check_certificate_files(cfg); checked.result == certificate_check::state::problem)
+      throw std::runtime_error(checked.message);
     ctx.use_certificate_chain_file(cfg.cert, ec);
     if (ec) throw std::runtime_error("tls.cert: " + cfg.cert + ": " + ec.message());
     ctx.use_private_key_file(cfg.key, asio::ssl::context::pem, ec);

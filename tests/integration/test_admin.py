@@ -177,9 +177,127 @@ def stall_flags_on_the_kernel_ack_listener_only():
     check(hist["count"] >= rounds and len(hist["buckets"]) == len(s["buckets_ms"]), hist)
 
 
-def open_dashboard(url: str, screenshot: Path) -> dict:
-    with Browser("--window-size=1400,1100") as browser:
-        session = browser.open(url)
+def udp_echo(addr: tuple[str, int], payload: bytes) -> bytes:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+        u.settimeout(5)
+        u.sendto(payload, addr)
+        return u.recvfrom(65535)[0]
+
+
+@suite.test
+def udp_dns_listeners_and_target_answers_in_state_and_metrics():
+    # On main: /api/state listed no udp or dns listener, a target row had no counts (the page showed
+    # 0 sessions, 0 bytes) and /metrics had no target counter and no per-listener info.
+    token = "tok-" + secrets.token_hex(12)
+    admin_port = free_port(LAN)
+    d = Daemon({
+        "users": [{"name": "tester", "uuid": new_uuid()}],
+        "vless": [{"name": "node", "listen": f"{LAN}:{free_port(LAN)}", "tcp": policy(True, "kernel"),
+                   "upstream_tcp": policy(False, "on")}],
+        "target": [{"name": "web", "listen": f"{LAN}:{free_port(LAN)}"}],
+        "udp_target": [{"name": "echo", "listen": f"{LAN}:{free_port(LAN)}"}],
+        "dns": [{"name": "names", "listen": f"{LAN}:{free_port(LAN)}"}],
+        "admin": {"listen": f"{LAN}:{admin_port}", "token": token},
+        "limits": {"udp_idle_timeout_ms": 200},
+    })
+    wait_ports([(LAN, admin_port)], proc=d.proc, what="admin listener")
+    web = d.port("web")
+    direct, relayed = 7, 3
+    for _ in range(direct):
+        with tcp_connect(web, LAN) as sock:
+            sock.sendall(http_request("GET", "/bytes/1000", host=LAN, headers={"Connection": "close"}))
+            check(plain_stream(sock).read_response().status == 200)
+    for _ in range(relayed):
+        with TlsClient(d.port("node"), host=LAN) as c:
+            c.handshake()
+            c.send(vless_header(d.uuid, web, LAN) + http_request("GET", "/", headers={"Connection": "close"}))
+            read_vless_response_header(c.stream)
+            check(c.stream.read_response().status == 200)
+    echo_addr = (LAN, int(d.cfg["udp_target"][0]["listen"].rsplit(":", 1)[1]))
+    for i in range(4):
+        check(udp_echo(echo_addr, b"ping %d" % i).startswith(b"ping %d" % i))
+    dns_port = d.port("names")
+    query = bytes.fromhex("1234 0100 0001 0000 0000 0000".replace(" ", "")) + b"\x01a\x0avlessbench\x04test\x00\x00\x01\x00\x01"
+    check(udp_echo((LAN, dns_port), query)[:2] == b"\x12\x34")
+    d.wait_event("udp.packet", timeout=5)  # the echo flow's line: written after 200 ms idle
+    d.wait_event("dns.query")
+
+    def get(path):
+        with tcp_connect(admin_port, LAN) as sock:
+            sock.sendall(http_request("GET", path, host=LAN, headers={"Authorization": f"Bearer {token}"}))
+            r = plain_stream(sock).read_response()
+        check(r.status == 200, r)
+        return r.body.decode()
+
+    deadline = time.monotonic() + 5
+    while True:  # sessions are counted as they close
+        s = json.loads(get("/api/state"))
+        by = {l["name"]: l for l in s["listeners"]}
+        if by["node"]["sessions"] >= relayed or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    check({n: by[n]["kind"] for n in by} == {"node": "vless", "web": "target", "echo": "udp", "names": "dns"}, by)
+    check(by["echo"]["listen"] == f"{LAN}:{echo_addr[1]}" and by["names"]["listen"] == f"{LAN}:{dns_port}", by)
+    check(by["web"]["answers"] == direct + relayed and by["web"]["answers_vless"] == relayed, by["web"])
+    check(by["web"]["bytes_down"] >= direct * 1000, by["web"])
+    check(by["echo"]["answers"] == 4 and by["echo"]["answers_vless"] == 0, by["echo"])
+    check(by["names"]["answers"] == 1, by["names"])
+    check(by["node"]["sessions"] == relayed and by["node"]["answers"] == 0, by["node"])
+
+    text = get("/metrics")
+    p = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True, timeout=30)
+    check(p.returncode == 0, f"promtool: {p.stdout}{p.stderr}")
+    check(f'vlessbench_target_answers_total{{listener="web",route="vless"}} {relayed}\n' in text, text)
+    check(f'vlessbench_target_answers_total{{listener="web",route="direct"}} {direct}\n' in text, text)
+    check('vlessbench_target_answers_total{listener="echo",route="direct"} 4\n' in text, text)
+    info = re.findall(r"^vlessbench_listener_info\{(.*)\} 1$", text, re.M)
+    check(len(info) == 4, info)
+    check(f'listener="node",kind="vless",listen="{LAN}:{d.port("node")}",policy="nodelay=true quickack=kernel",'
+          'upstream_policy="nodelay=false quickack=on",transport="tls"' in info, info)
+    check(any(i.startswith('listener="names",kind="dns"') for i in info), info)
+    d.stop()
+
+
+@suite.test
+def stalls_before_a_reload_to_quickack_are_told_apart():
+    # On main a listener kept its stall count after the reload to QUICKACK with nothing saying when.
+    cfg = copy.deepcopy(D.cfg)
+    before = {l["name"]: l for l in state()["listeners"]}["kernel"]
+    if not before["stalls"]:
+        for _ in range(6):
+            vless_get(D.port("kernel"), D.uuid, TP, "/generate_204", nodelay=False)
+    deadline = time.monotonic() + 5
+    while state()["open_sessions"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    stalled = {l["name"]: l for l in state()["listeners"]}["kernel"]["stalls"]
+    check(stalled > 0, "no stall on the kernel-ACK listener to tell apart")
+    for entry in cfg["vless"]:
+        if entry["name"] == "kernel":
+            entry["tcp"] = policy(True, "on")
+    t0 = time.time() * 1000
+    ev = D.reload(cfg)
+    check(ev["ok"], ev)
+    by = {l["name"]: l for l in state()["listeners"]}
+    check(by["kernel"]["stalls_before_policy_change"] == stalled and by["kernel"]["stalls"] == stalled, by["kernel"])
+    check(by["kernel"]["policy_changed_unix_ms"] >= t0 - 1000, by["kernel"])
+    check(by["quick"]["policy_changed_unix_ms"] is None, by["quick"])  # its policy did not change
+    # A reload that changes nothing keeps the moment of the change.
+    ev = D.reload(cfg)
+    check(ev["ok"], ev)
+    again = {l["name"]: l for l in state()["listeners"]}["kernel"]
+    check(again["policy_changed_unix_ms"] == by["kernel"]["policy_changed_unix_ms"], again)
+    # The listener stays on QUICKACK: the dashboard's screenshot shows its stalls as before the reload.
+
+
+def open_dashboard(url: str, screenshot: Path, size: str = "1400,1100") -> dict:
+    with Browser(f"--window-size={size}") as browser:
+        session = browser.open("about:blank")
+        # The window's own width has a floor (~500 px): a phone's viewport is emulated.
+        width, height = (int(v) for v in size.split(","))
+        browser.devtools.call("Emulation.setDeviceMetricsOverride", {"width": width, "height": height,
+                                                                     "deviceScaleFactor": 1, "mobile": width < 500},
+                              session)
+        browser.devtools.call("Page.navigate", {"url": url}, session, timeout=20)
 
         def js(expr: str):
             return browser.js(session, expr)
@@ -203,7 +321,18 @@ def open_dashboard(url: str, screenshot: Path) -> dict:
                     imgs: document.querySelectorAll("img").length,
                     literal: texts.map(t => all.includes(t)),
                     sessions: document.querySelectorAll("#sessions tr").length,
-                    stall_rows: document.querySelectorAll("#sessions tr.stall").length}};
+                    stall_rows: document.querySelectorAll("#sessions tr.stall").length,
+                    width: window.innerWidth,
+                    page_overflow: document.documentElement.scrollWidth - window.innerWidth,
+                    listeners_box_overflow: (function(b){{ return b.getBoundingClientRect().right - window.innerWidth; }})(
+                        document.getElementById("listeners").parentElement),
+                    sessions_overflow: (function(b){{ return b.scrollWidth - b.clientWidth; }})(
+                        document.getElementById("sessions").parentElement),
+                    order: Array.from(document.querySelectorAll("h2")).map(h => h.firstChild.textContent.trim()),
+                    stall_text: Array.from(document.querySelectorAll("#listeners tr")).map(r => r.textContent)
+                        .filter(t => t.startsWith("vlesskernel")),
+                    axis: Array.from(document.querySelectorAll(".axis")).slice(0, 1).map(a =>
+                        Array.from(a.children).map(c => [c.textContent, c.scrollWidth <= c.clientWidth]))}};
         }})()""")
         screenshot.write_bytes(browser.screenshot(session))
     return found
@@ -237,6 +366,25 @@ def injected_html_is_shown_as_text():
     check(all(found["literal"]), found)
     check(found["sessions"] > 1 and found["stall_rows"] >= 1, found)
     check(shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000, shot)
+    # Probe runs and reloads above the 200-row sessions table; bucket labels that fit their bars.
+    check(found["order"].index("Probe runs") < found["order"].index("Recent sessions") and
+          found["order"].index("Reloads") < found["order"].index("Recent sessions"), found["order"])
+    check(found["axis"] and all(fits for _label, fits in found["axis"][0]), found["axis"])
+    check(found["axis"][0][-1][0] == ">5s", found["axis"])
+    # The stalls before the reload to QUICKACK are told apart (stalls_before_a_reload_...).
+    check(found["stall_text"] and re.search(r"[1-9]\d* before reload at [^,]+, 0 since", found["stall_text"][0]),
+          found["stall_text"])
+    # At 1280 px the sessions table fits without sideways scrolling; at 390 px (a phone) the page
+    # does not scroll sideways, the listeners table scrolls inside its own box.
+    check(found["sessions_overflow"] <= 0, f"sessions table {found['sessions_overflow']} px too wide at {found['width']}")
+    wide = Path(os.environ.get("VLESSBENCH_DASHBOARD_SCREENSHOT_1280") or tempdir() / "dashboard-1280.png")
+    found = open_dashboard(f"http://{LAN}:{ADMIN_PORT}/?token={TOKEN}", wide, "1280,900")
+    check(found["sessions_overflow"] <= 0, f"sessions table {found['sessions_overflow']} px too wide at 1280")
+    phone = Path(os.environ.get("VLESSBENCH_DASHBOARD_SCREENSHOT_PHONE") or tempdir() / "dashboard-phone.png")
+    found = open_dashboard(f"http://{LAN}:{ADMIN_PORT}/?token={TOKEN}", phone, "390,844")
+    print(f"  at 390 px: page overflow {found['page_overflow']}, listeners box right edge "
+          f"{found['listeners_box_overflow']:+.0f} px past the viewport")
+    check(found["page_overflow"] <= 0 and found["listeners_box_overflow"] <= 0, found)
 
 
 @suite.test

@@ -139,6 +139,18 @@ def page_through_v2ray_names_vless_sessions():
             new_sessions.add(s["session"])
     # Connection: close on every new-connection sample: each needed a session of its own.
     check(len(new_sessions) == NEW, e["per_sample"])
+    # The page says whether its "reuse" samples shared a session (docs/img/probe-v2ray.png: v2ray's
+    # HTTP entry opened one per request), and what it says matches the sessions it shows.
+    reuse = [r["session"] for r in rows if r["cells"][2] == "reuse"]
+    m = re.search(r'<p id="reuse-check" data-reused="(\w+)">(.*?)</p>', dom, re.S)
+    check(m, dom[:3000])
+    shared = len(set(reuse)) < len(reuse)
+    print(f"  reuse samples' sessions: {reuse}; page: {m.group(1)}: {html.unescape(m.group(2))}")
+    check(m.group(1) == ("yes" if shared else "no"), (reuse, m.group(0)))
+    if not shared:
+        check("the client opened a new VLESS session for each request: nothing was reused" in html.unescape(m.group(2)),
+              m.group(0))
+        check("target / reuse (not reused: a new session each)" in html.unescape(dom), dom[:3000])
 
 
 def ask(method: str, path: str, body: bytes = b"", headers: dict | None = None):

@@ -429,7 +429,7 @@ def main() -> int:
             kernel = state["links"]["share"]["default-ack-default"]
             before = runner(net, work / "run-kernel", {"direct": "direct", "nagle": kernel}, ["nagle"])
             h.check(stall(before["nagle"]) == "stall", f"no stall before the reload: {before['nagle']['stall']}")
-            m.sh(["sed", "-i", 's/quickack = "kernel"/quickack = "on"/', CONFIG])
+            m.sh(["sed", "-i", '/^name = "default-ack"/,/^\[/ s/quickack = "kernel"/quickack = "on"/', CONFIG])
             r = m.sh(["systemctl", "reload", "vlessbenchd"], check=False)
             h.check(r.returncode == 0, f"systemctl reload: rc={r.returncode} {r.stderr}\n" +
                     "\n".join(m.journal().splitlines()[-8:]))

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <sys/stat.h>
@@ -81,7 +82,7 @@ max_mux_subs = 4096
 
 [[users]]
 name = "mac"
-uuid = "0BC2F2BD-F35F-4C1E-8B9B-BEFE527996D0"
+uuid = "9D2E4C1A-6B7F-4E3D-A5C8-0F1E2D3C4B5A"
 
 [[users]]
 name = "phone"
@@ -124,9 +125,9 @@ tcp = { nodelay = false, quickack = "kernel" }
 
   REQUIRE(c.users.size() == 2);
   CHECK(c.users[0].name == "mac");
-  CHECK(c.users[0].uuid_text == "0bc2f2bd-f35f-4c1e-8b9b-befe527996d0");
-  CHECK(c.users[0].uuid == uuid_bytes{0x0b, 0xc2, 0xf2, 0xbd, 0xf3, 0x5f, 0x4c, 0x1e, 0x8b, 0x9b, 0xbe,
-                                      0xfe, 0x52, 0x79, 0x96, 0xd0});
+  CHECK(c.users[0].uuid_text == "9d2e4c1a-6b7f-4e3d-a5c8-0f1e2d3c4b5a");
+  CHECK(c.users[0].uuid == uuid_bytes{0x9d, 0x2e, 0x4c, 0x1a, 0x6b, 0x7f, 0x4e, 0x3d, 0xa5, 0xc8, 0x0f,
+                                      0x1e, 0x2d, 0x3c, 0x4b, 0x5a});
   CHECK(c.users[1].name == "phone");
   CHECK(c.users[1].uuid[15] == 0x01);
 
@@ -434,12 +435,12 @@ TEST_CASE("listener names, endpoints and users must be unique", "[config]") {
           "x.toml:6: vless[1].listen: \"127.0.0.1:8443\": already used by vless[0].listen \"127.0.0.1:8443\" on line 3");
   }
   SECTION("a wildcard address overlaps a specific one on the same port") {
-    CHECK(error_of("[[users]]\nname = \"u\"\nuuid = \"0bc2f2bd-f35f-4c1e-8b9b-befe527996d0\"\n"
+    CHECK(error_of("[[users]]\nname = \"u\"\nuuid = \"9d2e4c1a-6b7f-4e3d-a5c8-0f1e2d3c4b5a\"\n"
                    "[[vless]]\nname = \"a\"\nlisten = \"0.0.0.0:8443\"\n"
                    "[[target]]\nname = \"b\"\nlisten = \"127.0.0.1:8443\"\n") ==
           "x.toml:9: target[0].listen: \"127.0.0.1:8443\": overlaps vless[0].listen \"0.0.0.0:8443\" on line 6");
     // Different ports, or the same port in another address family, do not clash.
-    CHECK(parse_config("[[users]]\nname = \"u\"\nuuid = \"0bc2f2bd-f35f-4c1e-8b9b-befe527996d0\"\n"
+    CHECK(parse_config("[[users]]\nname = \"u\"\nuuid = \"9d2e4c1a-6b7f-4e3d-a5c8-0f1e2d3c4b5a\"\n"
                        "[[vless]]\nname = \"a\"\nlisten = \"0.0.0.0:8443\"\n"
                        "[[vless]]\nname = \"b\"\nlisten = \"[::1]:8443\"\n"
                        "[[target]]\nname = \"c\"\nlisten = \"127.0.0.1:8444\"\n",
@@ -863,7 +864,22 @@ TEST_CASE("the shipped config files are valid", "[config]") {
   CHECK(example.vless == embedded.vless);
   CHECK(example.target == embedded.target);
 
-  config vm = load_config_file(config_dir / "vlessbenchd.toml");
+  // As shipped, its placeholder UUID on 0.0.0.0 is refused; the installer's copy has its own UUID.
+  try {
+    load_config_file(config_dir / "vlessbenchd.toml");
+    FAIL("the shipped placeholder UUID was accepted on 0.0.0.0");
+  } catch (const config_error& e) {
+    REQUIRE(e.errors().size() == 1);
+    CHECK(e.errors()[0].find(":20: users[0].uuid: \"00000000-0000-4000-8000-000000000000\": a UUID published") !=
+          std::string::npos);
+  }
+  std::ifstream shipped(config_dir / "vlessbenchd.toml");
+  std::string text((std::istreambuf_iterator<char>(shipped)), std::istreambuf_iterator<char>());
+  const std::string placeholder = "00000000-0000-4000-8000-000000000000";
+  const std::string installed = "7c0f5b5e-3f0a-4b8e-9d51-2a6c1e9b4f30";
+  REQUIRE(text.find(placeholder) != std::string::npos);
+  text.replace(text.find(placeholder), placeholder.size(), installed);
+  config vm = parse_config(text, "vlessbenchd.toml");
   REQUIRE(vm.vless.size() == 5);
   CHECK(vm.vless[0].name == "default-ack");
   CHECK(vm.vless[0].listen == ep("0.0.0.0", 8443));
@@ -884,7 +900,7 @@ TEST_CASE("the shipped config files are valid", "[config]") {
   CHECK(vm.target[2].listen == ep("0.0.0.0", 8082));
   CHECK(vm.target[2].banner);
   REQUIRE(vm.users.size() == 1);
-  CHECK(vm.users[0].uuid_text == "00000000-0000-4000-8000-000000000000");
+  CHECK(vm.users[0].uuid_text == installed);
   CHECK(vm.destinations.allow.empty());  // a VM install is no open relay
 }
 
@@ -1049,4 +1065,34 @@ TEST_CASE("[limits] close_linger_ms: the wait for a ws client to close first, 0 
         "x.toml:5: limits.close_linger_ms: 60001: must be between 0 and 60000");
   CHECK(error_of(std::string(t) + "[limits]\nclose_linger_ms = -1\n") ==
         "x.toml:5: limits.close_linger_ms: -1: must be between 0 and 60000");
+}
+
+TEST_CASE("a UUID published in the example configs is refused on a VLESS listener off loopback", "[config]") {
+  const auto with = [](const char* uuid, const char* listen) {
+    return std::string("[[users]]\nname = \"u\"\nuuid = \"") + uuid + "\"\n[[vless]]\nname = \"node\"\nlisten = \"" +
+           listen + "\"\n";
+  };
+  const std::string hint =
+      " (off loopback): put a UUID of your own here (`vlessbenchd uuid` or `cat /proc/sys/kernel/random/uuid` "
+      "prints one; the Debian package and `cmake --install` write one into /etc/vlessbench/vlessbenchd.toml when "
+      "they install it)";
+  CHECK(error_of(with("00000000-0000-4000-8000-000000000000", "0.0.0.0:8443")) ==
+        "x.toml:3: users[0].uuid: \"00000000-0000-4000-8000-000000000000\": a UUID published in vlessbench's example "
+        "configs, refused while the VLESS listener node listens on 0.0.0.0:8443" + hint);
+  // Any case spells the same UUID; the example config's UUID is as public as the placeholder.
+  CHECK(error_of(with("0BC2F2BD-F35F-4C1E-8B9B-BEFE527996D0", "192.0.2.7:8443")) ==
+        "x.toml:3: users[0].uuid: \"0bc2f2bd-f35f-4c1e-8b9b-befe527996d0\": a UUID published in vlessbench's example "
+        "configs, refused while the VLESS listener node listens on 192.0.2.7:8443" + hint);
+  CHECK(error_of(with("00000000-0000-4000-8000-000000000000", "[::]:8443")).find("listens on [::]:8443 (off loopback)") !=
+        std::string::npos);
+  // The loopback quickstart keeps working with either.
+  CHECK(parse_config(with("00000000-0000-4000-8000-000000000000", "127.0.0.1:8443"), "x.toml").users.size() == 1);
+  CHECK(parse_config(with("0bc2f2bd-f35f-4c1e-8b9b-befe527996d0", "[::1]:8443"), "x.toml").users.size() == 1);
+  // A target off loopback serves no user: only VLESS listeners make a published UUID dangerous.
+  CHECK(parse_config(with("00000000-0000-4000-8000-000000000000", "127.0.0.1:8443") +
+                         "[[target]]\nname = \"http\"\nlisten = \"0.0.0.0:8080\"\n",
+                     "x.toml")
+            .users.size() == 1);
+  // One UUID of the user's own is fine anywhere.
+  CHECK(parse_config(with("7c0f5b5e-3f0a-4b8e-9d51-2a6c1e9b4f30", "0.0.0.0:8443"), "x.toml").users.size() == 1);
 }

@@ -189,3 +189,53 @@ TEST_CASE("sessions closing on several threads while snapshots are taken lose no
   CHECK(s.sessions.size() == state_hub::session_ring);
   CHECK(seen <= state_hub::session_ring);
 }
+
+TEST_CASE("targets' answers, UDP and DNS listeners, and stalls before a policy change", "[state_hub]") {
+  state_hub hub;
+  const std::string kernel = "nodelay=true quickack=kernel", quick = "nodelay=true quickack=on";
+  hub.set_listeners(1, {{"vless", "k", "0.0.0.0:8443", kernel, kernel, "tls"},
+                        {"target", "http", "0.0.0.0:8080", kernel, "", ""},
+                        {"udp", "udp", "0.0.0.0:8083", "", "", ""},
+                        {"dns", "dns", "0.0.0.0:8053", "", "", ""}});
+  hub.target_answered("http", false, 1, 0, 100);
+  hub.target_answered("http", true, 1, 5, 200);
+  hub.target_answered("udp", true, 4, 40, 80);
+  const auto slow = phases_ms(2, 41, 1);
+  hub.session_closed(session("k", slow, true));
+  hub.session_closed(session("k", slow, true));
+  auto s = hub.snapshot();
+  CHECK(s.counters.at("http").answers == 2);
+  CHECK(s.counters.at("http").answers_vless == 1);
+  CHECK(s.counters.at("http").bytes_down == 300);
+  CHECK(s.counters.at("udp").answers == 4);
+  CHECK(s.counters.at("k").policy_changed_unix_ms == 0);
+
+  // A reload that keeps every policy notes nothing; one that changes k's notes its stalls then.
+  hub.set_listeners(2, s.listeners);
+  CHECK(hub.snapshot().counters.at("k").policy_changed_unix_ms == 0);
+  hub.set_listeners(3, {{"vless", "k", "0.0.0.0:8443", quick, quick, "tls"},
+                        {"target", "http", "0.0.0.0:8080", kernel, "", ""},
+                        {"udp", "udp", "0.0.0.0:8083", "", "", ""},
+                        {"dns", "dns", "0.0.0.0:8053", "", "", ""}});
+  s = hub.snapshot();
+  CHECK(s.counters.at("k").policy_changed_unix_ms > 0);
+  CHECK(s.counters.at("k").stalls_before_policy_change == 2);
+  CHECK(s.counters.at("http").policy_changed_unix_ms == 0);
+
+  const auto j = nlohmann::json::parse(admin::format_state_json(s, "test"));
+  REQUIRE(j["listeners"].size() == 4);
+  CHECK(j["listeners"][2]["kind"] == "udp");
+  CHECK(j["listeners"][3]["kind"] == "dns");
+  CHECK(j["listeners"][3]["answers"] == 0);  // nothing reached it: zeros, not missing fields
+  CHECK(j["listeners"][1]["answers_vless"] == 1);
+  CHECK(j["listeners"][0]["stalls_before_policy_change"] == 2);
+  CHECK(j["listeners"][1]["policy_changed_unix_ms"].is_null());
+
+  const std::string m = admin::format_metrics(s, "test");
+  CHECK(m.find("vlessbench_target_answers_total{listener=\"http\",route=\"vless\"} 1\n") != std::string::npos);
+  CHECK(m.find("vlessbench_target_answers_total{listener=\"http\",route=\"direct\"} 1\n") != std::string::npos);
+  CHECK(m.find("vlessbench_target_answers_total{listener=\"k\"") == std::string::npos);
+  CHECK(m.find("vlessbench_listener_info{listener=\"k\",kind=\"vless\",listen=\"0.0.0.0:8443\",policy=\"" + quick +
+               "\",upstream_policy=\"" + quick + "\",transport=\"tls\"} 1\n") != std::string::npos);
+  CHECK(m.find("vlessbench_listener_info{listener=\"dns\",kind=\"dns\"") != std::string::npos);
+}
