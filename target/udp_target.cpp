@@ -180,7 +180,8 @@ awaitable<void> udp_echo_target::sweep() {
     sweep_timer_.expires_after(std::clamp<std::chrono::milliseconds>(
         idle / 4, std::chrono::milliseconds(50),
         std::chrono::milliseconds(1000)));
-    auto [ec] = co_await sweep_timer_.async_wait(as_tuple_awaitable);
+    // Cancelled only by stop(), which stopped_ tells; any other wake is a sweep.
+    co_await sweep_timer_.async_wait(as_tuple_awaitable);
     if (stopped_)
       co_return;
     const auto now = std::chrono::steady_clock::now();

@@ -18,7 +18,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from harness import (Daemon, Suite, TlsClient, check, free_port, http_request, new_uuid, plain_stream, policy, probe_ticket,
+from harness import (Daemon, Suite, echo_datagram, TlsClient, check, free_port, http_request, new_uuid, plain_stream, policy, probe_ticket,
                      read_vless_response_header, require_binary, run_daemon, run_in_own_netns, sanitizer_report,
                      skip_file, tcp_connect, tempdir,
                      vless_get, vless_header, wait_ports)
@@ -215,7 +215,7 @@ def udp_dns_listeners_and_target_answers_in_state_and_metrics():
             check(c.stream.read_response().status == 200)
     echo_addr = (LAN, int(d.cfg["udp_target"][0]["listen"].rsplit(":", 1)[1]))
     for i in range(4):
-        check(udp_echo(echo_addr, b"ping %d" % i).startswith(b"ping %d" % i))
+        check(udp_echo(echo_addr, echo_datagram(b"ping %d" % i)).startswith(b"ping %d" % i))
     dns_port = d.port("names")
     query = bytes.fromhex("1234 0100 0001 0000 0000 0000".replace(" ", "")) + b"\x01a\x0avlessbench\x04test\x00\x00\x01\x00\x01"
     check(udp_echo((LAN, dns_port), query)[:2] == b"\x12\x34")
