@@ -128,8 +128,10 @@ class Browser:
         # A helper outside the group (the crash handler has a session of its own) is killed too;
         # none may be left alive after that.
         kill_leftovers(str(self.profile))
-        time.sleep(0.2)
-        leaked = kill_leftovers(str(self.profile))
+        # SIGKILLed processes leave /proc (or turn zombie) within moments: poll, bounded.
+        deadline = time.monotonic() + 3
+        while (leaked := kill_leftovers(str(self.profile))) and time.monotonic() < deadline:
+            time.sleep(0.05)
         check(not leaked, f"chromium processes survived SIGKILL: {leaked}")
 
     def __enter__(self):

@@ -481,7 +481,8 @@ def main() -> int:
             try:
                 short.sendall(b"GET /delay/1500 HTTP/1.1\r\nHost: x\r\n\r\n")
                 long_.sendall(b"GET /delay/20000 HTTP/1.1\r\nHost: x\r\n\r\n")
-                time.sleep(0.2)  # both requests read by the target
+                with in_netns(net.vm):  # both requests read by the target: the kernel's evidence
+                    h.wait_server_read(8080, with_data=2)
                 t0 = time.monotonic()
                 m.sh(["systemctl", "stop", "vlessbenchd"], timeout=30)
                 took = time.monotonic() - t0
