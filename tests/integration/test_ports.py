@@ -12,7 +12,7 @@ import re
 import socket
 import struct
 
-from harness import (ANY_PORT, LOOPBACK, Daemon, Suite, TlsClient, check, dns_query, free_port, http_request,
+from harness import (ANY_PORT, LOOPBACK, Daemon, echo_datagram, Suite, TlsClient, check, dns_query, free_port, http_request,
                      new_uuid, plain_stream, port_open, read_vless_response_header, require_binary, run_daemon,
                      tcp_connect, udp_echo_trailer, vless_get, vless_header)
 
@@ -78,7 +78,7 @@ def every_kind_on_port_zero_reports_its_bound_port():
         resp, _ = vless_get(ports["edge"], UUID, ports["http"], "/")
         check(resp.status == 200 and resp.headers["x-vlessbench-route"].startswith("vless session="), resp)
         check(port_open(ports["hello"]), "banner")
-        payload, listener, route = udp_echo_trailer(udp_ask(ports["udp"], b"ping"))
+        payload, listener, route = udp_echo_trailer(udp_ask(ports["udp"], echo_datagram(b"ping")))
         check((payload, listener, route) == (b"ping", "udp", "direct"), (payload, listener, route))
         answer = udp_ask(ports["dns"], dns_query(7, "a.vlessbench.test"))
         check(answer[:2] == struct.pack(">H", 7), answer[:12])

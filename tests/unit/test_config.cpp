@@ -1055,7 +1055,7 @@ TEST_CASE("admin hosts: names the Host header may carry, normalised, bad ones na
   CHECK(error_of(t + "[admin]\nhosts = [1]\n") == "x.toml:5: admin.hosts[0]: expected a string, got an integer");
 }
 
-TEST_CASE("[limits] close_linger_ms: the wait for a ws client to close first, 0 to 60000", "[config]") {
+TEST_CASE("limits close_linger_ms: the wait for a ws client to close first, 0 to 60000", "[config]") {
   constexpr const char* t = "[[target]]\nname = \"t\"\nlisten = \"127.0.0.1:9080\"\n";
   CHECK(parse_config(t, "x.toml").limits.close_linger == std::chrono::seconds(2));
   CHECK(parse_config(std::string(t) + "[limits]\nclose_linger_ms = 0\n", "x.toml").limits.close_linger.count() == 0);

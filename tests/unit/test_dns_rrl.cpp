@@ -20,7 +20,7 @@ struct tally {
 };
 }  // namespace
 
-TEST_CASE("dns rrl: a burst of the budget, then the rate; every slip-th limited answer slips", "[dns_rrl]") {
+TEST_CASE("dns rrl: a burst of the budget, then the rate, and every slip-th limited answer slips", "[dns_rrl]") {
   response_rate_limiter rrl;
   const rrl_settings s{.responses_per_second = 10, .slip = 2, .window = 1000ms};
   const auto t0 = response_rate_limiter::clock::time_point{} + 100s;
@@ -52,7 +52,7 @@ TEST_CASE("dns rrl: prefixes are /24 and /56, each with its own budget", "[dns_r
   CHECK(response_rate_limiter::prefix_text(addr("2001:db8:0:1ff::1")) == "2001:db8:0:100::/56");
 }
 
-TEST_CASE("dns rrl: slip 1 truncates every limited answer; 0 per second is off", "[dns_rrl]") {
+TEST_CASE("dns rrl: slip 1 truncates every limited answer, and 0 per second is off", "[dns_rrl]") {
   response_rate_limiter rrl;
   const auto t0 = response_rate_limiter::clock::time_point{} + 100s;
   const rrl_settings one{.responses_per_second = 1, .slip = 1, .window = 1000ms};

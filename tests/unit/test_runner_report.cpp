@@ -614,7 +614,7 @@ TEST_CASE("summary.json keeps no UUID", "[runner]") {
   CHECK_THAT(j, Catch::Contains("vless://REDACTED@127.0.0.1:8443?security=tls#k"));
 }
 
-TEST_CASE("--export-markdown: the table as Markdown", "[runner]") {
+TEST_CASE("export-markdown: the table as Markdown", "[runner]") {
   fixture f;
   run_metadata meta;
   meta.run_id = "r1";
