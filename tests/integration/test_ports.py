@@ -86,9 +86,9 @@ def every_kind_on_port_zero_reports_its_bound_port():
             q = dns_query(8, "b.vlessbench.test")
             t.sendall(struct.pack(">H", len(q)) + q)
             check(plain_stream(t).read_exact(4)[2:] == struct.pack(">H", 8), "dns over tcp")
-        # The dashboard lists the bound endpoints.
+        # The dashboard lists the bound endpoints (the UDP echo and the DNS responder too).
         shown = {l["name"]: l["listen"] for l in api_state(d)["listeners"]}
-        check(shown == {n: f"127.0.0.1:{ports[n]}" for n in ("edge", "quick", "http", "hello")}, shown)
+        check(shown == {n: f"127.0.0.1:{ports[n]}" for n in ("edge", "quick", "http", "hello", "udp", "dns")}, shown)
         # The destination policy knows the bound port: a session to the daemon's own VLESS port is
         # refused as one, not relayed as a loopback destination.
         mark = d.mark()
