@@ -18,19 +18,50 @@ if [[ ! -f $build/compile_commands.json ]]; then
   echo "$build/compile_commands.json missing (configure with -DCMAKE_EXPORT_COMPILE_COMMANDS=ON): skipped"
   exit 77
 fi
-mapfile -t files < <(python3 - "$build/compile_commands.json" "$src" <<'PY'
-import json, os, sys
-db, src = sys.argv[1], os.path.realpath(sys.argv[2])
+# Each file with the key of what its check depends on: its own text, every header of ours (a
+# header change re-checks everything), .clang-tidy, its compile command and clang-tidy's version.
+# A file whose key passed before is not checked again (the cache keeps only clean results, so a
+# warning is reported on every run until it is fixed).
+tidy_version=$("$tidy" --version 2>/dev/null | tr '\n' ' ')
+mapfile -t entries < <(python3 - "$build/compile_commands.json" "$src" "$tidy_version" <<'PY'
+import hashlib, json, os, sys
+db, src, version = sys.argv[1], os.path.realpath(sys.argv[2]), sys.argv[3]
+layers = ("core", "server", "target", "runner")
+headers = hashlib.sha256()
+for layer in layers:
+    for root, dirs, names in sorted(os.walk(os.path.join(src, layer))):
+        dirs.sort()
+        for n in sorted(names):
+            if n.endswith((".hpp", ".h", ".inc")):
+                path = os.path.join(root, n)
+                headers.update(path.encode() + b"\0" + open(path, "rb").read())
+common = headers.hexdigest() + open(os.path.join(src, ".clang-tidy"), "rb").read().hex() + version
 seen = set()
 for entry in json.load(open(db)):
     f = os.path.realpath(os.path.join(entry["directory"], entry["file"]))
     rel = os.path.relpath(f, src)
-    if rel.split(os.sep)[0] in ("core", "server", "target", "runner") and f.endswith(".cpp") and f not in seen:
+    if rel.split(os.sep)[0] in layers and f.endswith(".cpp") and f not in seen:
         seen.add(f)
-        print(f)
+        key = hashlib.sha256((common + json.dumps(entry, sort_keys=True)).encode() + open(f, "rb").read())
+        print(f"{f}\t{key.hexdigest()}")
 PY
 )
-if [[ ${#files[@]} -eq 0 ]]; then
+cache=${VLESSBENCH_TIDY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vlessbench/clang-tidy}
+mkdir -p "$cache" 2>/dev/null || cache=""
+declare -A keys
+files=()
+cached=0
+for e in "${entries[@]}"; do
+  f=${e%$'\t'*}
+  key=${e##*$'\t'}
+  if [[ -n $cache && -e $cache/$key.ok ]]; then
+    cached=$((cached + 1))
+  else
+    files+=("$f")
+    keys["$f"]=$key
+  fi
+done
+if [[ ${#entries[@]} -eq 0 ]]; then
   echo "no sources of ours in $build/compile_commands.json"
   exit 1
 fi
@@ -40,13 +71,20 @@ extra=(--extra-arg=-DASIO_HAS_CO_AWAIT=1 --extra-arg=-DASIO_HAS_STD_COROUTINE=1 
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 start=$(date +%s)
-printf '%s\n' "${files[@]}" | xargs -P "$jobs" -I{} sh -c \
-  '"$0" -p "$1" --quiet "$2" "$3" "$4" "{}" > "$5/$(echo {} | tr / _).log" 2>&1' \
-  "$tidy" "$build" "${extra[@]}" "$out"
+if [[ ${#files[@]} -gt 0 ]]; then
+  printf '%s\n' "${files[@]}" | xargs -P "$jobs" -I{} sh -c \
+    '"$0" -p "$1" --quiet "$2" "$3" "$4" "{}" > "$5/$(echo {} | tr / _).log" 2>&1' \
+    "$tidy" "$build" "${extra[@]}" "$out"
+fi
 # Each header's warnings appear once per file that includes it: count distinct ones.
-warnings=$(cat "$out"/*.log | grep -E '^/.*: (warning|error): ' | sort -u)
+warnings=$(cat "$out"/*.log 2>/dev/null | grep -E '^/.*: (warning|error): ' | sort -u)
 count=$(printf '%s' "$warnings" | grep -c . || true)
-echo "clang-tidy: ${#files[@]} files, $count distinct warning(s)/error(s), $(( $(date +%s) - start ))s with $jobs job(s)"
+echo "clang-tidy: ${#files[@]} files checked, $cached unchanged since a clean check (cache: ${cache:-none}), $count distinct warning(s)/error(s), $(( $(date +%s) - start ))s with $jobs job(s)"
+# A file is clean when its own log has no diagnostic at all (a header's warning counts for every
+# file that includes it): only those are remembered.
+if [[ -n $cache && $count -eq 0 ]]; then
+  for f in "${files[@]}"; do touch "$cache/${keys[$f]}.ok"; done
+fi
 if [[ $count -gt 0 ]]; then
   # The full diagnostics (with notes and code excerpts) of every file that had any.
   for f in "$out"/*.log; do grep -qE ': (warning|error): ' "$f" && cat "$f"; done

@@ -152,21 +152,8 @@ def xray_httpupgrade_client_as_plain_http_proxy_loses_no_answer():
 # --------------------------------------------------------------------------------------------
 # A raw RFC 6455 client
 
-def frame(op: int, payload: bytes) -> bytes:
-    key = os.urandom(4)
-    n = len(payload)
-    head = bytes([0x80 | op]) + (bytes([0x80 | n]) if n < 126 else bytes([0x80 | 126]) + struct.pack(">H", n))
-    return head + key + bytes(b ^ key[i % 4] for i, b in enumerate(payload))
-
-
-def read_frame(stream: h.Stream) -> tuple[int, bytes]:
-    b0, b1 = stream.read_exact(2)
-    n = b1 & 0x7F
-    if n == 126:
-        n = struct.unpack(">H", stream.read_exact(2))[0]
-    elif n == 127:
-        n = struct.unpack(">Q", stream.read_exact(8))[0]
-    return b0 & 0x0F, stream.read_exact(n)
+frame = h.ws_frame
+read_frame = h.read_ws_frame
 
 
 def ws_session_after_destination_eof(d: h.Daemon) -> tuple[h.TlsClient, h.Stream, bytes]:

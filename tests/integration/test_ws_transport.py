@@ -67,31 +67,8 @@ def link(listener: str, query: str) -> str:
 # --------------------------------------------------------------------------------------------
 # A raw RFC 6455 client
 
-def frame(op: int, payload: bytes, fin: bool = True, mask: bool = True) -> bytes:
-    head = bytes([(0x80 if fin else 0) | op])
-    n = len(payload)
-    m = 0x80 if mask else 0
-    if n < 126:
-        head += bytes([m | n])
-    elif n < 65536:
-        head += bytes([m | 126]) + struct.pack(">H", n)
-    else:
-        head += bytes([m | 127]) + struct.pack(">Q", n)
-    if not mask:
-        return head + payload
-    key = os.urandom(4)
-    return head + key + bytes(b ^ key[i % 4] for i, b in enumerate(payload))
-
-
-def read_frame(stream: h.Stream) -> tuple[int, bytes]:
-    b0, b1 = stream.read_exact(2)
-    check(b1 & 0x80 == 0, "server frames are not masked")
-    n = b1 & 0x7F
-    if n == 126:
-        n = struct.unpack(">H", stream.read_exact(2))[0]
-    elif n == 127:
-        n = struct.unpack(">Q", stream.read_exact(8))[0]
-    return b0 & 0x0F, stream.read_exact(n)
+frame = h.ws_frame
+read_frame = h.read_ws_frame
 
 
 def upgrade_head(path: str, extra: dict | None = None, upgrade: bool = True) -> bytes:
