@@ -31,6 +31,9 @@ fetched_log fetch_run_log(const std::string& daemon, const std::string& token, c
   if (!url || url->scheme != target_scheme::http)
     throw std::runtime_error("--daemon: expected the admin listener as http://HOST:PORT, got '" + daemon + "'" +
                              (url ? "" : " (" + reason + ")"));
+  for (const char c : token)
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f)
+      throw std::runtime_error("--token: a token has no spaces or control characters");
   const std::string where = "the daemon's admin listener at " + url->authority();
   std::ofstream file(out, std::ios::binary | std::ios::trunc);
   if (!file) throw std::runtime_error("cannot write " + out.string());

@@ -12,6 +12,7 @@
 #                         its token: `vlessbench verify DIR --daemon URL --token TOKEN` fetches a
 #                         run's lines from the guest's access log (docs/runner.md)
 #   tools/vm.sh exec CMD  run CMD in the host-side namespace, e.g. tools/vm.sh exec build/bin/vlessbench run ...
+# VLESSBENCH_PACKAGE_BUILD=DIR: package that Release tree (tools/package.sh) instead of build-deb/build.
 # VLESSBENCH_VM_ACCEL=kvm to try KVM (on these machines the Debian kernel hung early under it;
 # TCG is the default). Needs root, qemu-system-x86, systemd-container, debootstrap, e2fsprogs
 # (tools/deps.sh --vm installs them).
@@ -77,7 +78,7 @@ start() {
     >> "$state/root/etc/vlessbench/vlessbenchd.toml"
   (umask 077; printf 'http://%s:9090\n%s\n' "$guest_ip" "$token" > "$state/admin.txt")
   # `links` parses the config: an [admin] or [limits] it refuses stops here, not at the guest's boot.
-  build-deb/build/bin/vlessbenchd links --config "$state/root/etc/vlessbench/vlessbenchd.toml" \
+  "${VLESSBENCH_PACKAGE_BUILD:-build-deb/build}/bin/vlessbenchd" links --config "$state/root/etc/vlessbench/vlessbenchd.toml" \
     --host "$guest_ip" --no-qr > "$state/links.txt"
   cp -L "$vm/root/vmlinuz" "$state/vmlinuz"; cp -L "$vm/root/initrd.img" "$state/initrd.img"
   mkfs.ext4 -q -F -d "$state/root" "$state/disk.img" 3G
