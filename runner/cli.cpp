@@ -24,6 +24,7 @@
 #include "runner/measure.hpp"
 #include "runner/report.hpp"
 #include "runner/svg_report.hpp"
+#include "runner/remote_log.hpp"
 #include "runner/verify.hpp"
 
 #ifndef VLESSBENCH_VERSION
@@ -39,13 +40,15 @@ constexpr int exit_ok = 0;
 constexpr int exit_failed = 1;
 constexpr int exit_usage = 2;
 constexpr int exit_failing_path = 3;
+constexpr int exit_verify_failed = 4;  // run --verify: the run's own outcome was 0
 // A signal: 128 + its number (130 SIGINT, 143 SIGTERM), as shells, hyperfine and iperf3 report it.
 constexpr int exit_signal_base = 128;
 
 constexpr const char* exit_codes_help =
     "Exit codes: 0 ok; 1 route mismatches (without --allow-mismatch), every sample failed, the run aborted, "
     "verify found problems, or an I/O error; 2 usage error; 3 a path had no successful sample or more than "
-    "--max-failed percent of its samples failed (named on stderr with its last error and a hint); 130/143 "
+    "--max-failed percent of its samples failed (named on stderr with its last error and a hint); 4 run --verify: "
+    "the samples did not all verify against the daemon's log, or it could not be fetched; 130/143 "
     "interrupted by SIGINT/SIGTERM (samples so far written).";
 
 // After the measurement, while the files are written: a second signal exits at once.
@@ -69,7 +72,25 @@ struct run_args {
   double max_failed_pct = 10;
   int progress_every_s = 10;
   std::string export_markdown;  // --export-markdown FILE
+  bool verify = false;          // --verify: against --daemon at the end
+  std::string daemon, token;    // the admin listener and its token
+  int verify_wait_s = -1;       // -1: by target kind (verify_wait_for)
 };
+
+// Seconds a verify may wait for lines the daemon writes later: a UDP flow's udp.packet at its idle
+// timeout ([limits] udp_idle_timeout_ms, 60 s by default), a banner connection's line at close.
+int verify_wait_for(std::string_view target) {
+  if (target.starts_with("udp://") || target.starts_with("dns://")) return 75;
+  if (target.starts_with("banner://")) return 10;
+  return 0;
+}
+
+// --token, or VLESSBENCH_ADMIN_TOKEN (kept out of the process list and shell history).
+std::string admin_token(const std::string& given) {
+  if (!given.empty()) return given;
+  const char* env = std::getenv("VLESSBENCH_ADMIN_TOKEN");
+  return env ? env : "";
+}
 
 // "64M", "1G", "4096", "512K": binary units (KiB, MiB, GiB); false on anything else.
 bool parse_size(std::string_view text, std::uint64_t& out) {
@@ -290,6 +311,20 @@ int do_run(const run_args& a, const std::string& command_line) {
               << "--allow-mismatch to accept)\n";
     return exit_failed;
   }
+  if (a.verify) {
+    std::cout << "\n";
+    const int wait = a.verify_wait_s >= 0 ? a.verify_wait_s : verify_wait_for(a.target);
+    try {
+      const auto report = verify_against_daemon(read_file(out / "summary.json"), read_file(out / "samples.csv"),
+                                                out / "daemon-log.jsonl", a.daemon, admin_token(a.token),
+                                                std::chrono::seconds(wait), std::cerr);
+      std::cout << format_verify_report(report);
+      if (!report.ok()) return exit_verify_failed;
+    } catch (const std::exception& e) {
+      std::cerr << "vlessbench: --verify: " << e.what() << "\n";
+      return exit_verify_failed;
+    }
+  }
   return exit_ok;
 }
 
@@ -301,8 +336,21 @@ int do_compare(const std::vector<std::string>& dirs) {
   return exit_ok;
 }
 
-int do_verify(const std::string& dir, const std::string& log_path) {
-  const std::filesystem::path d = dir;
+struct verify_args {
+  std::string dir, log, daemon, token;
+  int wait_s = 0;
+};
+
+int do_verify(const verify_args& a) {
+  const std::filesystem::path d = a.dir;
+  if (!a.daemon.empty()) {
+    const auto report = verify_against_daemon(read_file(d / "summary.json"), read_file(d / "samples.csv"),
+                                              d / "daemon-log.jsonl", a.daemon, admin_token(a.token),
+                                              std::chrono::seconds(a.wait_s), std::cerr);
+    std::cout << format_verify_report(report);
+    return report.ok() ? exit_ok : exit_failed;
+  }
+  const std::string& log_path = a.log;
   std::ifstream log(log_path);
   if (!log) throw std::runtime_error("cannot read " + log_path);
   const auto report = verify_run(read_file(d / "summary.json"), read_file(d / "samples.csv"), log);
@@ -372,16 +420,41 @@ int run_cli(int argc, char** argv) {
       ->check(CLI::Range(0, 86400))
       ->capture_default_str();
   run->add_option("--export-markdown", ra.export_markdown, "also write the table as Markdown to FILE");
+  auto* run_verify = run->add_flag("--verify", ra.verify,
+                                   "at the end, verify the run against the daemon's log fetched from --daemon "
+                                   "(exit 4 when it fails)");
+  auto* run_daemon = run->add_option("--daemon", ra.daemon,
+                                     "the daemon's admin listener, http://HOST:PORT (GET /api/log), for --verify");
+  run->add_option("--token", ra.token, "the admin listener's token (default: $VLESSBENCH_ADMIN_TOKEN)");
+  run->add_option("--verify-wait", ra.verify_wait_s,
+                  "seconds --verify may wait for lines the daemon writes later (default: 75 for udp:// and dns://, "
+                  "a flow's line comes at its idle timeout; 10 for banner://; 0 otherwise)")
+      ->check(CLI::Range(0, 3600));
+  run_verify->needs(run_daemon);
+  run_daemon->needs(run_verify);
   run->footer(exit_codes_help);
 
   std::vector<std::string> compare_dirs;
   auto* compare = app.add_subcommand("compare", "print several runs side by side");
   compare->add_option("dirs", compare_dirs, "run output directories")->required()->check(CLI::ExistingDirectory);
 
-  std::string verify_dir, verify_log;
+  verify_args va;
   auto* verify = app.add_subcommand("verify", "check a run's samples against the daemon's access log");
-  verify->add_option("dir", verify_dir, "run output directory")->required()->check(CLI::ExistingDirectory);
-  verify->add_option("--log", verify_log, "the daemon's access log (JSON lines)")->required()->check(CLI::ExistingFile);
+  verify->add_option("dir", va.dir, "run output directory")->required()->check(CLI::ExistingDirectory);
+  auto* verify_log = verify->add_option("--log", va.log, "the daemon's access log (JSON lines), copied here")
+                         ->check(CLI::ExistingFile);
+  auto* verify_daemon = verify->add_option(
+      "--daemon", va.daemon, "or fetch the run's lines from the daemon's admin listener, http://HOST:PORT");
+  verify_log->excludes(verify_daemon);
+  verify->add_option("--token", va.token, "the admin listener's token (default: $VLESSBENCH_ADMIN_TOKEN)");
+  verify->add_option("--wait", va.wait_s,
+                     "with --daemon: fetch again every 2 s for up to S seconds while samples are missing (lines "
+                     "the daemon writes later: a UDP flow's at its idle timeout)")
+      ->check(CLI::Range(0, 3600));
+  verify->callback([&] {
+    if (va.log.empty() && va.daemon.empty())
+      throw CLI::ValidationError("verify", "give the daemon's log: --log FILE, or --daemon http://HOST:PORT");
+  });
 
   clients_args ca;
   auto* clients = app.add_subcommand(
@@ -415,7 +488,7 @@ int run_cli(int argc, char** argv) {
       return do_run(ra, command_line);
     }
     if (*compare) return do_compare(compare_dirs);
-    if (*verify) return do_verify(verify_dir, verify_log);
+    if (*verify) return do_verify(va);
     if (*clients) {
       ca.run_args = clients->remaining();
       return do_clients(ca, argv[0]);

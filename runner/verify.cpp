@@ -1,6 +1,7 @@
 #include "runner/verify.hpp"
 
 #include <cstdio>
+#include <ctime>
 #include <map>
 #include <set>
 #include <sstream>
@@ -286,6 +287,29 @@ verify_report verify_run(const std::string& summary_json, const std::string& sam
   return rep;
 }
 
+log_query run_log_query(const std::string& summary_json, std::chrono::seconds since_margin) {
+  const auto summary = nlohmann::json::parse(summary_json, nullptr, false);
+  if (summary.is_discarded() || !summary.contains("run") || !summary["run"].contains("id"))
+    throw std::runtime_error("summary.json is not a vlessbench run summary");
+  log_query q;
+  q.run = summary["run"]["id"].get<std::string>();
+  const std::string target = summary["run"].value("target", "");
+  for (const auto& [scheme, event] : {std::pair{"banner://", "banner.connection"}, std::pair{"udp://", "udp.packet"},
+                                      std::pair{"dns://", "dns.query"}})
+    if (target.rfind(scheme, 0) == 0) q.events.emplace_back(event);
+  if (q.events.empty()) return q;
+  std::tm tm{};
+  const std::string started = summary["run"].value("time_utc", "");
+  if (!strptime(started.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm))
+    throw std::runtime_error("summary.json: run.time_utc '" + started + "' is not YYYY-MM-DDTHH:MM:SSZ");
+  const std::time_t since = timegm(&tm) - since_margin.count();
+  gmtime_r(&since, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  q.since = buf;
+  return q;
+}
+
 std::string format_verify_report(const verify_report& r) {
   std::ostringstream o;
   o << "run " << r.run_id << ": " << r.samples << " samples, " << r.matched << " found in the access log";
@@ -311,7 +335,11 @@ std::string format_verify_report(const verify_report& r) {
     }
   }
   for (const auto& p : r.problems) o << "  - " << p << "\n";
-  if (r.samples > 0 && r.matched == 0 && r.unseen_ok > 0)
+  if (r.samples > 0 && r.matched == 0 && r.unseen_ok > 0 && !r.daemon.empty())
+    o << "  hint: not one sample of run " << r.run_id << " is in the log of " << r.daemon
+      << ": the run may have gone to another daemon, or that log was rotated since (the daemon reads only "
+      << "its current file)\n";
+  else if (r.samples > 0 && r.matched == 0 && r.unseen_ok > 0)
     o << "  hint: not one sample of run " << r.run_id << " is in this log: it may be the wrong file (another "
       << "daemon's log, one rotated since, or the daemon's stderr instead of its access log)\n";
   o << (r.ok() ? "verify: OK\n" : "verify: FAILED\n");

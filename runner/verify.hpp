@@ -1,10 +1,13 @@
 #pragma once
 // `vlessbench verify`: every recorded sample of a run against the daemon's access log, matched
 // by run id + seq. Pure: texts in, findings out.
+#include <chrono>
 #include <cstddef>
 #include <istream>
 #include <string>
 #include <vector>
+
+#include "core/wire/log_query.hpp"
 
 namespace vlessbench::runner {
 
@@ -19,6 +22,7 @@ struct verify_report {
   std::size_t log_requests = 0;      // http.request lines of this run
   std::size_t log_unparsed = 0;      // lines that are not JSON
   std::vector<std::string> problems;  // first few, human-readable
+  std::string daemon;  // set when the lines came from a daemon's GET /api/log: its URL and file
   // banner:// runs: banner.connection lines (matched by the session each banner named; direct
   // samples by count, as a direct banner connection carries no label).
   std::size_t log_banners = 0;
@@ -47,5 +51,11 @@ struct verify_report {
 verify_report verify_run(const std::string& summary_json, const std::string& samples_csv,
                          std::istream& access_log);
 std::string format_verify_report(const verify_report& r);
+
+// What to ask a daemon's GET /api/log for this run (summary_json: its summary.json): the run's
+// lines by id; for banner, UDP and DNS runs also the label-less events those samples are proven
+// by, written from since_margin before the run's start on (the margin covers a guest clock a
+// little behind the runner's). Throws std::runtime_error as verify_run does.
+log_query run_log_query(const std::string& summary_json, std::chrono::seconds since_margin = std::chrono::seconds(120));
 
 }  // namespace vlessbench::runner

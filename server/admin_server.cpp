@@ -9,6 +9,7 @@
 #include "core/log/logging.hpp"
 #include "core/wire/net_address.hpp"
 #include "core/net/watchdog.hpp"
+#include "server/admin_log.hpp"
 #include "server/admin_page.hpp"
 #include "server/admin_views.hpp"
 
@@ -69,27 +70,33 @@ std::string status_text(int status) {
     case 401: return "Unauthorized";
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
+    case 409: return "Conflict";
     case 413: return "Content Too Large";
     case 421: return "Misdirected Request";
     case 431: return "Request Header Fields Too Large";
+    case 503: return "Service Unavailable";
     default: return "Error";
   }
 }
 
 std::string response(int status, std::string_view content_type, std::string_view body, bool head_only,
                      std::string_view extra = {}) {
-  std::string out = fmt::format(
-      "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: "
-      "{}\r\nCache-Control: no-store\r\n"
-      "X-Content-Type-Options: nosniff\r\nX-Frame-Options: "
-      "DENY\r\nReferrer-Policy: no-referrer\r\n"
-      "Connection: close\r\n{}\r\n",
-      status, status_text(status), content_type, body.size(), extra);
+  std::string out = response_head(status, content_type, body.size(), extra);
   if (!head_only) out += body;
   return out;
 }
 
 }  // namespace
+
+std::string response_head(int status, std::string_view content_type, std::optional<std::size_t> length,
+                          std::string_view extra) {
+  return fmt::format(
+      "HTTP/1.1 {} {}\r\nContent-Type: {}\r\n{}Cache-Control: no-store\r\n"
+      "X-Content-Type-Options: nosniff\r\nX-Frame-Options: DENY\r\nReferrer-Policy: no-referrer\r\n"
+      "Connection: close\r\n{}\r\n",
+      status, status_text(status), content_type,
+      length ? fmt::format("Content-Length: {}\r\n", *length) : std::string(), extra);
+}
 
 bool token_matches(std::string_view given, std::string_view expected) {
   std::array<std::uint8_t, SHA256_DIGEST_LENGTH> a{}, b{};
@@ -229,6 +236,9 @@ awaitable<void> admin_server::handle(std::shared_ptr<pending_set> set, tcp::sock
   watchdog_deadline deadline;
   deadline = steady_clock::now() + head_timeout;
   std::string reply;
+  std::optional<log_query> log_request;  // GET /api/log: streamed after the head phase
+  std::string log_file;
+  bool log_head = false;
   auto work = [&]() -> awaitable<void> {
     std::string buf;
     std::array<char, 4096> chunk{};
@@ -299,8 +309,24 @@ awaitable<void> admin_server::handle(std::shared_ptr<pending_set> set, tcp::sock
         reply = response(200, "text/plain; version=0.0.4; charset=utf-8", format_metrics(s, ctx_.version), head);
       else
         reply = response(200, "application/json", format_state_json(s, ctx_.version), head);
+    } else if (path == "/api/log") {
+      const auto q = parse_log_query(query);
+      if (q.invalid()) {
+        reply = response(400, "text/plain", fmt::format("bad /api/log query: {}\n", q.reason), head);
+      } else if (const auto why = log_unreadable(cfg->log.access)) {
+        reply = response(409, "text/plain", *why, head);
+      } else if (log_streams_ >= max_log_streams) {
+        reply = response(503, "text/plain",
+                         fmt::format("{} /api/log answers are streaming already: try again when they end\n",
+                                     log_streams_),
+                         head, "Retry-After: 5\r\n");
+      } else {
+        log_request = q.value;
+        log_file = cfg->log.access;
+        log_head = head;
+      }
     } else {
-      reply = response(404, "text/plain", "not found: /, /api/state, /metrics\n", head);
+      reply = response(404, "text/plain", "not found: /, /api/state, /metrics, /api/log?run=ID\n", head);
     }
   };
   co_await (work() || watchdog(deadline, [&] {
@@ -308,6 +334,17 @@ awaitable<void> admin_server::handle(std::shared_ptr<pending_set> set, tcp::sock
               socket.close(ignored);
             }));
   ticket.leave();
+  if (log_request && socket.is_open()) {
+    ++log_streams_;
+    struct release {
+      std::size_t& n;
+      ~release() { --n; }
+    } guard{log_streams_};
+    co_await stream_log(socket, log_file, *log_request, log_head);
+    std::error_code ignored;
+    socket.shutdown(tcp::socket::shutdown_send, ignored);
+    co_return;
+  }
   if (reply.empty() || !socket.is_open()) co_return;
   deadline = steady_clock::now() + write_timeout;
   co_await ([&]() -> awaitable<void> {

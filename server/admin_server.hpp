@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,11 @@ struct admin_context {
   std::function<std::shared_ptr<const config>()> cfg;
   std::string version;
 };
+
+// Every answer's head: Connection: close, no caching, no sniffing, no framing. Without a length the
+// body ends when the connection does (GET /api/log's stream).
+std::string response_head(int status, std::string_view content_type, std::optional<std::size_t> length,
+                          std::string_view extra = {});
 
 // Constant time in the tokens' contents: both are hashed, the digests compared
 // with CRYPTO_memcmp.
@@ -76,6 +82,7 @@ class admin_server {
   admin_context ctx_;
   std::shared_ptr<tcp::acceptor> acceptor_;
   std::size_t connections_ = 0;
+  std::size_t log_streams_ = 0;  // GET /api/log answers streaming now
   std::map<asio::ip::address, std::size_t> per_source_;
   std::shared_ptr<pending_set> pending_ = std::make_shared<pending_set>();
   std::uint64_t refused_since_warning_ = 0;

@@ -385,7 +385,8 @@ struct connection {
       const bool keep_alive = req.keep_alive && !ctx.stopping && !plan.close;
       const std::string timing = route ? format_server_timing(route->phases, route->quickack, route->ja4) : std::string();
       const std::uint64_t length = plan.content_length();
-      const std::string head = format_head(plan, length, route_value, timing, keep_alive);
+      const std::string head =
+          format_head(plan, length, route_value, timing, keep_alive, route ? std::string_view(route->listener) : "");
       arm_write_deadline();
       bool ok = true;
       std::uint64_t sent = 0;

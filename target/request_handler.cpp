@@ -139,7 +139,8 @@ response_plan plan_response(const http::request& req) {
 }
 
 std::string format_head(const response_plan& plan, std::uint64_t content_length,
-                        std::string_view route_value, std::string_view timing, bool keep_alive) {
+                        std::string_view route_value, std::string_view timing, bool keep_alive,
+                        std::string_view node) {
   std::string h;
   h.reserve(256);
   h += "HTTP/1.1 ";
@@ -156,8 +157,13 @@ std::string format_head(const response_plan& plan, std::uint64_t content_length,
   }
   if (plan.cors) {
     // The probe's control samples come from another origin: let it read the route and phases.
-    h += "Access-Control-Allow-Origin: *\r\nAccess-Control-Expose-Headers: X-Vlessbench-Route, Server-Timing\r\n"
-         "Timing-Allow-Origin: *\r\n";
+    h += "Access-Control-Allow-Origin: *\r\nAccess-Control-Expose-Headers: X-Vlessbench-Route, Server-Timing, "
+         "X-Vlessbench-Node\r\nTiming-Allow-Origin: *\r\n";
+    if (!node.empty()) {
+      h += "X-Vlessbench-Node: ";
+      h += node;
+      h += "\r\n";
+    }
   }
   h += "Cache-Control: no-store\r\nX-Vlessbench-Route: ";
   h += route_value;

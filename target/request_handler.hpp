@@ -64,8 +64,11 @@ struct probe_sample_ref {
 std::optional<probe_sample_ref> probe_sample_of(const http::request& req);
 
 // The response head, CRLF-terminated. route_value is the X-Vlessbench-Route value; timing is the
-// Server-Timing value (omitted when empty).
+// Server-Timing value (omitted when empty); node, on the probe's sample answers only, the VLESS
+// listener that relayed the request (X-Vlessbench-Node, so the page names the node; omitted when
+// empty: a direct request).
 std::string format_head(const response_plan& plan, std::uint64_t content_length,
-                        std::string_view route_value, std::string_view timing, bool keep_alive);
+                        std::string_view route_value, std::string_view timing, bool keep_alive,
+                        std::string_view node = {});
 
 }  // namespace vlessbench::target

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages vlessbench builds and tests with, if any is missing.
-# Usage: tools/deps.sh [--test]   (--test adds what only the test suite needs: clang, its fuzzer
+# Usage: tools/deps.sh [--test] [--vm]   (--vm adds what tools/vm.sh and `tools/demo.sh --vm` need:
+# qemu-system-x86 (the guest), systemd-container (systemd-nspawn, to install the .deb into its
+# image), debootstrap (the image), e2fsprogs (mkfs.ext4 -d), iproute2 (the namespace and tap),
+# dpkg-dev (tools/package.sh's dpkg-shlibdeps); --test adds what only the test suite needs: clang, its fuzzer
 # runtime, clang-tidy; and for the system test and the package: debootstrap, systemd-nspawn,
 # iproute2, dpkg-dev (dpkg-shlibdeps), lintian; chromium for the browser tests,
 # tests/integration/test_probe_page.py and test_admin.py; nftables for the tun path's test,
@@ -11,9 +14,13 @@ pkgs=(cmake ninja-build g++ pkg-config python3 curl
       libasio-dev android-libboringssl-dev libspdlog-dev libtomlplusplus-dev catch2
       libcli11-dev nlohmann-json3-dev libsystemd-dev libqrencode-dev libnghttp2-dev libssl-dev v2ray
       socat ccache)  # socat: bench/run.py's plain-relay floor; ccache: rebuilds compile what changed
-if [[ "${1:-}" == "--test" ]]; then
-  pkgs+=(clang-14 libclang-rt-14-dev clang-tidy-14 debootstrap systemd-container iproute2 dpkg-dev lintian chromium nftables prometheus bind9-dnsutils)
-fi
+for arg in "$@"; do
+  case "$arg" in
+    --test) pkgs+=(clang-14 libclang-rt-14-dev clang-tidy-14 debootstrap systemd-container iproute2 dpkg-dev lintian chromium nftables prometheus bind9-dnsutils) ;;
+    --vm) pkgs+=(qemu-system-x86 systemd-container debootstrap e2fsprogs iproute2 dpkg-dev) ;;
+    *) echo "tools/deps.sh: unknown option $arg (--test, --vm)" >&2; exit 2 ;;
+  esac
+done
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

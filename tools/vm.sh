@@ -8,9 +8,17 @@
 #   tools/vm.sh start     build the image if needed, boot, wait for the daemon (TCG: about a minute)
 #   tools/vm.sh stop      power the guest off and delete the namespace
 #   tools/vm.sh links     the guest's share links (vless://...) for the runner
+#   tools/vm.sh admin     the guest's admin listener (http://10.77.0.2:9090) and, on a second line,
+#                         its token: `vlessbench verify DIR --daemon URL --token TOKEN` fetches a
+#                         run's lines from the guest's access log (docs/runner.md)
 #   tools/vm.sh exec CMD  run CMD in the host-side namespace, e.g. tools/vm.sh exec build/bin/vlessbench run ...
+# VLESSBENCH_PACKAGE_BUILD=DIR: package that Release tree (tools/package.sh) instead of build-deb/build.
 # VLESSBENCH_VM_ACCEL=kvm to try KVM (on these machines the Debian kernel hung early under it;
-# TCG is the default). Needs root, qemu-system-x86, systemd-container, debootstrap, e2fsprogs.
+# TCG is the default). Needs root, qemu-system-x86, systemd-container, debootstrap, e2fsprogs
+# (tools/deps.sh --vm installs them).
+# The guest's config is the package's, plus an [admin] listener on the guest's address with a
+# random token (so the runner can fetch its runs' log lines) and [limits] udp_idle_timeout_ms =
+# 5000 (a UDP flow's udp.packet line comes 5 s after its last datagram, not 60 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
@@ -24,7 +32,7 @@ guest_ip=10.77.0.2
 accel=${VLESSBENCH_VM_ACCEL:-tcg}
 
 die() { echo "vm.sh: $*" >&2; exit 1; }
-need() { command -v "$1" >/dev/null || die "$1 missing: apt-get install $2"; }
+need() { command -v "$1" >/dev/null || die "$1 missing: tools/deps.sh --vm installs it (apt-get install $2)"; }
 
 nspawn() {  # nspawn ROOT CMD...: a command in ROOT, host network (the apt mirror), no registration
   local root=$1; shift
@@ -65,7 +73,12 @@ start() {
   trap 'umount "$state/root" 2>/dev/null || true' EXIT
   cp "$deb" "$state/root/root/"
   nspawn "$state/root" apt-get install -y -qq --no-install-recommends "/root/$(basename "$deb")" >/dev/null
-  build-deb/build/bin/vlessbenchd links --config "$state/root/etc/vlessbench/vlessbenchd.toml" \
+  local token; token=$(head -c 18 /dev/urandom | base64 | tr '+/' '-_')
+  printf '\n[admin]\nlisten = "%s:9090"\ntoken = "%s"\n\n[limits]\nudp_idle_timeout_ms = 5000\n' "$guest_ip" "$token" \
+    >> "$state/root/etc/vlessbench/vlessbenchd.toml"
+  (umask 077; printf 'http://%s:9090\n%s\n' "$guest_ip" "$token" > "$state/admin.txt")
+  # `links` parses the config: an [admin] or [limits] it refuses stops here, not at the guest's boot.
+  "${VLESSBENCH_PACKAGE_BUILD:-build-deb/build}/bin/vlessbenchd" links --config "$state/root/etc/vlessbench/vlessbenchd.toml" \
     --host "$guest_ip" --no-qr > "$state/links.txt"
   cp -L "$vm/root/vmlinuz" "$state/vmlinuz"; cp -L "$vm/root/initrd.img" "$state/initrd.img"
   mkfs.ext4 -q -F -d "$state/root" "$state/disk.img" 3G
@@ -112,6 +125,7 @@ case "${1:-}" in
   start) start ;;
   stop) stop ;;
   links) grep '^vless://' "$state/links.txt" ;;
+  admin) cat "$state/admin.txt" ;;
   exec) shift; exec ip netns exec "$ns" "$@" ;;
   *) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
 esac

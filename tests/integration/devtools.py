@@ -115,6 +115,16 @@ class Browser:
         target = self.devtools.call("Target.createTarget", {"url": url}, timeout=20)
         return self.devtools.call("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})["sessionId"]
 
+    def open_sized(self, url: str, width: int, height: int) -> str:
+        """A new page at url with a viewport of width x height CSS px: the window's own width has a
+        floor (~500 px), so a phone's viewport is emulated (mobile below 500 px)."""
+        session = self.open("about:blank")
+        self.devtools.call("Emulation.setDeviceMetricsOverride", {"width": width, "height": height,
+                                                                  "deviceScaleFactor": 1, "mobile": width < 500},
+                           session)
+        self.devtools.call("Page.navigate", {"url": url}, session, timeout=20)
+        return session
+
     def js(self, session: str, expr: str):
         return self.devtools.call("Runtime.evaluate", {"expression": expr, "returnByValue": True},
                                   session)["result"].get("value")

@@ -291,13 +291,8 @@ def stalls_before_a_reload_to_quickack_are_told_apart():
 
 def open_dashboard(url: str, screenshot: Path, size: str = "1400,1100") -> dict:
     with Browser(f"--window-size={size}") as browser:
-        session = browser.open("about:blank")
-        # The window's own width has a floor (~500 px): a phone's viewport is emulated.
         width, height = (int(v) for v in size.split(","))
-        browser.devtools.call("Emulation.setDeviceMetricsOverride", {"width": width, "height": height,
-                                                                     "deviceScaleFactor": 1, "mobile": width < 500},
-                              session)
-        browser.devtools.call("Page.navigate", {"url": url}, session, timeout=20)
+        session = browser.open_sized(url, width, height)
 
         def js(expr: str):
             return browser.js(session, expr)

@@ -32,15 +32,38 @@ PROXY_PORT = free_port()
 V = V2ray(v2ray_client_config(PROXY_PORT, D.port("kernel"), D.uuid), PROXY_PORT)
 
 
-def run_chromium(url: str, proxy: str | None, screenshot: str, window: str = "800,1000", again: bool = False) -> str:
+# What the page shows where, measured in the browser: the viewport, the page's scroll width, the
+# box of every sample's vless cell (8th), the histogram axis, the node line and the summary text
+# (after pressing its copy button), the stats table's cells.
+LAYOUT_JS = """(function(){
+  var el = function (id) { return document.getElementById(id); };
+  var cells = function (tr) { return Array.prototype.map.call(tr.cells, function (c) { return c.textContent; }); };
+  el('copy').click();
+  var box = function (e) { var r = e.getBoundingClientRect(); return [r.left, r.right, r.width]; };
+  return JSON.stringify({
+    viewport: document.documentElement.clientWidth, scroll_width: document.scrollingElement.scrollWidth,
+    vless_cells: Array.prototype.map.call(document.querySelectorAll('#samples tbody tr'), function (tr) { return box(tr.cells[7]); }),
+    vless_head: box(document.querySelector('#samples thead th:nth-child(8)')),
+    ticks: Array.prototype.map.call(document.querySelectorAll('#hist-axis span'), function (t) { return t.textContent; }),
+    bins: document.querySelectorAll('#hist .bin').length, label: el('hist-label').textContent,
+    node: el('node').textContent, node_attr: el('node').getAttribute('data-node'),
+    summary: el('summary').value, copy_state: el('copy-state').textContent,
+    selected: el('summary').selectionEnd - el('summary').selectionStart,
+    stats: Array.prototype.map.call(document.querySelectorAll('#stats tbody tr'), cells)});
+})()"""
+
+
+def run_chromium(url: str, proxy: str | None, screenshot: str, window: str = "800,1000", again: bool = False,
+                 layout: dict | None = None) -> str:
     """Opens url in headless chromium, waits (bounded) until the page has posted its results and
-    returns the DOM. With VLESSBENCH_PROBE_SCREENSHOTS=DIR set, saves the page there as PNG."""
+    returns the DOM; layout, if given, receives LAYOUT_JS's findings. With
+    VLESSBENCH_PROBE_SCREENSHOTS=DIR set, saves the page there as PNG."""
     extra = [f"--window-size={window}"]
     if proxy:
         # <-loopback>: chromium otherwise never sends 127.0.0.1 through a proxy.
         extra += [f"--proxy-server={proxy}", "--proxy-bypass-list=<-loopback>"]
     with Browser(*extra) as browser:
-        session = browser.open(url)
+        session = browser.open_sized(url, *(int(v) for v in window.split(",")))
         state_js = "(function(){var e=document.getElementById('status');return e?e.getAttribute('data-state'):'';})()"
         deadline = time.monotonic() + 45
         state = ""
@@ -59,6 +82,8 @@ def run_chromium(url: str, proxy: str | None, screenshot: str, window: str = "80
         shots = os.environ.get("VLESSBENCH_PROBE_SCREENSHOTS")
         if shots:
             Path(shots, screenshot).write_bytes(browser.screenshot(session))
+        if layout is not None:  # after the picture: it presses Copy summary
+            layout.update(json.loads(browser.js(session, LAYOUT_JS)))
     check(state == "posted", (state, dom[-3000:]))
     return dom
 
@@ -94,10 +119,13 @@ def request_for(run: str, seq: int) -> dict:
 @suite.test
 def direct_page_reports_direct():
     mark = D.mark()
-    dom = run_chromium(f"http://127.0.0.1:{TP}/probe?auto=1&new={NEW}&reuse={REUSE}", None, "probe-direct.png")
+    layout = {}
+    dom = run_chromium(f"http://127.0.0.1:{TP}/probe?auto=1&new={NEW}&reuse={REUSE}", None, "probe-direct.png",
+                       layout=layout)
     rows = dom_samples(dom)
     check(len(rows) == NEW + REUSE and all(r["route"] == "direct" for r in rows), rows)
     check(verdict_of(dom) == "no_vless", dom[:2000])
+    check(layout["node_attr"] == "" and "node: none (no sample came through a VLESS listener" in layout["node"], layout)
     e = probe_run(mark)
     check(e["route"] == "direct" and e["new"] == NEW and e["reuse"] == REUSE, e)
     check(e["samples"] == NEW + REUSE and e["ok"] == NEW + REUSE, e)
@@ -114,8 +142,10 @@ def direct_page_reports_direct():
 @suite.test
 def page_through_v2ray_names_vless_sessions():
     mark = D.mark()
+    layout = {}
     dom = run_chromium(f"http://127.0.0.1:{TP}/probe?auto=1&new={NEW}&reuse={REUSE}", f"http://127.0.0.1:{PROXY_PORT}",
-                       "probe-v2ray.png")
+                       "probe-v2ray.png", window="1280,900", layout=layout)
+    check_layout(layout, NEW + REUSE)
     rows = dom_samples(dom)
     check(len(rows) == NEW + REUSE, rows)
     check(all(r["route"] == "vless" and r["session"] is not None for r in rows), rows)
@@ -178,11 +208,42 @@ def bad_results_are_refused_with_a_reason():
     check(r.status == 200 and r.headers["content-type"].startswith("text/html") and b"<script>" in r.body, r)
 
 
+def check_layout(layout: dict, samples: int) -> None:
+    """Within the viewport: every sample's vless cell and its heading, with nothing to scroll
+    sideways; the histogram's ms axis; the node that carried the run (the v2ray client goes to the
+    daemon's "kernel" listener) with its ACK policy; a summary holding every group's median."""
+    vw = layout["viewport"]
+    print(f"  viewport {vw} px, page scroll width {layout['scroll_width']} px, vless head {layout['vless_head']}, "
+          f"axis {layout['ticks']}, {layout['node']!r}, copy: {layout['copy_state']!r}")
+    check(layout["scroll_width"] <= vw, f"the page scrolls sideways: {layout['scroll_width']} > {vw}")
+    check(len(layout["vless_cells"]) == samples, layout["vless_cells"])
+    for left, right, width in layout["vless_cells"] + [layout["vless_head"]]:
+        check(width > 0 and 0 <= left and right <= vw, f"a vless cell at {left}..{right} outside the {vw} px viewport")
+    check(layout["bins"] == 16 and len(layout["ticks"]) == 6 and layout["ticks"][0] == "0"
+          and layout["ticks"][-1].endswith(" ms") and "in ms" in layout["label"], layout)
+    ticks = [float(t.removesuffix(" ms")) for t in layout["ticks"]]
+    check(ticks == sorted(ticks) and ticks[-1] > 0, ticks)
+    check(layout["node_attr"] == "kernel" and layout["node"].startswith("node: kernel (VLESS listener, ACK policy kernel; ")
+          and f"{samples} samples)" in layout["node"], layout["node"])
+    summary = layout["summary"]
+    check(summary.startswith("vlessbench probe run ") and "\nnode: kernel (" in summary
+          and "\nverdict: " in summary and "the daemon logged it: probe.run run=" in summary, summary)
+    check(len(layout["stats"]) == 2, layout["stats"])
+    for group, n, median, p95, routes in layout["stats"]:
+        group = group.removesuffix(" (not reused: a new session each)")
+        check(f"{group}: n {n}, median {median} ms, P95 {p95} ms" in summary, (group, median, summary))
+    check(layout["copy_state"] in ("copied", "selected: copy it from the menu") and layout["selected"] == len(summary),
+          (layout["copy_state"], layout["selected"], len(summary)))
+
+
 @suite.test
 def phone_window_page_works():
     mark = D.mark()
+    layout = {}
     dom = run_chromium(f"http://127.0.0.1:{TP}/probe?auto=1&new=3&reuse=3", f"http://127.0.0.1:{PROXY_PORT}",
-                       "probe-phone.png", window="390,844", again=True)
+                       "probe-phone.png", window="390,844", again=True, layout=layout)
+    check(layout["viewport"] <= 390, layout["viewport"])
+    check_layout(layout, 6)
     rows = dom_samples(dom)
     check(len(rows) == 6 and all(r["route"] == "vless" for r in rows), rows)
     deadline = time.monotonic() + 10

@@ -159,7 +159,10 @@ TEST_CASE(
   CHECK(fresh.cors);
   const auto head = target::format_head(fresh, 0, "direct", "", false);
   CHECK(head.find("Access-Control-Expose-Headers: X-Vlessbench-Route, "
-                  "Server-Timing\r\n") != std::string::npos);
+                  "Server-Timing, X-Vlessbench-Node\r\n") != std::string::npos);
+  CHECK(head.find("X-Vlessbench-Node:") == std::string::npos);  // direct: no node
+  CHECK(target::format_head(fresh, 0, "vless session=4 user=u", "", false, "default-ack")
+            .find("X-Vlessbench-Node: default-ack\r\n") != std::string::npos);
   CHECK(head.find("Timing-Allow-Origin: *\r\n") != std::string::npos);
   const auto reused = target::plan_response(get("/generate_204?probe=k3x9&seq=3"));
   CHECK_FALSE(reused.close);
@@ -167,6 +170,8 @@ TEST_CASE(
   CHECK_FALSE(plain.close);
   CHECK_FALSE(plain.cors);
   CHECK(target::format_head(plain, 0, "direct", "", true).find("Access-Control") == std::string::npos);
+  CHECK(target::format_head(plain, 0, "vless session=4 user=u", "", true, "default-ack").find("X-Vlessbench-Node") ==
+        std::string::npos);  // only the probe's samples carry it
 
   CHECK(target::plan_response(get("/probe/result")).status == 405);
   auto post = get("/probe/result", "POST");
