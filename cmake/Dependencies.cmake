@@ -43,10 +43,19 @@ endif()
 # BoringSSL from android-libboringssl-dev: its headers must win over any system OpenSSL ones.
 set(VLESSBENCH_BORINGSSL_INCLUDE /usr/include/android CACHE PATH "BoringSSL headers")
 set(VLESSBENCH_BORINGSSL_LIBDIR /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/android CACHE PATH "BoringSSL libraries")
-find_library(BORINGSSL_SSL NAMES ssl PATHS ${VLESSBENCH_BORINGSSL_LIBDIR} NO_DEFAULT_PATH)
-find_library(BORINGSSL_CRYPTO NAMES crypto PATHS ${VLESSBENCH_BORINGSSL_LIBDIR} NO_DEFAULT_PATH)
-if(NOT EXISTS ${VLESSBENCH_BORINGSSL_INCLUDE}/openssl/base.h OR NOT BORINGSSL_SSL OR NOT BORINGSSL_CRYPTO)
-  vlessbench_require("BoringSSL" FALSE android-libboringssl-dev)
+# Cross builds (cmake/aarch64-linux-gnu.cmake) link the :arm64 runtime package's libssl.so.0 by its
+# soname: android-libboringssl-dev is Multi-Arch: foreign, so its :arm64 copy would replace the
+# build machine's; its headers are the same for every architecture, and the amd64 -dev's serve.
+find_library(BORINGSSL_SSL NAMES ssl libssl.so.0 PATHS ${VLESSBENCH_BORINGSSL_LIBDIR} NO_DEFAULT_PATH)
+find_library(BORINGSSL_CRYPTO NAMES crypto libcrypto.so.0 PATHS ${VLESSBENCH_BORINGSSL_LIBDIR} NO_DEFAULT_PATH)
+if(NOT EXISTS ${VLESSBENCH_BORINGSSL_INCLUDE}/openssl/base.h)
+  vlessbench_require("BoringSSL headers (${VLESSBENCH_BORINGSSL_INCLUDE})" FALSE android-libboringssl-dev)
+elseif(NOT BORINGSSL_SSL OR NOT BORINGSSL_CRYPTO)
+  if(CMAKE_CROSSCOMPILING)
+    vlessbench_require("BoringSSL for ${CMAKE_LIBRARY_ARCHITECTURE} (${VLESSBENCH_BORINGSSL_LIBDIR})" FALSE
+      "android-libboringssl:<arch> (tools/deps.sh --arch <arch>)")
+  endif()
+  vlessbench_require("BoringSSL (${VLESSBENCH_BORINGSSL_LIBDIR})" FALSE android-libboringssl-dev)
 endif()
 add_library(boringssl::crypto SHARED IMPORTED)
 set_target_properties(boringssl::crypto PROPERTIES IMPORTED_LOCATION ${BORINGSSL_CRYPTO}

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """System test (issue 14): the Debian package under a real systemd, reached over a network.
 
+  test_deb_nspawn.py [--arch ARCH]   (ARCH: this machine's by default, or arm64 on amd64: issue 25)
+
 A Debian 12 minbase rootfs (debootstrap, cached in /var/cache/vlessbench-test, rebuilt when
 missing) gets the .deb from tools/package.sh installed with apt, on an overlay so the cache stays
 clean, and boots with `systemd-nspawn -b` inside a network namespace this test creates; a veth pair
@@ -19,12 +21,23 @@ and v2ray run. Checked as a user would:
   - installing again (upgrade) restarts the daemon and keeps the config; remove stops the unit
     and keeps config and certificate; purge removes config, state and logs; a first install into
     the running system starts the unit with a new UUID.
+With --arch arm64 the same checks run on the arm64 package (`tools/package.sh --arch arm64`) in an
+arm64 rootfs (debootstrap --arch arm64 --foreign, its second stage run through qemu-user), booted by
+systemd-nspawn with every arm64 binary in it, systemd first, run by qemu-user-static through
+binfmt_misc (tools/qemu-binfmt.sh); the runner and v2ray stay amd64 on the host side. The one check
+left out there is the AF_NETLINK one: RestrictAddressFamilies is a seccomp filter, and under
+qemu-user, whose prctl(PR_SET_SECCOMP) fails, systemd skips every seccomp setting (checked on the
+daemon's Seccomp_filters before skipping). The container is powered off from inside there:
+systemd-nspawn's SIGTERM reached the emulated systemd as another signal (rescue mode).
 Exit 77 (ctest skip) only when the machine cannot do it: not root, or no systemd-nspawn /
-debootstrap after `tools/deps.sh --test`.
-Environment: VLESSBENCH_DEB (a .deb to test instead of building one), VLESSBENCH_ROOTFS_CACHE.
+debootstrap after `tools/deps.sh --test` (and for arm64 no qemu-user-static or binfmt_misc after
+`tools/deps.sh --test --arch arm64`).
+Environment: VLESSBENCH_DEB (a .deb to test instead of building one; its Architecture must be
+--arch's), VLESSBENCH_ROOTFS_CACHE.
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
 import ctypes
 import fcntl
@@ -39,6 +52,7 @@ import sys
 import tempfile
 import time
 import traceback
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "integration"))
@@ -50,8 +64,6 @@ SUITE = "bookworm"
 # What the rootfs holds besides minbase (Essential + apt): an init and a bus, as a minimal VM
 # has. No procps: /bin/kill must not be needed.
 INCLUDE = "systemd,systemd-sysv,dbus"
-ROOTFS = CACHE / SUITE
-MARKER = CACHE / f"{SUITE}.ok"
 ARCHIVES = CACHE / "apt-archives"
 HOST_IP, VM_IP = "10.77.0.1", "10.77.0.2"
 CONFIG = "/etc/vlessbench/vlessbenchd.toml"
@@ -60,6 +72,36 @@ UUID_RE = re.compile(r"^uuid = \"([0-9a-f-]{36})\"", re.M)
 # Lines of the unit's journal that must never appear outside the steps that provoke them.
 JOURNAL_BAD = re.compile(r" (error|critical) |unexpected exception|Failed with result|code=(exited|killed|dumped)|"
                          r"Start request repeated|cannot read", re.I)
+
+
+@dataclass(frozen=True)
+class Arch:
+    """The package's architecture and what follows from it."""
+    name: str  # Debian's: amd64, arm64
+    foreign: bool  # not this machine's: every binary in the container runs under qemu-user
+    # Deadlines for what the container does (boot, start, answers) are this many times the native
+    # ones: qemu-user translates every instruction of systemd, apt and the daemon.
+    slow: float
+    elf_machine: int  # e_machine of its binaries
+
+    @property
+    def label(self) -> str:  # the native rootfs keeps the name (and cache) it had before issue 25
+        return SUITE if not self.foreign else f"{SUITE}-{self.name}"
+
+    @property
+    def rootfs(self) -> Path:
+        return CACHE / self.label
+
+    @property
+    def marker(self) -> Path:
+        return CACHE / f"{self.label}.ok"
+
+
+ELF_MACHINES = {"amd64": 62, "arm64": 183}  # EM_X86_64, EM_AARCH64
+
+
+def native_arch() -> str:
+    return subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True, check=True).stdout.strip()
 
 
 def log(msg: str) -> None:
@@ -103,34 +145,45 @@ def nspawn_cleanup(name: str) -> None:
     shutil.rmtree(f"/run/systemd/nspawn/propagate/{name}", ignore_errors=True)
 
 
-def ensure_rootfs() -> None:
-    want = f"{SUITE} minbase include={INCLUDE}\n"
-    if MARKER.exists() and MARKER.read_text() == want and (ROOTFS / "usr/lib/systemd/systemd").exists():
+def ensure_rootfs(arch: Arch) -> None:
+    # The cache is keyed on what makes it: suite, architecture (in the label), variant, packages.
+    want = f"{arch.label} minbase include={INCLUDE}\n"
+    if arch.marker.exists() and arch.marker.read_text() == want and (arch.rootfs / "usr/lib/systemd/systemd").exists():
         return
     url = mirror()
-    log(f"building the cached rootfs {ROOTFS} (debootstrap {SUITE} from {url}; once per machine)")
+    log(f"building the cached rootfs {arch.rootfs} (debootstrap {SUITE} {arch.name} from {url}; once per machine)")
     t0 = time.monotonic()
-    tmp = CACHE / f"{SUITE}.tmp"
+    tmp = CACHE / f"{arch.label}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
-    shutil.rmtree(ROOTFS, ignore_errors=True)
-    MARKER.unlink(missing_ok=True)
+    shutil.rmtree(arch.rootfs, ignore_errors=True)
+    arch.marker.unlink(missing_ok=True)
     CACHE.mkdir(parents=True, exist_ok=True)
-    run(["debootstrap", "--variant=minbase", f"--include={INCLUDE}", SUITE, tmp, url], timeout=1800)
+    debootstrap = ["debootstrap", f"--arch={arch.name}", "--variant=minbase", f"--include={INCLUDE}"]
+    if arch.foreign:
+        # First stage unpacks on the host; the second runs the packages' scripts inside the rootfs,
+        # through qemu-user (binfmt_misc with the F flag: no qemu copied into the rootfs).
+        run(debootstrap + ["--foreign", SUITE, tmp, url], timeout=1800)
+        run(["chroot", tmp, "/debootstrap/debootstrap", "--second-stage"], timeout=3600)
+    else:
+        run(debootstrap + [SUITE, tmp, url], timeout=1800)
     # Package lists, so that installing the .deb resolves its Depends without an update per run.
-    run(nspawn_argv(tmp, f"vbsys-cache{os.getpid()}") + ["--pipe", "apt-get", "update", "-qq"], timeout=600)
+    run(nspawn_argv(tmp, f"vbsys-cache{os.getpid()}") + ["--pipe", "apt-get", "update", "-qq"], timeout=600 * arch.slow)
     nspawn_cleanup(f"vbsys-cache{os.getpid()}")
-    tmp.rename(ROOTFS)
-    MARKER.write_text(want)
+    tmp.rename(arch.rootfs)
+    arch.marker.write_text(want)
     log(f"rootfs ready in {time.monotonic() - t0:.0f} s")
 
 
-def package() -> Path:
+def package(arch: Arch) -> Path:
     if os.environ.get("VLESSBENCH_DEB"):
-        return Path(os.environ["VLESSBENCH_DEB"]).resolve()
-    t0 = time.monotonic()
-    r = run([h.REPO / "tools/package.sh"], timeout=3600)
-    deb = Path(r.stdout.strip().splitlines()[-1])
-    log(f"package: {deb.name} ({time.monotonic() - t0:.0f} s; {r.stderr.strip().splitlines()[-1]})")
+        deb = Path(os.environ["VLESSBENCH_DEB"]).resolve()
+    else:
+        t0 = time.monotonic()
+        r = run([h.REPO / "tools/package.sh", "--arch", arch.name], timeout=3600)
+        deb = Path(r.stdout.strip().splitlines()[-1])
+        log(f"package: {deb.name} ({time.monotonic() - t0:.0f} s; {r.stderr.strip().splitlines()[-1]})")
+    got = run(["dpkg-deb", "-f", deb, "Architecture"]).stdout.strip()
+    h.check(got == arch.name, f"{deb} is a package for {got}, not {arch.name}")
     return deb
 
 
@@ -185,24 +238,26 @@ class Net:
 # The rootfs copy and the booted container.
 
 class Machine:
-    def __init__(self, work: Path):
+    def __init__(self, work: Path, arch: Arch):
         self.work = work
+        self.arch = arch
         self.root = work / "root"
         self.mounted = False
         self.nspawn: subprocess.Popen | None = None
         self.leader = 0
+        self.leader_fd: int | None = None
         self.name = f"vbsys{os.getpid()}"
         for d in ("upper", "ovlwork", "root"):
             (work / d).mkdir()
         r = subprocess.run(["mount", "-t", "overlay", "overlay", "-o",
-                            f"lowerdir={ROOTFS},upperdir={work}/upper,workdir={work}/ovlwork", self.root],
+                            f"lowerdir={arch.rootfs},upperdir={work}/upper,workdir={work}/ovlwork", self.root],
                            capture_output=True, text=True)
         if r.returncode == 0:
             self.mounted = True
         else:  # no overlayfs here: a copy, slower but the same
             log(f"overlay mount failed ({r.stderr.strip()}): copying the rootfs")
             self.root.rmdir()
-            run(["cp", "-a", "--reflink=auto", ROOTFS, self.root], timeout=600)
+            run(["cp", "-a", "--reflink=auto", arch.rootfs, self.root], timeout=600)
 
     def path(self, p: str) -> Path:
         return self.root / p.lstrip("/")
@@ -215,17 +270,17 @@ class Machine:
         base = nspawn_argv(self.root, self.name) + ["--pipe", "-E", "DEBIAN_FRONTEND=noninteractive",
                                                     f"--bind={ARCHIVES}:/var/cache/apt/archives"]
         cmd = base + ["apt-get", "install", "-y", "--no-install-recommends", f"/root/{deb.name}"]
-        r = run(cmd, timeout=600, check=False)
+        r = run(cmd, timeout=600 * self.arch.slow, check=False)
         if r.returncode != 0:  # package lists gone stale since the rootfs was cached
-            run(base + ["apt-get", "update", "-qq"], timeout=600)
-            r = run(cmd, timeout=600)
+            run(base + ["apt-get", "update", "-qq"], timeout=600 * self.arch.slow)
+            r = run(cmd, timeout=600 * self.arch.slow)
         return r.stdout + r.stderr
 
     def boot(self, netns: str) -> None:
         self.console = open(self.work / "console.log", "wb")
         self.nspawn = h.spawn(nspawn_argv(self.root, self.name) + ["-b", f"--network-namespace-path=/run/netns/{netns}"],
                               stdin=subprocess.DEVNULL, stdout=self.console, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 30 * self.arch.slow
         while time.monotonic() < deadline and not self.leader:
             h.check(self.nspawn.poll() is None, f"systemd-nspawn exited: {self.console_text()}")
             for st in Path("/proc").glob("[0-9]*/status"):
@@ -235,6 +290,8 @@ class Machine:
                     continue
                 if f"\nPPid:\t{self.nspawn.pid}\n" in text and text.startswith("Name:\tsystemd\n"):
                     self.leader = int(st.parent.name)
+                    with contextlib.suppress(ProcessLookupError):
+                        self.leader_fd = os.pidfd_open(self.leader)
                     break
             time.sleep(0.1)
         h.check(self.leader, f"no container init under systemd-nspawn: {self.console_text()}")
@@ -245,13 +302,14 @@ class Machine:
     def sh(self, argv, timeout=60, check=True) -> subprocess.CompletedProcess:
         """A command inside the running container (all its namespaces)."""
         return run(["nsenter", "-t", self.leader, "-m", "-u", "-i", "-n", "-p", "-C", "--", *argv],
-                   timeout=timeout, check=check, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"})
+                   timeout=timeout * self.arch.slow, check=check, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"})
 
     def unit(self, *props: str, check: bool = True) -> dict:
         out = self.sh(["systemctl", "show", "vlessbenchd", "-p", ",".join(props)], check=check).stdout
         return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 
     def wait_active(self, timeout=60.0) -> dict:
+        timeout *= self.arch.slow
         deadline = time.monotonic() + timeout
         while True:
             # check=False: right after boot, systemd's socket may not be there yet.
@@ -280,8 +338,23 @@ class Machine:
 
     def shutdown(self) -> None:
         if self.nspawn and self.nspawn.poll() is None:
+            if self.arch.foreign and self.leader:
+                # systemd-nspawn's SIGTERM becomes SIGRTMIN+3 (poweroff) for the container's init, and
+                # under qemu-user that arrived as another real-time signal: systemd went to rescue
+                # mode (sulogin) instead. Asked from inside, it powers off.
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.sh(["systemctl", "poweroff", "--no-block"], check=False)
+                    self.nspawn.wait(timeout=30 * self.arch.slow)
             # SIGTERM: systemd-nspawn asks the container's init for an orderly shutdown.
-            h.stop_process(self.nspawn, signal.SIGTERM, 30)
+            h.stop_process(self.nspawn, signal.SIGTERM, 30 * self.arch.slow)
+        if self.leader_fd is not None:
+            # A SIGKILLed systemd-nspawn leaves its container running: its init, killed, takes
+            # every process of the container's PID namespace with it. (A pidfd: never another
+            # process that got the PID since.)
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self.leader_fd, signal.SIGKILL)
+            os.close(self.leader_fd)
+            self.leader_fd = None
 
     def close(self) -> None:
         self.shutdown()
@@ -302,14 +375,14 @@ def links(m: Machine) -> dict:
     return {"share": share, "fingerprint": fingerprints.pop(), "v2ray": v2}
 
 
-def runner(net: Net, out: Path, paths: dict, nagle: list[str], new: int = 20) -> dict:
+def runner(net: Net, out: Path, paths: dict, nagle: list[str], new: int = 20, slow: float = 1) -> dict:
     argv = [h.BIN / "vlessbench", "run", "--target", f"http://{VM_IP}:8080/", "--new", new, "--reuse", 5,
             "--warmup", 2, "--out", out]
     for name, spec in paths.items():
         argv += ["--path", f"{name}={spec}"]
     if nagle:
         argv += ["--nagle-paths", ",".join(nagle)]
-    r = net.exec_host(argv, timeout=120, check=False)
+    r = net.exec_host(argv, timeout=120 * slow, check=False)
     h.check(r.returncode == 0, f"runner rc={r.returncode}\n{r.stdout}\n{r.stderr}")
     summary = json.loads((out / "summary.json").read_text())
     return summary["paths"]
@@ -320,24 +393,38 @@ def stall(p: dict) -> str:
 
 
 def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    here = native_arch()
+    ap.add_argument("--arch", default=here, choices=sorted(ELF_MACHINES),
+                    help=f"the package's architecture (default: this machine's, {here})")
+    args = ap.parse_args()
+    if args.arch != here and here != "amd64":
+        print(f"--arch {args.arch}: only arm64 is cross-built, on amd64 (this is {here})", file=sys.stderr)
+        return 2
+    foreign = args.arch != here
+    arch = Arch(args.arch, foreign, 4.0 if foreign else 1.0, ELF_MACHINES[args.arch])
     if os.geteuid() != 0:
         skip("needs root (debootstrap, mount, network namespaces, systemd-nspawn)")
     for tool, pkg in (("systemd-nspawn", "systemd-container"), ("debootstrap", "debootstrap"),
                       ("ip", "iproute2"), ("nsenter", "util-linux")):
         if shutil.which(tool) is None:
             skip(f"{tool} is missing: apt-get install {pkg} (tools/deps.sh --test installs it)")
+    if foreign:
+        r = run([h.REPO / "tools/qemu-binfmt.sh", arch.name], check=False)
+        if r.returncode != 0:
+            skip(f"cannot run {arch.name} binaries here: {r.stderr.strip()}")
     if not (h.BIN / "vlessbench").exists():
         print(f"runner not found in {h.BIN} (set VLESSBENCH_BIN)", file=sys.stderr)
         return 1
     # ctest's timeout sends SIGTERM: unwind through the finally below (container, mount, netns).
     signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
     t_all = time.monotonic()
-    deb = package()
+    deb = package(arch)
     CACHE.mkdir(parents=True, exist_ok=True)
     # Another run (another worktree's ctest) may be building the cache or using its apt archives.
     cache_lock = open(CACHE / "lock", "w")
     fcntl.flock(cache_lock, fcntl.LOCK_EX)
-    ensure_rootfs()
+    ensure_rootfs(arch)
     work = Path(tempfile.mkdtemp(prefix="vlessbench-system-", dir="/var/tmp"))
     net = machine = None
     failed = []
@@ -354,7 +441,7 @@ def main() -> int:
             sys.stdout.flush()
 
     try:
-        machine = Machine(work)
+        machine = Machine(work, arch)
         m = machine
         state = {}
 
@@ -368,7 +455,13 @@ def main() -> int:
                     f"unit not enabled by the postinst\n{out}")
             h.check(not m.path("/bin/kill").exists() and not m.path("/usr/bin/kill").exists(),
                     "the rootfs has /bin/kill: it no longer proves the unit does without it")
-        step("install with apt: Depends suffice, config made with its own UUID, unit enabled", install)
+            for b in ("vlessbenchd", "vlessbench"):
+                elf = m.path(f"/usr/bin/{b}").read_bytes()[:20]
+                machine_ = int.from_bytes(elf[18:20], "little")
+                h.check(elf[:4] == b"\x7fELF" and machine_ == arch.elf_machine,
+                        f"/usr/bin/{b}: ELF machine {machine_}, want {arch.elf_machine} ({arch.name})")
+        step(f"install with apt: Depends suffice, {arch.name} binaries, config made with its own UUID, unit enabled",
+             install)
         fcntl.flock(cache_lock, fcntl.LOCK_UN)
         if failed:
             return 1
@@ -392,7 +485,7 @@ def main() -> int:
             share = ln["share"]
             kernel = share["default-ack-default"]
             out = work / "run-links"
-            paths = runner(net, out, {"direct": "direct", "vless": kernel}, [], new=10)
+            paths = runner(net, out, {"direct": "direct", "vless": kernel}, [], new=10, slow=arch.slow)
             rejects = m.access_events("vless.reject")
             h.check(not rejects, f"VLESS sessions refused: {rejects[:2]}")
             for name, want in (("vless", "vless"), ("direct", "direct")):
@@ -410,7 +503,7 @@ def main() -> int:
             v2 = h.spawn(["ip", "netns", "exec", net.host, h.V2RAY, "-config", cfg_path],
                          stdout=open(work / "v2ray.log", "wb"), stderr=subprocess.STDOUT)
             try:
-                deadline = time.monotonic() + 20
+                deadline = time.monotonic() + 20 * arch.slow
                 r = None
                 while time.monotonic() < deadline:
                     r = net.exec_host([h.CURL, "-sS", "-D", "-", "-o", "/dev/null", "-x", f"http://127.0.0.1:{port}",
@@ -427,17 +520,17 @@ def main() -> int:
 
         def reload_acks():
             kernel = state["links"]["share"]["default-ack-default"]
-            before = runner(net, work / "run-kernel", {"direct": "direct", "nagle": kernel}, ["nagle"])
+            before = runner(net, work / "run-kernel", {"direct": "direct", "nagle": kernel}, ["nagle"], slow=arch.slow)
             h.check(stall(before["nagle"]) == "stall", f"no stall before the reload: {before['nagle']['stall']}")
             m.sh(["sed", "-i", '/^name = "default-ack"/,/^\[/ s/quickack = "kernel"/quickack = "on"/', CONFIG])
             r = m.sh(["systemctl", "reload", "vlessbenchd"], check=False)
             h.check(r.returncode == 0, f"systemctl reload: rc={r.returncode} {r.stderr}\n" +
                     "\n".join(m.journal().splitlines()[-8:]))
-            deadline = time.monotonic() + 10
+            deadline = time.monotonic() + 10 * arch.slow
             while not any(e.get("ok") and e.get("generation") == 2 for e in m.access_events("config.reload")):
                 h.check(time.monotonic() < deadline, f"no config.reload generation 2: {m.access_events('config.reload')}")
                 time.sleep(0.1)
-            after = runner(net, work / "run-quickack", {"direct": "direct", "nagle": kernel}, ["nagle"])
+            after = runner(net, work / "run-quickack", {"direct": "direct", "nagle": kernel}, ["nagle"], slow=arch.slow)
             s = after["nagle"]["stall"]
             # "none" expected; one slow header on this loaded 2-core machine is not a stall.
             h.check(stall(after["nagle"]) != "stall" and s["stalled"] <= 1, f"stall after the reload: {s}")
@@ -456,7 +549,7 @@ def main() -> int:
             u = m.unit("ActiveState", "MainPID")
             h.check(u["ActiveState"] == "active" and u["MainPID"] == state["pid"], f"daemon after a failed reload: {u}")
             kernel = state["links"]["share"]["default-ack-default"]
-            paths = runner(net, work / "run-broken", {"vless": kernel}, [], new=5)
+            paths = runner(net, work / "run-broken", {"vless": kernel}, [], new=5, slow=arch.slow)
             h.check(paths["vless"]["new"]["failed"] == 0 and set(paths["vless"]["routes"]) == {"vless"},
                     f"not serving after a failed reload: {paths['vless']}")
             h.check(not any(e.get("generation", 0) > 2 for e in m.access_events("config.reload")),
@@ -503,8 +596,9 @@ def main() -> int:
                     f"after stop: {u}")
             h.check(short_reply.startswith(b"HTTP/1.1 200"), f"the request inside the drain got {short_reply[:100]!r}")
             h.check(not long_reply.startswith(b"HTTP/1.1 200"), "the 20 s request was not cut at the deadline")
-            # drain_timeout_ms defaults to 5000; TimeoutStopSec=15s would SIGKILL.
-            h.check(4.0 < took < 10.0, f"stop took {took:.1f} s (drain deadline 5 s)")
+            # drain_timeout_ms defaults to 5000; TimeoutStopSec=15s would SIGKILL (and fail Result).
+            # Under qemu-user systemctl and the stop's own steps are slower: up to just below 15 s.
+            h.check(4.0 < took < (10.0 if not arch.foreign else 14.5), f"stop took {took:.1f} s (drain deadline 5 s)")
             log(f"  stop with a 1.5 s and a 20 s request in flight: {took:.1f} s; the first answered, the second cut")
             m.sh(["systemctl", "start", "vlessbenchd"])
             m.wait_active()
@@ -545,7 +639,19 @@ def main() -> int:
                 m.sh(["systemctl", "daemon-reload"])
                 m.sh(["systemctl", "restart", "vlessbenchd"])
                 m.wait_active()
-        step("without AF_NETLINK the daemon says so at start", no_netlink)
+        # RestrictAddressFamilies is a seccomp filter; qemu-user fails prctl(PR_SET_SECCOMP), so under
+        # it systemd applies no seccomp setting to any unit. Skipped only on the kernel's word for it:
+        # the daemon has no filter beyond the container's own (systemd-nspawn's, which PID 1 has too).
+        def filters(pid) -> int:
+            f = re.search(r"^Seccomp_filters:\s*(\d+)", m.sh(["cat", f"/proc/{pid}/status"]).stdout, re.M)
+            return int(f.group(1)) if f else -1
+        daemon_filters, init_filters = filters(m.unit("MainPID")["MainPID"]), filters(1)
+        if arch.foreign and daemon_filters == init_filters >= 0:
+            log(f"SKIP without AF_NETLINK the daemon says so at start: the daemon has no seccomp filter of its own "
+                f"({daemon_filters}, as the container's init; qemu-user: systemd skips RestrictAddressFamilies); "
+                "the native system test checks it")
+        else:
+            step("without AF_NETLINK the daemon says so at start", no_netlink)
 
         def upgrade_remove_purge():
             # Installing again (dpkg's upgrade path) keeps the config and restarts the daemon.
