@@ -614,37 +614,50 @@ def measure_udp(s: Setup, new: int, reuse: int, warmup: int) -> dict:
     return res
 
 
-def measure_mux_bulk(s: Setup, load: Path, total: int) -> dict:
-    """total bytes down (/bytes/N) and up (POST /sink) through one mux sub-connection: the load
-    generator CONNECTs through the mux client's http inbound (--http-proxy). The v2ray client
-    (same binary for both servers) is in the path and takes its own share of the CPU."""
-    res: dict = {}
+def measure_mux_bulk(s: Setup, load: Path, total: int, rounds: int = 1) -> dict:
+    """total bytes down (/bytes/N) and up (POST /sink) through one mux sub-connection, rounds
+    times (order alternated): the load generator CONNECTs through the mux client's http inbound
+    (--http-proxy). The v2ray client (same binary for every server) is in the path and takes its
+    own share of the CPU. Each entry: the median round's figures, every round's MB/s in "rounds"."""
+    runs: dict = {}
     servers = ["ours", "v2ray", *(["xray"] if "xray" in s.others else [])]  # issue 26: Xray's Mux.Cool too
     cpu = {w: [0.0, 0] for w in servers}
-    for mode in ("down", "up"):
-        key = f"mux-{mode}x1"
+    for rnd in range(rounds):
+        for mode in ("down", "up"):
+            key = f"mux-{mode}x1"
+            for which in servers if rnd % 2 == 0 else reversed(servers):
+                s.check_alive()
+                err = s.probe_mux(which)
+                if err is not None:
+                    runs.setdefault(key, {}).setdefault(which, []).append({"error": err})
+                    continue
+                pid = s.server(which)[1].pid
+                port = {"ours": s.ours_mux_http, "v2ray": s.v2_mux_http, "xray": s.xray_mux_http}[which]
+                c0 = cpu_seconds(pid)
+                j = run_load(load, mode, ["--target", f"{HOST}:{s.target_port}", "--http-proxy", f"{HOST}:{port}",
+                                          "--workers", 1, "--threads", 1, "--bytes", total, "--seconds", 60],
+                             timeout=90)
+                if j["failed"]:
+                    runs.setdefault(key, {}).setdefault(which, []).append(
+                        {"error": f"{j['failed']} failed: {j['error']}"})
+                    continue
+                used = cpu_seconds(pid) - c0
+                cpu[which][0] += used
+                cpu[which][1] += j["bytes"]
+                runs.setdefault(key, {}).setdefault(which, []).append(
+                    {"mbytes_per_second": j["mbytes_per_second"], "seconds": j["seconds"], "bytes": j["bytes"],
+                     "server_cpu_share": used / j["seconds"]})
+                time.sleep(0.5)
+    res: dict = {}
+    for key, per in runs.items():
         res[key] = {}
-        for which in servers:
-            s.check_alive()
-            err = s.probe_mux(which)
-            if err is not None:
-                res[key][which] = {"error": err}
+        for which, rs in per.items():
+            bad = [r for r in rs if "error" in r]
+            if bad:  # a failed round: no figure, its reason
+                res[key][which] = bad[0]
                 continue
-            pid = s.server(which)[1].pid
-            port = {"ours": s.ours_mux_http, "v2ray": s.v2_mux_http, "xray": s.xray_mux_http}[which]
-            c0 = cpu_seconds(pid)
-            j = run_load(load, mode, ["--target", f"{HOST}:{s.target_port}", "--http-proxy", f"{HOST}:{port}",
-                                      "--workers", 1, "--threads", 1, "--bytes", total, "--seconds", 60],
-                         timeout=90)
-            if j["failed"]:
-                res[key][which] = {"error": f"{j['failed']} failed: {j['error']}"}
-                continue
-            used = cpu_seconds(pid) - c0
-            cpu[which][0] += used
-            cpu[which][1] += j["bytes"]
-            res[key][which] = {"mbytes_per_second": j["mbytes_per_second"], "seconds": j["seconds"],
-                               "bytes": j["bytes"], "server_cpu_share": used / j["seconds"]}
-            time.sleep(0.5)
+            mid = sorted(rs, key=lambda x: x["mbytes_per_second"])[len(rs) // 2]
+            res[key][which] = dict(mid, rounds=[x["mbytes_per_second"] for x in rs])
     res["mux-cpu"] = {w: {"cpu_seconds": c, "gib": b / GIB, "cpu_s_per_gib": c / (b / GIB) if b else None}
                       for w, (c, b) in cpu.items()}
     return res
@@ -1038,7 +1051,7 @@ def side_by_side_rows(results: dict, s: Setup) -> list[dict]:
             elif c is None or "error" in c:
                 cells[w] = {"error": why_not.get(w) or (c or {}).get("error") or "not measured"}
             else:
-                cells[w] = {"value": float(c["mbytes_per_second"]), "ci": None, "n": 1}
+                cells[w] = mean_ci(c["rounds"])
         add(label, "MB/s", cells, "higher")
     return rows
 
@@ -1065,6 +1078,30 @@ def print_side_by_side(rows: list[dict]) -> None:
                   any("value" in c for c in r["cells"].values())]
         if failed:
             print(f"  {r['metric']}: no figure for {', '.join(failed)} (see the run's own table)")
+
+
+def side_by_side_markdown(results: dict) -> str:
+    """The side-by-side table as docs/performance.md holds it, with what the run was and the
+    machine's load: the doc's figures are pasted from this, never typed."""
+    m = results["machine"]
+
+    def cell(c):
+        if "error" in c:
+            return "— " + c["error"] if c["error"] != "not measured" else "FAILED (see the run's table)"
+        v = fmt(float(c["value"]))
+        return f"{v} [{fmt(float(c['ci'][0]))}, {fmt(float(c['ci'][1]))}]" if c.get("ci") else f"{v} (1 run)"
+    v = results["servers"]["versions"]
+    lines = [f"`{results['command']}` ({results['started']}, {results['seconds']} s; load average "
+             f"{' '.join(m['loadavg_at_start'])} at the start, {' '.join(m['loadavg_at_end'])} at the end; "
+             f"{m['nproc']} cores; {', '.join(f'{w}: {x}' for w, x in v.items())}; missing: "
+             f"{', '.join(results['servers']['missing']) or 'none'}):", "",
+             "| metric | unit | better | " + " | ".join(SERVERS) + " | ours/xray | ours/haproxy |",
+             "|---" * (5 + len(SERVERS)) + "|"]
+    for r in results["side_by_side"]:
+        lines.append(f"| {r['metric']} | {r['unit']} | {r['better']} | "
+                     + " | ".join(cell(r["cells"][w]) for w in SERVERS)
+                     + f" | {fmt(r['ours/xray'])} | {fmt(r['ours/haproxy'])} |")
+    return "\n".join(lines) + "\n"
 
 
 def fmt(v) -> str:
@@ -1097,6 +1134,7 @@ def main() -> int:
                     help="directory with vlessbenchd, vlessbench, vlessbench_load")
     ap.add_argument("--out", type=Path, default=Path("bench-result.json"))
     ap.add_argument("--quick", action="store_true", help="smaller counts (a smoke test, not for the docs)")
+    ap.add_argument("--markdown", type=Path, help="also write the side-by-side table as docs/performance.md holds it")
     ap.add_argument("--only", default="idle,latency,handshakes,bulk,udp,mux",
                     help="comma list of phases to run (udp: datagram round trips; mux: bulk through Mux.Cool; "
                          "the Mux.Cool latency paths run in the latency phase)")
@@ -1124,7 +1162,9 @@ def main() -> int:
     results["crypto"] = measure_crypto(load)
     if "idle" in phases:
         print("idle sessions (RSS)...", file=sys.stderr, flush=True)
-        results["idle"] = measure_idle(s, load, 200 if quick else 1000, rounds=2 if quick else 3)
+        # 1,000 sessions even with --quick: with 200 a Go server's own RSS swings (its GC) outweighed
+        # the sessions (negative figures in a quick run).
+        results["idle"] = measure_idle(s, load, 1000, rounds=2 if quick else 3)
     if "latency" in phases:
         print("latency (vlessbench run)...", file=sys.stderr, flush=True)
         results["latency"] = measure_latency(s, *((30, 60, 5) if quick else (150, 300, 10)))
@@ -1139,7 +1179,7 @@ def main() -> int:
         results["udp"] = measure_udp(s, *((30, 60, 5) if quick else (150, 300, 10)))
     if "mux" in phases:
         print("bulk through Mux.Cool...", file=sys.stderr, flush=True)
-        results["mux"] = measure_mux_bulk(s, load, (GIB // 32) if quick else GIB // 4)
+        results["mux"] = measure_mux_bulk(s, load, (GIB // 32) if quick else GIB // 4, rounds=2 if quick else 3)
     s.check_alive()
     results["seconds"] = round(time.monotonic() - t0, 1)
     results["machine"]["loadavg_at_end"] = Path("/proc/loadavg").read_text().split()[:3]
@@ -1171,6 +1211,8 @@ def main() -> int:
           f"X25519 key pair {c['boringssl']['x25519_keypair_us']} and shared secret "
           f"{c['boringssl']['x25519_shared_us']} / {c['openssl3'].get('x25519_op_us')}")
     a.out.write_text(json.dumps(results, indent=1))
+    if a.markdown:
+        a.markdown.write_text(side_by_side_markdown(results))
     print(f"\n{a.out} written; {results['seconds']} s; load average at start "
           f"{' '.join(results['machine']['loadavg_at_start'])}, at end {' '.join(results['machine']['loadavg_at_end'])}")
     return 0
