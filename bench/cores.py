@@ -114,6 +114,26 @@ def singbox_server(uuid: str, cert: Path, key: Path, host: str, ports: dict[str,
     return {"log": {"level": "warn"}, "inbounds": inbounds, "outbounds": [{"type": "direct"}]}
 
 
+def client(name: str, uuid: str, host: str, entry_port: int, server_port: int) -> dict:
+    """Xray's or sing-box's own client: a local HTTP entry (CONNECT; sing-box's mixed inbound) and
+    a VLESS outbound over raw TLS to server_port (certificate not checked, SNI localhost): the
+    cores' clients against every server, as issue 28 asks of the bench."""
+    if name == "xray":
+        return {"log": {"loglevel": "warning"},
+                "inbounds": [{"listen": host, "port": entry_port, "protocol": "http", "settings": {}}],
+                "outbounds": [{"protocol": "vless",
+                               "settings": {"vnext": [{"address": host, "port": server_port,
+                                                       "users": [{"id": uuid, "encryption": "none"}]}]},
+                               "streamSettings": {"network": "raw", "security": "tls",
+                                                  "tlsSettings": {"serverName": "localhost", "allowInsecure": True}}}]}
+    if name == "sing-box":
+        return {"log": {"level": "warn"},
+                "inbounds": [{"type": "mixed", "listen": host, "listen_port": entry_port}],
+                "outbounds": [{"type": "vless", "server": host, "server_port": server_port, "uuid": uuid,
+                               "tls": {"enabled": True, "server_name": "localhost", "insecure": True}}]}
+    raise ValueError(f"no client config for {name}")
+
+
 def haproxy_config(pem: Path, host: str, port: int, target_port: int) -> str:
     """HAProxy as the floor: TLS termination in TCP mode in front of the target, one thread, TLS
     1.3 only, pem = the bench's certificate and key in one file; no logging, no health checks."""

@@ -371,11 +371,29 @@ class Setup:
                 wait_port(port, proc, name)
         if "xray" in started:
             wait_port(self.xray_mux_http, self.clients[-1], "v2ray client (xray-mux)")
+        # Issue 28: the cores' own clients (Xray's, sing-box's) against every VLESS server over raw
+        # TLS, each behind a local HTTP entry: latency paths CLIENTclient-SERVER.
+        self.core_entries: dict[tuple[str, str], int] = {}
+        servers = {"ours": self.ours_port, "v2ray": self.v2_port,
+                   **{w: self.peer_ports[w]["tcp"] for w in ("xray", "sing-box") if w in started}}
+        for name in ("xray", "sing-box"):
+            if name not in started:
+                continue
+            for server, port in servers.items():
+                entry = free_port(low=True)
+                config = self.work / name / f"client-{server}.json"
+                config.write_text(json.dumps(cores.client(name, self.uuid, HOST, entry, port), indent=1))
+                cores.check_config(name, self.peers[name], config)
+                started[f"{name}-client-{server}"] = proc = spawn(
+                    cores.argv(name, self.peers[name], config), stdout=open(config.with_suffix(".log"), "wb"),
+                    stderr=subprocess.STDOUT, cwd=config.parent)
+                wait_port(entry, proc, f"{name} client to {server}")
+                self.core_entries[(name, server)] = entry
         return started
 
     def servers(self) -> list[str]:
         """Every server under test that runs: ours, v2ray, then those of Xray, sing-box, HAProxy found."""
-        return ["ours", "v2ray", *self.others]
+        return ["ours", "v2ray", *(w for w in self.others if w in SERVERS)]
 
     def server(self, which: str) -> tuple[int, subprocess.Popen]:
         if which in self.others:
@@ -394,10 +412,7 @@ class Setup:
         return cores.link(self.uuid, HOST, port, transport, f"{which}-{transport}", mux=mux)
 
     def link(self, which: str, ws: bool = False) -> str:
-        port = (self.ours_ws_port if which == "ours" else self.v2_ws_port) if ws else self.server(which)[0]
-        kind = "ws&path=%2Fws" if ws else "tcp"
-        return (f"vless://{self.uuid}@{HOST}:{port}?encryption=none&security=tls&sni=localhost"
-                f"&allowInsecure=1&type={kind}#{which}")
+        return self.peer_link(which, "ws" if ws else "tcp")
 
     def load_args(self, which: str) -> list:
         """vlessbench_load arguments for a server, or the direct floor (which == 'direct'; not in
@@ -548,6 +563,7 @@ def side_by_side_paths(s: Setup) -> list[str]:
         paths.append(f"xray-mux-builtin={s.peer_link('xray', 'tcp', mux=True)}")
     if "haproxy" in s.others:
         paths.append(f"haproxy-floor=tls://{HOST}:{s.peer_ports['haproxy']['tcp']}")
+    paths += [f"{c}client-{w}=http://{HOST}:{port}" for (c, w), port in s.core_entries.items()]
     return paths
 
 
@@ -973,7 +989,7 @@ def side_by_side_rows(results: dict, s: Setup) -> list[dict]:
     """Issue 26: one row per metric, one cell per server (ours, v2ray 4.34, Xray, sing-box, the
     HAProxy floor), each with its 95 % CI: the runner's bootstrap interval of the paired median for
     latency, the t interval over rounds for the rest. A cell that does not apply says why."""
-    why_not = {w: r for w, r in s.missing.items()}
+    why_not = s.missing
     rows = []
 
     def add(metric, unit, cells, better):
@@ -1007,6 +1023,20 @@ def side_by_side_rows(results: dict, s: Setup) -> list[dict]:
                             "ci": (m["paired_delta_ci_low_ms"], m["paired_delta_ci_high_ms"])}
             add(f"{what} latency, {label} (built-in client{', tls:// for haproxy' if transport == 'tcp' else ''})",
                 "ms", cells, "lower")
+    for client in ("xray", "sing-box") if lat else ():
+        for mode, what in (("new", "new-connection added"), ("reuse", "reused added")):
+            cells = {}
+            for w in SERVERS:
+                p = lat.get(f"{client}client-{w}")
+                if w == "haproxy":
+                    cells[w] = {"error": "n/a (a bare TLS floor)"}
+                elif p is None or "error" in p or p[mode].get("paired_delta_median_ms") is None:
+                    cells[w] = {"error": why_not.get(client) or why_not.get(w) or "not measured"}
+                else:
+                    cells[w] = {"value": p[mode]["paired_delta_median_ms"],
+                                "ci": (p[mode]["paired_delta_ci_low_ms"], p[mode]["paired_delta_ci_high_ms"])}
+            add(f"{what} latency, raw TLS ({'Xray' if client == 'xray' else 'sing-box'}'s client, CONNECT)", "ms",
+                cells, "lower")
     udp = results.get("udp", {}).get("builtin", {})
     for mode, what in (("new", "new flow + first datagram"), ("reuse", "datagram on a kept flow")) if udp else ():
         cells = {}

@@ -7,7 +7,7 @@ error with its reason, never as a figure.
 Issue 26: the bench's other server kinds, each from the config bench/cores.py writes for
 bench/run.py and through its own checker: Xray and sing-box as VLESS servers carry one request per
 transport (raw TLS, ws, httpupgrade, gRPC; Mux.Cool on Xray) and one UDP datagram (command 2) from
-the runner's built-in client, and HAProxy as the bare TLS floor carries the runner's tls:// path and
+the runner's built-in client, and each core's own client carries one to its server and to ours; HAProxy as the bare TLS floor carries the runner's tls:// path and
 vlessbench_load's --tls-server modes. One request each, nothing timed."""
 import csv
 import json
@@ -150,13 +150,21 @@ def carried_by_target(names, mark: int) -> None:
 def vless_server_carries_each_transport(name: str, writer, transports, mux: bool) -> None:
     ports = {t: peers.inbound_port() for t in transports}
     config = writer(UUID, CERT, KEY, LOOPBACK, ports)
-    with peers.Core(name, config, list(ports.values())):
+    own, ours = peers.inbound_port(), peers.inbound_port()
+    with peers.Core(name, config, list(ports.values())), \
+            peers.Core(name, cores.client(name, UUID, LOOPBACK, own, ports["tcp"]), [own]), \
+            peers.Core(name, cores.client(name, UUID, LOOPBACK, ours, D.port("edge")), [ours]):
         paths = {f"{name}-{t}": cores.link(UUID, LOOPBACK, p, t, t) for t, p in ports.items()}
         if mux:
             paths[f"{name}-mux"] = cores.link(UUID, LOOPBACK, ports["tcp"], "tcp", "mux", mux=True)
+        # The core's own client (bench/run.py's CLIENTclient-SERVER paths), to its server and to ours.
+        clients = {f"{name}client-{name}": f"http://{LOOPBACK}:{own}", f"{name}client-ours": f"http://{LOOPBACK}:{ours}"}
         mark = D.mark()
-        one_each(f"http://{LOOPBACK}:{D.port('http')}/generate_204", paths)
-        carried_by_target(paths, mark)
+        one_each(f"http://{LOOPBACK}:{D.port('http')}/generate_204", {**paths, **clients})
+        carried_by_target([*paths, *clients], mark)
+        # Through our daemon, that client's requests came as VLESS sessions of user alice.
+        check(any(e.get("path_label") == f"{name}client-ours" and e.get("route") == "vless"
+                  for e in D.events("http.request", since=mark)), D.events("http.request", since=mark)[-3:])
         # UDP: command 2 over raw TLS to the daemon's echo (the runner checks each echo's payload);
         # its trailer names the route the echo saw: direct, from the server's own socket.
         udp = one_each(f"udp://{LOOPBACK}:{UP}", {f"{name}-udp": paths[f"{name}-tcp"]})
