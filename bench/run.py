@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""One-command benchmark: vlessbenchd's VLESS+TLS server against v2ray 4.34's (issue 7).
+"""One-command benchmark: vlessbenchd's VLESS+TLS server against v2ray 4.34's (issue 7), Xray
+25.9's and sing-box 1.11's, and the HAProxy TLS floor (issue 26).
 
 Starts, on loopback ports >= 20000:
   - an HTTP target (a target-only vlessbenchd) that both servers relay to, and the direct floor uses;
@@ -23,10 +24,15 @@ Then measures, ours and v2ray's alternately:
   7. Mux.Cool (issue 12): a v2ray client with "mux" on as two more latency paths (phase 1) and
      256 MiB down/up through one sub-connection. A server whose mux client cannot carry one request
      gets FAILED and the reason, never a figure.
-Prints one table and writes JSON (--out). Python 3 stdlib only; every process it starts is killed
-at exit, on Ctrl-C and on errors; every wait is bounded.
+  8. Issue 26: Xray and sing-box as VLESS servers on every transport (bench/cores.py writes their
+     configs and those of their own clients), HAProxy terminating TLS in front of the target (the
+     floor: the runner's tls:// path, vlessbench_load --tls-server), in every phase that applies;
+     one side-by-side table, each cell with its 95% CI, and who set the pace.
+Prints the tables and writes JSON (--out; --markdown FILE: the side-by-side table for the docs).
+Python 3 stdlib only; every process it starts is killed at exit, on Ctrl-C and on errors; every
+wait is bounded.
 
-Usage: bench/run.py [--bin BUILD/bin] [--out bench-result.json] [--quick] [--only PHASES]
+Usage: bench/run.py [--bin BUILD/bin] [--out bench-result.json] [--quick] [--only PHASES] [--markdown FILE]
 
 Over 600 lines: one setup and one report for every phase, kept together so that a reader sees
 what is measured against what in one place; the UDP client and its statistics are in udp_rtt.py.
