@@ -123,22 +123,36 @@ CERT, KEY = make_cert(tempdir("vlessbench-bench-cert-"))
 RUNNER = CLIENT_BIN / "vlessbench"
 
 
-def one_each(target: str, paths: dict[str, str]) -> dict[str, dict]:
+def one_each(target: str, paths: dict[str, str], must: bool = True) -> dict[str, dict]:
     """One new-connection and one reused sample per path (no warm-up) with the built-in client;
-    every path's samples by name. Every sample must have been answered."""
+    every path's samples by name. must: every sample must have been answered (else the caller
+    looks at them)."""
     out = tempdir("vlessbench-run-")
     argv = [RUNNER, "run", "--target", target, "--new", 1, "--reuse", 1, "--warmup", 0, "--out", out,
             "--allow-mismatch"]  # the servers dial the target themselves: it answers "direct"
     for name, spec in paths.items():
         argv += ["--path", f"{name}={spec}"]
     r = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=60)
-    check(r.returncode == 0, f"rc {r.returncode}\n{r.stdout}\n{r.stderr}")
+    check(r.returncode == 0 or not must, f"rc {r.returncode}\n{r.stdout}\n{r.stderr}")
     with open(out / "samples.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     by = {name: [x for x in rows if x["path"] == name] for name in paths}
     for name, got in by.items():
-        check(len(got) == 2 and all(x["ok"] == "1" for x in got), (name, got))
+        check(len(got) == 2 and (all(x["ok"] == "1" for x in got) or not must), (name, got))
     return by
+
+
+def carried_within(target: str, name: str, spec: str, tries: int = 5) -> None:
+    """sing-box 1.11's HTTPUpgrade server loses the VLESS header's first byte on some new
+    connections (its log: 'unknown version: 122', the UUID's first byte; 1-4 of 30 in the bench,
+    docs/performance.md): that path must carry its request within a few tries, and says how many."""
+    for attempt in range(1, tries + 1):
+        got = one_each(target, {name: spec}, must=False)[name]
+        if all(x["ok"] == "1" for x in got):
+            if attempt > 1:
+                print(f"FIGURE {name}_tries_before_carried = {attempt}", flush=True)
+            return
+    check(False, f"{name}: not carried in {tries} tries: {got}")
 
 
 def carried_by_target(names, mark: int) -> None:
@@ -160,8 +174,11 @@ def vless_server_carries_each_transport(name: str, writer, transports, mux: bool
         # The core's own client (bench/run.py's CLIENTclient-SERVER paths), to its server and to ours.
         clients = {f"{name}client-{name}": f"http://{LOOPBACK}:{own}", f"{name}client-ours": f"http://{LOOPBACK}:{ours}"}
         mark = D.mark()
+        flaky = {k: paths.pop(k) for k in list(paths) if name == "sing-box" and k.endswith("httpupgrade")}
         one_each(f"http://{LOOPBACK}:{D.port('http')}/generate_204", {**paths, **clients})
-        carried_by_target([*paths, *clients], mark)
+        for k, spec in flaky.items():
+            carried_within(f"http://{LOOPBACK}:{D.port('http')}/generate_204", k, spec)
+        carried_by_target([*paths, *flaky, *clients], mark)
         # Through our daemon, that client's requests came as VLESS sessions of user alice.
         check(any(e.get("path_label") == f"{name}client-ours" and e.get("route") == "vless"
                   for e in D.events("http.request", since=mark)), D.events("http.request", since=mark)[-3:])
