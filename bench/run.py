@@ -1004,6 +1004,13 @@ def side_by_side_rows(results: dict, s: Setup) -> list[dict]:
                                else None) for w in ("xray", "haproxy")}
         rows.append({"metric": metric, "unit": unit, "cells": cells, "better": better, **ratio})
 
+    def paired(p, mode, why):
+        """A latency cell: the path's paired median and bootstrap CI, or why it has none."""
+        if p is None or "error" in p or p[mode].get("paired_delta_median_ms") is None:
+            return {"error": why or (p or {}).get("error") or "not measured"}
+        m = p[mode]
+        return {"value": m["paired_delta_median_ms"], "ci": (m["paired_delta_ci_low_ms"], m["paired_delta_ci_high_ms"])}
+
     # Rows only for the phases that ran (--only).
     lat = results.get("latency", {})
     for transport, label in (("tcp", "raw TLS"), ("ws", "WebSocket"), ("httpupgrade", "HTTPUpgrade"),
@@ -1020,41 +1027,23 @@ def side_by_side_rows(results: dict, s: Setup) -> list[dict]:
                 if w == "sing-box" and transport == "mux":
                     cells[w] = {"error": "no Mux.Cool (sing-mux only)"}
                     continue
-                p = lat.get(lat_path(w, transport))
-                if p is None or "error" in p or p[mode].get("paired_delta_median_ms") is None:
-                    cells[w] = {"error": why_not.get(w) or (p or {}).get("error") or "not measured"}
-                    continue
-                m = p[mode]
-                cells[w] = {"value": m["paired_delta_median_ms"],
-                            "ci": (m["paired_delta_ci_low_ms"], m["paired_delta_ci_high_ms"])}
+                cells[w] = paired(lat.get(lat_path(w, transport)), mode, why_not.get(w))
             add(f"{what} latency, {label} (built-in client{', tls:// for haproxy' if transport == 'tcp' else ''})",
                 "ms", cells, "lower")
     for client in ("xray", "sing-box") if lat else ():
         for mode, what in (("new", "new-connection added"), ("reuse", "reused added")):
             cells = {}
             for w in SERVERS:
-                p = lat.get(f"{client}client-{w}")
-                if w == "haproxy":
-                    cells[w] = {"error": "n/a (a bare TLS floor)"}
-                elif p is None or "error" in p or p[mode].get("paired_delta_median_ms") is None:
-                    cells[w] = {"error": why_not.get(client) or why_not.get(w) or "not measured"}
-                else:
-                    cells[w] = {"value": p[mode]["paired_delta_median_ms"],
-                                "ci": (p[mode]["paired_delta_ci_low_ms"], p[mode]["paired_delta_ci_high_ms"])}
+                cells[w] = ({"error": "n/a (a bare TLS floor)"} if w == "haproxy" else
+                            paired(lat.get(f"{client}client-{w}"), mode, why_not.get(client) or why_not.get(w)))
             add(f"{what} latency, raw TLS ({'Xray' if client == 'xray' else 'sing-box'}'s client, CONNECT)", "ms",
                 cells, "lower")
     udp = results.get("udp", {}).get("builtin", {})
     for mode, what in (("new", "new flow + first datagram"), ("reuse", "datagram on a kept flow")) if udp else ():
         cells = {}
         for w in SERVERS:
-            p = udp.get(f"{w}-builtin-udp")
-            if w == "haproxy":
-                cells[w] = {"error": "n/a (TCP only)"}
-            elif p is None or "error" in p or p[mode].get("paired_delta_median_ms") is None:
-                cells[w] = {"error": why_not.get(w) or "not measured"}
-            else:
-                cells[w] = {"value": p[mode]["paired_delta_median_ms"],
-                            "ci": (p[mode]["paired_delta_ci_low_ms"], p[mode]["paired_delta_ci_high_ms"])}
+            cells[w] = ({"error": "n/a (TCP only)"} if w == "haproxy" else
+                        paired(udp.get(f"{w}-builtin-udp"), mode, why_not.get(w)))
         add(f"UDP round trip added, {what} (built-in client, command 2)", "ms", cells, "lower")
 
     def per_server(source, pick, metric, unit, better):
