@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""One-command benchmark: vlessbenchd's VLESS+TLS server against v2ray 4.34's (issue 7).
+"""One-command benchmark: vlessbenchd's VLESS+TLS server against v2ray 4.34's (issue 7), Xray
+25.9's and sing-box 1.11's, and the HAProxy TLS floor (issue 26).
 
 Starts, on loopback ports >= 20000:
   - an HTTP target (a target-only vlessbenchd) that both servers relay to, and the direct floor uses;
@@ -23,10 +24,15 @@ Then measures, ours and v2ray's alternately:
   7. Mux.Cool (issue 12): a v2ray client with "mux" on as two more latency paths (phase 1) and
      256 MiB down/up through one sub-connection. A server whose mux client cannot carry one request
      gets FAILED and the reason, never a figure.
-Prints one table and writes JSON (--out). Python 3 stdlib only; every process it starts is killed
-at exit, on Ctrl-C and on errors; every wait is bounded.
+  8. Issue 26: Xray and sing-box as VLESS servers on every transport (bench/cores.py writes their
+     configs and those of their own clients), HAProxy terminating TLS in front of the target (the
+     floor: the runner's tls:// path, vlessbench_load --tls-server), in every phase that applies;
+     one side-by-side table, each cell with its 95% CI, and who set the pace.
+Prints the tables and writes JSON (--out; --markdown FILE: the side-by-side table for the docs).
+Python 3 stdlib only; every process it starts is killed at exit, on Ctrl-C and on errors; every
+wait is bounded.
 
-Usage: bench/run.py [--bin BUILD/bin] [--out bench-result.json] [--quick] [--only PHASES]
+Usage: bench/run.py [--bin BUILD/bin] [--out bench-result.json] [--quick] [--only PHASES] [--markdown FILE]
 
 Over 600 lines: one setup and one report for every phase, kept together so that a reader sees
 what is measured against what in one place; the UDP client and its statistics are in udp_rtt.py.
@@ -52,6 +58,7 @@ import time
 import uuid as uuidlib
 from pathlib import Path
 
+import cores  # bench/cores.py: where Xray, sing-box and HAProxy are, and their server configs
 import udp_rtt  # bench/udp_rtt.py: the SOCKS5 UDP client and its statistics
 
 REPO = Path(__file__).resolve().parent.parent
@@ -115,9 +122,11 @@ signal.signal(signal.SIGINT, _on_signal)
 _used_ports: set[int] = set()
 
 
-def free_port() -> int:
+def free_port(low: bool = False) -> int:
+    """A free loopback TCP port >= 20000; low: below the ephemeral range (Xray does not bind a port
+    a TIME-WAIT connection holds, ../shared/peers/README.md)."""
     for _ in range(200):
-        port = random.randint(20000, 60999)
+        port = random.randint(20000, 32767 if low else 60999)
         if port in _used_ports:
             continue
         with socket.socket() as s:
@@ -217,6 +226,16 @@ class Setup:
         # v2ray ws client for each (v2ray 4.34 sends no early data, so neither does anyone here).
         self.ours_ws_port, self.v2_ws_port = free_port(), free_port()
         self.ours_ws_http, self.v2_ws_http = free_port(), free_port()
+        # Issue 26: our httpupgrade and gRPC listeners, for the side by side with Xray and sing-box.
+        self.ours_hu_port, self.ours_grpc_port = free_port(), free_port()
+        # Xray 25.9 and sing-box 1.11 as VLESS servers, one inbound per transport, and HAProxy as a
+        # bare TLS terminator in front of the target (the floor); each left out, with the reason,
+        # where its binary is not found.
+        self.peers = {name: cores.find(name) for name in ("xray", "sing-box", "haproxy")}
+        self.peer_ports = {"xray": {t: free_port(low=True) for t in cores.TRANSPORTS},
+                           "sing-box": {t: free_port() for t in cores.TRANSPORTS},
+                           "haproxy": {"tcp": free_port()}}
+        self.xray_mux_http = free_port()
         # UDP (issue 12): the target's [[udp_target]] echo; a v2ray client per server whose SOCKS5
         # inbound ("udp": true) sends VLESS command 2; and a v2ray client per server with Mux.Cool on
         # ("mux": {"enabled": true}) behind an http inbound (requests, bulk) and a SOCKS5 one (UDP).
@@ -241,7 +260,11 @@ class Setup:
             f'[[vless]]\nname = "vless"\nlisten = "{HOST}:{self.ours_port}"\ntcp = {policy}\n'
             f'upstream_tcp = {policy}\n'
             f'[[vless]]\nname = "ws"\nlisten = "{HOST}:{self.ours_ws_port}"\ntcp = {policy}\n'
-            f'upstream_tcp = {policy}\ntransport = "ws"\npath = "/ws"\n')
+            f'upstream_tcp = {policy}\ntransport = "ws"\npath = "/ws"\n'
+            f'[[vless]]\nname = "hu"\nlisten = "{HOST}:{self.ours_hu_port}"\ntcp = {policy}\n'
+            f'upstream_tcp = {policy}\ntransport = "httpupgrade"\npath = "{cores.HU_PATH}"\n'
+            f'[[vless]]\nname = "grpc"\nlisten = "{HOST}:{self.ours_grpc_port}"\ntcp = {policy}\n'
+            f'upstream_tcp = {policy}\ntransport = "grpc"\nservice_name = "{cores.GRPC_SERVICE}"\n')
         tls_server = {"minVersion": "1.3",
                       "certificates": [{"certificateFile": str(self.cert), "keyFile": str(self.key)}]}
         v2_server = {
@@ -265,7 +288,8 @@ class Setup:
         def http(port):
             return {"listen": HOST, "port": port, "protocol": "http", "settings": {}}
 
-        self.client_names = ("ours", "v2ray", "ours-ws", "v2ray-ws", "ours-udp", "v2ray-udp", "ours-mux", "v2ray-mux")
+        self.client_names = ("ours", "v2ray", "ours-ws", "v2ray-ws", "ours-udp", "v2ray-udp", "ours-mux", "v2ray-mux",
+                             "xray-mux")
         for name, inbounds, server_port, network, mux in (
                 ("ours", [http(self.ours_http)], self.ours_port, "tcp", False),
                 ("v2ray", [http(self.v2_http)], self.v2_port, "tcp", False),
@@ -274,7 +298,8 @@ class Setup:
                 ("ours-udp", [socks(self.ours_socks)], self.ours_port, "tcp", False),
                 ("v2ray-udp", [socks(self.v2_socks)], self.v2_port, "tcp", False),
                 ("ours-mux", [http(self.ours_mux_http), socks(self.ours_mux_socks)], self.ours_port, "tcp", True),
-                ("v2ray-mux", [http(self.v2_mux_http), socks(self.v2_mux_socks)], self.v2_port, "tcp", True)):
+                ("v2ray-mux", [http(self.v2_mux_http), socks(self.v2_mux_socks)], self.v2_port, "tcp", True),
+                ("xray-mux", [http(self.xray_mux_http)], self.peer_ports["xray"]["tcp"], "tcp", True)):
             stream = {"network": network, "security": "tls", "tlsSettings": client_tls}
             if network == "ws":
                 stream["wsSettings"] = {"path": "/ws"}
@@ -297,13 +322,16 @@ class Setup:
                         stderr=subprocess.STDOUT)
         self.clients = [spawn([v2ray, "-config", work / f"v2ray-client-{n}.json"],
                               stdout=open(work / f"v2ray-client-{n}.log", "wb"), stderr=subprocess.STDOUT)
-                        for n in self.client_names]
+                        for n in self.client_names if n != "xray-mux" or self.peers["xray"]]
+        self.others = self.start_peers()
         wait_port(self.target_port, self.target, "target vlessbenchd")
         wait_port(self.ours_port, self.ours, "our vlessbenchd")
         wait_port(self.v2_port, self.v2, "v2ray server")
         wait_port(self.ours_http, self.clients[0], "v2ray client (ours)")
         wait_port(self.v2_http, self.clients[1], "v2ray client (v2ray)")
         wait_port(self.ours_ws_port, self.ours, "our vlessbenchd (ws)")
+        wait_port(self.ours_hu_port, self.ours, "our vlessbenchd (httpupgrade)")
+        wait_port(self.ours_grpc_port, self.ours, "our vlessbenchd (grpc)")
         wait_port(self.v2_ws_port, self.v2, "v2ray server (ws)")
         wait_port(self.ours_ws_http, self.clients[2], "v2ray ws client (ours)")
         wait_port(self.v2_ws_http, self.clients[3], "v2ray ws client (v2ray)")
@@ -319,20 +347,86 @@ class Setup:
                            stdout=subprocess.DEVNULL, stderr=open(work / "socat.log", "wb"))
         wait_port(self.relay_port, self.relay, "socat relay")
 
+    def start_peers(self) -> dict[str, subprocess.Popen]:
+        """Xray, sing-box and HAProxy, each config passed through its own checker first; a missing
+        binary leaves that server out (self.missing says why), a refused config or a server that
+        does not open its ports fails the bench."""
+        self.missing: dict[str, str] = {}
+        started = {}
+        pem = self.work / "haproxy.pem"
+        pem.write_text(self.cert.read_text() + self.key.read_text())
+        writers = {
+            "xray": lambda: json.dumps(cores.xray_server(self.uuid, self.cert, self.key, HOST, self.peer_ports["xray"]), indent=1),
+            "sing-box": lambda: json.dumps(cores.singbox_server(self.uuid, self.cert, self.key, HOST,
+                                                                self.peer_ports["sing-box"]), indent=1),
+            "haproxy": lambda: cores.haproxy_config(pem, HOST, self.peer_ports["haproxy"]["tcp"], self.target_port),
+        }
+        for name, exe in self.peers.items():
+            if exe is None:
+                self.missing[name] = f"{name} not found (VLESSBENCH_PEERS, {', '.join(map(str, cores.folders()))}, PATH)"
+                print(f"  {self.missing[name]}: left out", file=sys.stderr)
+                continue
+            config = self.work / name / ("haproxy.cfg" if name == "haproxy" else "config.json")
+            config.parent.mkdir()
+            config.write_text(writers[name]())
+            cores.check_config(name, exe, config)
+            started[name] = spawn(cores.argv(name, exe, config), stdout=open(config.parent / f"{name}.log", "wb"),
+                                  stderr=subprocess.STDOUT, cwd=config.parent)
+        for name, proc in started.items():
+            for port in self.peer_ports[name].values():
+                wait_port(port, proc, name)
+        if "xray" in started:
+            wait_port(self.xray_mux_http, self.clients[-1], "v2ray client (xray-mux)")
+        # Issue 28: the cores' own clients (Xray's, sing-box's) against every VLESS server over raw
+        # TLS, each behind a local HTTP entry: latency paths CLIENTclient-SERVER.
+        self.core_entries: dict[tuple[str, str], int] = {}
+        servers = {"ours": self.ours_port, "v2ray": self.v2_port,
+                   **{w: self.peer_ports[w]["tcp"] for w in ("xray", "sing-box") if w in started}}
+        for name in ("xray", "sing-box"):
+            if name not in started:
+                continue
+            for server, port in servers.items():
+                entry = free_port(low=True)
+                config = self.work / name / f"client-{server}.json"
+                config.write_text(json.dumps(cores.client(name, self.uuid, HOST, entry, port), indent=1))
+                cores.check_config(name, self.peers[name], config)
+                started[f"{name}-client-{server}"] = proc = spawn(
+                    cores.argv(name, self.peers[name], config), stdout=open(config.with_suffix(".log"), "wb"),
+                    stderr=subprocess.STDOUT, cwd=config.parent)
+                wait_port(entry, proc, f"{name} client to {server}")
+                self.core_entries[(name, server)] = entry
+        return started
+
+    def servers(self) -> list[str]:
+        """Every server under test that runs: ours, v2ray, then those of Xray, sing-box, HAProxy found."""
+        return ["ours", "v2ray", *(w for w in self.others if w in SERVERS)]
+
     def server(self, which: str) -> tuple[int, subprocess.Popen]:
+        if which in self.others:
+            return self.peer_ports[which]["tcp"], self.others[which]
         return (self.ours_port, self.ours) if which == "ours" else (self.v2_port, self.v2)
 
+    def peer_link(self, which: str, transport: str, mux: bool = False) -> str:
+        """The built-in client's link to one of ours', Xray's or sing-box's listeners of a transport."""
+        if which == "ours":
+            port = {"tcp": self.ours_port, "ws": self.ours_ws_port, "httpupgrade": self.ours_hu_port,
+                    "grpc": self.ours_grpc_port}[transport]
+        elif which == "v2ray":
+            port = {"tcp": self.v2_port, "ws": self.v2_ws_port}[transport]
+        else:
+            port = self.peer_ports[which][transport]
+        return cores.link(self.uuid, HOST, port, transport, f"{which}-{transport}", mux=mux)
+
     def link(self, which: str, ws: bool = False) -> str:
-        port = (self.ours_ws_port if which == "ours" else self.v2_ws_port) if ws else self.server(which)[0]
-        kind = "ws&path=%2Fws" if ws else "tcp"
-        return (f"vless://{self.uuid}@{HOST}:{port}?encryption=none&security=tls&sni=localhost"
-                f"&allowInsecure=1&type={kind}#{which}")
+        return self.peer_link(which, "ws" if ws else "tcp")
 
     def load_args(self, which: str) -> list:
         """vlessbench_load arguments for a server, or the direct floor (which == 'direct'; not in
         the sessions mode, which always goes through a server)."""
         args = ["--target", f"{HOST}:{self.target_port}"]
-        if which != "direct":
+        if which == "haproxy":  # the floor: TLS to HAProxy, then plain HTTP to the target behind it
+            args += ["--tls-server", f"{HOST}:{self.server(which)[0]}"]
+        elif which != "direct":
             args += ["--server", f"{HOST}:{self.server(which)[0]}", "--uuid", self.uuid]
         return args
 
@@ -340,7 +434,7 @@ class Setup:
         """One GET /generate_204 through the mux client of a server (HTTP CONNECT to its http
         inbound): None if it answered 204, else why not (with our access log's last reject, if any).
         A server that does not speak Mux.Cool gets no figure in the mux rows, only this reason."""
-        port = self.ours_mux_http if which == "ours" else self.v2_mux_http
+        port = {"ours": self.ours_mux_http, "v2ray": self.v2_mux_http, "xray": self.xray_mux_http}[which]
         err = None
         try:
             with socket.create_connection((HOST, port), timeout=5) as c:
@@ -372,7 +466,7 @@ class Setup:
         return err
 
     def check_alive(self) -> None:
-        for p in [self.target, self.ours, self.v2, *self.clients, self.relay]:
+        for p in [self.target, self.ours, self.v2, *self.clients, self.relay, *self.others.values()]:
             if p.poll() is not None:
                 raise RuntimeError(f"{p.args[0]} exited with {p.returncode}; logs in {self.work}")
 
@@ -380,34 +474,44 @@ class Setup:
 # Measurements
 
 
-def measure_idle(s: Setup, load: Path, sessions: int) -> dict:
-    out = {}
-    for which in ("ours", "v2ray"):
-        pid = s.server(which)[1].pid
-        time.sleep(0.5)
-        before = rss_kib(pid)
-        # Each session sends one GET / (so the server has dialled upstream and relayed once), reads
-        # the answer, and holds until stdin closes; at most 64 are being opened at once.
-        argv = [load, "sessions", *s.load_args(which), "--idle", sessions, "--opening", 64, "--path", "/",
-                "--timeout", 60]
-        p = subprocess.Popen([str(a) for a in argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                             preexec_fn=_pdeathsig)
-        _procs.append(p)
-        try:
-            line = p.stdout.readline()  # bounded: every opening gives up after --timeout
-            ready = json.loads(line) if line.strip() else {"idle_open": 0, "errors": "no output"}
-            time.sleep(1.0)  # let the server settle (Go's background allocations, lazy frees)
-            with_sessions = rss_kib(pid)
-        finally:
-            p.stdin.close()
-            p.wait(timeout=30)
-        n = ready.get("idle_open", 0)
-        if n < sessions:
-            raise RuntimeError(f"idle sessions on {which}: only {n}/{sessions} opened: {ready.get('errors')}")
-        out[which] = {"rss_before_kib": before, "rss_with_sessions_kib": with_sessions, "sessions": n,
-                      "per_session_kib": (with_sessions - before) / n}
-        time.sleep(1.0)  # sessions close
+def measure_idle(s: Setup, load: Path, sessions: int, rounds: int = 1) -> dict:
+    """RSS per idle session of every server, rounds times (order alternated): the first round's
+    figures at the top level of each server's entry (the v2ray comparison's rows), every round's
+    per-session KiB in "rounds"."""
+    out: dict = {}
+    for r in range(rounds):
+        order = s.servers() if r % 2 == 0 else list(reversed(s.servers()))
+        for which in order:
+            one = measure_idle_once(s, load, sessions, which)
+            out.setdefault(which, dict(one, rounds=[]))["rounds"].append(one["per_session_kib"])
     return out
+
+
+def measure_idle_once(s: Setup, load: Path, sessions: int, which: str) -> dict:
+    pid = s.server(which)[1].pid
+    time.sleep(0.5)
+    before = rss_kib(pid)
+    # Each session sends one GET / (so the server has dialled upstream and relayed once), reads
+    # the answer, and holds until stdin closes; at most 64 are being opened at once.
+    argv = [load, "sessions", *s.load_args(which), "--idle", sessions, "--opening", 64, "--path", "/",
+            "--timeout", 60]
+    p = subprocess.Popen([str(a) for a in argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                         preexec_fn=_pdeathsig)
+    _procs.append(p)
+    try:
+        line = p.stdout.readline()  # bounded: every opening gives up after --timeout
+        ready = json.loads(line) if line.strip() else {"idle_open": 0, "errors": "no output"}
+        time.sleep(1.0)  # let the server settle (Go's background allocations, lazy frees)
+        with_sessions = rss_kib(pid)
+    finally:
+        p.stdin.close()
+        p.wait(timeout=30)
+    n = ready.get("idle_open", 0)
+    if n < sessions:
+        raise RuntimeError(f"idle sessions on {which}: only {n}/{sessions} opened: {ready.get('errors')}")
+    time.sleep(1.0)  # sessions close
+    return {"rss_before_kib": before, "rss_with_sessions_kib": with_sessions, "sessions": n,
+            "per_session_kib": (with_sessions - before) / n}
 
 
 def run_runner(s: Setup, target: str, paths: list[str], new: int, reuse: int, warmup: int, out_dir: Path) -> dict:
@@ -442,11 +546,41 @@ def measure_latency(s: Setup, new: int, reuse: int, warmup: int) -> dict:
     for which, port in (("ours", s.ours_mux_http), ("v2ray", s.v2_mux_http)):
         if mux_errors[which] is None:
             paths.append(f"{which}-mux-v2client=http://{HOST}:{port}")
+    paths += side_by_side_paths(s)
     res = run_runner(s, f"http://{HOST}:{s.target_port}/", paths, new, reuse, warmup, s.work / "latency")
     for which, err in mux_errors.items():
         if err is not None:
             res[f"{which}-mux-v2client"] = {"error": f"not measured: the mux probe failed: {err}"}
     return res
+
+
+def side_by_side_paths(s: Setup) -> list[str]:
+    """Issue 26: the built-in client to ours, Xray's and sing-box's listener of every transport
+    (httpupgrade and gRPC: v2ray 4.34 has neither; ours' raw TLS and ws paths are above), with
+    Mux.Cool on (mux=on: every sample a sub-connection) to ours, v2ray's and Xray's raw TLS
+    listener (sing-box has no Mux.Cool), and the HAProxy floor (tls://: TLS, then HTTP as if
+    direct). Named SERVER-TRANSPORT-builtin; the rows read them with lat_path()."""
+    paths = [f"ours-{t}-builtin={s.peer_link('ours', t)}" for t in ("httpupgrade", "grpc")]
+    paths += [f"{w}-mux-builtin={s.peer_link(w, 'tcp', mux=True)}" for w in ("ours", "v2ray")]
+    for which in ("xray", "sing-box"):
+        if which in s.others:
+            paths += [f"{which}-{t}-builtin={s.peer_link(which, t)}" for t in cores.TRANSPORTS]
+    if "xray" in s.others:
+        paths.append(f"xray-mux-builtin={s.peer_link('xray', 'tcp', mux=True)}")
+    if "haproxy" in s.others:
+        paths.append(f"haproxy-floor=tls://{HOST}:{s.peer_ports['haproxy']['tcp']}")
+    paths += [f"{c}client-{w}=http://{HOST}:{port}" for (c, w), port in s.core_entries.items()]
+    return paths
+
+
+def lat_path(which: str, transport: str) -> str:
+    """The latency run's path name of a server's built-in-client path over a transport ("mux":
+    raw TLS with Mux.Cool on; haproxy: the tls:// floor)."""
+    if which == "haproxy":
+        return "haproxy-floor"
+    if which in ("ours", "v2ray") and transport in ("tcp", "ws"):
+        return f"{which}-builtin" if transport == "tcp" else f"{which}-ws-builtin"
+    return f"{which}-{transport}-builtin"
 
 
 def measure_udp(s: Setup, new: int, reuse: int, warmup: int) -> dict:
@@ -463,9 +597,12 @@ def measure_udp(s: Setup, new: int, reuse: int, warmup: int) -> dict:
     # The runner's own client (issue 12, acceptance 3): VLESS command 2 over TLS from the built-in
     # client to each server, udp:// target, interleaved with direct (its "new" is a new connection,
     # TLS handshake and command-2 session + the first datagram).
+    # Issue 26: the same against Xray's and sing-box's raw TLS listener (both take command 2).
     res["builtin"] = run_runner(s, f"udp://{HOST}:{s.udp_port}",
                                 ["direct=direct", f"ours-builtin-udp={s.link('ours')}",
-                                 f"v2ray-builtin-udp={s.link('v2ray')}"], new, reuse, warmup, s.work / "udp-builtin")
+                                 f"v2ray-builtin-udp={s.link('v2ray')}",
+                                 *[f"{w}-builtin-udp={s.peer_link(w, 'tcp')}" for w in ("xray", "sing-box")
+                                   if w in s.others]], new, reuse, warmup, s.work / "udp-builtin")
     for which, err in mux_errors.items():
         if err is not None:
             res["paths"][f"{which}-mux-udp"] = {"error": f"not measured: the mux probe failed: {err}"}
@@ -499,36 +636,50 @@ def measure_udp(s: Setup, new: int, reuse: int, warmup: int) -> dict:
     return res
 
 
-def measure_mux_bulk(s: Setup, load: Path, total: int) -> dict:
-    """total bytes down (/bytes/N) and up (POST /sink) through one mux sub-connection: the load
-    generator CONNECTs through the mux client's http inbound (--http-proxy). The v2ray client
-    (same binary for both servers) is in the path and takes its own share of the CPU."""
+def measure_mux_bulk(s: Setup, load: Path, total: int, rounds: int = 1) -> dict:
+    """total bytes down (/bytes/N) and up (POST /sink) through one mux sub-connection, rounds
+    times (order alternated): the load generator CONNECTs through the mux client's http inbound
+    (--http-proxy). The v2ray client (same binary for every server) is in the path and takes its
+    own share of the CPU. Each entry: the median round's figures, every round's MB/s in "rounds"."""
+    runs: dict = {}
+    servers = ["ours", "v2ray", *(["xray"] if "xray" in s.others else [])]  # issue 26: Xray's Mux.Cool too
+    cpu = {w: [0.0, 0] for w in servers}
+    for rnd in range(rounds):
+        for mode in ("down", "up"):
+            key = f"mux-{mode}x1"
+            for which in servers if rnd % 2 == 0 else reversed(servers):
+                s.check_alive()
+                err = s.probe_mux(which)
+                if err is not None:
+                    runs.setdefault(key, {}).setdefault(which, []).append({"error": err})
+                    continue
+                pid = s.server(which)[1].pid
+                port = {"ours": s.ours_mux_http, "v2ray": s.v2_mux_http, "xray": s.xray_mux_http}[which]
+                c0 = cpu_seconds(pid)
+                j = run_load(load, mode, ["--target", f"{HOST}:{s.target_port}", "--http-proxy", f"{HOST}:{port}",
+                                          "--workers", 1, "--threads", 1, "--bytes", total, "--seconds", 60],
+                             timeout=90)
+                if j["failed"]:
+                    runs.setdefault(key, {}).setdefault(which, []).append(
+                        {"error": f"{j['failed']} failed: {j['error']}"})
+                    continue
+                used = cpu_seconds(pid) - c0
+                cpu[which][0] += used
+                cpu[which][1] += j["bytes"]
+                runs.setdefault(key, {}).setdefault(which, []).append(
+                    {"mbytes_per_second": j["mbytes_per_second"], "seconds": j["seconds"], "bytes": j["bytes"],
+                     "server_cpu_share": used / j["seconds"]})
+                time.sleep(0.5)
     res: dict = {}
-    cpu = {"ours": [0.0, 0], "v2ray": [0.0, 0]}
-    for mode in ("down", "up"):
-        key = f"mux-{mode}x1"
+    for key, per in runs.items():
         res[key] = {}
-        for which in ("ours", "v2ray"):
-            s.check_alive()
-            err = s.probe_mux(which)
-            if err is not None:
-                res[key][which] = {"error": err}
+        for which, rs in per.items():
+            bad = [r for r in rs if "error" in r]
+            if bad:  # a failed round: no figure, its reason
+                res[key][which] = bad[0]
                 continue
-            pid = s.server(which)[1].pid
-            port = s.ours_mux_http if which == "ours" else s.v2_mux_http
-            c0 = cpu_seconds(pid)
-            j = run_load(load, mode, ["--target", f"{HOST}:{s.target_port}", "--http-proxy", f"{HOST}:{port}",
-                                      "--workers", 1, "--threads", 1, "--bytes", total, "--seconds", 60],
-                         timeout=90)
-            if j["failed"]:
-                res[key][which] = {"error": f"{j['failed']} failed: {j['error']}"}
-                continue
-            used = cpu_seconds(pid) - c0
-            cpu[which][0] += used
-            cpu[which][1] += j["bytes"]
-            res[key][which] = {"mbytes_per_second": j["mbytes_per_second"], "seconds": j["seconds"],
-                               "bytes": j["bytes"], "server_cpu_share": used / j["seconds"]}
-            time.sleep(0.5)
+            mid = sorted(rs, key=lambda x: x["mbytes_per_second"])[len(rs) // 2]
+            res[key][which] = dict(mid, rounds=[x["mbytes_per_second"] for x in rs])
     res["mux-cpu"] = {w: {"cpu_seconds": c, "gib": b / GIB, "cpu_s_per_gib": c / (b / GIB) if b else None}
                       for w, (c, b) in cpu.items()}
     return res
@@ -537,9 +688,9 @@ def measure_mux_bulk(s: Setup, load: Path, total: int) -> dict:
 def measure_handshakes(s: Setup, load: Path, rounds: int, seconds: float, workers: int) -> dict:
     """Closed-loop handshakes/s, and per handshake the CPU time of the server (all its threads)
     and of the load generator (the client's half, which shares the same cores)."""
-    res = {w: [] for w in ("ours", "v2ray", "direct")}
+    res = {w: [] for w in (*s.servers(), "direct")}
     for r in range(rounds):
-        order = ["ours", "v2ray", "direct"] if r % 2 == 0 else ["v2ray", "ours", "direct"]
+        order = [*s.servers(), "direct"] if r % 2 == 0 else [*reversed(s.servers()), "direct"]
         for which in order:
             s.check_alive()
             pid = s.server(which)[1].pid if which != "direct" else s.target.pid
@@ -557,41 +708,57 @@ def measure_handshakes(s: Setup, load: Path, rounds: int, seconds: float, worker
             time.sleep(0.5)
     return {w: {"per_second": statistics.median(x["per_second"] for x in v),
                 "rounds": [round(x["per_second"], 1) for x in v],
+                "server_cpu_us_rounds": [x["server_cpu_us"] for x in v],
                 "latency_median_us": statistics.median(x["latency_median_us"] for x in v),
                 "server_cpu_us_per_handshake": statistics.median(x["server_cpu_us"] for x in v),
                 "client_cpu_us_per_handshake": statistics.median(x["client_cpu_us"] for x in v)}
             for w, v in res.items()}
 
 
-def measure_bulk(s: Setup, load: Path, total: int) -> dict:
+def measure_bulk(s: Setup, load: Path, total: int, rounds: int = 1) -> dict:
+    """The four bulk cases for every server and direct, rounds times (order alternated per round
+    and case); each entry holds the median round's figures and every round's MB/s in "rounds";
+    "cpu" the server CPU-seconds per GiB over all runs, "cpu_rounds" per round (its four runs)."""
     cases = [("down", 1), ("up", 1), ("down", 16), ("up", 16)]
+    runs: dict = {}
+    cpu = {w: [0.0, 0] for w in s.servers()}  # cpu seconds, bytes
+    cpu_rounds = {w: [[0.0, 0] for _ in range(rounds)] for w in s.servers()}
+    for rnd in range(rounds):
+        for n, (mode, sessions) in enumerate(cases):
+            key = f"{mode}x{sessions}"
+            order = [*s.servers(), "direct"] if (rnd + n) % 2 == 0 else [*reversed(s.servers()), "direct"]
+            for which in order:
+                s.check_alive()
+                pid = s.server(which)[1].pid if which != "direct" else None
+                c0 = cpu_seconds(pid) if pid else 0.0
+                t0 = cpu_seconds(s.target.pid)
+                ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+                j = run_load(load, mode, [*s.load_args(which), "--workers", sessions, "--threads", 1,
+                                          "--bytes", total // sessions, "--seconds", 60], timeout=90)
+                if j["failed"]:
+                    raise RuntimeError(f"bulk {key} {which}: {j['failed']} failed: {j['error']}")
+                ru2 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                # The load generator's and the target's CPU share of the run: near 1.0 would mean the
+                # measurement tool, not the server, set the pace.
+                j["load_cpu_share"] = (ru2.ru_utime + ru2.ru_stime - ru.ru_utime - ru.ru_stime) / j["seconds"]
+                j["target_cpu_share"] = (cpu_seconds(s.target.pid) - t0) / j["seconds"]
+                if pid:
+                    used = cpu_seconds(pid) - c0
+                    j["server_cpu_share"] = used / j["seconds"]
+                    for acc in (cpu[which], cpu_rounds[which][rnd]):
+                        acc[0] += used
+                        acc[1] += j["bytes"]
+                runs.setdefault(key, {}).setdefault(which, []).append(
+                    {k: j[k] for k in ("mbytes_per_second", "seconds", "bytes", "load_cpu_share",
+                                       "target_cpu_share", "server_cpu_share") if k in j})
+                time.sleep(0.5)
     res: dict = {}
-    cpu = {"ours": [0.0, 0], "v2ray": [0.0, 0]}  # cpu seconds, bytes
-    for mode, sessions in cases:
-        key = f"{mode}x{sessions}"
+    for key, per in runs.items():
         res[key] = {}
-        for which in ("ours", "v2ray", "direct") if sessions == 1 else ("v2ray", "ours", "direct"):
-            s.check_alive()
-            pid = s.server(which)[1].pid if which != "direct" else None
-            c0 = cpu_seconds(pid) if pid else 0.0
-            t0 = cpu_seconds(s.target.pid)
-            ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-            j = run_load(load, mode, [*s.load_args(which), "--workers", sessions, "--threads", 1,
-                                      "--bytes", total // sessions, "--seconds", 60], timeout=90)
-            if j["failed"]:
-                raise RuntimeError(f"bulk {key} {which}: {j['failed']} failed: {j['error']}")
-            ru2 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            # The load generator's and the target's CPU share of the run: near 1.0 would mean the
-            # measurement tool, not the server, set the pace.
-            j["load_cpu_share"] = (ru2.ru_utime + ru2.ru_stime - ru.ru_utime - ru.ru_stime) / j["seconds"]
-            j["target_cpu_share"] = (cpu_seconds(s.target.pid) - t0) / j["seconds"]
-            if pid:
-                j["server_cpu_share"] = (cpu_seconds(pid) - c0) / j["seconds"]
-                cpu[which][0] += cpu_seconds(pid) - c0
-                cpu[which][1] += j["bytes"]
-            res[key][which] = {k: j[k] for k in ("mbytes_per_second", "seconds", "bytes", "load_cpu_share",
-                                                 "target_cpu_share", "server_cpu_share") if k in j}
-            time.sleep(0.5)
+        for which, rs in per.items():
+            mid = sorted(rs, key=lambda x: x["mbytes_per_second"])[len(rs) // 2]
+            res[key][which] = dict(mid, rounds=[x["mbytes_per_second"] for x in rs])
+    res["cpu_rounds"] = {w: [c / (b / GIB) for c, b in rs if b] for w, rs in cpu_rounds.items()}
     # The same single-session transfers over WebSocket (path /ws, TLS below): each server's ws
     # listener, the load generator's ws client (--ws-path; no early data, as v2ray 4.34 sends none).
     ws_cpu = {"ours": [0.0, 0], "v2ray": [0.0, 0]}
@@ -635,6 +802,33 @@ def machine() -> dict:
     return {"nproc": os.cpu_count(), "cpu": model, "kernel": platform.release(),
             "loadavg_at_start": Path("/proc/loadavg").read_text().split()[:3],
             "v2ray": v2[0] if v2 else "", "python": platform.python_version()}
+
+
+def peer_versions(s: Setup) -> dict:
+    """The first line each server prints for its version (ours: the build under test)."""
+    out = {}
+    for name, args in (("xray", ["version"]), ("sing-box", ["version"]), ("haproxy", ["-v"])):
+        if s.peers.get(name):
+            r = subprocess.run([str(s.peers[name]), *args], capture_output=True, text=True, timeout=10)
+            out[name] = (r.stdout.splitlines() or ["?"])[0].strip()
+    return out
+
+
+def print_pace(results: dict) -> None:
+    """Who set the pace in each bulk case: the CPU share (CPU-seconds / wall seconds) of the load
+    generator, the target and the server in the median round. Near 1.0 is a process that was
+    saturated; on a shared machine all of them can sit well below it (they waited for a core)."""
+    bulk = results.get("bulk")
+    if not bulk:
+        return
+    print("\nwho set the pace (CPU share of a core in the bulk runs: load generator / target / server):")
+    for key in ("downx1", "upx1", "downx16", "upx16"):
+        parts = []
+        for w, e in bulk.get(key, {}).items():
+            parts.append(f"{w} {e.get('load_cpu_share', 0):.2f}/{e.get('target_cpu_share', 0):.2f}/"
+                         f"{e.get('server_cpu_share', 0):.2f}" if w != "direct" else
+                         f"direct {e.get('load_cpu_share', 0):.2f}/{e.get('target_cpu_share', 0):.2f}/-")
+        print(f"  {key}: " + ", ".join(parts))
 
 
 def table(results: dict) -> list[dict]:
@@ -778,6 +972,163 @@ def issue12_rows(results: dict) -> list[dict]:
     return rows
 
 
+# Two-sided 95 % Student t quantiles by degrees of freedom (rounds - 1), for the rows measured in
+# rounds (handshakes/s, bulk, CPU per GiB, RSS): few rounds give wide intervals, and say so.
+_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+
+
+def mean_ci(values: list[float]) -> dict:
+    """Mean of rounds with its 95 % t interval; one value has no interval."""
+    if not values:
+        return {"error": "not measured"}
+    m = statistics.fmean(values)
+    if len(values) < 2:
+        return {"value": m, "ci": None, "n": 1}
+    half = _T95.get(len(values) - 1, 1.96) * statistics.stdev(values) / len(values) ** 0.5
+    return {"value": m, "ci": (m - half, m + half), "n": len(values)}
+
+
+SERVERS = ("ours", "v2ray", "xray", "sing-box", "haproxy")
+
+
+def side_by_side_rows(results: dict, s: Setup) -> list[dict]:
+    """Issue 26: one row per metric, one cell per server (ours, v2ray 4.34, Xray, sing-box, the
+    HAProxy floor), each with its 95 % CI: the runner's bootstrap interval of the paired median for
+    latency, the t interval over rounds for the rest. A cell that does not apply says why."""
+    why_not = s.missing
+    rows = []
+
+    def add(metric, unit, cells, better):
+        ours = cells.get("ours", {}).get("value")
+        ratio = {f"ours/{w}": (ours / cells[w]["value"] if ours is not None and cells.get(w, {}).get("value")
+                               else None) for w in ("xray", "haproxy")}
+        rows.append({"metric": metric, "unit": unit, "cells": cells, "better": better, **ratio})
+
+    def paired(p, mode, why):
+        """A latency cell: the path's paired median and bootstrap CI, or why it has none."""
+        if p is None or "error" in p or p[mode].get("paired_delta_median_ms") is None:
+            return {"error": why or (p or {}).get("error") or "not measured"}
+        m = p[mode]
+        return {"value": m["paired_delta_median_ms"], "ci": (m["paired_delta_ci_low_ms"], m["paired_delta_ci_high_ms"])}
+
+    # Rows only for the phases that ran (--only).
+    lat = results.get("latency", {})
+    for transport, label in (("tcp", "raw TLS"), ("ws", "WebSocket"), ("httpupgrade", "HTTPUpgrade"),
+                             ("grpc", "gRPC"), ("mux", "Mux.Cool sub")) if lat else ():
+        for mode, what in (("new", "new-connection added"), ("reuse", "reused added")):
+            cells = {}
+            for w in SERVERS:
+                if w == "haproxy" and transport != "tcp":
+                    cells[w] = {"error": "n/a (a bare TLS floor)"}
+                    continue
+                if w == "v2ray" and transport in ("httpupgrade", "grpc"):
+                    cells[w] = {"error": "none in v2ray 4.34"}
+                    continue
+                if w == "sing-box" and transport == "mux":
+                    cells[w] = {"error": "no Mux.Cool (sing-mux only)"}
+                    continue
+                cells[w] = paired(lat.get(lat_path(w, transport)), mode, why_not.get(w))
+            add(f"{what} latency, {label} (built-in client{', tls:// for haproxy' if transport == 'tcp' else ''})",
+                "ms", cells, "lower")
+    for client in ("xray", "sing-box") if lat else ():
+        for mode, what in (("new", "new-connection added"), ("reuse", "reused added")):
+            cells = {}
+            for w in SERVERS:
+                cells[w] = ({"error": "n/a (a bare TLS floor)"} if w == "haproxy" else
+                            paired(lat.get(f"{client}client-{w}"), mode, why_not.get(client) or why_not.get(w)))
+            add(f"{what} latency, raw TLS ({'Xray' if client == 'xray' else 'sing-box'}'s client, CONNECT)", "ms",
+                cells, "lower")
+    udp = results.get("udp", {}).get("builtin", {})
+    for mode, what in (("new", "new flow + first datagram"), ("reuse", "datagram on a kept flow")) if udp else ():
+        cells = {}
+        for w in SERVERS:
+            cells[w] = ({"error": "n/a (TCP only)"} if w == "haproxy" else
+                        paired(udp.get(f"{w}-builtin-udp"), mode, why_not.get(w)))
+        add(f"UDP round trip added, {what} (built-in client, command 2)", "ms", cells, "lower")
+
+    def per_server(source, pick, metric, unit, better):
+        if not source:
+            return
+        cells = {}
+        for w in SERVERS:
+            entry = source.get(w)
+            cells[w] = mean_ci(pick(entry)) if entry else {"error": why_not.get(w) or "not measured"}
+        add(metric, unit, cells, better)
+
+    hs = results.get("handshakes", {})
+    per_server(hs, lambda e: e["rounds"], "handshakes/s (TLS 1.3 + VLESS or bare TLS + GET)", "1/s", "higher")
+    per_server(hs, lambda e: e["server_cpu_us_rounds"], "server CPU per handshake", "us", "lower")
+    bulk = results.get("bulk", {})
+    for key, label in (("downx1", "download, 1 session"), ("upx1", "upload, 1 session"),
+                       ("downx16", "download, 16 sessions"), ("upx16", "upload, 16 sessions")):
+        per_server(bulk.get(key, {}), lambda e: e["rounds"], label, "MB/s", "higher")
+    per_server(bulk.get("cpu_rounds", {}), lambda e: e, "server CPU-seconds per GiB (the four bulk runs)", "s/GiB",
+               "lower")
+    per_server(results.get("idle", {}), lambda e: e["rounds"], "RSS per idle session", "KiB", "lower")
+    mux = results.get("mux", {})
+    for key, label in (("mux-downx1", "download, 1 Mux.Cool sub (v2ray mux client)"),
+                       ("mux-upx1", "upload, 1 Mux.Cool sub (v2ray mux client)")) if mux else ():
+        cells = {}
+        for w in SERVERS:
+            c = mux.get(key, {}).get(w)
+            if w in ("sing-box", "haproxy"):
+                cells[w] = {"error": "no Mux.Cool"}
+            elif c is None or "error" in c:
+                cells[w] = {"error": why_not.get(w) or (c or {}).get("error") or "not measured"}
+            else:
+                cells[w] = mean_ci(c["rounds"])
+        add(label, "MB/s", cells, "higher")
+    return rows
+
+
+def print_side_by_side(rows: list[dict]) -> None:
+    def cell(c):
+        if "error" in c:
+            return "-"
+        v = fmt(float(c["value"]))
+        return v + (f" [{fmt(float(c['ci'][0]))}, {fmt(float(c['ci'][1]))}]" if c.get("ci") else " (1 run)")
+    head = ["metric", "unit", "better", *SERVERS, "ours/xray", "ours/haproxy"]
+    body = [[r["metric"], r["unit"], r["better"], *[cell(r["cells"][w]) for w in SERVERS], fmt(r["ours/xray"]),
+             fmt(r["ours/haproxy"])] for r in rows]
+    widths = [max(len(x[i]) for x in [head, *body]) for i in range(len(head))]
+    for i, line in enumerate([head, *body]):
+        print("  ".join(c.ljust(widths[k]) if k < 3 else c.rjust(widths[k]) for k, c in enumerate(line)))
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+    notes = sorted({f"{w}: {r['cells'][w]['error']}" for r in rows for w in SERVERS
+                    if r["cells"][w].get("error", "not measured") != "not measured"})
+    print("cells '-': " + "; ".join(notes))
+    for r in rows:
+        failed = [w for w in SERVERS if r["cells"][w].get("error") == "not measured" and
+                  any("value" in c for c in r["cells"].values())]
+        if failed:
+            print(f"  {r['metric']}: no figure for {', '.join(failed)} (see the run's own table)")
+
+
+def side_by_side_markdown(results: dict) -> str:
+    """The side-by-side table as docs/performance.md holds it, with what the run was and the
+    machine's load: the doc's figures are pasted from this, never typed."""
+    m = results["machine"]
+
+    def cell(c):
+        if "error" in c:
+            return "— " + c["error"] if c["error"] != "not measured" else "FAILED (see the run's table)"
+        v = fmt(float(c["value"]))
+        return f"{v} [{fmt(float(c['ci'][0]))}, {fmt(float(c['ci'][1]))}]" if c.get("ci") else f"{v} (1 run)"
+    v = results["servers"]["versions"]
+    lines = [f"`{results['command']}` ({results['started']}, {results['seconds']} s; load average "
+             f"{' '.join(m['loadavg_at_start'])} at the start, {' '.join(m['loadavg_at_end'])} at the end; "
+             f"{m['nproc']} cores; {', '.join(f'{w}: {x}' for w, x in v.items())}; missing: "
+             f"{', '.join(results['servers']['missing']) or 'none'}):", "",
+             "| metric | unit | better | " + " | ".join(SERVERS) + " | ours/xray | ours/haproxy |",
+             "|---" * (5 + len(SERVERS)) + "|"]
+    for r in results["side_by_side"]:
+        lines.append(f"| {r['metric']} | {r['unit']} | {r['better']} | "
+                     + " | ".join(cell(r["cells"][w]) for w in SERVERS)
+                     + f" | {fmt(r['ours/xray'])} | {fmt(r['ours/haproxy'])} |")
+    return "\n".join(lines) + "\n"
+
+
 def fmt(v) -> str:
     if v is None:
         return "-"
@@ -808,6 +1159,7 @@ def main() -> int:
                     help="directory with vlessbenchd, vlessbench, vlessbench_load")
     ap.add_argument("--out", type=Path, default=Path("bench-result.json"))
     ap.add_argument("--quick", action="store_true", help="smaller counts (a smoke test, not for the docs)")
+    ap.add_argument("--markdown", type=Path, help="also write the side-by-side table as docs/performance.md holds it")
     ap.add_argument("--only", default="idle,latency,handshakes,bulk,udp,mux",
                     help="comma list of phases to run (udp: datagram round trips; mux: bulk through Mux.Cool; "
                          "the Mux.Cool latency paths run in the latency phase)")
@@ -829,35 +1181,45 @@ def main() -> int:
     results["ours_threads"] = a.threads
     s = Setup(a.bin, work, a.threads)
     # Warm-up: a few sessions through each path so that lazy initialisation is paid before measuring.
-    for which in ("ours", "v2ray"):
+    for which in s.servers():
         run_load(load, "handshakes", [*s.load_args(which), "--workers", 2, "--seconds", 0.5], timeout=30)
 
     results["crypto"] = measure_crypto(load)
     if "idle" in phases:
         print("idle sessions (RSS)...", file=sys.stderr, flush=True)
-        results["idle"] = measure_idle(s, load, 200 if quick else 1000)
+        # 1,000 sessions even with --quick: with 200 a Go server's own RSS swings (its GC) outweighed
+        # the sessions (negative figures in a quick run).
+        results["idle"] = measure_idle(s, load, 1000, rounds=2 if quick else 3)
     if "latency" in phases:
         print("latency (vlessbench run)...", file=sys.stderr, flush=True)
         results["latency"] = measure_latency(s, *((30, 60, 5) if quick else (150, 300, 10)))
     if "handshakes" in phases:
         print("handshakes/s...", file=sys.stderr, flush=True)
-        results["handshakes"] = measure_handshakes(s, load, 2 if quick else 3, 2 if quick else 5, 16)
+        results["handshakes"] = measure_handshakes(s, load, 3, 2 if quick else 5, 16)
     if "bulk" in phases:
         print("bulk transfers...", file=sys.stderr, flush=True)
-        results["bulk"] = measure_bulk(s, load, (GIB // 8) if quick else GIB)
+        results["bulk"] = measure_bulk(s, load, (GIB // 8) if quick else GIB, rounds=2 if quick else 3)
     if "udp" in phases:
         print("UDP round trips (SOCKS5 UDP through v2ray clients)...", file=sys.stderr, flush=True)
         results["udp"] = measure_udp(s, *((30, 60, 5) if quick else (150, 300, 10)))
     if "mux" in phases:
         print("bulk through Mux.Cool...", file=sys.stderr, flush=True)
-        results["mux"] = measure_mux_bulk(s, load, (GIB // 32) if quick else GIB // 4)
+        results["mux"] = measure_mux_bulk(s, load, (GIB // 32) if quick else GIB // 4, rounds=2 if quick else 3)
     s.check_alive()
     results["seconds"] = round(time.monotonic() - t0, 1)
+    results["machine"]["loadavg_at_end"] = Path("/proc/loadavg").read_text().split()[:3]
+    results["servers"] = {"running": s.servers(), "missing": s.missing, "versions": peer_versions(s)}
     rows = table(results) if phases >= {"idle", "latency", "handshakes", "bulk"} else []
     rows += issue12_rows(results)
     if rows:
         results["table"] = rows
         print_table(rows)
+    side = side_by_side_rows(results, s)
+    results["side_by_side"] = side
+    print("\nside by side (issue 26): figure [95% CI]; servers: "
+          + ", ".join(f"{w} {v}" for w, v in results["servers"]["versions"].items()))
+    print_side_by_side(side)
+    print_pace(results)
     if "latency" in results:
         print("\nlatency run (vlessbench run):\n" + results["latency"]["table"])
     if "udp" in results:
@@ -874,8 +1236,10 @@ def main() -> int:
           f"X25519 key pair {c['boringssl']['x25519_keypair_us']} and shared secret "
           f"{c['boringssl']['x25519_shared_us']} / {c['openssl3'].get('x25519_op_us')}")
     a.out.write_text(json.dumps(results, indent=1))
+    if a.markdown:
+        a.markdown.write_text(side_by_side_markdown(results))
     print(f"\n{a.out} written; {results['seconds']} s; load average at start "
-          f"{' '.join(results['machine']['loadavg_at_start'])}")
+          f"{' '.join(results['machine']['loadavg_at_start'])}, at end {' '.join(results['machine']['loadavg_at_end'])}")
     return 0
 
 

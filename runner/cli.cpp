@@ -377,7 +377,7 @@ int run_cli(int argc, char** argv) {
                   "throughput in MB/s; SIZE like 64M or 1G (default counts 3 new + 5 reused after 1)");
   run->add_option("--path", ra.paths,
                   "NAME=SPEC; SPEC is direct, http://H:P (CONNECT), socks5://H:P (UDP ASSOCIATE for udp:// and dns://), "
-                  "tcp://H:P, tun, tun://H:P or a vless:// link "
+                  "tcp://H:P, tls://H:P (a bare TLS terminator), tun, tun://H:P or a vless:// link "
                   "(extra query parameters nodelay=on|off and writes=one|split set that path's client)")
       ->take_all();
   run->add_option("--profile", ra.profile, "default counts: seed (300 new + 500 reused after 20) "

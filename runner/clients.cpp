@@ -27,8 +27,11 @@
 #include <nlohmann/json.hpp>
 
 #include "core/wire/client_entries.hpp"
+#include "core/wire/http_parser.hpp"
 #include "core/wire/share_link.hpp"
 #include "runner/cli.hpp"
+#include "runner/path_spec.hpp"
+#include "runner/proxy_protocol.hpp"
 
 namespace vlessbench::runner {
 namespace {
@@ -141,6 +144,75 @@ std::uint16_t free_port(std::mt19937& rng) {
     if (bound && !port_open(port)) return port;
   }
   throw std::runtime_error("no free loopback port in 20000-32767");
+}
+
+// Reads until parse_response has a whole head (or the peer closes, or 2 s pass); the status, or
+// the reason there is none.
+int read_status(int fd, std::string& why) {
+  std::string in;
+  char buf[4096];
+  while (in.size() < 64 * 1024) {
+    const auto r = http::parse_response(in);
+    if (r.complete()) return r.value.status;
+    if (r.invalid()) {
+      why = "bad response: " + std::string(r.reason);
+      return 0;
+    }
+    const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) {
+      why = n == 0 ? "closed before a response" : std::string("recv: ") + std::strerror(errno);
+      return 0;
+    }
+    in.append(buf, static_cast<std::size_t>(n));
+  }
+  why = "response head too large";
+  return 0;
+}
+
+// One request through a core's entry as the run will send it: CONNECT to the target, and for an
+// http:// target a GET of its path whose response head comes back. Empty when it was carried,
+// else why not. (For https:// and banner:// targets a 2xx to the CONNECT is all it asks.)
+std::string probe_entry(std::uint16_t port, const target_url& target) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::string("socket: ") + std::strerror(errno);
+  const timeval tv{2, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string why;
+  auto send_all = [fd](const std::string& data) {
+    return ::send(fd, data.data(), data.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(data.size());
+  };
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    why = std::string("connect: ") + std::strerror(errno);
+  } else if (!send_all(format_connect_request(target.authority()))) {
+    why = "send CONNECT failed";
+  } else if (const int status = read_status(fd, why); status / 100 != 2) {
+    if (status) why = "CONNECT answered " + std::to_string(status);
+  } else if (target.scheme == target_scheme::http) {
+    if (!send_all("GET " + target.path + " HTTP/1.1\r\nHost: " + target.authority() +
+                  "\r\nUser-Agent: vlessbench-clients-ready\r\nConnection: close\r\n\r\n"))
+      why = "send GET failed";
+    else if (const int got = read_status(fd, why); got && got / 100 == 5)
+      why = "GET answered " + std::to_string(got);  // a proxy's own 502/503: its outbound is not ready
+  }
+  ::close(fd);
+  return why;
+}
+
+// The target the run will use (`--target URL` or `--target=URL` among the options passed on,
+// else run's default), for the readiness probe.
+std::optional<target_url> run_target(const std::vector<std::string>& run_args) {
+  std::string text = "http://127.0.0.1:8080/";
+  for (std::size_t i = 0; i < run_args.size(); ++i) {
+    if (run_args[i] == "--target" && i + 1 < run_args.size()) text = run_args[i + 1];
+    if (run_args[i].rfind("--target=", 0) == 0) text = run_args[i].substr(9);
+  }
+  std::string reason;
+  return parse_target_url(text, reason);  // a bad one: run says why, with its usage exit
 }
 
 std::vector<std::string> fill(const std::vector<std::string>& args, const fs::path& config, const fs::path& dir) {
@@ -267,6 +339,7 @@ int do_clients(const clients_args& a, const std::string& self) {
   std::vector<std::string> paths;
   nlohmann::ordered_json listing = nlohmann::ordered_json::array();
   const bool many = nodes.size() > 1;
+  const auto target = run_target(a.run_args);
   paths.emplace_back("direct=direct");
   for (const auto& node : nodes) {
     const std::string suffix = many ? "-" + path_name_part(node.name) : "";
@@ -314,6 +387,28 @@ int do_clients(const clients_args& a, const std::string& self) {
       if (!up) {
         if (p->pid > 0) std::cerr << "vlessbench clients: " << kind->name << ": 127.0.0.1:" << p->port << " not open after 20 s: left out\n";
         continue;
+      }
+      // An open port is not a ready core: mihomo answered a first request 502 without dialling
+      // (tests/integration/test_cores.py). One request must be carried before any sample counts,
+      // within 10 s; datagram targets cannot go through the HTTP entry (run refuses them).
+      if (target && !is_datagram(target->scheme)) {
+        const auto ready_by = std::chrono::steady_clock::now() + 10s;
+        int tries = 0;
+        std::string why;
+        do {
+          ++tries;
+          why = probe_entry(p->port, *target);
+          if (why.empty() || std::chrono::steady_clock::now() >= ready_by) break;
+          std::this_thread::sleep_for(100ms);
+        } while (tries < 100);
+        if (!why.empty()) {
+          std::cerr << "vlessbench clients: " << name << ": no request carried through its entry within 10 s ("
+                    << tries << " tries, last: " << why << "): left out\n" << tail_of(p->log, 5);
+          continue;
+        }
+        if (tries > 1)
+          std::cerr << "vlessbench clients: " << name << ": ready after " << tries << " tries (the first "
+                    << tries - 1 << " not carried)\n";
       }
       std::cerr << "vlessbench clients: " << name << " (" << version << ", " << exe.string() << ") entry http://127.0.0.1:"
                 << p->port << "\n";

@@ -101,6 +101,7 @@ std::string_view to_string(path_kind k) {
     case path_kind::vless: return "vless";
     case path_kind::forward: return "forward";
     case path_kind::tun: return "tun";
+    case path_kind::tls: return "tls";
   }
   return "?";
 }
@@ -294,10 +295,12 @@ std::optional<path_spec> parse_path_arg(std::string_view arg, std::string& reaso
   } else if (spec == "tun") {
     p.kind = path_kind::tun;
   } else if (starts_with_icase(spec, "http://") || starts_with_icase(spec, "socks5://") ||
-             starts_with_icase(spec, "tcp://") || starts_with_icase(spec, "tun://")) {
+             starts_with_icase(spec, "tcp://") || starts_with_icase(spec, "tun://") ||
+             starts_with_icase(spec, "tls://")) {
     p.kind = starts_with_icase(spec, "http://")  ? path_kind::http_connect
              : starts_with_icase(spec, "tcp://") ? path_kind::forward
              : starts_with_icase(spec, "tun://") ? path_kind::tun
+             : starts_with_icase(spec, "tls://") ? path_kind::tls
                                                  : path_kind::socks5;
     const std::string_view hp = strip_slash(spec.substr(spec.find("://") + 3));
     if (hp.find('@') != std::string_view::npos) {
@@ -337,7 +340,7 @@ std::optional<path_spec> parse_path_arg(std::string_view arg, std::string& reaso
     p.port = parsed->port;
     p.link = std::move(parsed);
   } else {
-    reason = "path '" + p.name + "': SPEC must be direct, http://H:P, socks5://H:P, tcp://H:P, tun, tun://H:P or vless://...";
+    reason = "path '" + p.name + "': SPEC must be direct, http://H:P, socks5://H:P, tcp://H:P, tls://H:P, tun, tun://H:P or vless://...";
     return std::nullopt;
   }
   return p;

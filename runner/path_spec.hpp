@@ -16,7 +16,10 @@ namespace vlessbench::runner {
 // tun: a plain socket the OS routes into a proxy client's TUN device (`tun` dials the target,
 // `tun://H:P` another address of it that the client's rules send into the tunnel): dialled like
 // direct, but expected to arrive through VLESS, so a "direct" route is its mismatch.
-enum class path_kind { direct, http_connect, socks5, vless, forward, tun };
+// tls: a bare TLS terminator in front of the target (HAProxy in TCP mode, stunnel): TCP connect,
+// TLS handshake (no certificate check, SNI only for a name), then HTTP as if direct; the floor
+// of what any TLS relay adds, dialled by the same TLS code as the vless paths.
+enum class path_kind { direct, http_connect, socks5, vless, forward, tun, tls };
 std::string_view to_string(path_kind k);
 
 // How the built-in VLESS client writes: header and GET in one write (default), or the header as
@@ -93,8 +96,8 @@ bool check_paths_for_target(const std::vector<path_spec>& paths, const target_ur
 // --bulk: every path becomes NAME/down and NAME/up (in that order, baseline's first).
 std::vector<path_spec> bulk_paths(const std::vector<path_spec>& paths);
 
-// `NAME=SPEC`; SPEC is `direct`, `http://H:P`, `socks5://H:P`, `tcp://H:P`, `tun`, `tun://H:P`
-// or a vless:// share link.
+// `NAME=SPEC`; SPEC is `direct`, `http://H:P`, `socks5://H:P`, `tcp://H:P`, `tls://H:P`, `tun`,
+// `tun://H:P` or a vless:// share link.
 std::optional<path_spec> parse_path_arg(std::string_view arg, std::string& reason);
 
 // Validates a whole list: unique names; puts a path named "direct" first when no direct path was

@@ -7,8 +7,9 @@ std::string_view to_string(sample_mode m) {
 }
 
 bool is_route_mismatch(path_kind kind, route_kind route) {
-  // A port forward may lead through VLESS (a client's dokodemo-door) or not (socat): not checked.
-  if (route == route_kind::unknown || kind == path_kind::forward) return false;
+  // A port forward or a TLS terminator may lead through VLESS (a client's dokodemo-door) or not
+  // (socat, HAProxy): not checked.
+  if (route == route_kind::unknown || kind == path_kind::forward || kind == path_kind::tls) return false;
   return kind == path_kind::direct ? route == route_kind::vless : route == route_kind::direct;
 }
 

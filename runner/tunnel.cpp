@@ -49,6 +49,15 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
     case path_kind::socks5:
       plan.proxy_request = socks5_connect_request(target.host, target.port);
       break;
+    case path_kind::tls: {
+      // The terminator's certificate is not checked (self-signed on a bench): what is measured
+      // is the handshake's cost, not its trust.
+      tls::client_options tls;
+      tls.verify = false;
+      tls.sni = is_ip_literal(spec.host) ? "" : spec.host;
+      plan.vless = vless::make_bare_tls_plan(plan.entry.value_or(tcp::endpoint{}), tls);
+      break;
+    }
     case path_kind::vless: {
       const auto& link = *spec.link;
       tls::client_options tls;
@@ -284,7 +293,7 @@ awaitable<std::string> tunnel::open() {
     co_return std::string{};
   }
   touch("connect");
-  if (kind == path_kind::vless) {
+  if (kind == path_kind::vless || kind == path_kind::tls) {
     // The client applies the path's socket policy: only it may play Nagle-prone.
     vless_.emplace(socket_, plan_.vless);
     if (const auto ec = co_await vless_->connect()) co_return describe(ec);
@@ -344,7 +353,7 @@ awaitable<std::string> tunnel::start_tls() {
 }
 
 awaitable<std::string> tunnel::read_banner(banner_line& out, clock::time_point& first_byte) {
-  if (vless_ && !wrote_ && !vless_->splits_header()) {
+  if (vless_ && !wrote_ && !vless_->splits_header() && !plan_.vless.header.empty()) {
     touch("vless header");
     wrote_ = true;
     if (const auto ec = co_await vless_->write({})) co_return describe(ec);  // the header alone

@@ -29,7 +29,7 @@ struct path_plan {
   std::uint16_t target_port = 0;
   std::string proxy_request;           // CONNECT request or SOCKS5 CONNECT request
   // vless paths: TLS context, header, socket policy; for udp:// and dns:// targets the header
-  // asks for the UDP command (2) to the target.
+  // asks for the UDP command (2) to the target. tls paths: the same client, no header.
   vless::client_plan vless;
   // https:// targets: the inner TLS session's context (no certificate check: the daemon's
   // certificate is self-signed; what is measured is the handshake's cost, not its trust).
@@ -108,7 +108,7 @@ class tunnel : public std::enable_shared_from_this<tunnel> {
   const path_plan& plan_;
   std::chrono::milliseconds timeout_;
   tcp::socket socket_;
-  std::optional<vless::client> vless_;
+  std::optional<vless::client> vless_;  // vless paths, and tls paths (a bare TLS plan: no header)
   std::unique_ptr<inner_tls> tls_;  // https:// targets, after start_tls()
   bool wrote_ = false;              // anything written since open()
   asio::steady_timer timer_;

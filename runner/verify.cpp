@@ -32,7 +32,7 @@ struct log_entry {
 
 std::optional<path_kind> kind_from_string(const std::string& s) {
   for (auto k : {path_kind::direct, path_kind::http_connect, path_kind::socks5, path_kind::vless,
-                 path_kind::forward, path_kind::tun})
+                 path_kind::forward, path_kind::tun, path_kind::tls})
     if (to_string(k) == s) return k;
   return std::nullopt;
 }

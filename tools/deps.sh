@@ -29,7 +29,8 @@ done
 pkgs=(cmake ninja-build g++ pkg-config python3 curl
       libasio-dev android-libboringssl-dev libspdlog-dev libtomlplusplus-dev catch2
       libcli11-dev nlohmann-json3-dev libsystemd-dev libqrencode-dev libnghttp2-dev libssl-dev v2ray
-      socat ccache)  # socat: bench/run.py's plain-relay floor; ccache: rebuilds compile what changed
+      socat haproxy ccache)  # socat, haproxy: bench/run.py's plain-relay and TLS-terminator floors
+                             # (test_bench_tools runs haproxy too); ccache: rebuilds compile what changed
 if ((test)); then
   pkgs+=(clang-14 libclang-rt-14-dev clang-tidy-14 debootstrap systemd-container iproute2 dpkg-dev lintian chromium nftables prometheus bind9-dnsutils)
 fi
@@ -87,6 +88,10 @@ if ((own_policy)); then "${sudo[@]}" rm -f "$policy"; fi
 # Under systemd the unit is enabled all the same: disabled, so a reboot does not start it either.
 if [[ " ${missing[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null; then
   "${sudo[@]}" systemctl disable --now prometheus >/dev/null 2>&1 || true
+fi
+# haproxy's packaged service (on :80 by its default config) likewise: the bench runs its own.
+if [[ " ${missing[*]} " == *" haproxy "* ]] && command -v systemctl >/dev/null; then
+  "${sudo[@]}" systemctl disable --now haproxy >/dev/null 2>&1 || true
 fi
 if ((status == 0)); then binfmt; fi
 exit "$status"

@@ -1,5 +1,5 @@
 // The benchmark's modes (bench/run.py): closed-loop handshakes, bulk download and upload, through
-// a VLESS+TLS server or directly to the HTTP target, and the handshake's crypto costs. One
+// a VLESS+TLS server, a bare TLS terminator (--tls-server) or directly to the HTTP target, and the handshake's crypto costs. One
 // io_context per thread, every loop bounded in count and time. Prints one JSON object on stdout.
 #include <algorithm>
 #include <array>
@@ -31,7 +31,8 @@ namespace {
 struct plan {
   bench_options opt;
   tcp::endpoint target;
-  std::optional<vless::client_plan> vless;  // empty: straight to the target (or through the proxy)
+  std::optional<vless::client_plan> vless;  // empty: straight to the target (or through the proxy);
+                                             // a bare TLS plan for --tls-server
   std::optional<tcp::endpoint> proxy;        // HTTP proxy to CONNECT through (no VLESS client then)
   clock::time_point stop_at;
 };
@@ -261,7 +262,7 @@ int run_bench(const bench_options& o) {
   p.opt = o;
   p.target = endpoint_arg("--target", o.where.target);
   if (!o.where.http_proxy.empty()) p.proxy = endpoint_arg("--http-proxy", o.where.http_proxy);
-  if (!o.where.server.empty()) {
+  if (!o.where.server.empty() || !o.where.tls_server.empty()) {
     tls::client_options tls;
     tls.sni = "localhost";
     tls.tls13_only = true;

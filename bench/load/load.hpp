@@ -2,6 +2,8 @@
 // vlessbench_load: the one load generator. Its modes share the core VLESS client
 // (core/client/vless_client.hpp), the one HOST:PORT parser and the one quantile:
 //   handshakes | down | up | crypto  (bench_modes.cpp, driven by bench/run.py)
+// Every mode but crypto and mux-echo also goes through a bare TLS terminator (--tls-server): the
+// floor bench/run.py measures with HAProxy, with the same client code as the VLESS sessions.
 //   mux-echo                         (mux_echo.cpp: N TCP subs of one Mux.Cool connection, each
 //                                     echoing BYTES with SHA-256 checked; tests/integration/test_mux.py)
 //   sessions                         (sessions.cpp: idle and active VLESS sessions held against
@@ -29,12 +31,16 @@ struct endpoints {
   // Bench modes only, instead of server: an HTTP proxy (HOST:PORT) asked to CONNECT to the target,
   // e.g. a v2ray client's http inbound, so the bulk runs can go through its Mux.Cool outbound.
   std::string http_proxy;
+  // Instead of server: a bare TLS terminator (HAProxy in TCP mode) in front of the target, HOST:PORT:
+  // TCP connect, TLS handshake by the same client code, then plain HTTP; no VLESS header.
+  std::string tls_server;
 };
 
 // --flag HOST:PORT (an address literal) -> endpoint; throws std::invalid_argument "--flag: reason".
 tcp::endpoint endpoint_arg(std::string_view flag, const std::string& text);
-// The VLESS client plan for e (server, user, target) with these TLS options; throws
-// std::invalid_argument with a reason for a bad address or UUID.
+// The VLESS client plan for e (server, user, target) with these TLS options, or with
+// e.tls_server the bare TLS plan to it (no header); throws std::invalid_argument with a reason for
+// a bad address or UUID.
 vless::client_plan vless_plan(const endpoints& e, const tls::client_options& tls);
 
 std::string json_escape(std::string_view s);

@@ -19,6 +19,7 @@ tcp::endpoint endpoint_arg(std::string_view flag, const std::string& text) {
 }
 
 vless::client_plan vless_plan(const endpoints& e, const tls::client_options& tls) {
+  if (!e.tls_server.empty()) return vless::make_bare_tls_plan(endpoint_arg("--tls-server", e.tls_server), tls);
   const auto server = endpoint_arg("--server", e.server);
   const auto target = endpoint_arg("--target", e.target);
   const auto uuid = vless::parse_uuid(e.uuid);
@@ -55,15 +56,21 @@ void add_endpoints(CLI::App& app, vlessbench::load::endpoints& e, bool server_re
   target->capture_default_str();
   app.add_option("--ws-path", e.ws_path, "VLESS over WebSocket on this path (TLS below; no early data)")
       ->needs(server);
+  auto* bare = app.add_option("--tls-server", e.tls_server,
+                              "instead of --server: a bare TLS terminator (HAProxy) in front of the target, "
+                              "HOST:PORT: TCP, TLS, then plain HTTP (no VLESS)")
+                   ->excludes(server);
   if (!server_required)
     app.add_option("--http-proxy", e.http_proxy,
                    "instead of --server: HTTP proxy HOST:PORT, CONNECT to the target, then plain HTTP")
-        ->excludes(server);
+        ->excludes(server)
+        ->excludes(bare);
+  server->needs(uuid);
   if (server_required) {
-    server->required();
-    uuid->required();
-  } else {
-    server->needs(uuid);
+    // One of the two: checked after parsing (CLI11 cannot say "exactly one of").
+    app.callback([&e] {
+      if (e.server.empty() && e.tls_server.empty()) throw CLI::RequiredError("--server or --tls-server");
+    });
   }
 }
 

@@ -3,7 +3,8 @@
 // tests/load/loadkit.py), the soak script (tests/load/soak.sh) and bench/run.py's RSS phase.
 //
 // Two kinds of sessions, both opened by the core VLESS client: TCP connect, TLS handshake,
-// VLESS header + first GET in one write, VLESS response header + HTTP response read.
+// VLESS header + first GET in one write, VLESS response header + HTTP response read (with
+// --tls-server the same without the VLESS header: a bare TLS terminator, HAProxy in bench/run.py).
 //   --idle N    then hold the session open without traffic (watching for the server closing it)
 //               until stdin reaches EOF or --hold seconds pass.
 //   --active N  then keep sending GETs on it (keep-alive), --requests each or until --duration;

@@ -17,12 +17,17 @@ request_header tcp_request(const uuid_bytes& uuid, std::string_view host, std::u
   return h;
 }
 
-client_plan make_client_plan(const tcp::endpoint& server, const tls::client_options& tls,
-                             const request_header& request) {
+client_plan make_bare_tls_plan(const tcp::endpoint& server, const tls::client_options& tls) {
   client_plan plan;
   plan.server = server;
   plan.tls = tls;
   plan.tls_context = std::make_shared<asio::ssl::context>(tls::make_client_context(tls));
+  return plan;  // header empty: nothing goes before the first write, nothing is taken off a read
+}
+
+client_plan make_client_plan(const tcp::endpoint& server, const tls::client_options& tls,
+                             const request_header& request) {
+  client_plan plan = make_bare_tls_plan(server, tls);
   plan.header = encode_request(request);
   return plan;
 }
@@ -86,8 +91,8 @@ awaitable<std::error_code> client::handshake() {
       if (auto ec = co_await read_upgrade_response()) co_return ec;
     }
   }
-  header_pending_ = !plan_.split_header;
-  response_pending_ = true;
+  header_pending_ = !plan_.split_header && !plan_.header.empty();
+  response_pending_ = !plan_.header.empty();
   co_return std::error_code{};
 }
 

@@ -64,6 +64,10 @@ request_header tcp_request(const uuid_bytes& uuid, std::string_view host, std::u
 // encode_request does); nodelay on, header with the first write.
 client_plan make_client_plan(const tcp::endpoint& server, const tls::client_options& tls,
                              const request_header& request);
+// No VLESS at all: TCP connect, TLS handshake, then the bytes as written and read (an empty
+// header; no response header expected). What a bare TLS terminator in front of a target (HAProxy
+// in TCP mode) is dialled with, so that floor goes through the same TLS code as a VLESS session.
+client_plan make_bare_tls_plan(const tcp::endpoint& server, const tls::client_options& tls);
 
 // Errors of the client itself (everything else is a socket or TLS error). The message is the
 // whole reason: "vless response: bad_version".

@@ -2,49 +2,24 @@
 wrapper that writes a core's config, checks it with the core's own checker and waits for every
 inbound it configured.
 
-Found through VLESSBENCH_PEERS (a folder), then ../shared/peers beside the checkout, then PATH;
-v2ray 4.34 is Debian's. A test that needs a core which is not there raises harness.Skip naming it.
+Found as bench/cores.py finds them: VLESSBENCH_PEERS (a folder), then ../shared/peers beside the
+checkout, then PATH; v2ray 4.34 is Debian's. A test that needs a core which is not there raises harness.Skip naming it.
 """
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import harness as h
 
-# name -> (argv to run a config, argv to check one); {c} is the config file.
-_COMMANDS = {
-    "xray": (["run", "-c", "{c}"], ["run", "-test", "-c", "{c}"]),
-    "v2ray": (["-config", "{c}"], ["-test", "-config", "{c}"]),
-    "sing-box": (["run", "-c", "{c}"], ["check", "-c", "{c}"]),
-    "mihomo": (["-d", "{d}", "-f", "{c}"], ["-t", "-d", "{d}", "-f", "{c}"]),
-}
+sys.path.insert(0, str(h.REPO / "bench"))
+import cores  # noqa: E402  bench/cores.py: where the cores are and how each runs; bench/run.py uses it too
 
-
-def _folders() -> list[Path]:
-    found = []
-    if os.environ.get("VLESSBENCH_PEERS"):
-        found.append(Path(os.environ["VLESSBENCH_PEERS"]))
-    # Beside the checkout, or beside the main checkout of a git worktree.
-    for base in (h.REPO, *h.REPO.parents):
-        cand = base.parent / "shared" / "peers"
-        if cand.is_dir():
-            found.append(cand)
-            break
-    return found
-
-
-def find(name: str) -> Path | None:
-    for folder in _folders():
-        p = folder / name
-        if p.is_file() and os.access(p, os.X_OK):
-            return p
-    on_path = shutil.which(name)
-    return Path(on_path) if on_path else None
+_folders = cores.folders
+find = cores.find
 
 
 def require(name: str) -> Path:
@@ -80,14 +55,12 @@ class Core:
         self.dir = h.tempdir(f"vlessbench-{name}-")
         self.config_path = self.dir / f"config{suffix}"
         self.config_path.write_text(config if isinstance(config, str) else json.dumps(config, indent=2))
-        run_args, check_args = _COMMANDS[name]
-        fill = lambda args: [a.format(c=self.config_path, d=self.dir) for a in args]  # noqa: E731
-        checked = subprocess.run([str(exe), *fill(check_args)], capture_output=True, text=True, timeout=60,
-                                 cwd=self.dir)
+        checked = subprocess.run(cores.argv(name, exe, self.config_path, check=True), capture_output=True,
+                                 text=True, timeout=60, cwd=self.dir)
         h.check(checked.returncode == 0,
                 f"{name}'s own checker refused the config ({self.config_path}):\n{checked.stdout}{checked.stderr}")
         self.log_path = self.dir / f"{name}.log"
-        self.proc = h.spawn([str(exe), *fill(run_args)], stdout=open(self.log_path, "wb"), stderr=subprocess.STDOUT,
+        self.proc = h.spawn(cores.argv(name, exe, self.config_path), stdout=open(self.log_path, "wb"), stderr=subprocess.STDOUT,
                             cwd=self.dir)
         try:
             h.wait_ports(ports, proc=self.proc, what=name, timeout=20)

@@ -135,5 +135,22 @@ def bad_core_arguments_are_refused_with_a_reason():
     check(r.returncode != 0 and "mihomo not found" in r.stderr and "no core found" in r.stderr, r.stderr)
 
 
+@suite.test
+def a_core_that_carries_nothing_is_left_out():
+    # Its entry opens, but nothing behind the node listens: no request is ever carried, so the
+    # bounded readiness wait (10 s) leaves it out with the last reason instead of sampling it.
+    dead = h.free_port()
+    link = (f"vless://{h.new_uuid()}@127.0.0.1:{dead}?encryption=none&security=tls&sni=localhost"
+            f"&allowInsecure=1&type=tcp#dead")
+    out = h.tempdir("vlessbench-clients-")
+    r = subprocess.run([str(RUNNER), "clients", "--link", link, *core_args(["v2ray"]), "--no-builtin", "--out",
+                        str(out), "--target", f"http://127.0.0.1:{D.target_port}/generate_204", "--new", "1",
+                        "--reuse", "1", "--warmup", "0"], capture_output=True, text=True, timeout=60)
+    check(r.returncode != 0 and "v2ray: no request carried through its entry within 10 s" in r.stderr
+          and "left out" in r.stderr and "no core could be started" in r.stderr, r.stderr)
+    check(not (out / "samples.csv").exists(), "a sample was taken through a core that carried nothing")
+    check(not leftovers(out), leftovers(out))
+
+
 if __name__ == "__main__":
     suite.run()

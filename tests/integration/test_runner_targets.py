@@ -101,6 +101,32 @@ def bulk_download_and_upload_per_path():
     print(table.split("throughput")[1].split("stall verdict")[0], flush=True)
 
 
+@suite.test
+def tls_path_through_a_tls_terminator():
+    # tls://H:P (issue 26): TCP, TLS handshake, then HTTP as if direct. The daemon's https target
+    # stands in for a bare terminator (bench/run.py uses HAProxy): the GET for the http target
+    # goes inside that TLS session, so every sample arrives there, over TLS, answered directly.
+    out = tempdir("vlessbench-run-")
+    argv = [RUNNER, "run", "--target", f"http://{LOOPBACK}:{D.port('http')}/generate_204", "--new", 5,
+            "--reuse", 5, "--warmup", 0, "--out", out, "--path", f"floor=tls://{LOOPBACK}:{D.port('https')}",
+            "--path", f"plain=tls://{LOOPBACK}:{D.port('http')}", "--max-failed", 100]
+    r = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=60)
+    with open(out / "samples.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    floor = [s for s in rows if s["path"] == "floor"]
+    check(len(floor) == 10 and all(s["ok"] == "1" and s["status"] == "204" and s["route"] == "direct"
+                                   for s in floor), floor[:3])
+    summary = json.loads((out / "summary.json").read_text())
+    check(summary["paths"]["floor"]["kind"] == "tls", summary["paths"]["floor"])
+    # The daemon's log: each floor sample's request came in on the https target (over TLS).
+    seqs = {e.get("seq") for e in D.events("http.request", listener="https") if e.get("path_label") == "floor"}
+    check(len(seqs) >= 10, seqs)
+    # A port that speaks no TLS fails every sample with the TLS library's reason, never hangs.
+    plain = [s for s in rows if s["path"] == "plain"]
+    check(plain and all(s["ok"] == "0" and s["error"] for s in plain), plain[:2])
+    check(r.returncode == 3 and "plain" in r.stderr, f"rc {r.returncode}\n{r.stderr}")
+
+
 if __name__ == "__main__":
     try:
         suite.run()

@@ -47,6 +47,19 @@ TEST_CASE("path SPEC: direct, CONNECT and SOCKS5 entries", "[runner]") {
   CHECK(f->port == 7000);
   CHECK(to_string(f->kind) == "forward");
 
+  // tls:// is a bare TLS terminator in front of the target (HAProxy): TLS, then HTTP as if direct.
+  auto tl = parse_path_arg("floor=TLS://127.0.0.1:8443/", reason);
+  REQUIRE(tl);
+  CHECK(tl->kind == path_kind::tls);
+  CHECK(tl->host == "127.0.0.1");
+  CHECK(tl->port == 8443);
+  CHECK(to_string(tl->kind) == "tls");
+  CHECK_FALSE(tl->link);
+  auto tn = parse_path_arg("named=tls://terminator.example:443", reason);
+  REQUIRE(tn);
+  CHECK(tn->host == "terminator.example");
+  CHECK(tn->port == 443);
+
   // tun dials the target itself; tun://H:P another address the client's TUN captures.
   auto t = parse_path_arg("phone=tun", reason);
   REQUIRE(t);
@@ -75,6 +88,11 @@ TEST_CASE("path SPEC: malformed arguments are refused with a reason", "[runner]"
   CHECK_THAT(refusal("x=tcp://h:1/path"), Catch::Contains("only scheme://HOST:PORT"));
   CHECK_THAT(refusal("x=tcp://1.2.3.4"), Catch::Contains("HOST:PORT"));
   CHECK_THAT(refusal("x=tun://1.2.3.4"), Catch::Contains("HOST:PORT"));
+  CHECK_THAT(refusal("x=tls://1.2.3.4"), Catch::Contains("HOST:PORT"));
+  CHECK_THAT(refusal("x=tls://h:1/path"), Catch::Contains("only scheme://HOST:PORT"));
+  CHECK_THAT(refusal("x=tls://u@h:1"), Catch::Contains("authentication"));
+  CHECK_THAT(refusal("x=tls://[::1]:0"), Catch::Contains("port out of range"));
+  CHECK_THAT(refusal("x=tls:/1.2.3.4:1"), Catch::Contains("tls://H:P"));
   CHECK_THAT(refusal("x=tun:"), Catch::Contains("SPEC must be"));
 }
 
@@ -283,7 +301,8 @@ TEST_CASE("only direct, socks5 and vless paths carry udp:// and dns:// targets",
   for (const char* arg : {"direct=direct", "s=socks5://127.0.0.1:1080"}) ok.push_back(*parse_path_arg(arg, reason));
   ok.push_back(*parse_path_arg(std::string("v=vless://") + uuid_text + "@127.0.0.1:8443?security=tls", reason));
   CHECK(check_paths_for_target(ok, udp, reason));
-  for (const char* arg : {"h=http://127.0.0.1:1", "f=tcp://127.0.0.1:1", "t=tun", "t2=tun://127.0.0.1:1"}) {
+  for (const char* arg : {"h=http://127.0.0.1:1", "f=tcp://127.0.0.1:1", "t=tun", "t2=tun://127.0.0.1:1",
+                          "tl=tls://127.0.0.1:1"}) {
     INFO(arg);
     auto paths = ok;
     paths.push_back(*parse_path_arg(arg, reason));

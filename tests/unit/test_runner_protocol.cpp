@@ -145,6 +145,9 @@ TEST_CASE("route mismatch rules", "[runner]") {
   CHECK(is_route_mismatch(path_kind::tun, route_kind::direct));
   CHECK_FALSE(is_route_mismatch(path_kind::tun, route_kind::vless));
   CHECK_FALSE(is_route_mismatch(path_kind::forward, route_kind::vless));
+  // So may a TLS terminator (HAProxy in front of the target, or of a client's entry).
+  CHECK_FALSE(is_route_mismatch(path_kind::tls, route_kind::direct));
+  CHECK_FALSE(is_route_mismatch(path_kind::tls, route_kind::vless));
   CHECK(is_route_mismatch(path_kind::socks5, route_kind::direct));
   CHECK(is_route_mismatch(path_kind::vless, route_kind::direct));
   CHECK_FALSE(is_route_mismatch(path_kind::vless, route_kind::vless));
