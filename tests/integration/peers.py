@@ -168,6 +168,25 @@ def socks5_udp_header(port: int, host: str = "127.0.0.1") -> bytes:
     return b"\x00\x00\x00\x01" + socket.inet_aton(host) + struct.pack(">H", port)
 
 
+_links: dict[str, str] = {}
+
+
+def links_text(daemon) -> str:
+    """What `vlessbenchd links` prints for daemon's config (no QR codes), run once per config."""
+    key = str(daemon.config_path)
+    if key not in _links:
+        r = subprocess.run([str(h.DAEMON), "links", "-c", key, "--no-qr"], capture_output=True, text=True, timeout=30)
+        h.check(r.returncode == 0, r.stderr)
+        _links[key] = r.stdout
+    return _links[key]
+
+
+def share_links(links_text: str) -> dict[str, str]:
+    """Section heading (e.g. "tls-tester-vision") -> its vless:// share link, from links_text."""
+    return {sec.lstrip("# ").split(" ", 1)[0]: next(line for line in sec.splitlines() if line.startswith("vless://"))
+            for sec in links_text.split("\n## ") if "vless://" in sec}
+
+
 def core_config(core: str, links_text: str, heading: str, entry: int, socks: int) -> tuple[str, str]:
     """(config text, suffix): the core's local entries (HTTP/mixed on entry, SOCKS5 with UDP on socks)
     -> the outbound `vlessbenchd links` prints in the section `heading` (a Vision section's Xray

@@ -55,17 +55,10 @@ def make_daemon() -> h.Daemon:
 
 
 D = make_daemon()
-LINKS = None
 
 
 def links() -> str:
-    global LINKS
-    if LINKS is None:
-        r = subprocess.run([str(h.DAEMON), "links", "-c", str(D.config_path), "--no-qr"], capture_output=True,
-                           text=True, timeout=30)
-        check(r.returncode == 0, r.stderr)
-        LINKS = r.stdout
-    return LINKS
+    return peers.links_text(D)
 
 
 def udp_port(name: str) -> int:

@@ -59,17 +59,10 @@ def make_daemon() -> h.Daemon:
 
 
 D = make_daemon()
-_links: str | None = None
 
 
 def links() -> str:
-    global _links
-    if _links is None:
-        r = subprocess.run([str(h.DAEMON), "links", "-c", str(D.config_path), "--no-qr"], capture_output=True,
-                           text=True, timeout=30)
-        check(r.returncode == 0, r.stderr)
-        _links = r.stdout
-    return _links
+    return peers.links_text(D)
 
 
 def port_of(section: str, name: str) -> int:
@@ -320,6 +313,51 @@ def hostile_padding_after_the_first_frame_ends_the_session():
     e = D.wait_event("vless.session", since=mark, listener="tls")
     check(e.get("flow") == FLOW and e["vision"].get("error") == "vision_bad_command", e)
     check(e["close_reason"] == "client_error" and e["bytes_up"] == len(get_req), e)
+
+
+def runner_run(target: str, paths: list[str], new: int = 5, reuse: int = 5) -> tuple[list[dict], str]:
+    import csv
+    out = h.tempdir("vlessbench-vision-run-")
+    argv = [str(h.CLIENT_BIN / "vlessbench"), "run", "--target", target, "--new", str(new), "--reuse", str(reuse),
+            "--warmup", "1", "--out", str(out), "--seed", "29"]
+    for p in paths:
+        argv += ["--path", p]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=180)
+    check(r.returncode == 0, f"rc {r.returncode}\n{r.stdout}\n{r.stderr}")
+    with open(out / "samples.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    check(rows and all(s["ok"] == "1" for s in rows), [s for s in rows if s["ok"] != "1"][:3])
+    for s in rows:
+        check(s["route"] == ("direct" if s["path"] == "direct" else "vless"), s)
+    h.verify_log(h.CLIENT_BIN / "vlessbench", D.access, out, timeout=5)
+    return rows, r.stdout
+
+
+@suite.test
+def runner_vision_beside_plain():
+    """The built-in client with the printed Vision link, beside the plain one and a Nagle-prone
+    Vision client: HTTP (padding that ends) and HTTPS (direct copy both ways) targets, every sample
+    routed through VLESS and verified against the access log."""
+    link_of = peers.share_links(links())
+    plain, vision = link_of[f"tls-{USER}"], link_of[HEADING]
+    check("flow=xtls-rprx-vision" in vision and "flow=" not in plain, (plain, vision))
+    paths = [f"plain={plain}", f"vision={vision}", f"vnagle={vision}&nodelay=off&writes=split"]
+    for target, direct in ((f"http://{LOOPBACK}:{D.target_port}/generate_204", False),
+                           (f"https://{LOOPBACK}:{port_of('target', 'https')}/generate_204", True)):
+        mark = D.mark()
+        rows, table = runner_run(target, paths)
+        check("Vision: the first write is padded" in table, table)
+        sessions = {int(s["session"]) for s in rows if s["path"] in ("vision", "vnagle") and s["session"]}
+        check(sessions, rows[:3])
+        deadline = time.monotonic() + 15
+        for sid in sessions:
+            line = session_line(sid, deadline)
+            v = line.get("vision") or {}
+            check(line.get("flow") == FLOW and not v.get("error"), line)
+            went = v.get("direct_up_us", -1) > 0 and v.get("direct_down_us", -1) > 0
+            check(went == direct, f"{target}: session {sid} direct {went}, expected {direct}: {v}")
+        plain_lines = [e for e in D.events("vless.session", since=mark) if not e.get("flow")]
+        check(plain_lines and all("vision" not in e for e in plain_lines), plain_lines[:1])
 
 
 @suite.test
