@@ -1,5 +1,8 @@
 #include "core/client/vision_client.hpp"
 
+#include <cerrno>
+#include <stdexcept>
+
 #include <openssl/err.h>
 #include <openssl/rand.h>
 

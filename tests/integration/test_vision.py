@@ -160,7 +160,10 @@ def bulk_through_connect(entry: int, echo_port: int) -> tuple[str, str, float]:
     left = BULK
     while left > 0:
         piece = block[: min(left, len(block))]
-        s.sendall(piece)
+        try:
+            s.sendall(piece)
+        except (OSError, ssl.SSLError) as e:
+            raise AssertionError(f"bulk: {e!r} after {BULK - left} bytes sent, {received[0]} back") from None
         sent.update(piece)
         left -= len(piece)
         block = block[1:] + block[:1]  # no two blocks alike
@@ -317,9 +320,10 @@ def hostile_padding_after_the_first_frame_ends_the_session():
 
 def runner_run(target: str, paths: list[str], new: int = 5, reuse: int = 5) -> tuple[list[dict], str]:
     import csv
+    import json
     out = h.tempdir("vlessbench-vision-run-")
     argv = [str(h.CLIENT_BIN / "vlessbench"), "run", "--target", target, "--new", str(new), "--reuse", str(reuse),
-            "--warmup", "1", "--out", str(out), "--seed", "29"]
+            "--warmup", "1", "--out", str(out), "--seed", "29", "--nagle-paths", "vnagle"]
     for p in paths:
         argv += ["--path", p]
     r = subprocess.run(argv, capture_output=True, text=True, timeout=180)
@@ -330,6 +334,8 @@ def runner_run(target: str, paths: list[str], new: int = 5, reuse: int = 5) -> t
     for s in rows:
         check(s["route"] == ("direct" if s["path"] == "direct" else "vless"), s)
     h.verify_log(h.CLIENT_BIN / "vlessbench", D.access, out, timeout=5)
+    client = json.loads((out / "summary.json").read_text())["paths"]["vnagle"]["client"]
+    check(client == {"nodelay": False, "writes": "split"}, client)
     return rows, r.stdout
 
 
@@ -341,7 +347,7 @@ def runner_vision_beside_plain():
     link_of = peers.share_links(links())
     plain, vision = link_of[f"tls-{USER}"], link_of[HEADING]
     check("flow=xtls-rprx-vision" in vision and "flow=" not in plain, (plain, vision))
-    paths = [f"plain={plain}", f"vision={vision}", f"vnagle={vision}&nodelay=off&writes=split"]
+    paths = [f"plain={plain}", f"vision={vision}", f"vnagle={vision}"]
     for target, direct in ((f"http://{LOOPBACK}:{D.target_port}/generate_204", False),
                            (f"https://{LOOPBACK}:{port_of('target', 'https')}/generate_204", True)):
         mark = D.mark()
