@@ -54,7 +54,7 @@ std::string server_hello(std::uint16_t cipher, bool tls13) {
 
 }  // namespace
 
-TEST_CASE("vision unpadder: the UUID once, then continue and end frames; after end the stream is plain", "[vision]") {
+TEST_CASE("vision unpadder: the UUID once, then continue and end frames, plain after end", "[vision]") {
   const std::string in = uuid_text() + bytes({0x00, 0x00, 0x03, 0x00, 0x02}) + "abc" + bytes({0, 0}) +
                          bytes({0x01, 0x00, 0x02, 0x00, 0x00}) + "de" + "fg";
   vision::unpadder u(user);
