@@ -35,7 +35,7 @@ admission_verdict admit_request(const config& cfg, const vless::request_header& 
   if (!header.flow.empty() && header.flow != vision::flow_name) return refuse("flow_unsupported", header.flow);
   // sing-mux (sing-box's and mihomo's multiplex) dials this name; until it is served, refused by name
   // (DESIGN.md §6), not as a name that does not resolve.
-  if (header.atyp == vless::address_type::domain && header.domain == sing_mux_domain)
+  if (header.dest.type == address_type::domain && header.dest.address == sing_mux_domain)
     return refuse("sing_mux_unsupported", "sing-mux (sing-box/mihomo multiplex) is not served: turn multiplex off "
                                           "or use Mux.Cool");
   switch (header.command) {
@@ -45,8 +45,8 @@ admission_verdict admit_request(const config& cfg, const vless::request_header& 
 
     default: return refuse("bad_command", std::to_string(header.command));
   }
-  if (header.port == 0) return refuse("bad_port");
-  if (header.atyp == vless::address_type::domain && !valid_dns_name(header.domain))
+  if (header.dest.port == 0) return refuse("bad_port");
+  if (header.dest.type == address_type::domain && !valid_dns_name(header.dest.address))
     return refuse("bad_domain", "not a DNS name (at most 253 bytes, labels of 1..63)");
   return v;
 }
