@@ -21,28 +21,28 @@ bool starts_app_data(std::string_view s) {
 
 }  // namespace
 
-void tls_filter::observe(std::string_view b) {
+void tls_filter::observe(std::string_view packet) {
   if (packets_left <= 0) return;
   --packets_left;
-  if (b.size() >= 6) {
-    if (at(b, 0) == handshake && at(b, 1) == 3 && at(b, 2) == 3 && at(b, 5) == server_hello) {
-      server_hello_left = static_cast<std::int32_t>((at(b, 3) << 8) | at(b, 4)) + 5;
+  if (packet.size() >= 6) {
+    if (at(packet, 0) == handshake && at(packet, 1) == 3 && at(packet, 2) == 3 && at(packet, 5) == server_hello) {
+      server_hello_left = static_cast<std::int32_t>((at(packet, 3) << 8) | at(packet, 4)) + 5;
       tls12_or_above = true;
       is_tls = true;
       // record(5) handshake header(4) version(2) random(32): the session id's length at 43, the
       // cipher suite after the id.
-      if (b.size() >= 79 && server_hello_left >= 79) {
-        const std::size_t sid = at(b, 43);
-        if (44 + sid + 2 <= b.size()) cipher = static_cast<std::uint16_t>((at(b, 44 + sid) << 8) | at(b, 45 + sid));
+      if (packet.size() >= 79 && server_hello_left >= 79) {
+        const std::size_t sid = at(packet, 43);
+        if (44 + sid + 2 <= packet.size()) cipher = static_cast<std::uint16_t>((at(packet, 44 + sid) << 8) | at(packet, 45 + sid));
       }
-    } else if (at(b, 0) == handshake && at(b, 1) == 3 && at(b, 5) == client_hello) {
+    } else if (at(packet, 0) == handshake && at(packet, 1) == 3 && at(packet, 5) == client_hello) {
       is_tls = true;
     }
   }
   if (server_hello_left > 0) {
-    const std::size_t end = std::min<std::size_t>(static_cast<std::size_t>(server_hello_left), b.size());
-    server_hello_left -= static_cast<std::int32_t>(std::min<std::size_t>(b.size(), 1 << 20));
-    if (b.substr(0, end).find(tls13_supported_versions) != std::string_view::npos) {
+    const std::size_t end = std::min<std::size_t>(static_cast<std::size_t>(server_hello_left), packet.size());
+    server_hello_left -= static_cast<std::int32_t>(std::min<std::size_t>(packet.size(), 1 << 20));
+    if (packet.substr(0, end).find(tls13_supported_versions) != std::string_view::npos) {
       tls13 = true;
       // TLS 1.3 ciphers are 0x1301..0x1305; CCM_8's short tag is the one Vision leaves encrypted.
       direct_ok = cipher >= 0x1301 && cipher <= 0x1304;
