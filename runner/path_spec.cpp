@@ -331,11 +331,8 @@ std::optional<path_spec> parse_path_arg(std::string_view arg, std::string& reaso
       reason = "path '" + p.name + "': bad vless link: " + why;
       return std::nullopt;
     }
-    // parse_share_link refuses what the client cannot dial (security, type, flow).
-    if (!parsed->flow.empty()) {
-      reason = "path '" + p.name + "': flow '" + parsed->flow + "' is not supported";
-      return std::nullopt;
-    }
+    // parse_share_link refuses what the client cannot dial (security, type, a flow other than
+    // Vision over raw TLS).
     p.host = parsed->host;
     p.port = parsed->port;
     p.link = std::move(parsed);

@@ -257,6 +257,11 @@ std::vector<path_result> analyze(const std::vector<path_spec>& paths, std::size_
           stats::bootstrap_median_ci(m.paired_deltas, mix_seed(seed, r.name, mode + 2));
     }
     r.stall = judge_stall(fresh_samples[i]);
+    // Vision pads the first writes (docs/runner.md "Vision"): the verdict reads the server's
+    // phases as before, and says what the padding changes for a Nagle-prone client.
+    if (paths[i].link && !paths[i].link->flow.empty() && r.stall.verdict != stall_verdict::kind::no_data)
+      r.stall.text += "; Vision: the first write is padded (900-1399 bytes with a TLS handshake inside, "
+                      "0-255 without), so past one TCP segment its tail waits for an ACK under Nagle";
   }
   return out;
 }

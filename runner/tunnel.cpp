@@ -70,7 +70,9 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
       const bool use_mux = spec.mux || (spec.xudp && datagram);
       auto request = use_mux ? mux::vless_request(link.uuid) : vless::tcp_request(link.uuid, target.host, target.port);
       if (!use_mux && datagram) request.command = static_cast<std::uint8_t>(vless::command::udp);
+      request.flow = link.flow;  // xtls-rprx-vision or nothing (parse_share_link)
       plan.vless = vless::make_client_plan(plan.entry.value_or(tcp::endpoint{}), tls, request);
+      plan.vless.vision = !link.flow.empty();
       if (use_mux) {
         plan.mux = std::make_shared<mux_path>();
         plan.mux->fresh_per_new = spec.mux_new == mux_new_mode::connection;

@@ -1,5 +1,7 @@
 #include "server/admission.hpp"
 
+#include "core/wire/vision.hpp"
+
 namespace vlessbench {
 
 bool valid_dns_name(std::string_view name) {
@@ -29,7 +31,8 @@ admission_verdict admit_request(const config& cfg, const vless::request_header& 
     return v;
   };
   if (v.user == nullptr) return refuse("unknown_user");
-  if (!header.flow.empty()) return refuse("flow_unsupported", header.flow);
+  // Vision is served on raw TLS (server/vision_session.hpp refuses it on other transports).
+  if (!header.flow.empty() && header.flow != vision::flow_name) return refuse("flow_unsupported", header.flow);
   // sing-mux (sing-box's and mihomo's multiplex) dials this name; until it is served, refused by name
   // (DESIGN.md §6), not as a name that does not resolve.
   if (header.dest.type == address_type::domain && header.dest.address == sing_mux_domain)

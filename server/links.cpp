@@ -7,6 +7,7 @@
 
 #include "core/wire/client_entries.hpp"
 #include "core/wire/share_link.hpp"
+#include "core/wire/vision.hpp"
 #include "core/net/tls.hpp"
 
 namespace vlessbench {
@@ -103,25 +104,36 @@ void print_links(std::ostream& out, const config& cfg, const links_options& opts
     const bool tls = t.tls;
     const bool upgrade = t.kind == transport_kind::ws || t.kind == transport_kind::httpupgrade;
     const bool grpc = t.kind == transport_kind::grpc;
+    // Raw TLS also serves XTLS Vision: its entries follow the plain one's, as NAME-vision.
+    const bool vision = t.kind == transport_kind::tls && tls;
     for (const auto& u : cfg.users) {
-      const share_link link = listener_link(l, u, host, opts.sni, insecure);
-      const std::string uri = format_share_link(link);
+      for (const bool with_flow : {false, true}) {
+        if (with_flow && !vision) continue;
+        share_link link = listener_link(l, u, host, opts.sni, insecure);
+        if (with_flow) {
+          link.flow = std::string(vision::flow_name);
+          link.name += "-vision";
+        }
+        const std::string uri = format_share_link(link);
 
-      out << "## " << link.name << " (listener " << l.name << ", user " << u.name << ", transport "
-          << to_string(t.kind) << ((upgrade || grpc) && !tls ? " over plain TCP" : "") << ", tcp quickack="
-          << to_string(l.tcp.quickack) << ")\n\n";
-      out << "Share link (Shadowrocket, v2rayN, NekoBox):\n" << uri << "\n\n";
-      if (opts.qr) out << terminal_qr(uri) << "\n";
+        out << "## " << link.name << " (listener " << l.name << ", user " << u.name << ", transport "
+            << to_string(t.kind) << ((upgrade || grpc) && !tls ? " over plain TCP" : "")
+            << (with_flow ? ", flow xtls-rprx-vision" : "") << ", tcp quickack=" << to_string(l.tcp.quickack)
+            << ")\n\n";
+        out << "Share link (Shadowrocket, v2rayN, NekoBox):\n" << uri << "\n\n";
+        if (opts.qr) out << terminal_qr(uri) << "\n";
 
-      client_entry_options entry;
-      entry.early_data_header = early_data_header(t);
-      entry.fingerprint = fingerprint;
-      if (fingerprint.empty() && !cfg.tls.cert.empty())
-        entry.fingerprint_note = "none yet: " + cfg.tls.cert +
-                                 " is made at the daemon's first start; run links again after it for the pin";
-      out << "Clash / mihomo (proxies:):\n" << mihomo_proxy(link, entry) << "\n";
-      out << "sing-box (outbounds):\n" << singbox_outbound(link, entry) << "\n\n";
-      out << "v2ray / Xray (outbounds):\n" << v2ray_outbound(link, entry) << "\n\n";
+        client_entry_options entry;
+        entry.early_data_header = early_data_header(t);
+        entry.fingerprint = fingerprint;
+        if (fingerprint.empty() && !cfg.tls.cert.empty())
+          entry.fingerprint_note = "none yet: " + cfg.tls.cert +
+                                   " is made at the daemon's first start; run links again after it for the pin";
+        out << "Clash / mihomo (proxies:):\n" << mihomo_proxy(link, entry) << "\n";
+        out << "sing-box (outbounds):\n" << singbox_outbound(link, entry) << "\n\n";
+        // v2ray (v2fly) has no Vision: the entry is Xray's alone.
+        out << (with_flow ? "Xray (outbounds):\n" : "v2ray / Xray (outbounds):\n") << v2ray_outbound(link, entry) << "\n\n";
+      }
     }
   }
 }

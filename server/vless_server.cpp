@@ -7,6 +7,7 @@
 #include "server/transport/httpupgrade_stream.hpp"
 #include "server/transport/plain_stream.hpp"
 #include "server/transport/tls_stream.hpp"
+#include "server/transport/vision_stream.hpp"
 #include "server/transport/ws_stream.hpp"
 #include "server/vless_session.hpp"
 
@@ -163,10 +164,11 @@ awaitable<void> serve_session(runtime& rt, session_start start, tcp::socket sock
     case transport_kind::grpc: return serve_grpc(rt, std::move(start), std::move(socket), t);
     case transport_kind::tls: break;
   }
-  return detail::serve<tls_stream>(rt, std::move(start), std::move(socket),
-                                   [](listener_runtime& l, asio::ssl::context& tls, tcp::socket s) {
-                                     return tls_stream(policy_stream(std::move(s), &l.tcp), tls);
-                                   });
+  // Raw TLS, with XTLS Vision when a request names it (server/transport/vision_stream.hpp).
+  return detail::serve<vision_stream>(rt, std::move(start), std::move(socket),
+                                      [](listener_runtime& l, asio::ssl::context& tls, tcp::socket s) {
+                                        return vision_stream(policy_stream(std::move(s), &l.tcp), tls);
+                                      });
 }
 
 }  // namespace vlessbench::vless_server

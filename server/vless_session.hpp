@@ -30,6 +30,7 @@
 #include "server/transport/transport.hpp"
 #include "server/udp_relay.hpp"
 #include "server/upstream_dialer.hpp"
+#include "server/vision_session.hpp"
 #include "server/vless_server.hpp"
 
 namespace vlessbench::vless_server::detail {
@@ -546,7 +547,8 @@ struct session {
     if (!co_await handshake()) co_return;
     std::size_t got = co_await read_header();
     if (got == 0 || !authorize() || !admit()) co_return;
-    const std::size_t pending = got - 1;
+    std::size_t pending = got - 1;
+    if (!start_flow(*this, pending)) co_return;  // Vision (server/vision_session.hpp)
     if (is_mux()) {
       // No destination of its own: each sub-connection dials one (server/mux_session.hpp).
       dest = header.dest.address;  // vless::mux_domain
@@ -650,6 +652,8 @@ struct session {
                                     .subs = mux ? std::optional(mux->subs()) : std::nullopt,
                                     .subs_refused = mux ? std::optional(mux->refused()) : std::nullopt,
                                     .mux_error = mux ? mux->mux_error() : std::string_view(),
+                                    .flow = header.flow,
+                                    .vision = vision_of(client),
                                     .close_reason = to_string(reason)};
     rt.events.emit(event);
     if (stall) {

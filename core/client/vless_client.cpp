@@ -44,6 +44,7 @@ class client_category_impl : public std::error_category {
       case client_errc::bad_upgrade_response: return "upgrade: bad response (not a valid 101)";
       case client_errc::bad_frame: return "websocket: bad frame from the server";
       case client_errc::grpc_failed: return "grpc: the stream failed";
+      case client_errc::bad_vision: return "vision: bad padding from the server";
     }
     return "vless client error";
   }
@@ -68,7 +69,13 @@ awaitable<std::error_code> client::connect() {
 
 awaitable<std::error_code> client::handshake() {
   const client_transport& t = plan_.transport;
-  if (t.tls) {
+  if (t.tls && plan_.vision) {
+    vision_tls_ = std::make_unique<fd_tls>(socket_, *plan_.tls_context, plan_.tls);
+    if (auto ec = co_await vision_tls_->handshake()) co_return ec;
+    uuid_bytes uuid{};
+    std::memcpy(uuid.data(), plan_.header.data() + 1, uuid.size());  // version(1) · UUID(16)
+    vision_ = std::make_unique<vision_client>(uuid);
+  } else if (t.tls) {
     tls_.emplace(socket_, *plan_.tls_context);
     tls::prepare_client(tls_->native_handle(), plan_.tls);
     auto [ec] = co_await tls_->async_handshake(asio::ssl::stream_base::client, as_tuple_awaitable);
@@ -153,7 +160,39 @@ void client::frame_into(std::string& out, std::string_view data) {
   ws::apply_mask(out.data() + at, data.size(), key, 0);
 }
 
+awaitable<std::error_code> client::vision_write(std::string_view data) {
+  std::string wire;
+  if (header_pending_) {
+    header_pending_ = false;
+    wire = plan_.header;  // unpadded, in the same record as the first frame
+  }
+  const bool direct = vision_->up.pad(vision_->filter, data, wire).direct;
+  auto ec = co_await raw_write(wire);
+  if (!ec && direct) vision_->up_direct = true;
+  co_return ec;
+}
+
+std::error_code client::vision_read(char* data, std::size_t& n) {
+  vision_client& v = *vision_;
+  if (v.down.padded()) {
+    const auto r = v.down.feed(data, n, data);
+    if (!r.error.empty()) {
+      v.error = r.error;
+      return make_error_code(client_errc::bad_vision);
+    }
+    n = r.out;
+  }
+  if (v.filter.filtering() && n > 0) v.filter.observe({data, n});
+  if (v.down.direct() && !v.down_direct) {
+    // What the TLS read of its last record and did not return yet; the rest is in the socket.
+    v.down_direct = true;
+    raw_in_ += vision_tls_->take_pending();
+  }
+  return {};
+}
+
 awaitable<std::error_code> client::raw_write(std::string_view data) {
+  if (vision_tls_ && !vision_->up_direct) co_return co_await vision_tls_->write(data);
   if (tls_) {
     auto [ec, n] = co_await asio::async_write(*tls_, asio::buffer(data.data(), data.size()), as_tuple_awaitable);
     (void)n;
@@ -171,6 +210,7 @@ awaitable<std::error_code> client::raw_read(char* data, std::size_t size, std::s
     raw_in_.erase(0, n);
     co_return std::error_code{};
   }
+  if (vision_tls_ && !vision_->down_direct) co_return co_await vision_tls_->read_some(data, size, n);
   if (tls_) {
     auto [ec, got] = co_await tls_->async_read_some(asio::buffer(data, size), as_tuple_awaitable);
     n = got;
@@ -218,6 +258,7 @@ awaitable<std::error_code> client::send_header() {
 }
 
 awaitable<std::error_code> client::write(std::string_view data) {
+  if (vision_) co_return co_await vision_write(data);
   std::string_view out = data;
   if (header_pending_) {
     header_pending_ = false;
@@ -311,11 +352,12 @@ awaitable<std::error_code> client::read_some(char* data, std::size_t size, std::
       if (got == 0) continue;
     }
     n = got;
-    if (!response_pending_) co_return std::error_code{};
-    if (!strip_response(data, n)) {
+    if (response_pending_ && !strip_response(data, n)) {
       n = 0;
       co_return make_error_code(client_errc::bad_response);
     }
+    if (vision_ && n > 0)
+      if (auto ec = vision_read(data, n)) co_return ec;
     if (n > 0) co_return std::error_code{};
   }
 }

@@ -24,6 +24,7 @@
 
 #include "core/net/asio_compat.hpp"
 #include "core/client/gun_client.hpp"
+#include "core/client/vision_client.hpp"
 #include "core/net/tls.hpp"
 #include "core/wire/vless_codec.hpp"
 #include "core/wire/ws_frame.hpp"
@@ -54,6 +55,7 @@ struct client_plan {
   std::string header;         // encoded request header
   bool nodelay = true;        // false: TCP_NODELAY left off, as Nagle-prone clients do
   bool split_header = false;  // true: the header is its own write (TLS record) after the handshake
+  bool vision = false;        // flow xtls-rprx-vision (the header says so): raw TLS only
   client_transport transport;
 };
 
@@ -71,7 +73,7 @@ client_plan make_bare_tls_plan(const tcp::endpoint& server, const tls::client_op
 
 // Errors of the client itself (everything else is a socket or TLS error). The message is the
 // whole reason: "vless response: bad_version".
-enum class client_errc { bad_response = 1, upgrade_refused, bad_upgrade_response, bad_frame, grpc_failed };
+enum class client_errc { bad_response = 1, upgrade_refused, bad_upgrade_response, bad_frame, grpc_failed, bad_vision };
 const std::error_category& client_category();
 std::error_code make_error_code(client_errc e);
 
@@ -100,7 +102,9 @@ class client {
   awaitable<std::error_code> read_some(char* data, std::size_t size, std::size_t& n);
 
   bool response_pending() const { return response_pending_; }
-  SSL* native_handle() { return tls_->native_handle(); }
+  SSL* native_handle() { return tls_ ? tls_->native_handle() : vision_tls_->native_handle(); }
+  // Vision (plan.vision): the padding each way so far, and whether each direction went direct.
+  const vision_client* vision() const { return vision_.get(); }
   // The server's reason when it refused the upgrade ("404 wrong_path") or failed the gRPC
   // stream ("grpc-status 13: ..."), else empty.
   const std::string& upgrade_error() const { return upgrade_error_; }
@@ -108,6 +112,9 @@ class client {
  private:
   // Removes the response header from data[0, n); false on a malformed header.
   bool strip_response(char* data, std::size_t& n);
+  // Vision: our write padded (or, after direct, to the socket); the server's bytes unpadded.
+  awaitable<std::error_code> vision_write(std::string_view data);
+  std::error_code vision_read(char* data, std::size_t& n);
   // The stream beneath VLESS: TLS or the socket.
   awaitable<std::error_code> raw_write(std::string_view data);
   awaitable<std::error_code> raw_read(char* data, std::size_t size, std::size_t& n);
@@ -137,6 +144,8 @@ class client {
   std::string pong_;               // a pong for the server's ping, sent with the next write
   std::string upgrade_error_;
   std::unique_ptr<gun::h2_client> h2_;
+  std::unique_ptr<fd_tls> vision_tls_;  // Vision's TLS, in place of tls_
+  std::unique_ptr<vision_client> vision_;
 };
 
 }  // namespace vlessbench::vless

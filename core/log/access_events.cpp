@@ -92,6 +92,17 @@ std::string format_event(const vless_session_event& e) {
   if (e.subs) line.add("subs", *e.subs);
   if (e.subs_refused) line.add("subs_refused", *e.subs_refused);
   add_if(line, "mux_error", e.mux_error);
+  add_if(line, "flow", e.flow);
+  if (e.vision) {
+    const vision_facts& v = *e.vision;
+    line.begin_object("vision");
+    if (v.direct_up_us >= 0) line.add("direct_up_us", v.direct_up_us);
+    if (v.direct_down_us >= 0) line.add("direct_down_us", v.direct_down_us);
+    line.add("padding_up", v.padding_up).add("padding_down", v.padding_down).add("frames_up", v.frames_up);
+    line.add("inner", v.inner);
+    add_if(line, "error", v.error);
+    line.end_object();
+  }
   line.add("duration_us", p.closed.get())
       .add("close_reason", e.close_reason);
   return line.finish();

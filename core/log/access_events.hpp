@@ -31,6 +31,17 @@ struct vless_reject_event {
 std::string format_event(const vless_reject_event& e);
 
 // A VLESS session that was admitted, at its close (a refused one is a vless_reject_event).
+// A Vision session's (flow xtls-rprx-vision, docs/sessions.md "Vision"): when direct copy began
+// each way, the padding each way, what its detection saw inside, and a broken padding's reason.
+struct vision_facts {
+  std::int64_t direct_up_us = -1;    // client -> server went beneath the TLS (µs since accept)
+  std::int64_t direct_down_us = -1;  // server -> client
+  std::uint64_t padding_up = 0, padding_down = 0;  // padding bytes, with frame headers and UUID
+  std::uint64_t frames_up = 0;                     // the client's padded frames
+  std::string_view inner;  // "tls1.3", "tls1.2", "tls" (a ClientHello only), "none"
+  std::string_view error;  // the client's padding broke the format (a reason), else empty
+};
+
 struct vless_session_event {
   std::uint64_t session = 0;
   std::string_view listener;
@@ -56,6 +67,8 @@ struct vless_session_event {
   // a per-session budget), and the frame error that ended the session, if one did.
   std::optional<std::uint64_t> subs, subs_refused;
   std::string_view mux_error;
+  std::string_view flow;                     // the request's flow ("xtls-rprx-vision"), else empty
+  std::optional<vision_facts> vision;        // with flow xtls-rprx-vision
   std::string_view close_reason;
 };
 std::string format_event(const vless_session_event& e);

@@ -33,6 +33,7 @@ std::string mihomo_proxy(const share_link& l, const client_entry_options& opts) 
                     "    network: " + (is_upgrade(l) ? "ws" : grpc ? "grpc" : "tcp") + "\n" +
                     "    udp: true\n"
                     "    tls: " + (tls ? "true" : "false") + "\n";
+  if (!l.flow.empty()) out += "    flow: " + l.flow + "\n";
   if (tls) {
     out += "    servername: " + yaml_quote(l.sni) + "\n";
     out += std::string("    skip-cert-verify: ") + (l.allow_insecure ? "true" : "false") + "\n";
@@ -60,6 +61,7 @@ std::string singbox_outbound(const share_link& l, const client_entry_options& op
   nlohmann::ordered_json sing{{"type", "vless"},      {"tag", l.name},
                               {"server", l.host},     {"server_port", l.port},
                               {"uuid", vless::format_uuid(l.uuid)}};
+  if (!l.flow.empty()) sing["flow"] = l.flow;
   if (l.security == "tls") sing["tls"] = {{"enabled", true}, {"server_name", l.sni}, {"insecure", l.allow_insecure}};
   if (l.type == "ws") {
     nlohmann::ordered_json tr{{"type", "ws"}, {"path", path_of(l)}};
@@ -102,12 +104,12 @@ std::string v2ray_outbound(const share_link& l, const client_entry_options& opts
     if (l.grpc_multi) g["multiMode"] = true;
     stream["grpcSettings"] = g;
   }
+  nlohmann::ordered_json user{{"id", vless::format_uuid(l.uuid)}, {"encryption", "none"}, {"level", 0}};
+  if (!l.flow.empty()) user["flow"] = l.flow;
   nlohmann::ordered_json v2{
       {"protocol", "vless"},
       {"tag", l.name},
-      {"settings",
-       {{"vnext", {{{"address", l.host}, {"port", l.port},
-                    {"users", {{{"id", vless::format_uuid(l.uuid)}, {"encryption", "none"}, {"level", 0}}}}}}}}},
+      {"settings", {{"vnext", {{{"address", l.host}, {"port", l.port}, {"users", {user}}}}}}},
       {"streamSettings", stream}};
   return v2.dump(2);
 }

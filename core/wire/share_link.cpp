@@ -4,6 +4,7 @@
 
 #include "core/wire/net_address.hpp"
 #include "core/wire/transport_config.hpp"
+#include "core/wire/vision.hpp"
 #include "core/wire/vless_codec.hpp"
 
 namespace vlessbench {
@@ -201,8 +202,12 @@ std::optional<share_link> parse_share_link(std::string_view text, std::string& r
     link.grpc_multi = param("mode") && *param("mode") == "multi";
   }
 
-  if (const auto* v = param("flow"); v && !v->empty())
-    return fail(reason, "flow=" + *v + " is not supported: XTLS Vision and other flows are not implemented");
+  if (const auto* v = param("flow"); v && !v->empty()) {
+    if (*v != vision::flow_name) return fail(reason, "flow=" + *v + " is not supported: only xtls-rprx-vision is");
+    if (link.type != "tcp" || link.security != "tls")
+      return fail(reason, "flow=xtls-rprx-vision runs on raw TLS only (type=tcp, security=tls)");
+    link.flow = *v;
+  }
 
   if (const auto* v = param("sni")) link.sni = *v;
 

@@ -21,7 +21,7 @@ struct share_link {
   std::string security = "tls";  // "tls"; "none" with ws, httpupgrade or grpc only
   std::string sni;               // empty: none
   bool allow_insecure = false;
-  std::string flow;              // must be empty for our clients
+  std::string flow;              // empty, or xtls-rprx-vision (type=tcp, security=tls only)
   std::string type = "tcp";      // "tcp", "ws", "httpupgrade", "grpc"
   std::string path;              // ws/httpupgrade: empty means "/"
   std::string http_host;         // ws/httpupgrade: host=, the Host header (empty: the server name)

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <string_view>
 #include <system_error>
 #include <type_traits>
@@ -133,6 +134,21 @@ class tls_stream {
     const int err = SSL_get_error(ssl_, r);
     if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE) ec = map_error(err);
     return 0;
+  }
+
+  // What the TLS holds beyond the records read so far, given up for good (Vision's direct copy,
+  // server/transport/vision_stream.hpp): the plaintext of the last record not yet read, then the
+  // ciphertext received after it. BoringSSL reads a record's header and body and no further, so
+  // the bytes past the last record are all in our coalescing buffer. No SSL_read may follow.
+  void hand_over(std::string& out) {
+    char tmp[4096];
+    while (SSL_pending(ssl_) > 0) {
+      const int r = SSL_read(ssl_, tmp, sizeof tmp);
+      if (r <= 0) break;
+      out.append(tmp, static_cast<std::size_t>(r));
+    }
+    if (in_pos_ < in_used_) out.append(in_ + in_pos_, in_used_ - in_pos_);
+    drop_input();
   }
 
   // The caller stops reading for now (its buffer is full): ciphertext read ahead of it moves out of

@@ -39,6 +39,7 @@ SOURCES = {
     "test_vless_codec.cpp": [("vless_header", binary)],
     "test_vless_admission.cpp": [("vless_header", lambda v, b: binary(v, b) and v[:1] == b"\x00" and len(v) > 17)],
     "test_mux_frame.cpp": [("mux_frame", binary)],
+    "test_vision.cpp": [("vision_padding", binary)],
     "test_mux_subs.cpp": [("mux_frame", binary)],
     "test_mux_client.cpp": [("mux_client", binary)],
     "test_ws_frame.cpp": [("ws_frame", binary)],

@@ -11,6 +11,7 @@ import json
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import harness as h
@@ -138,3 +139,124 @@ def socks5_udp_header(port: int, host: str = "127.0.0.1") -> bytes:
     import socket
     import struct
     return b"\x00\x00\x00\x01" + socket.inet_aton(host) + struct.pack(">H", port)
+
+
+_links: dict[str, str] = {}
+
+
+def links_text(daemon) -> str:
+    """What `vlessbenchd links` prints for daemon's config (no QR codes), run once per config."""
+    key = str(daemon.config_path)
+    if key not in _links:
+        r = subprocess.run([str(h.DAEMON), "links", "-c", key, "--no-qr"], capture_output=True, text=True, timeout=30)
+        h.check(r.returncode == 0, r.stderr)
+        _links[key] = r.stdout
+    return _links[key]
+
+
+def share_links(links_text: str) -> dict[str, str]:
+    """Section heading (e.g. "tls-tester-vision") -> its vless:// share link, from links_text."""
+    return {sec.lstrip("# ").split(" ", 1)[0]: next(line for line in sec.splitlines() if line.startswith("vless://"))
+            for sec in links_text.split("\n## ") if "vless://" in sec}
+
+
+def core_config(core: str, links_text: str, heading: str, entry: int, socks: int) -> tuple[str, str]:
+    """(config text, suffix): the core's local entries (HTTP/mixed on entry, SOCKS5 with UDP on socks)
+    -> the outbound `vlessbenchd links` prints in the section `heading` (a Vision section's Xray
+    entry is under "Xray (outbounds):")."""
+    if core in ("xray", "v2ray"):
+        family = "Xray (outbounds):" if heading.endswith("-vision") else "v2ray / Xray (outbounds):"
+        out = links_json(links_text, heading, family)
+        cfg = {"log": {"loglevel": "warning"},
+               "inbounds": [{"listen": h.LOOPBACK, "port": entry, "protocol": "http", "settings": {}},
+                            {"listen": h.LOOPBACK, "port": socks, "protocol": "socks",
+                             "settings": {"auth": "noauth", "udp": True, "ip": h.LOOPBACK}}],
+               "outbounds": [out]}
+        return json.dumps(cfg, indent=2), ".json"
+    if core == "sing-box":
+        out = links_json(links_text, heading, "sing-box (outbounds):")
+        cfg = {"log": {"level": "warn"},
+               "inbounds": [{"type": "mixed", "listen": h.LOOPBACK, "listen_port": entry},
+                            {"type": "socks", "listen": h.LOOPBACK, "listen_port": socks}],
+               "outbounds": [out]}
+        return json.dumps(cfg, indent=2), ".json"
+    # mihomo: its YAML entry under proxies:, everything to it.
+    entry_yaml = links_block(links_text, heading, "Clash / mihomo (proxies:):")
+    text = (f"mixed-port: {entry}\nsocks-port: {socks}\nbind-address: {h.LOOPBACK}\nallow-lan: false\n"
+            f"mode: rule\nlog-level: warning\nipv6: false\ngeodata-mode: false\n"
+            f"proxies:\n{entry_yaml}rules:\n  - MATCH,{heading}\n")
+    return text, ".yaml"
+
+
+def route_session(route: str, transport: str, what: str) -> int:
+    fields = dict(p.split("=", 1) for p in route.split() if "=" in p)
+    h.check(route.startswith("vless ") and "session" in fields, f"{what}: not a VLESS route: {route!r}")
+    got = fields.get("transport", "tls")
+    h.check(got == transport, f"{what}: transport {got}, expected {transport}: {route!r}")
+    return int(fields["session"])
+
+
+def udp_checks(socks: int, echo_port: int, dns_port: int, count: int, transport: str) -> tuple[list[int], list[int]]:
+    """count echoes and count DNS queries through the core's SOCKS5 UDP: the sessions they name."""
+    import socket
+    ctl, relay = socks5_udp_associate(socks)
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.settimeout(5)
+    echoes, dns = [], []
+    try:
+        echo_head = socks5_udp_header(echo_port)
+        dns_head = socks5_udp_header(dns_port)
+        for i in range(count):
+            # Padded: an echo is never longer than its datagram, and the trailer must fit.
+            payload = b"c%03d" % i
+            u.sendto(echo_head + h.echo_datagram(payload), relay)
+            data = _recv_skipping_head(u, echo_head)
+            body, _, route = h.udp_echo_trailer(data)
+            h.check(body == payload, f"echo {i}: payload changed")
+            echoes.append(route_session(route, transport, "UDP echo"))
+            u.sendto(dns_head + h.dns_query(0x4200 + i, f"q{i}.vlessbench.test"), relay)
+            answer = _recv_skipping_head(u, dns_head)
+            dns.append(route_session(_dns_route(answer), transport, "DNS"))
+    finally:
+        u.close()
+        ctl.close()
+    return echoes, dns
+
+
+def _recv_skipping_head(u, head: bytes) -> bytes:
+    data, _ = u.recvfrom(65535)
+    h.check(data[:3] == b"\0\0\0" and len(data) > len(head), data[:16])
+    # The source address in the reply is the echo's; its length depends on the type.
+    atyp = data[3]
+    skip = 4 + (4 if atyp == 1 else 16 if atyp == 4 else 1 + data[4]) + 2
+    return data[skip:]
+
+
+def _dns_route(answer: bytes) -> str:
+    marker = b"VLESSBENCH-DNS "
+    at = answer.find(marker)
+    h.check(at > 0, f"no route TXT in the DNS answer: {answer!r}")
+    n = answer[at - 1]
+    text = answer[at:at + n].decode()
+    _, _, rest = text.partition(" ")
+    return rest.partition(" ")[2]
+
+
+def ready_through(core: str, entry: int, target_port: int, timeout: float = 10.0) -> None:
+    """Waits until a GET through the core's entry is answered, before the counted requests. Without
+    it mihomo 1.19 answered the first counted GET with a 502 in 2 runs of 5, with no connection
+    reaching the daemon (its log has no session for it: mihomo never dialled). With it, 14 runs of
+    14 passed and this GET was answered at the first try each time; retries would be printed."""
+    url = f"http://{h.LOOPBACK}:{target_port}/generate_204"
+    deadline = time.monotonic() + timeout
+    early = 0
+    while True:
+        r = subprocess.run([h.CURL, "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5", "-x",
+                            f"http://{h.LOOPBACK}:{entry}", url], capture_output=True, text=True, timeout=10)
+        if r.stdout == "204":
+            break
+        early += 1
+        h.check(time.monotonic() < deadline, f"{core}: no answer through its entry within {timeout}s ({r.stdout})")
+        time.sleep(0.1)
+    if early:
+        print(f"FIGURE {core}_requests_unanswered_before_ready = {early}", flush=True)

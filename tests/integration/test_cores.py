@@ -18,9 +18,7 @@ a missing one is a SKIP naming it. Every pair runs at once (a thread each), smal
 from __future__ import annotations
 
 import concurrent.futures
-import json
 import os
-import socket
 import subprocess
 import time
 
@@ -57,17 +55,10 @@ def make_daemon() -> h.Daemon:
 
 
 D = make_daemon()
-LINKS = None
 
 
 def links() -> str:
-    global LINKS
-    if LINKS is None:
-        r = subprocess.run([str(h.DAEMON), "links", "-c", str(D.config_path), "--no-qr"], capture_output=True,
-                           text=True, timeout=30)
-        check(r.returncode == 0, r.stderr)
-        LINKS = r.stdout
-    return LINKS
+    return peers.links_text(D)
 
 
 def udp_port(name: str) -> int:
@@ -76,37 +67,10 @@ def udp_port(name: str) -> int:
 
 
 def core_config(core: str, listener: str, entry: int, socks: int) -> tuple[str, str]:
-    """(config text, suffix): the core's local entries -> the outbound links prints for listener."""
-    heading = f"{listener}-{USER}"
-    if core in ("xray", "v2ray"):
-        out = peers.links_json(links(), heading, "v2ray / Xray (outbounds):")
-        cfg = {"log": {"loglevel": "warning"},
-               "inbounds": [{"listen": LOOPBACK, "port": entry, "protocol": "http", "settings": {}},
-                            {"listen": LOOPBACK, "port": socks, "protocol": "socks",
-                             "settings": {"auth": "noauth", "udp": True, "ip": LOOPBACK}}],
-               "outbounds": [out]}
-        return json.dumps(cfg, indent=2), ".json"
-    if core == "sing-box":
-        out = peers.links_json(links(), heading, "sing-box (outbounds):")
-        cfg = {"log": {"level": "warn"},
-               "inbounds": [{"type": "mixed", "listen": LOOPBACK, "listen_port": entry},
-                            {"type": "socks", "listen": LOOPBACK, "listen_port": socks}],
-               "outbounds": [out]}
-        return json.dumps(cfg, indent=2), ".json"
-    # mihomo: its YAML entry under proxies:, everything to it.
-    entry_yaml = peers.links_block(links(), heading, "Clash / mihomo (proxies:):")
-    text = (f"mixed-port: {entry}\nsocks-port: {socks}\nbind-address: {LOOPBACK}\nallow-lan: false\n"
-            f"mode: rule\nlog-level: warning\nipv6: false\ngeodata-mode: false\n"
-            f"proxies:\n{entry_yaml}rules:\n  - MATCH,{heading}\n")
-    return text, ".yaml"
+    return peers.core_config(core, links(), f"{listener}-{USER}", entry, socks)
 
 
-def route_session(route: str, transport: str, what: str) -> int:
-    fields = dict(p.split("=", 1) for p in route.split() if "=" in p)
-    check(route.startswith("vless ") and "session" in fields, f"{what}: not a VLESS route: {route!r}")
-    got = fields.get("transport", "tls")
-    check(got == transport, f"{what}: transport {got}, expected {transport}: {route!r}")
-    return int(fields["session"])
+route_session = peers.route_session
 
 
 def http_checks(entry: int, transport: str) -> tuple[list[int], list[int]]:
@@ -129,68 +93,11 @@ def http_checks(entry: int, transport: str) -> tuple[list[int], list[int]]:
 
 
 def udp_checks(socks: int, transport: str) -> tuple[list[int], list[int]]:
-    """COUNT echoes and COUNT DNS queries through the core's SOCKS5 UDP: the sessions they name."""
-    ctl, relay = peers.socks5_udp_associate(socks)
-    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    u.settimeout(5)
-    echoes, dns = [], []
-    try:
-        echo_head = peers.socks5_udp_header(udp_port("echo"))
-        dns_head = peers.socks5_udp_header(udp_port("dns"))
-        for i in range(COUNT):
-            # Padded: an echo is never longer than its datagram, and the trailer must fit.
-            payload = b"c%03d" % i
-            u.sendto(echo_head + h.echo_datagram(payload), relay)
-            data = _recv_skipping_head(u, echo_head)
-            body, _, route = h.udp_echo_trailer(data)
-            check(body == payload, f"echo {i}: payload changed")
-            echoes.append(route_session(route, transport, "UDP echo"))
-            u.sendto(dns_head + h.dns_query(0x4200 + i, f"q{i}.vlessbench.test"), relay)
-            answer = _recv_skipping_head(u, dns_head)
-            dns.append(route_session(_dns_route(answer), transport, "DNS"))
-    finally:
-        u.close()
-        ctl.close()
-    return echoes, dns
+    return peers.udp_checks(socks, udp_port("echo"), udp_port("dns"), COUNT, transport)
 
 
-def _recv_skipping_head(u: socket.socket, head: bytes) -> bytes:
-    data, _ = u.recvfrom(65535)
-    check(data[:3] == b"\0\0\0" and len(data) > len(head), data[:16])
-    # The source address in the reply is the echo's; its length depends on the type.
-    atyp = data[3]
-    skip = 4 + (4 if atyp == 1 else 16 if atyp == 4 else 1 + data[4]) + 2
-    return data[skip:]
-
-
-def _dns_route(answer: bytes) -> str:
-    marker = b"VLESSBENCH-DNS "
-    at = answer.find(marker)
-    check(at > 0, f"no route TXT in the DNS answer: {answer!r}")
-    n = answer[at - 1]
-    text = answer[at:at + n].decode()
-    _, _, rest = text.partition(" ")
-    return rest.partition(" ")[2]
-
-
-def ready_through(core: str, entry: int, timeout: float = 10.0) -> None:
-    """Waits until a GET through the core's entry is answered, before the counted requests. Without
-    it mihomo 1.19 answered the first counted GET with a 502 in 2 runs of 5, with no connection
-    reaching the daemon (its log has no session for it: mihomo never dialled). With it, 14 runs of
-    14 passed and this GET was answered at the first try each time; retries would be printed."""
-    url = f"http://{LOOPBACK}:{D.target_port}/generate_204"
-    deadline = time.monotonic() + timeout
-    early = 0
-    while True:
-        r = subprocess.run([h.CURL, "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5", "-x",
-                            f"http://{LOOPBACK}:{entry}", url], capture_output=True, text=True, timeout=10)
-        if r.stdout == "204":
-            break
-        early += 1
-        check(time.monotonic() < deadline, f"{core}: no answer through its entry within {timeout}s ({r.stdout})")
-        time.sleep(0.1)
-    if early:
-        print(f"FIGURE {core}_requests_unanswered_before_ready = {early}", flush=True)
+def ready_through(core: str, entry: int) -> None:
+    peers.ready_through(core, entry, D.target_port)
 
 
 def run_pair(core: str, listener: str) -> dict:

@@ -32,11 +32,18 @@ def main() -> int:
         assert r.returncode == 0, r.stderr
         text = r.stdout
         links = re.findall(r"^vless://\S+$", text, re.M)
-        assert len(links) == 4, links  # 2 users x 2 listeners
-        assert text.count("type: vless") == 4 and text.count("skip-cert-verify: true") == 4
+        # 2 users x 2 raw-TLS listeners, each also with its Vision entries (NAME-vision).
+        assert len(links) == 8, links
+        assert sum("flow=xtls-rprx-vision" in link for link in links) == 4, links
+        assert text.count("type: vless") == 8 and text.count("skip-cert-verify: true") == 8
+        assert text.count("flow: xtls-rprx-vision") == 4
         sing = [json.loads(b) for b in blocks(text, "sing-box (outbounds):")]
         v2 = [json.loads(b) for b in blocks(text, "v2ray / Xray (outbounds):")]
-        assert len(sing) == 4 and len(v2) == 4, (len(sing), len(v2))
+        xray = [json.loads(b) for b in blocks(text, "Xray (outbounds):")]  # with the v2ray / Xray ones
+        assert len(sing) == 8 and len(v2) == 4, (len(sing), len(v2))
+        assert sum(s.get("flow") == "xtls-rprx-vision" for s in sing) == 4, sing
+        assert all(x["settings"]["vnext"][0]["users"][0]["flow"] == "xtls-rprx-vision" for x in xray if
+                   x["tag"].endswith("-vision")) and sum(x["tag"].endswith("-vision") for x in xray) == 4, xray
         assert {s["server_port"] for s in sing} == {d.port("default-ack"), d.port("quickack")}
         assert all(s["tls"]["enabled"] and s["tls"]["insecure"] for s in sing)
 
@@ -67,7 +74,7 @@ def main() -> int:
     with Daemon(wild, start=False) as d:
         r = run_daemon(["links", "--config", d.config_path])
         assert r.returncode != 0 and "--host" in r.stderr, (r.returncode, r.stderr)
-    print("links: 4 entries per format; printed v2ray outbound reached the target via VLESS as user phone")
+    print("links: 8 entries per format (4 of them Vision); printed v2ray outbound reached the target via VLESS as user phone")
     return 0
 
 

@@ -213,6 +213,39 @@ TEST_CASE("vless.session cmd mux: sub counts and the frame error after the datag
         "\n");
 }
 
+TEST_CASE("vless.session with Vision: flow, and the vision object after the counts", "[access_log]") {
+  session_phases p;
+  p.closed = 9000;
+  vless_session_event e{.session = 6,
+                        .listener = "l",
+                        .user = "u",
+                        .client = "192.0.2.1:1",
+                        .dest = "127.0.0.1:443",
+                        .cmd = "tcp",
+                        .phases = &p,
+                        .bytes_up = 10,
+                        .bytes_down = 20,
+                        .flow = "xtls-rprx-vision",
+                        .vision = vision_facts{.direct_up_us = 4000,
+                                               .direct_down_us = 3900,
+                                               .padding_up = 1200,
+                                               .padding_down = 1300,
+                                               .frames_up = 3,
+                                               .inner = "tls1.3"},
+                        .close_reason = "client_eof"};
+  std::string line = without_ts(format_event(e));
+  CHECK(line.substr(line.find(R"("bytes_up")")) ==
+        R"("bytes_up":10,"bytes_down":20,"flow":"xtls-rprx-vision","vision":{"direct_up_us":4000,)"
+        R"("direct_down_us":3900,"padding_up":1200,"padding_down":1300,"frames_up":3,"inner":"tls1.3"},)"
+        R"("duration_us":9000,"close_reason":"client_eof"})"
+        "\n");
+  // Not direct, and a broken padding: the times are left out, the reason is there.
+  e.vision = vision_facts{.padding_up = 40, .frames_up = 1, .inner = "none", .error = "vision_bad_command"};
+  line = without_ts(format_event(e));
+  CHECK(line.find(R"("vision":{"padding_up":40,"padding_down":0,"frames_up":1,"inner":"none",)"
+                  R"("error":"vision_bad_command"})") != std::string::npos);
+}
+
 TEST_CASE("vless.sub: a TCP sub-connection, a UDP one in XUDP form, a refused New", "[access_log]") {
   CHECK(without_ts(format_event(vless_sub_event{.session = 5,
                                                 .sub = 2,

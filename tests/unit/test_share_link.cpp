@@ -139,8 +139,10 @@ TEST_CASE("parse_share_link refuses what the built-in client cannot do", "[share
   CHECK_THAT(refusal(link_with("h:1", "security=tls&type=ws&ed=lots")), Catch::Contains("ed=lots"));
   CHECK_THAT(refusal(link_with("h:1", "security=tls&type=ws&path=%2Fws%3Fed%3D1&ed=2")), Catch::Contains("disagree"));
   CHECK_THAT(refusal(link_with("h:1", "security=none&type=tcp")), Catch::Contains("security=none"));
-  CHECK_THAT(refusal(link_with("h:1", "security=tls&flow=xtls-rprx-vision")),
-             Catch::Contains("XTLS Vision"));
+  CHECK_THAT(refusal(link_with("h:1", "security=tls&flow=xtls-rprx-direct")),
+             Catch::Contains("only xtls-rprx-vision"));
+  CHECK_THAT(refusal(link_with("h:1", "security=tls&type=ws&flow=xtls-rprx-vision")),
+             Catch::Contains("raw TLS only"));
   CHECK_THAT(refusal(link_with("h:1", "security=tls&encryption=aes-128-gcm")),
              Catch::Contains("encryption=aes-128-gcm"));
   CHECK_THAT(refusal(link_with("h:1", "security=tls&headerType=http")),
@@ -237,4 +239,14 @@ TEST_CASE("format_share_link emits a canonical link that parses back", "[share_l
       CHECK(same(*back, l));
     }
   }
+}
+
+TEST_CASE("parse_share_link reads flow=xtls-rprx-vision on raw TLS, and formats it back", "[share_link]") {
+  std::string reason;
+  const auto link = parse_share_link(link_with("h:443", "security=tls&type=tcp&flow=xtls-rprx-vision"), reason);
+  REQUIRE(link);
+  CHECK(link->flow == "xtls-rprx-vision");
+  const auto again = parse_share_link(format_share_link(*link), reason);
+  REQUIRE(again);
+  CHECK(same(*link, *again));
 }

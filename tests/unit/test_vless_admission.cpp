@@ -49,12 +49,14 @@ TEST_CASE("admission: each refusal has its reason, the user known where it is", 
   CHECK(unknown.user == nullptr);
 
   auto flow = request(alice);
-  flow.flow = "xtls-rprx-vision";
+  flow.flow = "xtls-rprx-direct";  // XTLS's old flows: not served
   const auto v_flow = admit_request(cfg, flow);
   CHECK(v_flow.reason == "flow_unsupported");
-  CHECK(v_flow.detail == "xtls-rprx-vision");
+  CHECK(v_flow.detail == "xtls-rprx-direct");
   REQUIRE(v_flow.user != nullptr);
   CHECK(v_flow.user->name == "alice");
+  flow.flow = "xtls-rprx-vision";  // Vision is (the session refuses it off raw TLS)
+  CHECK(admit_request(cfg, flow).admitted());
 
   auto cmd = request(alice);
   cmd.command = 2;  // UDP: admitted; its destination is checked like a TCP one
