@@ -92,6 +92,7 @@ std::string format_event(const vless_session_event& e) {
   if (e.subs) line.add("subs", *e.subs);
   if (e.subs_refused) line.add("subs_refused", *e.subs_refused);
   add_if(line, "mux_error", e.mux_error);
+  add_if(line, "sing_mux", e.sing_mux);
   line.add("duration_us", p.closed.get())
       .add("close_reason", e.close_reason);
   return line.finish();

@@ -56,6 +56,7 @@ struct vless_session_event {
   // a per-session budget), and the frame error that ended the session, if one did.
   std::optional<std::uint64_t> subs, subs_refused;
   std::string_view mux_error;
+  std::string_view sing_mux;  // a sing-mux session: its stream protocol ("smux", "yamux")
   std::string_view close_reason;
 };
 std::string format_event(const vless_session_event& e);
