@@ -5,9 +5,9 @@
 // and that relay's frames back. So every stream is a sub of the session as a Mux.Cool sub is, through the same
 // dialer, destination policy, per-sub bounds, client budget, vless.sub line and `sub=N` route; only the wire
 // differs. This file moves bytes: the relay reads and writes a stream of Mux.Cool bytes (relay_stream) whose
-// other side is the client's transport, one writer towards the client (the relay's frames and the
-// translator's own answers: yamux ACKs, pongs, window updates), and the translator's refusals as vless.sub
-// lines. A write waits while the translator holds more than sing_mux_held_limit bytes for windows the client
+// other side is the client's transport, one reader of the client (see reader() for when it waits), one
+// writer towards the client (the relay's frames and the translator's own answers: yamux ACKs, pongs,
+// window updates), and the translator's refusals as vless.sub lines. A write waits while the translator holds more than sing_mux_held_limit bytes for windows the client
 // has not opened: the relay's writer then waits too, as it does for a client that reads slowly.
 #include <memory>
 #include <string>
@@ -93,7 +93,9 @@ class sing_mux_relay {
         relay_(view_, 0),
         ready_(ex_, steady_clock::time_point::max()),
         written_(ex_, steady_clock::time_point::max()),
-        writer_done_(ex_, steady_clock::time_point::max()) {
+        for_relay_ready_(ex_, steady_clock::time_point::max()),
+        reader_wake_(ex_, steady_clock::time_point::max()),
+        tasks_done_(ex_, steady_clock::time_point::max()) {
     first_.assign(s.buf.data(), pending);
     std::vector<char>().swap(s.buf);
     out_.assign(vless::response_header.begin(), vless::response_header.end());
@@ -109,20 +111,22 @@ class sing_mux_relay {
 
   awaitable<void> run() {
     co_await asio::this_coro::throw_if_cancelled(false);
-    writing_ = true;
-    asio::co_spawn(ex_, writer(), [this](const std::exception_ptr&) {
-      writing_ = false;
-      writer_done_.cancel();
-    });
+    spawn(writer());
+    spawn(reader());
     co_await relay_.run();
     co_await join();
   }
 
+  // The relay's tasks, then the writer and the reader: none is left when the session shuts TLS down.
   awaitable<void> join() {
     co_await relay_.join();
     stop();
-    while (writing_) {
-      auto [ec] = co_await writer_done_.async_wait(as_tuple_awaitable);
+    if (tasks_ > 0) {
+      std::error_code ignored;
+      s_.client_socket().cancel(ignored);  // the reader's read, if the relay ended first
+    }
+    while (tasks_ > 0) {
+      auto [ec] = co_await tasks_done_.async_wait(as_tuple_awaitable);
       (void)ec;
     }
   }
@@ -132,42 +136,72 @@ class sing_mux_relay {
     stopped_ = true;
     ready_.cancel();
     written_.cancel();
+    for_relay_ready_.cancel();
+    reader_wake_.cancel();
   }
 
  private:
   using result = std::pair<std::error_code, std::size_t>;
   static constexpr std::size_t read_size = 64 * 1024;
 
-  // The relay wants Mux.Cool bytes: what the bridge has made, else the client's next bytes translated.
+  // The relay wants Mux.Cool bytes: what the reader has translated; each read credits its streams' windows.
   awaitable<result> read_for_relay(asio::mutable_buffer into) {
     for (;;) {
       if (!for_relay_.empty()) {
         const std::size_t n = std::min(into.size(), for_relay_.size());
         std::copy_n(for_relay_.data(), n, static_cast<char*>(into.data()));
         for_relay_.erase(0, n);
+        std::string answers;
+        bridge_.relay_consumed(n, answers);
+        enqueue(std::move(answers));
+        reader_wake_.cancel();
         co_return result{{}, n};
       }
+      if (read_error_) co_return result{read_error_, 0};
       if (stopped_) co_return result{asio::error::operation_aborted, 0};
+      auto [ec] = co_await for_relay_ready_.async_wait(as_tuple_awaitable);
+      (void)ec;
+    }
+  }
+
+  // Reads the client and translates. With windows (yamux, smux version 2) on at once, whether or not the
+  // relay is reading: the client's window updates and pings must get through while the relay pauses for a
+  // full sub (else the way back could wait on the way up, and the way up on the way back), and the windows
+  // bound what waits. Without (smux version 1) only as fast as the relay reads, as a Mux.Cool client is.
+  awaitable<void> reader() {
+    for (;;) {
+      if (stopped_) break;
+      if (!bridge_.windowed() && for_relay_.size() >= read_size) {
+        auto [ec] = co_await reader_wake_.async_wait(as_tuple_awaitable);
+        (void)ec;
+        continue;
+      }
       std::string in;
       if (!first_.empty()) {
         in = std::exchange(first_, {});
       } else {
         in.resize(read_size);
         auto [ec, n] = co_await s_.client.async_read_some(asio::buffer(in), as_tuple_awaitable);
-        if (ec) co_return result{ec, 0};
+        if (ec) {
+          read_error_ = ec;
+          break;
+        }
         in.resize(n);
       }
       std::string answers;
       const std::string_view e = bridge_.up(in, for_relay_, answers);
       log_refusals();
       enqueue(std::move(answers));
+      for_relay_ready_.cancel();
       if (!e.empty()) {
         error_ = e;
         s_.reason = close_reason::mux_error;
         spdlog::debug("vless {} session {}: sing-mux: {}", s_.listener_name, s_.info->session_id, e);
-        co_return result{asio::error::invalid_argument, 0};
+        read_error_ = asio::error::invalid_argument;
+        break;
       }
     }
+    for_relay_ready_.cancel();
   }
 
   // The relay's frames: translated, queued, and the write done once they are on their way to the client.
@@ -188,6 +222,15 @@ class sing_mux_relay {
       (void)ec;
     }
     co_return stopped_ ? result{asio::error::operation_aborted, 0} : result{{}, n};
+  }
+
+  template <class Task>
+  void spawn(Task task) {
+    ++tasks_;
+    asio::co_spawn(ex_, std::move(task), [this](const std::exception_ptr& e) {
+      if (e) spdlog::error("vless {} session {}: sing-mux task failed", s_.listener_name, s_.info->session_id);
+      if (--tasks_ == 0) tasks_done_.cancel();
+    });
   }
 
   std::uint64_t enqueue(std::string bytes) {
@@ -253,13 +296,16 @@ class sing_mux_relay {
   mux_relay<view> relay_;
   asio::steady_timer ready_;        // the writer waits here for bytes
   asio::steady_timer written_;      // writes from the relay wait here for theirs to go
-  asio::steady_timer writer_done_;  // join() waits here for the writer
+  asio::steady_timer for_relay_ready_;  // the relay's reads wait here for translated bytes
+  asio::steady_timer reader_wake_;      // the reader (without windows) waits here for the relay to read
+  asio::steady_timer tasks_done_;       // join() waits here for the writer and the reader
   std::string first_;               // the payload that came with the VLESS header
   std::string for_relay_;           // Mux.Cool bytes the relay has not read yet
   std::string out_;                 // bytes for the client
   std::uint64_t queued_ = 0, written_seq_ = 0;
   std::size_t relay_header_left_ = vless::response_header.size();
-  bool writing_ = false;
+  std::size_t tasks_ = 0;
+  std::error_code read_error_;  // the client's stream ended or broke: the relay's next read says so
   bool stopped_ = false;
   std::string_view error_;
 };

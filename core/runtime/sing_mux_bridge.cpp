@@ -14,8 +14,6 @@ constexpr std::size_t smux_chunk = 32 * 1024;  // smux's own MaxFrameSize
 constexpr std::size_t max_ended = 4096;        // streams ended by the relay, awaiting the client's close
 constexpr std::size_t logged_refusals = 16;
 
-bool is_yamux(const std::optional<request>& r) { return r && r->proto == protocol::yamux; }
-
 }  // namespace
 
 bridge::bridge(std::size_t max_streams, std::uint32_t seed) : max_streams_(max_streams), rng_(seed) {}
@@ -43,15 +41,17 @@ std::string_view bridge::up(std::string_view in, std::string& to_relay, std::str
 }
 
 std::string_view bridge::frames_up(std::string& to_relay, std::string& to_client) {
+  up_base_ = to_relay.size();
   std::size_t at = 0;
   while (error_.empty() && at < in_.size()) {
     const std::size_t before = at;
-    const std::string_view e = is_yamux(req_) ? yamux_frame(to_relay, to_client, at)
+    const std::string_view e = is_yamux() ? yamux_frame(to_relay, to_client, at)
                                               : smux_frame(to_relay, to_client, at);
     if (!e.empty()) error_ = e;
     if (at == before) break;  // need more
   }
   in_.erase(0, at);
+  produced_ += to_relay.size() - up_base_;
   return error_;
 }
 
@@ -70,7 +70,12 @@ std::string_view bridge::smux_frame(std::string& to_relay, std::string& to_clien
       if (s == nullptr) open(f.sid, to_client);  // a repeated SYN: smux ignores it too
       break;
     case smux::cmd::psh:
-      if (s != nullptr) data_up(*s, f.data, to_relay, to_client);
+      if (s == nullptr) break;
+      if (f.version == 2) {  // our UPDs grant it smux::initial_window
+        if (f.data.size() > s->recv_window) return "window_exceeded";
+        s->recv_window -= f.data.size();
+      }
+      data_up(*s, f.data, to_relay, to_client);
       break;
     case smux::cmd::fin:
       if (s != nullptr) fin_up(*s, false, to_relay, to_client);
@@ -125,8 +130,9 @@ bridge::stream* bridge::open(std::uint32_t sid, std::string& to_client) {
   s.send_window = yamux::initial_window;
   s.recv_window = yamux::initial_window;
   s.peer_window = smux::initial_window;
+  if (!is_yamux()) s.recv_window = smux::initial_window;
   ++live_;
-  if (is_yamux(req_)) yamux::encode_frame(to_client, yamux::type::window_update, yamux::flag_ack, sid, 0);
+  if (is_yamux()) yamux::encode_frame(to_client, yamux::type::window_update, yamux::flag_ack, sid, 0);
   if (live_ > max_streams_) {
     std::string none;
     refuse(s, "too_many_streams", none, to_client);
@@ -136,7 +142,21 @@ bridge::stream* bridge::open(std::uint32_t sid, std::string& to_client) {
 }
 
 void bridge::data_up(stream& s, std::string_view data, std::string& to_relay, std::string& to_client) {
-  credit(s, data.size(), to_client);
+  data_into(s, data, to_relay, to_client);
+  // Credited back once the relay has read what these bytes became (relay_consumed).
+  if (!data.empty()) credits_.push_back({produced_ + (to_relay.size() - up_base_), s.sid, data.size()});
+}
+
+void bridge::relay_consumed(std::size_t n, std::string& to_client) {
+  consumed_ += n;
+  while (!credits_.empty() && credits_.front().relay_end <= consumed_) {
+    const auto c = credits_.front();
+    credits_.pop_front();
+    if (const auto it = streams_.find(c.sid); it != streams_.end()) credit(it->second, c.bytes, to_client);
+  }
+}
+
+void bridge::data_into(stream& s, std::string_view data, std::string& to_relay, std::string& to_client) {
   if (s.reset || s.relay_end || s.client_fin) return;  // nothing reads it any more
   if (!s.requested) {
     s.pending.append(data);
@@ -317,15 +337,15 @@ void bridge::send_data(stream& s, std::string_view data, std::string& to_client)
     return;
   }
   std::size_t allowed = data.size();
-  if (is_yamux(req_)) {
+  if (is_yamux()) {
     allowed = std::min<std::uint64_t>(allowed, s.send_window);
   } else if (smux_version_ == 2) {
     const std::uint64_t inflight = s.sent - std::min(s.sent, s.peer_consumed);
     allowed = std::min<std::uint64_t>(allowed, s.peer_window > inflight ? s.peer_window - inflight : 0);
   }
   for (std::size_t off = 0; off < allowed;) {
-    const std::size_t n = std::min(allowed - off, is_yamux(req_) ? yamux::initial_window : smux_chunk);
-    if (is_yamux(req_)) {
+    const std::size_t n = std::min(allowed - off, is_yamux() ? yamux::initial_window : smux_chunk);
+    if (is_yamux()) {
       yamux::encode_frame(to_client, yamux::type::data, 0, s.sid, static_cast<std::uint32_t>(n), data.substr(off, n));
       s.send_window -= n;
     } else {
@@ -347,7 +367,7 @@ void bridge::send_close(stream& s, std::string& to_client) {
     return;
   }
   s.closed_out = true;
-  if (is_yamux(req_))
+  if (is_yamux())
     yamux::encode_frame(to_client, yamux::type::window_update, yamux::flag_fin, s.sid, 0);
   else
     smux::encode_frame(to_client, smux_version_ == 0 ? 1 : smux_version_, smux::cmd::fin, s.sid);
@@ -367,12 +387,13 @@ void bridge::flush(stream& s, std::string& to_client) {
 void bridge::credit(stream& s, std::size_t n, std::string& to_client) {
   s.recv_unacked += n;
   s.consumed += n;
-  if (is_yamux(req_) && s.recv_unacked >= yamux::initial_window / 2) {
+  if (is_yamux() && s.recv_unacked >= yamux::initial_window / 2) {
     yamux::encode_frame(to_client, yamux::type::window_update, 0, s.sid, static_cast<std::uint32_t>(s.recv_unacked));
     s.recv_window += s.recv_unacked;
     s.recv_unacked = 0;
   } else if (smux_version_ == 2 && s.recv_unacked >= smux::initial_window / 4) {
     smux::encode_upd(to_client, s.sid, static_cast<std::uint32_t>(s.consumed), smux::initial_window);
+    s.recv_window += s.recv_unacked;
     s.recv_unacked = 0;
   }
 }

@@ -17,8 +17,11 @@
 // - UDP packet framing both ways, and the padding of the first 16 records each way;
 // - yamux's session frames (ping answered, go-away noted), its ACK of every SYN at once (a client
 //   gives up the whole session if an open is not acknowledged in 5 s), and both directions' windows:
-//   the client's data is credited back as it reaches the relay, data past a window the client granted
-//   waits here (held) until it grants more; smux version 2's UPD the same way;
+//   the client's data is credited back once the relay has read it (relay_consumed), data past a window
+//   the client granted waits here (held) until it grants more; smux version 2's UPD the same way. So with
+//   windows the client's bytes can be read on while the relay pauses (their control frames must be: a
+//   window update for the way back arrives behind data the relay is not taking yet), and what waits for
+//   the relay stays within the windows (windowed());
 // - refusals: too many live streams, a bad stream request, a bad UDP packet end that stream with a
 //   reason (refusals()); a frame the framing does not allow, a yamux stream past its window or a
 //   duplicate open end the session (up() returns the reason).
@@ -55,6 +58,12 @@ class bridge {
   std::string_view up(std::string_view in, std::string& to_relay, std::string& to_client);
   // Whole Mux.Cool frames from the relay (after its VLESS response header) -> bytes for the client.
   std::string_view down(std::string_view in, std::string& to_client);
+  // The relay has read n more of the bytes up() appended to to_relay: their streams' windows are credited
+  // (window updates appended to to_client).
+  void relay_consumed(std::size_t n, std::string& to_client);
+  // Whether the client's sending is bounded by windows this bridge grants (yamux, smux version 2): then
+  // the client may be read without waiting for the relay.
+  bool windowed() const { return is_yamux() || smux_version_ == 2; }
   // Bytes about to be written to the client, with the padding of the first records when asked for.
   std::string seal(std::string bytes);
 
@@ -90,6 +99,8 @@ class bridge {
   // A client's open; false: refused (answered already), or for yamux a duplicate (error_ set).
   stream* open(std::uint32_t sid, std::string& to_client);
   void data_up(stream& s, std::string_view data, std::string& to_relay, std::string& to_client);
+  void data_into(stream& s, std::string_view data, std::string& to_relay, std::string& to_client);
+  bool is_yamux() const { return req_ && req_->proto == protocol::yamux; }
   void fin_up(stream& s, bool rst, std::string& to_relay, std::string& to_client);
   void udp_up(stream& s, std::string& to_relay, std::string& to_client);
   void new_to_relay(stream& s, const mux::target& t, std::string_view data, std::string& to_relay);
@@ -120,6 +131,14 @@ class bridge {
   std::vector<stream_refusal> refusals_;
   std::string down_in_;
   std::string_view error_;
+  struct pending_credit {
+    std::uint64_t relay_end = 0;  // credited once the relay has read this far
+    std::uint32_t sid = 0;
+    std::size_t bytes = 0;
+  };
+  std::deque<pending_credit> credits_;
+  std::uint64_t produced_ = 0, consumed_ = 0;  // bytes for the relay: made, read
+  std::size_t up_base_ = 0;                    // to_relay's size when this up() began
 };
 
 }  // namespace vlessbench::sing_mux

@@ -2,17 +2,11 @@
 
 #include <algorithm>
 
+#include "core/wire/parse_invalid.hpp"
+
 namespace vlessbench::sing_mux {
 
 namespace {
-
-template <class T>
-parse_result<T> invalid(std::string_view why) {
-  parse_result<T> r;
-  r.status = parse_status::invalid;
-  r.reason = why;
-  return r;
-}
 
 std::uint16_t be16(std::string_view in, std::size_t at) {
   return static_cast<std::uint16_t>((static_cast<unsigned char>(in[at]) << 8) | static_cast<unsigned char>(in[at + 1]));
@@ -38,16 +32,16 @@ parse_result<request> parse_request(std::string_view in) {
   parse_result<request> r;
   if (in.size() < 2) return r;
   const auto version = static_cast<std::uint8_t>(in[0]);
-  if (version > 1) return invalid<request>("unknown_version");
+  if (version > 1) return parse_invalid<request>("unknown_version");
   const auto proto = static_cast<std::uint8_t>(in[1]);
-  if (proto > 2) return invalid<request>("unknown_protocol");
+  if (proto > 2) return parse_invalid<request>("unknown_protocol");
   r.value.version = version;
   r.value.proto = static_cast<protocol>(proto);
   std::size_t at = 2;
   if (version == 1) {
     if (in.size() < 3) return r;
     const auto flag = static_cast<std::uint8_t>(in[2]);
-    if (flag > 1) return invalid<request>("bad_padding_flag");
+    if (flag > 1) return parse_invalid<request>("bad_padding_flag");
     r.value.padding = flag == 1;
     at = 3;
     if (r.value.padding) {
@@ -92,10 +86,10 @@ parse_result<mux::target> parse_socks_address(std::string_view in) {
       r.value.type = mux::address_type::domain;
       if (in.size() < 2) return r;
       len = static_cast<std::uint8_t>(in[1]);
-      if (len == 0) return invalid<mux::target>("empty_domain");
+      if (len == 0) return parse_invalid<mux::target>("empty_domain");
       at = 2;
       break;
-    default: return invalid<mux::target>("unknown_address_type");
+    default: return parse_invalid<mux::target>("unknown_address_type");
   }
   if (in.size() < at + len + 2) return r;
   r.value.address.assign(in.substr(at, len));
@@ -122,10 +116,10 @@ parse_result<stream_request> parse_stream_request(std::string_view in) {
   parse_result<stream_request> r;
   if (in.size() < 2) return r;
   const std::uint16_t flags = be16(in, 0);
-  if ((flags & ~(flag_udp | flag_addr)) != 0) return invalid<stream_request>("unknown_flags");
-  if ((flags & flag_addr) != 0 && (flags & flag_udp) == 0) return invalid<stream_request>("addr_without_udp");
+  if ((flags & ~(flag_udp | flag_addr)) != 0) return parse_invalid<stream_request>("unknown_flags");
+  if ((flags & flag_addr) != 0 && (flags & flag_udp) == 0) return parse_invalid<stream_request>("addr_without_udp");
   const auto a = parse_socks_address(in.substr(2));
-  if (a.invalid()) return invalid<stream_request>(a.reason);
+  if (a.invalid()) return parse_invalid<stream_request>(a.reason);
   if (!a.complete()) return r;
   r.value.dest = a.value;
   r.value.dest.net = (flags & flag_udp) != 0 ? mux::network::udp : mux::network::tcp;
@@ -162,7 +156,7 @@ parse_result<udp_packet> parse_udp_packet(std::string_view in, bool packet_addr)
   std::size_t at = 0;
   if (packet_addr) {
     const auto a = parse_socks_address(in);
-    if (a.invalid()) return invalid<udp_packet>(a.reason);
+    if (a.invalid()) return parse_invalid<udp_packet>(a.reason);
     if (!a.complete()) return r;
     r.value.dest = a.value;
     r.value.dest->net = mux::network::udp;

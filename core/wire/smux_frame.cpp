@@ -1,5 +1,7 @@
 #include "core/wire/smux_frame.hpp"
 
+#include "core/wire/parse_invalid.hpp"
+
 namespace vlessbench::smux {
 
 namespace {
@@ -14,27 +16,20 @@ void put_le(std::string& out, std::uint32_t v, std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
-parse_result<frame> invalid(std::string_view why) {
-  parse_result<frame> r;
-  r.status = parse_status::invalid;
-  r.reason = why;
-  return r;
-}
-
 }  // namespace
 
 parse_result<frame> parse_frame(std::string_view in) {
   parse_result<frame> r;
   if (in.empty()) return r;
   const auto version = static_cast<std::uint8_t>(in[0]);
-  if (version != 1 && version != 2) return invalid("bad_version");
+  if (version != 1 && version != 2) return parse_invalid<frame>("bad_version");
   if (in.size() < 2) return r;
   const auto c = static_cast<std::uint8_t>(in[1]);
-  if (c > static_cast<std::uint8_t>(cmd::upd)) return invalid("unknown_cmd");
-  if (c == static_cast<std::uint8_t>(cmd::upd) && version == 1) return invalid("upd_in_version_1");
+  if (c > static_cast<std::uint8_t>(cmd::upd)) return parse_invalid<frame>("unknown_cmd");
+  if (c == static_cast<std::uint8_t>(cmd::upd) && version == 1) return parse_invalid<frame>("upd_in_version_1");
   if (in.size() < header_size) return r;
   const std::size_t len = le(in, 2, 2);
-  if (c == static_cast<std::uint8_t>(cmd::upd) && len != 8) return invalid("bad_upd_length");
+  if (c == static_cast<std::uint8_t>(cmd::upd) && len != 8) return parse_invalid<frame>("bad_upd_length");
   if (in.size() < header_size + len) return r;
   r.value.version = version;
   r.value.c = static_cast<cmd>(c);

@@ -257,7 +257,7 @@ TEST_CASE("sing-mux bridge: yamux SYN is acknowledged at once, pings answered, w
   CHECK(b.held() == 0);
 }
 
-TEST_CASE("sing-mux bridge: yamux windows are credited per 128 KiB, data past one ends the session", "[sing_mux]") {
+TEST_CASE("sing-mux bridge: yamux windows are credited per 128 KiB the relay has read, data past one ends the session", "[sing_mux]") {
   sing_mux::bridge b(4);
   std::string relay, client;
   const std::string syn = yamux_frame(yamux::type::window_update, yamux::flag_syn, 1, 0);
@@ -265,11 +265,17 @@ TEST_CASE("sing-mux bridge: yamux windows are credited per 128 KiB, data past on
   client.clear();
   const std::string half = tcp_request + std::string((128u << 10) - tcp_request.size(), 'y');
   CHECK(b.up(yamux_frame(yamux::type::data, 0, 1, half.size(), half), relay, client).empty());
-  // 128 KiB reached the relay: credited back at once, the window is whole again.
+  CHECK(client.empty());  // not credited before the relay has read it
+  b.relay_consumed(relay.size() - 1, client);
+  CHECK(client.empty());
+  b.relay_consumed(1, client);
+  relay.clear();
+  // 128 KiB read by the relay: credited back, the window is whole again.
   CHECK(client == yamux_frame(yamux::type::window_update, 0, 1, 128u << 10));
   client.clear();
   const std::string part(100u << 10, 'y');
   CHECK(b.up(yamux_frame(yamux::type::data, 0, 1, part.size(), part), relay, client).empty());
+  b.relay_consumed(relay.size(), client);
   CHECK(client.empty());  // under 128 KiB since the last update: no update yet
   // 156 KiB of the window left; 156 KiB + 1 is past it.
   const std::string over((156u << 10) + 1, 'z');
