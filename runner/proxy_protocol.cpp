@@ -4,6 +4,8 @@
 
 #include <asio/ip/address.hpp>
 
+#include "core/wire/destination.hpp"
+
 namespace vlessbench::runner {
 
 namespace {
@@ -126,14 +128,10 @@ socks5_bound socks5_reply_bound(std::string_view complete_reply) {
   const auto byte = [&](std::size_t i) { return static_cast<std::uint8_t>(r[i]); };
   std::size_t at = 4;
   if (byte(3) == atyp_ipv4) {
-    asio::ip::address_v4::bytes_type a{};
-    for (std::size_t i = 0; i < 4; ++i) a[i] = byte(at + i);
-    b.host = asio::ip::address_v4(a).to_string();
+    b.host = address_from_bytes(r.substr(at, 4))->to_string();
     at += 4;
   } else if (byte(3) == atyp_ipv6) {
-    asio::ip::address_v6::bytes_type a{};
-    for (std::size_t i = 0; i < 16; ++i) a[i] = byte(at + i);
-    b.host = asio::ip::address_v6(a).to_string();
+    b.host = address_from_bytes(r.substr(at, 16))->to_string();
     at += 16;
   } else {
     b.host = std::string(r.substr(at + 1, byte(at)));

@@ -19,7 +19,7 @@ bool valid_dns_name(std::string_view name) {
 
 bool is_sing_mux_request(const vless::request_header& header) {
   return header.command == static_cast<std::uint8_t>(vless::command::tcp) &&
-         header.atyp == vless::address_type::domain && header.domain == sing_mux_domain;
+         header.dest.type == address_type::domain && header.dest.address == sing_mux_domain;
 }
 
 admission_verdict admit_request(const config& cfg, const vless::request_header& header) {
@@ -37,7 +37,7 @@ admission_verdict admit_request(const config& cfg, const vless::request_header& 
   if (!header.flow.empty()) return refuse("flow_unsupported", header.flow);
   // sing-mux (sing-box's and mihomo's multiplex) dials this name over a TCP request; each stream names its
   // own destination. Over UDP it means nothing: refused by name, not as a name that does not resolve.
-  if (header.atyp == vless::address_type::domain && header.domain == sing_mux_domain) {
+  if (header.dest.type == address_type::domain && header.dest.address == sing_mux_domain) {
     if (is_sing_mux_request(header)) return v;
     return refuse("sing_mux_not_tcp", "sing-mux runs over a VLESS TCP request (command 1), this one is command " +
                                           std::to_string(header.command));
@@ -49,8 +49,8 @@ admission_verdict admit_request(const config& cfg, const vless::request_header& 
 
     default: return refuse("bad_command", std::to_string(header.command));
   }
-  if (header.port == 0) return refuse("bad_port");
-  if (header.atyp == vless::address_type::domain && !valid_dns_name(header.domain))
+  if (header.dest.port == 0) return refuse("bad_port");
+  if (header.dest.type == address_type::domain && !valid_dns_name(header.dest.address))
     return refuse("bad_domain", "not a DNS name (at most 253 bytes, labels of 1..63)");
   return v;
 }

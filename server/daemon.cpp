@@ -255,8 +255,7 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
       const auto client = format_endpoint(peer);
       const vless_reject_event event{
           .listener = state->name, .client = client, .reason = "too_many_sessions", .phase = "accept"};
-      rt_.log.write(format_event(event));
-      rt_.hub.rejected(event);
+      rt_.events.emit(event);
       note_refusal(rt_, event.reason, fmt::format("{} on {}", client, state->name));
       socket.close(ignored);
       continue;
@@ -273,8 +272,7 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
                                      .reason = "too_many_sessions_from_client",
                                      .phase = "accept",
                                      .detail = detail};
-      rt_.log.write(format_event(event));
-      rt_.hub.rejected(event);
+      rt_.events.emit(event);
       note_refusal(rt_, event.reason, fmt::format("{} on {}", client, state->name));
       socket.close(ignored);
       continue;
@@ -340,8 +338,7 @@ bool daemon::shed_connection(listener& l) {
     const auto client = format_endpoint(peer);
     const vless_reject_event event{
         .listener = l.state->name, .client = client, .reason = "fd_exhausted", .phase = "accept"};
-    rt_.log.write(format_event(event));
-    rt_.hub.rejected(event);
+    rt_.events.emit(event);
   }
   return true;
 }
@@ -545,8 +542,7 @@ void daemon::reload() {
   auto fail = [&](const std::string& error) {
     spdlog::error("reload failed, keeping generation {}: {}", rt_.generation, error);
     const config_reload_event event{.ok = false, .generation = rt_.generation, .error = error};
-    rt_.log.write(format_event(event));
-    rt_.hub.reloaded(event);
+    rt_.events.emit(event);
   };
   if (!config_file_) return fail("running on the embedded default: there is no file to re-read");
 
@@ -703,8 +699,7 @@ void daemon::reload() {
                changes.empty() ? std::string("no listener changes") : fmt::format("{}", fmt::join(changes, "; ")));
   const config_reload_event event{
       .ok = true, .generation = generation, .changes = static_cast<std::uint64_t>(changes.size())};
-  rt_.log.write(format_event(event));
-  rt_.hub.reloaded(event);
+  rt_.events.emit(event);
 }
 
 }  // namespace vlessbench

@@ -1,9 +1,10 @@
 #pragma once
 // VLESS command 3 (Mux.Cool, XUDP included) inside a session (server/vless_session.hpp; docs/sessions.md
 // "Mux"): frames from the client (core/wire/mux_frame.hpp) go through the pure sub-connection table
-// (core/runtime/mux_subs.hpp); each sub-connection dials its destination through the same [destinations] policy and
-// route registration as a whole session's upstream, under a route_info of its own that names the session and
-// the sub (route_info::sub), and is logged as a vless.sub line at its close.
+// (core/runtime/mux_subs.hpp); each sub-connection dials its destination through the one dialer
+// (server/upstream_dialer.hpp: the same [destinations] policy and route registration as a whole session's
+// upstream), under a route_info of its own that names the session and the sub (route_info::sub), and is
+// logged as a vless.sub line at its close.
 //
 // Independence of sub-connections. Mux.Cool has no window of its own: the underlying stream is its only flow
 // control, so a server must stop reading it when a destination takes data slower than the client sends (else
@@ -24,7 +25,7 @@
 // destination, relay back) and one writer towards the client, all on the session's executor. join() waits for
 // all of them before the session logs and goes.
 //
-// About 720 lines: the reader, the per-sub relays (TCP, UDP and XUDP) and the writer share the sub table,
+// About 690 lines: the reader, the per-sub relays (TCP, UDP and XUDP) and the writer share the sub table,
 // the queues and the window above; the pure decisions are already core/runtime/mux_subs, the framing core/mux_frame.
 #include <deque>
 #include <memory>
@@ -35,13 +36,13 @@
 
 #include "core/log/access_events.hpp"
 #include "core/runtime/client_budget.hpp"
-#include "core/runtime/destination_policy.hpp"
 #include "core/log/logging.hpp"
 #include "core/wire/mux_frame.hpp"
 #include "core/runtime/mux_subs.hpp"
 #include "core/wire/net_address.hpp"
 #include "core/runtime/route_registry.hpp"
 #include "server/relay_common.hpp"
+#include "server/upstream_dialer.hpp"
 #include "server/vless_server.hpp"
 
 namespace vlessbench::vless_server::detail {
@@ -71,8 +72,8 @@ class mux_relay {
     std::optional<connection_budget::upstream_slot> slot;  // a destination after the sub's first
   };
   struct sub_conn : std::enable_shared_from_this<sub_conn> {
-    explicit sub_conn(const asio::any_io_executor& ex)
-        : tcp_sock(ex), wake(ex, steady_clock::time_point::max()), deadline(ex), resolver(ex) {}
+    sub_conn(runtime& rt, const asio::any_io_executor& ex)
+        : tcp_sock(ex), wake(ex, steady_clock::time_point::max()), deadline(ex), dialer(rt, ex) {}
     std::uint16_t id = 0;
     std::uint32_t number = 0;
     mux::target target;
@@ -88,7 +89,7 @@ class mux_relay {
     std::size_t queued = 0;
     asio::steady_timer wake;      // the writer towards the destination waits here
     asio::steady_timer deadline;  // resolve + connect
-    tcp::resolver resolver;
+    upstream_dialer dialer;
     steady_clock::time_point opened = steady_clock::now();
     steady_clock::time_point last = opened;
     bool connected = false;
@@ -318,11 +319,11 @@ class mux_relay {
                             .close_reason = "rejected",
                             .error = why,
                             .detail = detail};
-    s_.rt.log.write(format_event(e));
+    s_.rt.events.emit(e);
   }
 
   void open(const mux::frame& f, std::uint32_t number, connection_budget::upstream_slot slot) {
-    auto c = std::make_shared<sub_conn>(ex_);
+    auto c = std::make_shared<sub_conn>(s_.rt, ex_);
     c->slot.emplace(std::move(slot));
     c->id = f.id;
     c->number = number;
@@ -409,7 +410,7 @@ class mux_relay {
       fl->sock.close(ignored);
       fl->slot.reset();
     }
-    c.resolver.cancel();
+    c.dialer.cancel();
     c.wake.cancel();
     c.deadline.cancel();
     std::deque<packet>().swap(c.queue);
@@ -446,7 +447,7 @@ class mux_relay {
         .close_reason = reason,
         .error = error,
         .detail = detail};
-    s_.rt.log.write(format_event(e));
+    s_.rt.events.emit(e);
   }
 
   // Resolve + connect (TCP), or the first destination's socket (UDP), within connect_timeout_ms.
@@ -457,89 +458,34 @@ class mux_relay {
     if (!ec && !c->connected) finish(*c, "rejected", "connect_timeout", c->dest);
   }
 
-  // The target's addresses, every one allowed by [destinations]; false: c has ended (rejected when it is the
-  // New's own destination, else error).
-  awaitable<bool> resolve(sub_conn& c, const mux::target& t, std::vector<tcp::endpoint>& out) {
+  // The target's addresses through the one dialer (server/upstream_dialer.hpp), every one allowed by
+  // [destinations]; nullopt: c has ended (rejected when it is the New's own destination, else error).
+  awaitable<std::optional<allowed_endpoints>> resolve(sub_conn& c, const mux::target& t) {
     const std::string_view how = c.connected ? "error" : "rejected";
-    if (t.type == mux::address_type::domain) {
-      auto [ec, results] = co_await c.resolver.async_resolve(t.address, std::to_string(t.port), as_tuple_awaitable);
-      if (c.closed) co_return false;
-      if (ec) {
-        finish(c, how, "resolve_failed", ec.message());
-        co_return false;
-      }
-      for (const auto& r : results) out.push_back(r.endpoint());
-      if (!c.connected) c.info->phases.resolved = s_.now_us();
-    } else {
-      out.emplace_back(parse_target_address(t), t.port);
+    auto allowed = co_await c.dialer.resolve(t);
+    if (c.closed) co_return std::nullopt;
+    if (!allowed.ok()) {
+      finish(c, how, allowed.failure.reason, std::move(allowed.failure.detail));
+      co_return std::nullopt;
     }
-    for (const auto& ep : out) {
-      // By protocol: an XUDP packet may reach a UDP target on the machine's addresses, and a datagram to a
-      // [[vless]] port nests nothing.
-      const auto proto = t.net == mux::network::udp ? ip_protocol::udp : ip_protocol::tcp;
-      if (const auto v = check_destination(*s_.rt.live.current(), ep, machine_addresses, proto);
-          v != destination_verdict::allowed) {
-        finish(c, how, vlessbench::reject_reason(v), format_endpoint(ep));
-        co_return false;
-      }
-    }
-    co_return true;
-  }
-
-  static asio::ip::address parse_target_address(const mux::target& t) {
-    if (t.type == mux::address_type::ipv4 && t.address.size() == 4) {
-      asio::ip::address_v4::bytes_type b{};
-      std::copy_n(t.address.begin(), 4, b.begin());
-      return asio::ip::address_v4(b);
-    }
-    asio::ip::address_v6::bytes_type b{};
-    std::copy_n(t.address.begin(), std::min<std::size_t>(16, t.address.size()), b.begin());
-    return asio::ip::address_v6(b);
+    if (!c.connected && t.type == mux::address_type::domain) c.info->phases.resolved = s_.now_us();
+    co_return std::move(allowed.value);
   }
 
   // --- TCP ---------------------------------------------------------------------------------------
 
   awaitable<void> tcp_sub(sub_ptr c) {
-    std::vector<tcp::endpoint> candidates;
-    if (!co_await resolve(*c, c->target, candidates)) co_return;
-    std::error_code last = asio::error::host_not_found;
-    for (const auto& ep : candidates) {
-      std::error_code ec;
-      if (c->tcp_sock.is_open()) c->tcp_sock.close(ec);
-      c->tcp_sock.open(ep.protocol(), ec);
-      if (ec) {
-        last = ec;
-        continue;
-      }
-      const tcp_policy policy = s_.listener->upstream_tcp.load();
-      (void)apply_on_open(c->tcp_sock.native_handle(), policy);
-      const route_registry::dial dialing(s_.rt.routes);
-      auto [cec] = co_await c->tcp_sock.async_connect(ep, as_tuple_awaitable);
-      if (c->closed) co_return;
-      if (cec) {
-        last = cec;
-        continue;
-      }
-      (void)apply_on_open(c->tcp_sock.native_handle(), policy);
-      std::error_code lec, rec;
-      const auto local = c->tcp_sock.local_endpoint(lec);
-      const auto remote = c->tcp_sock.remote_endpoint(rec);
-      if (lec || rec) {
-        finish(*c, "rejected", "connect_failed", "endpoints: " + (lec ? lec : rec).message());
-        co_return;
-      }
-      c->reg.emplace(s_.rt.routes, flow_id::tcp(local, remote), c->info);
-      if (!c->reg->owned()) {
-        finish(*c, "rejected", "route_conflict", to_string(c->reg->id()));
-        co_return;
-      }
-      connected(*c);
-      break;
-    }
-    if (!c->connected) {
-      finish(*c, "rejected", "connect_failed", last.message());
+    const auto allowed = co_await resolve(*c, c->target);
+    if (!allowed) co_return;
+    tcp_policy applied;
+    const auto failed = co_await c->dialer.connect(c->tcp_sock, *allowed, s_.listener->upstream_tcp, applied, c->info,
+                                                   c->reg, [&c] { return c->closed; });
+    if (c->closed) co_return;
+    if (failed) {
+      finish(*c, "rejected", failed->reason, failed->detail);
       co_return;
     }
+    connected(*c);
     spawn(tcp_sub_reader(c));
     for (;;) {
       if (c->closed) co_return;
@@ -672,43 +618,19 @@ class mux_relay {
       }
       slot = std::move(taken.slot);
     }
-    std::vector<tcp::endpoint> candidates;
-    if (!co_await resolve(c, t, candidates)) co_return nullptr;
+    const auto allowed = co_await resolve(c, t);
+    if (!allowed) co_return nullptr;
     auto fl = std::make_unique<udp_flow>(ex_);
     fl->slot = std::move(slot);
     fl->key = std::move(key);
-    std::error_code last = asio::error::host_not_found;
-    for (const auto& cand : candidates) {
-      const udp::endpoint ep(cand.address(), cand.port());
-      std::error_code ec;
-      if (fl->sock.is_open()) fl->sock.close(ec);
-      fl->sock.open(ep.protocol(), ec);
-      if (!ec) fl->sock.non_blocking(true, ec);
-      if (!ec) fl->sock.connect(ep, ec);
-      if (ec) {
-        last = ec;
-        continue;
-      }
-      std::error_code lec, rec;
-      const auto local = fl->sock.local_endpoint(lec);
-      const auto remote = fl->sock.remote_endpoint(rec);
-      if (lec || rec) {
-        last = lec ? lec : rec;
-        continue;
-      }
-      fl->to = remote;
-      fl->reg.emplace(s_.rt.routes, flow_id::udp(local, remote), c.info);
-      if (!fl->reg->owned()) {
-        finish(c, c.connected ? "error" : "rejected", "route_conflict", to_string(fl->reg->id()));
-        co_return nullptr;
-      }
-      udp_flow* raw = fl.get();
-      c.flows.push_back(std::move(fl));
-      spawn(udp_flow_reader(c.shared_from_this(), raw));
-      co_return raw;
+    if (const auto failed = c.dialer.connect(fl->sock, *allowed, c.info, fl->reg, fl->to)) {
+      finish(c, c.connected ? "error" : "rejected", failed->reason, failed->detail);
+      co_return nullptr;
     }
-    finish(c, c.connected ? "error" : "rejected", "connect_failed", last.message());
-    co_return nullptr;
+    udp_flow* raw = fl.get();
+    c.flows.push_back(std::move(fl));
+    spawn(udp_flow_reader(c.shared_from_this(), raw));
+    co_return raw;
   }
 
   awaitable<void> udp_flow_reader(sub_ptr c, udp_flow* fl) {
@@ -731,7 +653,7 @@ class mux_relay {
       k.st = mux::status::keep;
       k.option = mux::option_data;
       k.data = std::string_view(scratch(), n);
-      if (c->xudp || c->addressed) k.dest = target_of(fl->to);
+      if (c->xudp || c->addressed) k.dest = destination_of(fl->to.address(), fl->to.port(), network::udp);
       emit(k);
       ++c->packets_down;
       c->bytes_down += n;
@@ -743,23 +665,6 @@ class mux_relay {
   char* scratch() {
     if (!scratch_) scratch_ = std::make_unique<char[]>(mux_frame_data);
     return scratch_.get();
-  }
-
-  static mux::target target_of(const udp::endpoint& ep) {
-    mux::target t;
-    t.net = mux::network::udp;
-    t.port = ep.port();
-    const asio::ip::address a = unmapped(ep.address());
-    if (a.is_v4()) {
-      const auto b = a.to_v4().to_bytes();
-      t.type = mux::address_type::ipv4;
-      t.address.assign(b.begin(), b.end());
-    } else {
-      const auto b = a.to_v6().to_bytes();
-      t.type = mux::address_type::ipv6;
-      t.address.assign(b.begin(), b.end());
-    }
-    return t;
   }
 
   Session& s_;

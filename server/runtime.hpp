@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "core/log/access_log.hpp"
+#include "core/log/emit.hpp"
 #include "core/runtime/client_budget.hpp"
 #include "core/config/config.hpp"
 #include "core/runtime/connection_set.hpp"
@@ -28,6 +29,7 @@ struct runtime {
   access_log log;                     // thread-safe
   route_registry routes;              // thread-safe
   state_hub hub;                      // thread-safe: what the admin listener shows
+  event_emitter events{log, hub};     // one emit per event: its log line and the dashboard's feed
   connection_set connections;         // thread-safe
   pending_set pending;                // thread-safe: connections not yet admitted ([limits] max_pending)
   std::atomic<std::uint64_t> next_session_id{1};

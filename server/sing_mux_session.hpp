@@ -285,7 +285,7 @@ class sing_mux_relay {
                               .close_reason = "rejected",
                               .error = r.reason,
                               .detail = fmt::format("sing-mux {} stream {}", protocol(), r.stream)};
-      s_.rt.log.write(format_event(e));
+      s_.rt.events.emit(e);
     }
   }
 

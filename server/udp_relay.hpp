@@ -1,8 +1,9 @@
 #pragma once
 // VLESS command 2 (UDP) inside a session (server/vless_session.hpp;
 // docs/sessions.md "UDP"): one connected UDP socket to the request's one
-// destination, registered in the route registry as the TCP upstreams are (so
-// the [[udp_target]] and [[dns]] targets name the session), and datagrams
+// destination, dialled and registered by the one dialer (server/upstream_dialer.hpp)
+// as the TCP upstreams are (so the [[udp_target]] and [[dns]] targets name the
+// session), and datagrams
 // relayed between it and the VLESS stream, framed as core/wire/udp_framing.hpp says.
 // Free templates over the session, whose fields (deadline, phases, counters,
 // close reason) they share.
@@ -37,50 +38,6 @@ struct udp_upstream {
     socket.close(ignored);
   }
 };
-
-// Connects a UDP socket to the first candidate that takes it (UDP connect()
-// only sets the peer) and registers its identity. False: the session has been
-// rejected with a reason.
-template <class Session>
-bool connect_udp_upstream(Session &s,
-                          const std::vector<tcp::endpoint> &candidates) {
-  auto &up = s.udp_up.emplace(s.client.get_executor());
-  std::error_code last = asio::error::host_not_found;
-  for (const auto &c : candidates) {
-    const udp::endpoint ep(c.address(), c.port());
-    std::error_code ec;
-    if (up.socket.is_open())
-      up.socket.close(ec);
-    up.socket.open(ep.protocol(), ec);
-    if (!ec)
-      up.socket.non_blocking(true, ec);
-    if (!ec)
-      up.socket.connect(ep, ec);
-    if (ec) {
-      last = ec;
-      continue;
-    }
-    s.info->phases.upstream_connected = s.now_us();
-    std::error_code lec, rec;
-    const auto local = up.socket.local_endpoint(lec);
-    const auto remote = up.socket.remote_endpoint(rec);
-    if (lec || rec) {
-      s.reject("connect_failed", "endpoints: " + (lec ? lec : rec).message());
-      return false;
-    }
-    up.reg.emplace(s.rt.routes, flow_id::udp(local, remote), s.info);
-    if (!up.reg->owned()) {
-      spdlog::error("vless {} session {}: route {} is registered already",
-                    s.listener_name, s.info->session_id,
-                    to_string(up.reg->id()));
-      s.reject("route_conflict", to_string(up.reg->id()));
-      return false;
-    }
-    return true;
-  }
-  s.reject("connect_failed", last.message());
-  return false;
-}
 
 // Client -> destination: VLESS stream bytes in, one send() per complete packet.
 // A length over the cap or a stream that ends inside a packet ends the session

@@ -109,12 +109,12 @@ awaitable<void> serve_grpc_on(runtime& rt, std::shared_ptr<session_start> start,
   };
   hooks.reject = [&rt, start, ids](std::string_view reason, std::string_view detail) {
     const auto client = format_endpoint(start->client);
-    rt.log.write(format_event(vless_reject_event{.session = ids->take(rt),
-                                                 .listener = start->listener_name,
-                                                 .client = client,
-                                                 .reason = reason,
-                                                 .phase = "h2",
-                                                 .detail = detail}));
+    rt.events.emit(vless_reject_event{.session = ids->take(rt),
+                                      .listener = start->listener_name,
+                                      .client = client,
+                                      .reason = reason,
+                                      .phase = "h2",
+                                      .detail = detail});
     spdlog::debug("vless {} grpc connection from {}: {} ({})", start->listener_name, client, reason, detail);
   };
   hooks.first_stream = [start] { start->pending.leave(); };

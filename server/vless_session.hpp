@@ -30,6 +30,7 @@
 #include "server/relay_common.hpp"
 #include "server/transport/transport.hpp"
 #include "server/udp_relay.hpp"
+#include "server/upstream_dialer.hpp"
 #include "server/vless_server.hpp"
 
 namespace vlessbench::vless_server::detail {
@@ -91,7 +92,7 @@ struct session {
   std::unique_ptr<sing_mux_relay<session>> sing_mux;  // sp.mux.sing-box.arpa: its streams, as Mux.Cool subs
   std::optional<tcp_info_snapshot> tcpi;
   std::vector<char> buf;  // header bytes and the payload after them; released once relayed
-  tcp::resolver* resolving = nullptr;  // the lookup in progress, cancelled with the sockets
+  upstream_dialer dialer;  // the destination's lookup and connect (server/upstream_dialer.hpp)
   // The client socket's policy and its config generation when the client was accepted, and the
   // upstream policy applied when the upstream connection opened (a reload in between changes the
   // listener's copy): the log line reports the policies that were applied.
@@ -111,6 +112,7 @@ struct session {
         upstream(tcp::socket(client.get_executor()), &listener->upstream_tcp),
         budget(start.budget ? std::move(start.budget) : r.clients.connect(start.client.address())),
         admission(std::move(start.pending)),
+        dialer(r, client.get_executor()),
         policy_at_accept(start.policy),
         upstream_policy_applied(start.upstream_policy),
         generation_at_accept(start.generation) {
@@ -146,7 +148,7 @@ struct session {
     close_upstream();
     // A lookup is no socket: without this a slow DNS server would hold the session (and the
     // watchdog's || with it) past the connect deadline until getaddrinfo gives up.
-    if (resolving != nullptr) resolving->cancel();
+    dialer.cancel();
   }
 
   void on_timeout() {
@@ -339,105 +341,52 @@ struct session {
     return true;
   }
 
-  // The destination's addresses (a domain resolved asynchronously), every one of them allowed by
-  // [destinations]; false: rejected with the reason. TCP and UDP destinations alike.
-  awaitable<bool> resolve_destination(std::vector<tcp::endpoint>& candidates) {
-    phase = "connect";
-    deadline = steady_clock::now() + cfg->limits.connect_timeout;
-    dest = header.address_text() + ":" + std::to_string(header.port);
-    if (header.atyp == vless::address_type::domain) {
-      phase = "resolve";
-      tcp::resolver resolver(client.get_executor());
-      resolving = &resolver;
-      auto [ec, results] = co_await resolver.async_resolve(header.domain, std::to_string(header.port),
-                                                            as_tuple_awaitable);
-      resolving = nullptr;
-      if (ec) {
-        reject_io("resolve_timeout", "resolve_failed", ec.message());
-        co_return false;
-      }
-      info->phases.resolved = now_us();
-      for (const auto& r : results) candidates.push_back(r.endpoint());
-      phase = "connect";
-    } else if (header.atyp == vless::address_type::ipv4) {
-      asio::ip::address_v4::bytes_type b;
-      std::copy_n(header.ip.begin(), 4, b.begin());
-      candidates.emplace_back(asio::ip::address_v4(b), header.port);
-    } else {
-      asio::ip::address_v6::bytes_type b;
-      std::copy_n(header.ip.begin(), 16, b.begin());
-      candidates.emplace_back(asio::ip::address_v6(b), header.port);
-    }
-    // Checked before any connect, and every resolved address must pass: a name that resolves to
-    // one allowed and one forbidden address would otherwise reach the forbidden one on a retry.
-    // Against the config current at this step (a reload may have come during the lookup).
-    cfg = rt.live.current();
-    for (const auto& ep : candidates) {
-      const auto proto = is_udp() ? ip_protocol::udp : ip_protocol::tcp;
-      if (const auto verdict = check_destination(*cfg, ep, machine_addresses, proto);
-          verdict != destination_verdict::allowed) {
-        reject(vlessbench::reject_reason(verdict), format_endpoint(ep));
-        co_return false;
-      }
-    }
-    co_return true;
+  // A failed dial as the session's reject: a lookup or connect the watchdog, an eviction or a
+  // drain cut is named for that.
+  void reject_dial(dial_failure f) {
+    if (f.at == dial_failure::step::resolve) return reject_io("resolve_timeout", f.reason, std::move(f.detail));
+    if (f.at == dial_failure::step::connect) return reject_io("connect_timeout", f.reason, std::move(f.detail));
+    reject(f.reason, std::move(f.detail));
   }
 
+  // The destination through the one dialer (server/upstream_dialer.hpp): its addresses, each
+  // allowed by [destinations], then this session's upstream slot, then the connected, registered
+  // socket. TCP and UDP alike; false: rejected with the reason.
   awaitable<bool> connect_upstream() {
-    std::vector<tcp::endpoint> candidates;
-    if (!co_await resolve_destination(candidates)) co_return false;
+    phase = "connect";
+    deadline = steady_clock::now() + cfg->limits.connect_timeout;
+    dest = format_destination(header.dest);
+    if (header.dest.type == address_type::domain) phase = "resolve";
+    auto allowed = co_await dialer.resolve(header.dest);
+    if (!allowed.ok()) {
+      if (allowed.failure.at == dial_failure::step::policy) phase = "connect";  // the lookup is done
+      reject_dial(std::move(allowed.failure));
+      co_return false;
+    }
+    if (header.dest.type == address_type::domain) info->phases.resolved = now_us();
+    phase = "connect";
+    cfg = rt.live.current();  // as the dialer's check saw it
     auto taken = budget->take_upstream(cfg->limits.max_upstreams_per_connection, cfg->limits.max_upstreams_per_client);
     if (!taken.slot) {
       reject("client_budget", std::move(taken.detail));
       co_return false;
     }
     upstream_slot = std::move(taken.slot);
-    if (is_udp()) co_return connect_udp_upstream(*this, candidates);
-    std::error_code last = asio::error::host_not_found;
-    for (const auto& ep : candidates) {
-      auto& sock = upstream.socket();
-      std::error_code ec;
-      if (sock.is_open()) sock.close(ec);
-      sock.open(ep.protocol(), ec);
-      if (ec) {
-        last = ec;
-        continue;
-      }
-      upstream_policy_applied = listener->upstream_tcp.load();
-      (void)apply_on_open(sock.native_handle(), upstream_policy_applied);
-      // Until the connection is registered (or failed): a banner target waits for it (route_registry).
-      const route_registry::dial dialing(rt.routes);
-      auto [cec] = co_await sock.async_connect(ep, as_tuple_awaitable);
-      if (!cec) {
-        info->phases.upstream_connected = now_us();
-        // Re-apply: quickack set before connect does not survive the handshake.
-        (void)apply_on_open(sock.native_handle(), upstream_policy_applied);
-        // Registered before a byte is sent on it: the target reads nothing from this connection
-        // that it could look up too early. Both ends as the kernel has them (a destination of
-        // 0.0.0.0 is connected as 127.0.0.1, and that is what the target sees).
-        std::error_code lec, rec;
-        const auto local = sock.local_endpoint(lec);
-        const auto remote = sock.remote_endpoint(rec);
-        if (lec || rec) {
-          reject("connect_failed", "endpoints: " + (lec ? lec : rec).message());
-          co_return false;
-        }
-        reg.emplace(rt.routes, flow_id::tcp(local, remote), info);
-        if (!reg->owned()) {
-          // The kernel gives no two live connections one identity: an entry left behind is a bug.
-          // Fail closed rather than relay a connection whose route the target would misname.
-          spdlog::error("vless {} session {}: route {} is registered already", listener_name, info->session_id,
-                        to_string(reg->id()));
-          reject("route_conflict", to_string(reg->id()));
-          co_return false;
-        }
-        co_return true;
-      }
-      last = cec;
-      if (timed_out || drained) break;
+    std::optional<dial_failure> failed;
+    if (is_udp()) {
+      auto& up = udp_up.emplace(client.get_executor());
+      asio::ip::udp::endpoint remote;
+      failed = dialer.connect(up.socket, *allowed.value, info, up.reg, remote);
+    } else {
+      failed = co_await dialer.connect(upstream.socket(), *allowed.value, listener->upstream_tcp,
+                                       upstream_policy_applied, info, reg, [this] { return timed_out || drained; });
     }
-    reject_io("connect_timeout", "connect_failed", last.message());
-    co_return false;
+    if (failed) {
+      reject_dial(std::move(*failed));
+      co_return false;
+    }
+    info->phases.upstream_connected = now_us();
+    co_return true;
   }
 
   // One send to the destination without waiting: the bytes it took (0 when it would block or
@@ -604,13 +553,13 @@ struct session {
     const std::size_t pending = got - 1;
     if (is_mux()) {
       // No destination of its own: each sub-connection dials one (server/mux_session.hpp).
-      dest = header.address_text();
+      dest = header.dest.address;  // vless::mux_domain
       phase = "relay";
       touch();
       mux = std::make_unique<mux_relay<session>>(*this, pending);
       co_await mux->run();
     } else if (is_sing_mux()) {
-      dest = header.address_text() + ":" + std::to_string(header.port);
+      dest = format_destination(header.dest);
       phase = "relay";
       touch();
       sing_mux = std::make_unique<sing_mux_relay<session>>(*this, pending);
@@ -673,8 +622,7 @@ struct session {
                                    .dest = dest,
                                    .duration_us = info->phases.closed.get(),
                                    .ja4 = ja4};
-    rt.log.write(format_event(event));
-    rt.hub.rejected(event);
+    rt.events.emit(event);
     spdlog::debug("vless {} session {} from {} rejected: {} ({})", listener_name, info->session_id,
                   info->client, reject_reason, reject_detail);
     note_refusal(rt, reject_reason,
@@ -717,8 +665,7 @@ struct session {
                                                      : sing_mux ? sing_mux->mux_error() : std::string_view(),
                                     .sing_mux = sing_mux ? sing_mux->protocol() : std::string_view(),
                                     .close_reason = to_string(reason)};
-    rt.log.write(format_event(event));
-    rt.hub.session_closed(event);
+    rt.events.emit(event);
     if (stall) {
       spdlog::warn("vless {} session {} from {}: {:.1f} ms between TLS done and VLESS header: suspected "
                    "Nagle/delayed-ACK stall (quickack={})",

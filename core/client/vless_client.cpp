@@ -13,21 +13,7 @@ request_header tcp_request(const uuid_bytes& uuid, std::string_view host, std::u
   request_header h;
   h.uuid = uuid;
   h.command = static_cast<std::uint8_t>(command::tcp);
-  h.port = port;
-  std::error_code ec;
-  const auto addr = asio::ip::make_address(std::string(host), ec);
-  if (!ec && addr.is_v4()) {
-    h.atyp = address_type::ipv4;
-    const auto b = addr.to_v4().to_bytes();
-    std::copy(b.begin(), b.end(), h.ip.begin());
-  } else if (!ec && addr.is_v6()) {
-    h.atyp = address_type::ipv6;
-    const auto b = addr.to_v6().to_bytes();
-    std::copy(b.begin(), b.end(), h.ip.begin());
-  } else {
-    h.atyp = address_type::domain;
-    h.domain = std::string(host);
-  }
+  h.dest = destination_for_host(host, port);
   return h;
 }
 

@@ -1,10 +1,5 @@
 #include "core/wire/mux_frame.hpp"
 
-#include <asio/ip/address_v4.hpp>
-#include <asio/ip/address_v6.hpp>
-
-#include "core/wire/net_address.hpp"
-
 namespace vlessbench::mux {
 
 namespace {
@@ -142,23 +137,6 @@ void encode_mux_frame(std::string& out, const frame& f) {
     put_u16(out, static_cast<std::uint16_t>(data.size()));
     out += data;
   }
-}
-
-std::string format_target(const target& t) {
-  switch (t.type) {
-    case address_type::ipv4: {
-      asio::ip::address_v4::bytes_type b{};
-      for (std::size_t i = 0; i < b.size() && i < t.address.size(); ++i) b[i] = static_cast<unsigned char>(t.address[i]);
-      return format_host_port(asio::ip::address_v4(b).to_string(), t.port);
-    }
-    case address_type::ipv6: {
-      asio::ip::address_v6::bytes_type b{};
-      for (std::size_t i = 0; i < b.size() && i < t.address.size(); ++i) b[i] = static_cast<unsigned char>(t.address[i]);
-      return format_host_port(asio::ip::address_v6(b).to_string(), t.port);
-    }
-    case address_type::domain: return format_host_port(t.address, t.port);
-  }
-  return {};
 }
 
 }  // namespace vlessbench::mux

@@ -19,27 +19,22 @@
 #include <string>
 #include <string_view>
 
+#include "core/wire/destination.hpp"
 #include "core/wire/parse_result.hpp"
 
 namespace vlessbench::mux {
 
 enum class status : std::uint8_t { new_sub = 1, keep = 2, end = 3, keep_alive = 4 };
-enum class network : std::uint8_t { tcp = 1, udp = 2 };
-enum class address_type : std::uint8_t { ipv4 = 1, domain = 2, ipv6 = 3 };
+// A frame's target is the one destination value (core/wire/destination.hpp).
+using vlessbench::address_type;
+using vlessbench::network;
+using target = vlessbench::destination;
 
 inline constexpr std::uint8_t option_data = 0x01;
 inline constexpr std::uint8_t option_error = 0x02;
 // The longest metadata a valid frame has: id, status, option, a target with a 255-byte name,
 // a global id (4 + 1 + 2 + 1 + 1 + 255 + 8).
 inline constexpr std::size_t max_metadata = 272;
-
-struct target {
-  network net = network::tcp;
-  std::uint16_t port = 0;
-  address_type type = address_type::ipv4;
-  std::string address;  // IPv4/IPv6: the raw 4 or 16 bytes; domain: the name
-  bool operator==(const target&) const = default;
-};
 
 struct frame {
   std::uint16_t id = 0;
@@ -62,6 +57,6 @@ parse_result<frame> parse_mux_frame(std::string_view in);
 void encode_mux_frame(std::string& out, const frame& f);
 
 // "1.2.3.4:80", "[::1]:53", "name:443": the target as the log writes a destination.
-std::string format_target(const target& t);
+inline std::string format_target(const target& t) { return format_destination(t); }
 
 }  // namespace vlessbench::mux

@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include <asio/ip/address.hpp>
+#include "core/wire/destination.hpp"
 
 namespace vlessbench::socks5 {
 
@@ -49,17 +49,13 @@ parse_result<udp_datagram> parse_udp_datagram(std::string_view m) {
   switch (byte(3)) {
     case atyp_ipv4: {
       if (m.size() < at + 4 + 2) return refuse("short_header");
-      asio::ip::address_v4::bytes_type b{};
-      for (std::size_t i = 0; i < 4; ++i) b[i] = byte(at + i);
-      r.value.host = asio::ip::address_v4(b).to_string();
+      r.value.host = address_from_bytes(m.substr(at, 4))->to_string();
       at += 4;
       break;
     }
     case atyp_ipv6: {
       if (m.size() < at + 16 + 2) return refuse("short_header");
-      asio::ip::address_v6::bytes_type b{};
-      for (std::size_t i = 0; i < 16; ++i) b[i] = byte(at + i);
-      r.value.host = asio::ip::address_v6(b).to_string();
+      r.value.host = address_from_bytes(m.substr(at, 16))->to_string();
       at += 16;
       break;
     }

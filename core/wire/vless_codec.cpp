@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include <asio/ip/address_v4.hpp>
-#include <asio/ip/address_v6.hpp>
 #include <openssl/rand.h>
 
 namespace vlessbench::vless {
@@ -13,8 +11,6 @@ namespace {
 
 constexpr std::uint8_t version = 0;
 constexpr std::size_t uuid_size = 16;
-// What Xray-core reports as the destination of a Mux request, which has no address on the wire.
-constexpr std::string_view mux_domain = "v1.mux.cool";
 
 parse_result<request_header> invalid_request(std::string_view reason) {
   parse_result<request_header> r;
@@ -130,18 +126,6 @@ bool parse_addons(std::string_view addons, std::string& flow) {
 
 }  // namespace
 
-std::string request_header::address_text() const {
-  switch (atyp) {
-    case address_type::ipv4:
-      return asio::ip::address_v4({ip[0], ip[1], ip[2], ip[3]}).to_string();
-    case address_type::ipv6:
-      return "[" + asio::ip::address_v6(ip).to_string() + "]";
-    case address_type::domain:
-      return domain;
-  }
-  return {};
-}
-
 parse_result<request_header> parse_request(std::string_view buffer) {
   parse_result<request_header> r;  // need_more until proven otherwise
   std::size_t pos = 0;
@@ -162,30 +146,31 @@ parse_result<request_header> parse_request(std::string_view buffer) {
   if (buffer.size() < pos + 1) return r;
   r.value.command = byte_at(buffer, pos++);
   if (r.value.command == static_cast<std::uint8_t>(command::mux)) {
-    r.value.port = 0;
-    r.value.atyp = address_type::domain;
-    r.value.domain = mux_domain;
+    r.value.dest.port = 0;
+    r.value.dest.type = address_type::domain;
+    r.value.dest.address = mux_domain;
     r.status = parse_status::complete;
     r.consumed = pos;
     return r;
   }
 
   if (buffer.size() < pos + 3) return r;
-  r.value.port = static_cast<std::uint16_t>(byte_at(buffer, pos) << 8 | byte_at(buffer, pos + 1));
+  if (r.value.command == static_cast<std::uint8_t>(command::udp)) r.value.dest.net = network::udp;
+  r.value.dest.port = static_cast<std::uint16_t>(byte_at(buffer, pos) << 8 | byte_at(buffer, pos + 1));
   pos += 2;
   const std::uint8_t atyp = byte_at(buffer, pos++);
   switch (atyp) {
     case static_cast<std::uint8_t>(address_type::ipv4):
     case static_cast<std::uint8_t>(address_type::ipv6): {
-      r.value.atyp = static_cast<address_type>(atyp);
-      const std::size_t n = r.value.atyp == address_type::ipv4 ? 4 : 16;
+      r.value.dest.type = static_cast<address_type>(atyp);
+      const std::size_t n = r.value.dest.type == address_type::ipv4 ? 4 : 16;
       if (buffer.size() < pos + n) return r;
-      for (std::size_t i = 0; i < n; ++i) r.value.ip[i] = byte_at(buffer, pos + i);
+      r.value.dest.address.assign(buffer.substr(pos, n));
       pos += n;
       break;
     }
     case static_cast<std::uint8_t>(address_type::domain): {
-      r.value.atyp = address_type::domain;
+      r.value.dest.type = address_type::domain;
       if (buffer.size() < pos + 1) return r;
       const std::size_t n = byte_at(buffer, pos++);
       if (n == 0) return invalid_request("empty_domain");
@@ -194,7 +179,7 @@ parse_result<request_header> parse_request(std::string_view buffer) {
       for (std::size_t i = 0; i < have; ++i)
         if (bad_domain_byte(byte_at(buffer, pos + i))) return invalid_request("bad_domain");
       if (have < n) return r;
-      r.value.domain.assign(buffer.substr(pos, n));
+      r.value.dest.address.assign(buffer.substr(pos, n));
       pos += n;
       break;
     }
@@ -226,24 +211,25 @@ std::string encode_request(const request_header& h) {
   out.push_back(static_cast<char>(h.command));
   if (h.command == static_cast<std::uint8_t>(command::mux)) return out;
 
-  out.push_back(static_cast<char>(h.port >> 8));
-  out.push_back(static_cast<char>(h.port & 0xff));
-  out.push_back(static_cast<char>(h.atyp));
-  switch (h.atyp) {
+  const destination& d = h.dest;
+  out.push_back(static_cast<char>(d.port >> 8));
+  out.push_back(static_cast<char>(d.port & 0xff));
+  out.push_back(static_cast<char>(d.type));
+  switch (d.type) {
     case address_type::ipv4:
-      out.append(reinterpret_cast<const char*>(h.ip.data()), 4);
-      break;
     case address_type::ipv6:
-      out.append(reinterpret_cast<const char*>(h.ip.data()), 16);
+      if (d.address.size() != (d.type == address_type::ipv4 ? 4u : 16u))
+        throw std::invalid_argument("vless address must be 4 (IPv4) or 16 (IPv6) bytes");
+      out += d.address;
       break;
     case address_type::domain:
-      if (h.domain.empty() || h.domain.size() > 255)
+      if (d.address.empty() || d.address.size() > 255)
         throw std::invalid_argument("vless domain must be 1..255 bytes");
-      for (char c : h.domain)
+      for (char c : d.address)
         if (bad_domain_byte(static_cast<std::uint8_t>(c)))
           throw std::invalid_argument("vless domain contains a control or space byte");
-      out.push_back(static_cast<char>(h.domain.size()));
-      out += h.domain;
+      out.push_back(static_cast<char>(d.address.size()));
+      out += d.address;
       break;
     default:
       throw std::invalid_argument("vless address type must be ipv4, domain or ipv6");

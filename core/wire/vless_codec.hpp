@@ -10,31 +10,32 @@
 #include <string_view>
 #include <vector>
 
+#include "core/wire/destination.hpp"
 #include "core/wire/uuid.hpp"
 #include "core/wire/parse_result.hpp"
 
 namespace vlessbench::vless {
 
 enum class command : std::uint8_t { tcp = 1, udp = 2, mux = 3 };
-enum class address_type : std::uint8_t { ipv4 = 1, domain = 2, ipv6 = 3 };
+using vlessbench::address_type;
 
 struct request_header {
   uuid_bytes uuid{};
   std::string flow;          // addons protobuf field 1; empty when absent
   std::uint8_t command = 0;  // raw: validation of supported commands is the caller's policy
-  std::uint16_t port = 0;
-  address_type atyp = address_type::ipv4;
-  std::array<std::uint8_t, 16> ip{};  // ipv4 uses the first 4 bytes
-  std::string domain;
-  std::string address_text() const;   // "1.2.3.4", "[::1]" or the domain
+  // port, address; net is udp for command 2 (parse_request sets it; encode_request ignores it)
+  destination dest;
   bool operator==(const request_header&) const = default;
 };
 
 // Incremental: need_more until the whole header is there; consumed = header length (the rest is
 // payload). invalid reasons: "bad_version", "bad_addons", "bad_address_type", "empty_domain",
 // "bad_domain". A Mux (3) request carries no port/address (as in Xray-core): the header ends
-// after the command, and the value reads port 0, domain "v1.mux.cool".
+// after the command, and the value reads port 0, domain "v1.mux.cool" (mux_domain).
 parse_result<request_header> parse_request(std::string_view buffer);
+
+// What Xray-core reports as the destination of a Mux request, which has no address on the wire.
+inline constexpr std::string_view mux_domain = "v1.mux.cool";
 
 // Encodes a request header (client side, used by the runner and tests). Throws
 // std::invalid_argument for a header parse_request would reject (bad domain, oversized flow...).

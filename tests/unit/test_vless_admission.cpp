@@ -60,9 +60,7 @@ TEST_CASE("admission: each refusal has its reason, the user known where it is", 
   cmd.command = 2;  // UDP: admitted; its destination is checked like a TCP one
   CHECK(admit_request(cfg, cmd).admitted());
   cmd.command = 3;  // Mux.Cool: admitted; the header has no destination (port 0), each New names one
-  cmd.port = 0;
-  cmd.domain = "v1.mux.cool";
-  cmd.atyp = vless::address_type::domain;
+  cmd.dest = destination_for_host("v1.mux.cool", 0);
   CHECK(admit_request(cfg, cmd).admitted());
   cmd.command = 9;
   const auto v_cmd = admit_request(cfg, cmd);

@@ -62,11 +62,10 @@ TEST_CASE("parse_request decodes a hand-built IPv4 header", "[vless]") {
   CHECK(r.value.uuid == test_uuid);
   CHECK(r.value.flow.empty());
   CHECK(r.value.command == 1);
-  CHECK(r.value.port == 443);
-  CHECK(r.value.atyp == address_type::ipv4);
-  CHECK(r.value.ip[0] == 127);
-  CHECK(r.value.ip[3] == 1);
-  CHECK(r.value.address_text() == "127.0.0.1");
+  CHECK(r.value.dest.port == 443);
+  CHECK(r.value.dest.type == address_type::ipv4);
+  CHECK(r.value.dest.address == std::string("\x7f\0\0\x01", 4));
+  CHECK(format_destination(r.value.dest) == "127.0.0.1:443");
 }
 
 TEST_CASE("parse_request decodes a hand-built IPv6 header", "[vless]") {
@@ -74,10 +73,10 @@ TEST_CASE("parse_request decodes a hand-built IPv6 header", "[vless]") {
   const auto r = parse_request(ipv6_header);
   REQUIRE(r.complete());
   CHECK(r.consumed == 38);
-  CHECK(r.value.port == 80);
-  CHECK(r.value.atyp == address_type::ipv6);
-  CHECK(r.value.ip[15] == 1);
-  CHECK(r.value.address_text() == "[::1]");
+  CHECK(r.value.dest.port == 80);
+  CHECK(r.value.dest.type == address_type::ipv6);
+  CHECK(r.value.dest.address == std::string(15, '\0') + "\x01");
+  CHECK(format_destination(r.value.dest) == "[::1]:80");
 }
 
 TEST_CASE("parse_request decodes a hand-built domain header", "[vless]") {
@@ -86,10 +85,11 @@ TEST_CASE("parse_request decodes a hand-built domain header", "[vless]") {
   REQUIRE(r.complete());
   CHECK(r.consumed == 34);
   CHECK(r.value.command == 2);
-  CHECK(r.value.port == 8080);
-  CHECK(r.value.atyp == address_type::domain);
-  CHECK(r.value.domain == "example.com");
-  CHECK(r.value.address_text() == "example.com");
+  CHECK(r.value.dest.port == 8080);
+  CHECK(r.value.dest.type == address_type::domain);
+  CHECK(r.value.dest.address == "example.com");
+  CHECK(format_destination(r.value.dest) == "example.com:8080");
+  CHECK(r.value.dest.net == network::udp);  // command 2
 }
 
 TEST_CASE("parse_request reads the flow addon", "[vless]") {
@@ -97,8 +97,8 @@ TEST_CASE("parse_request reads the flow addon", "[vless]") {
   REQUIRE(r.complete());
   CHECK(r.consumed == flow_header.size());
   CHECK(r.value.flow == "xtls-rprx-vision");
-  CHECK(r.value.port == 443);
-  CHECK(r.value.address_text() == "10.0.0.2");
+  CHECK(r.value.dest.port == 443);
+  CHECK(format_destination(r.value.dest) == "10.0.0.2:443");
 }
 
 TEST_CASE("parse_request ends a Mux header right after the command", "[vless]") {
@@ -108,9 +108,9 @@ TEST_CASE("parse_request ends a Mux header right after the command", "[vless]") 
   REQUIRE(r.complete());
   CHECK(r.consumed == 19);
   CHECK(r.value.command == 3);
-  CHECK(r.value.port == 0);
-  CHECK(r.value.atyp == address_type::domain);
-  CHECK(r.value.domain == "v1.mux.cool");
+  CHECK(r.value.dest.port == 0);
+  CHECK(r.value.dest.type == address_type::domain);
+  CHECK(r.value.dest.address == "v1.mux.cool");
 }
 
 TEST_CASE("parse_request keeps an unknown command byte and parses the address", "[vless]") {
@@ -186,7 +186,7 @@ TEST_CASE("parse_request rejects empty and malformed domains", "[vless]") {
   SECTION("non-ASCII bytes are left to the resolver") {
     const auto r = parse_request(prefix + bytes({0x03, 0xc3, 0xa9, 0x65}));
     REQUIRE(r.complete());
-    CHECK(r.value.domain == "\xc3\xa9\x65");
+    CHECK(r.value.dest.address == "\xc3\xa9\x65");
   }
 }
 
@@ -201,7 +201,7 @@ TEST_CASE("parse_request skips unknown addon fields by wire type", "[vless]") {
   REQUIRE(r.complete());
   CHECK(r.consumed == h.size());
   CHECK(r.value.flow == "v");
-  CHECK(r.value.port == 443);
+  CHECK(r.value.dest.port == 443);
   require_every_prefix_needs_more(h);
 }
 
@@ -252,30 +252,21 @@ TEST_CASE("encode_request produces the hand-built bytes", "[vless]") {
   request_header v4;
   v4.uuid = test_uuid;
   v4.command = 1;
-  v4.port = 443;
-  v4.atyp = address_type::ipv4;
-  v4.ip[0] = 127;
-  v4.ip[3] = 1;
+  v4.dest = destination_for_host("127.0.0.1", 443);
   CHECK(encode_request(v4) == ipv4_header);
 
   request_header v6 = v4;
-  v6.port = 80;
-  v6.atyp = address_type::ipv6;
-  v6.ip = {};
-  v6.ip[15] = 1;
+  v6.dest = destination_for_host("::1", 80);
   CHECK(encode_request(v6) == ipv6_header);
 
   request_header d = v4;
   d.command = 2;
-  d.port = 8080;
-  d.atyp = address_type::domain;
-  d.ip = {};
-  d.domain = "example.com";
+  d.dest = destination_for_host("example.com", 8080);
   CHECK(encode_request(d) == domain_header);
 
   request_header f = v4;
   f.flow = "xtls-rprx-vision";
-  f.ip = {10, 0, 0, 2};
+  f.dest = destination_for_host("10.0.0.2", 443);
   CHECK(encode_request(f) == flow_header);
 
   request_header m = v4;
@@ -295,9 +286,7 @@ TEST_CASE("encode_request round-trips through parse_request", "[vless]") {
     request_header h;
     h.uuid = test_uuid;
     h.command = 1;
-    h.port = 1;
-    h.atyp = address_type::domain;
-    h.domain = std::string(255, 'a');
+    h.dest = destination_for_host(std::string(255, 'a'), 1);
     h.flow = std::string(252, 'f');  // tag 1 + length varint 2 + 252 = 255
     const auto wire = encode_request(h);
     CHECK(static_cast<unsigned char>(wire[17]) == 255);
@@ -311,20 +300,20 @@ TEST_CASE("encode_request round-trips through parse_request", "[vless]") {
 TEST_CASE("encode_request refuses headers the parser would reject", "[vless]") {
   request_header h;
   h.command = 1;
-  h.atyp = address_type::domain;
-  h.domain = "";
+  h.dest.type = address_type::domain;
+  h.dest.address = "";
   CHECK_THROWS_AS(encode_request(h), std::invalid_argument);
-  h.domain = std::string(256, 'a');
+  h.dest.address = std::string(256, 'a');
   CHECK_THROWS_AS(encode_request(h), std::invalid_argument);
-  h.domain = "bad host";
+  h.dest.address = "bad host";
   CHECK_THROWS_AS(encode_request(h), std::invalid_argument);
-  h.domain = "ok";
+  h.dest.address = "ok";
   h.flow = std::string(253, 'f');
   CHECK_THROWS_AS(encode_request(h), std::invalid_argument);
   h.flow = "\xff";
   CHECK_THROWS_AS(encode_request(h), std::invalid_argument);
   h.flow = "";
-  h.atyp = static_cast<address_type>(9);
+  h.dest.type = static_cast<address_type>(9);
   CHECK_THROWS_AS(encode_request(h), std::invalid_argument);
 }
 
@@ -398,14 +387,4 @@ TEST_CASE("random_uuid is RFC 4122 version 4", "[vless]") {
     seen.insert(u);
   }
   CHECK(seen.size() == 64);
-}
-
-TEST_CASE("address_text formats IPv6 compressed in brackets", "[vless]") {
-  request_header h;
-  h.atyp = address_type::ipv6;
-  h.ip = {0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01};
-  CHECK(h.address_text() == "[2001:db8::1]");
-  h.atyp = address_type::ipv4;
-  h.ip = {192, 168, 255, 0};
-  CHECK(h.address_text() == "192.168.255.0");
 }

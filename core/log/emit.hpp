@@ -1,0 +1,31 @@
+#pragma once
+// One emit per event: the call that writes an event's access-log line (core/log/access_log.hpp)
+// and feeds the admin dashboard and /metrics (core/log/state_hub.hpp) from the same struct, so no
+// event reaches one and not the other (as nghttp2 writes its access line from one call site).
+// The daemon's VLESS and reload events go through here (server/runtime.hpp: runtime::events); a
+// new event kind gets its overload here, next to what the dashboard makes of it.
+#include "core/log/access_events.hpp"
+#include "core/log/access_log.hpp"
+#include "core/log/state_hub.hpp"
+
+namespace vlessbench {
+
+class event_emitter {
+ public:
+  event_emitter(access_log& log, state_hub& hub) : log_(log), hub_(hub) {}
+
+  // vless.reject: the line, and the listener's reject counters by reason.
+  void emit(const vless_reject_event& e);
+  // vless.session: the line, and the listener's session counters, phase histograms, recent ring.
+  void emit(const vless_session_event& e);
+  // vless.sub: the line only; the dashboard counts a Mux session's subs from its vless.session.
+  void emit(const vless_sub_event& e);
+  // config.reload: the line, and the dashboard's reload ring.
+  void emit(const config_reload_event& e);
+
+ private:
+  access_log& log_;
+  state_hub& hub_;
+};
+
+}  // namespace vlessbench
