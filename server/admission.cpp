@@ -19,6 +19,11 @@ bool valid_dns_name(std::string_view name) {
   return label > 0;
 }
 
+bool is_sing_mux_request(const vless::request_header& header) {
+  return header.command == static_cast<std::uint8_t>(vless::command::tcp) &&
+         header.dest.type == address_type::domain && header.dest.address == sing_mux_domain;
+}
+
 admission_verdict admit_request(const config& cfg, const vless::request_header& header) {
   admission_verdict v;
   for (const auto& u : cfg.users) {
@@ -33,11 +38,13 @@ admission_verdict admit_request(const config& cfg, const vless::request_header& 
   if (v.user == nullptr) return refuse("unknown_user");
   // Vision is served on raw TLS (server/vision_session.hpp refuses it on other transports).
   if (!header.flow.empty() && header.flow != vision::flow_name) return refuse("flow_unsupported", header.flow);
-  // sing-mux (sing-box's and mihomo's multiplex) dials this name; until it is served, refused by name
-  // (DESIGN.md §6), not as a name that does not resolve.
-  if (header.dest.type == address_type::domain && header.dest.address == sing_mux_domain)
-    return refuse("sing_mux_unsupported", "sing-mux (sing-box/mihomo multiplex) is not served: turn multiplex off "
-                                          "or use Mux.Cool");
+  // sing-mux (sing-box's and mihomo's multiplex) dials this name over a TCP request; each stream names its
+  // own destination. Over UDP it means nothing: refused by name, not as a name that does not resolve.
+  if (header.dest.type == address_type::domain && header.dest.address == sing_mux_domain) {
+    if (is_sing_mux_request(header)) return v;
+    return refuse("sing_mux_not_tcp", "sing-mux runs over a VLESS TCP request (command 1), this one is command " +
+                                          std::to_string(header.command));
+  }
   switch (header.command) {
     case 1:
     case 2: break;

@@ -12,8 +12,10 @@
 
 namespace vlessbench {
 
-// The destination sing-mux (sing-box's and mihomo's multiplex) opens its session to.
+// The destination sing-mux (sing-box's and mihomo's multiplex) opens its session to: served over a TCP
+// request (server/sing_mux_session.hpp), each stream naming its own destination.
 inline constexpr std::string_view sing_mux_domain = "sp.mux.sing-box.arpa";
+bool is_sing_mux_request(const vless::request_header& header);
 
 struct admission_verdict {
   const user_config* user = nullptr;  // the header's user when known (also on a later refusal)

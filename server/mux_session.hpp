@@ -422,7 +422,10 @@ class mux_relay {
     }
     if (const auto* st = table_.find(c.id); st != nullptr && st->sub == c.number) table_.closed(c.id);
     if (const auto it = subs_.find(c.id); it != subs_.end() && it->second.get() == &c) subs_.erase(it);
-    if (!c.client_end && reason != "session_end") emit_end(c.id, !error.empty() || reason == "upstream_error");
+    // sing-mux's streams (server/sing_mux_session.hpp) are closed by each side: a client's FIN gets one back.
+    bool end_back = !c.client_end;
+    if constexpr (requires { Session::ends_after_client_end; }) end_back = true;
+    if (end_back && reason != "session_end") emit_end(c.id, !error.empty() || reason == "upstream_error");
     down_space_.cancel();  // a writer of c waiting for room sees it closed
     const bool udp_sub = c.udp();
     const vless_sub_event e{

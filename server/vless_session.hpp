@@ -26,6 +26,7 @@
 #include "server/admission.hpp"
 #include "server/mux_session.hpp"
 #include "server/refusal_log.hpp"
+#include "server/sing_mux_session.hpp"
 #include "server/relay_common.hpp"
 #include "server/transport/transport.hpp"
 #include "server/udp_relay.hpp"
@@ -89,6 +90,7 @@ struct session {
   std::optional<route_registration> reg;
   std::optional<udp_upstream> udp_up;  // command 2 (UDP): the socket to the destination
   std::unique_ptr<mux_relay<session>> mux;  // command 3 (Mux.Cool): its sub-connections
+  std::unique_ptr<sing_mux_relay<session>> sing_mux;  // sp.mux.sing-box.arpa: its streams, as Mux.Cool subs
   std::optional<tcp_info_snapshot> tcpi;
   std::vector<char> buf;  // header bytes and the payload after them; released once relayed
   upstream_dialer dialer;  // the destination's lookup and connect (server/upstream_dialer.hpp)
@@ -128,6 +130,7 @@ struct session {
   tcp::socket& client_socket() { return client.socket(); }
   bool is_udp() const { return header.command == static_cast<std::uint8_t>(vless::command::udp); }
   bool is_mux() const { return header.command == static_cast<std::uint8_t>(vless::command::mux); }
+  bool is_sing_mux() const { return is_sing_mux_request(header); }
 
   // The route entry goes first: once the socket is closed its identity is free for anyone else's
   // connection, which must never find this session's entry.
@@ -140,6 +143,7 @@ struct session {
 
   void close_sockets() {
     if (mux) mux->stop();
+    if (sing_mux) sing_mux->stop();
     std::error_code ignored;
     client_socket().close(ignored);
     close_upstream();
@@ -556,6 +560,12 @@ struct session {
       touch();
       mux = std::make_unique<mux_relay<session>>(*this, pending);
       co_await mux->run();
+    } else if (is_sing_mux()) {
+      dest = format_destination(header.dest);
+      phase = "relay";
+      touch();
+      sing_mux = std::make_unique<sing_mux_relay<session>>(*this, pending);
+      co_await sing_mux->run();
     } else {
       if (!co_await connect_upstream()) co_return;
       phase = "relay";
@@ -631,7 +641,7 @@ struct session {
                                     .user = info->user,
                                     .client = info->client,
                                     .dest = dest,
-                                    .cmd = is_mux() ? "mux" : (is_udp() ? "udp" : "tcp"),
+                                    .cmd = is_mux() || sing_mux ? "mux" : (is_udp() ? "udp" : "tcp"),
                                     .tls_version = t.tls_version,
                                     .cipher = t.cipher,
                                     .sni = t.sni,
@@ -649,11 +659,15 @@ struct session {
                                     .bytes_down = bytes_down,
                                     .packets_up = udp_up ? std::optional(udp_up->packets_up) : std::nullopt,
                                     .packets_down = udp_up ? std::optional(udp_up->packets_down) : std::nullopt,
-                                    .subs = mux ? std::optional(mux->subs()) : std::nullopt,
-                                    .subs_refused = mux ? std::optional(mux->refused()) : std::nullopt,
-                                    .mux_error = mux ? mux->mux_error() : std::string_view(),
+                                    .subs = mux ? std::optional(mux->subs())
+                                                : sing_mux ? std::optional(sing_mux->subs()) : std::nullopt,
+                                    .subs_refused = mux ? std::optional(mux->refused())
+                                                        : sing_mux ? std::optional(sing_mux->refused()) : std::nullopt,
+                                    .mux_error = mux ? mux->mux_error()
+                                                     : sing_mux ? sing_mux->mux_error() : std::string_view(),
                                     .flow = header.flow,
                                     .vision = vision_of(client),
+                                    .sing_mux = sing_mux ? sing_mux->protocol() : std::string_view(),
                                     .close_reason = to_string(reason)};
     rt.events.emit(event);
     if (stall) {
@@ -701,6 +715,7 @@ awaitable<void> serve(runtime& rt, session_start start, tcp::socket socket, Make
     co_await (s.run() || watchdog(s.deadline, [&s] { return s.on_deadline(); }));
     // Mux sub-connections end with the session, before its line (which counts them).
     if (s.mux) co_await s.mux->join();
+    if (s.sing_mux) co_await s.sing_mux->join();
   }
   s.finish();
 }

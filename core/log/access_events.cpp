@@ -103,6 +103,7 @@ std::string format_event(const vless_session_event& e) {
     add_if(line, "error", v.error);
     line.end_object();
   }
+  add_if(line, "sing_mux", e.sing_mux);
   line.add("duration_us", p.closed.get())
       .add("close_reason", e.close_reason);
   return line.finish();

@@ -69,6 +69,7 @@ struct vless_session_event {
   std::string_view mux_error;
   std::string_view flow;                     // the request's flow ("xtls-rprx-vision"), else empty
   std::optional<vision_facts> vision;        // with flow xtls-rprx-vision
+  std::string_view sing_mux;  // a sing-mux session: its stream protocol ("smux", "yamux")
   std::string_view close_reason;
 };
 std::string format_event(const vless_session_event& e);

@@ -9,7 +9,7 @@ max_upstreams_per_connection; docs/sessions.md "Client budget"):
   another address is not affected;
 - a Mux.Cool sub opened a second after its session began has its own, small upstream phase
   (Server-Timing and vless.sub connect_us), not the time since the session's header;
-- sing-mux's destination is refused by name (`sing_mux_unsupported`);
+- sing-mux's destination over UDP is refused by name (`sing_mux_not_tcp`; over TCP it is served);
 - refusals reach the human log at info, one line per reason per second with a count.
 Runs in a network namespace of its own; every loop is bounded.
 """
@@ -174,14 +174,16 @@ def a_late_mux_sub_times_its_own_upstream_phase():
 
 
 @suite.test
-def sing_mux_is_refused_by_name():
+def sing_mux_over_udp_is_refused_by_name():
+    """sing-mux over a TCP request is served (test_sing_mux.py); over UDP it is refused by name, not as a
+    name that does not resolve."""
     mark = D.mark()
     with h.TlsClient(VP, timeout=5) as c:
         c.handshake()
-        c.send(h.vless_header(UUID, 444, "sp.mux.sing-box.arpa"))
+        c.send(h.vless_header(UUID, 444, "sp.mux.sing-box.arpa", cmd=2))
         check(c.stream.read_to_eof() == b"", "refused")
-    e = D.wait_event("vless.reject", since=mark)
-    check(e["reason"] == "sing_mux_unsupported", e)
+    e = D.wait_event("vless.reject", since=mark, reason="sing_mux_not_tcp")
+    check("command 2" in e["detail"], e)
 
 
 @suite.test

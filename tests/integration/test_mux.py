@@ -12,7 +12,8 @@ import subprocess
 import threading
 import time
 
-from harness import (ANY_PORT, CLIENT_BIN, BIN, SANITIZED, Daemon, Suite, TlsClient, V2ray, check, free_port, http_request,
+from harness import (ANY_PORT, CLIENT_BIN, BIN, SANITIZED, Daemon, EchoServer, Suite, TlsClient, V2ray, check, free_port,
+                     http_request, recv_exact, socks5_connect,
                      new_uuid, read_mux_frame, read_vless_response_header, require_binary, v2ray_socks_config, vless_get,
                      vless_header)
 from harness import echo_datagram as pad
@@ -40,71 +41,7 @@ BLOCK = 1 << 18  # the unit of the non-repeating upload stream (stream_block)
 CONNS = 8
 
 
-class EchoServer:
-    """A TCP echo server on loopback: every byte comes back; one thread per connection."""
-
-    def __init__(self):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(64)
-        self.sock.settimeout(0.5)
-        self.port = self.sock.getsockname()[1]
-        self.stopped = False
-        threading.Thread(target=self.accept, daemon=True).start()
-
-    def accept(self):
-        while not self.stopped:
-            try:
-                c, _ = self.sock.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            threading.Thread(target=self.serve, args=(c,), daemon=True).start()
-
-    @staticmethod
-    def serve(c):
-        c.settimeout(30)
-        with c:
-            try:
-                while True:
-                    data = c.recv(1 << 18)
-                    if not data:
-                        c.shutdown(socket.SHUT_WR)
-                        return
-                    c.sendall(data)
-            except OSError:
-                return
-
-    def stop(self):
-        self.stopped = True
-        self.sock.close()
-
-
 ECHO = EchoServer()
-
-
-def socks5_connect(socks_port: int, port: int) -> socket.socket:
-    s = socket.create_connection(("127.0.0.1", socks_port), timeout=30)
-    s.sendall(b"\x05\x01\x00")
-    check(s.recv(2) == b"\x05\x00")
-    s.sendall(b"\x05\x01\x00\x01" + socket.inet_aton("127.0.0.1") + struct.pack(">H", port))
-    reply = b""
-    while len(reply) < 10:
-        chunk = s.recv(10 - len(reply))
-        check(chunk, "socks reply cut")
-        reply += chunk
-    check(reply[:2] == b"\x05\x00", reply)
-    return s
-
-
-def recv_exact(s: socket.socket, n: int) -> bytes:
-    out = bytearray()
-    while len(out) < n:
-        chunk = s.recv(min(1 << 18, n - len(out)))
-        check(chunk, f"EOF after {len(out)} of {n}")
-        out += chunk
-    return bytes(out)
 
 
 def stream_block(seed: int, index: int) -> bytes:

@@ -92,10 +92,15 @@ TEST_CASE("admission: a DNS name has labels of 1..63 and at most 253 bytes", "[a
   CHECK(valid_dns_name(long_name));
 }
 
-TEST_CASE("admission: sing-mux's destination is refused by name, not as a lookup failure", "[admission]") {
+TEST_CASE("admission: sing-mux's destination is admitted over TCP and refused by name over UDP", "[admission]") {
   const auto cfg = two_users();
-  const auto v = admit_request(cfg, request("11111111-1111-4111-8111-111111111111", "sp.mux.sing-box.arpa", 444));
-  CHECK(v.reason == "sing_mux_unsupported");
+  auto req = request("11111111-1111-4111-8111-111111111111", "sp.mux.sing-box.arpa", 444);
+  CHECK(is_sing_mux_request(req));
+  CHECK(admit_request(cfg, req).admitted());  // each stream names its own destination (server/sing_mux_session.hpp)
+  req.command = static_cast<std::uint8_t>(vless::command::udp);
+  CHECK_FALSE(is_sing_mux_request(req));
+  const auto v = admit_request(cfg, req);
+  CHECK(v.reason == "sing_mux_not_tcp");
   REQUIRE(v.user != nullptr);
   CHECK(v.user->name == "alice");
   CHECK(admit_request(cfg, request("11111111-1111-4111-8111-111111111111", "mux.sing-box.arpa", 444)).admitted());

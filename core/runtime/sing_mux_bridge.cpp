@@ -1,0 +1,429 @@
+#include "core/runtime/sing_mux_bridge.hpp"
+
+#include <algorithm>
+
+#include "core/wire/smux_frame.hpp"
+#include "core/wire/yamux_frame.hpp"
+
+namespace vlessbench::sing_mux {
+
+namespace {
+
+constexpr std::size_t mux_data = 0xffff;      // the most one Mux.Cool frame carries
+constexpr std::size_t smux_chunk = 32 * 1024;  // smux's own MaxFrameSize
+constexpr std::size_t max_ended = 4096;        // streams ended by the relay, awaiting the client's close
+constexpr std::size_t logged_refusals = 16;
+
+}  // namespace
+
+bridge::bridge(std::size_t max_streams, std::uint32_t seed) : max_streams_(max_streams), rng_(seed) {}
+
+std::string_view bridge::up(std::string_view in, std::string& to_relay, std::string& to_client) {
+  if (!error_.empty()) return error_;
+  if (req_ && req_->padding)
+    unpad_.feed(in, in_);
+  else
+    in_.append(in);
+  if (!req_) {
+    const auto p = parse_request(in_);
+    if (p.invalid()) return error_ = p.reason;
+    if (!p.complete()) return {};
+    req_ = p.value;
+    if (req_->proto == protocol::h2mux) return error_ = "h2mux_unsupported";
+    std::string rest = in_.substr(p.consumed);
+    in_.clear();
+    if (req_->padding)
+      unpad_.feed(rest, in_);
+    else
+      in_ = std::move(rest);
+  }
+  return frames_up(to_relay, to_client);
+}
+
+std::string_view bridge::frames_up(std::string& to_relay, std::string& to_client) {
+  up_base_ = to_relay.size();
+  std::size_t at = 0;
+  while (error_.empty() && at < in_.size()) {
+    const std::size_t before = at;
+    const std::string_view e = is_yamux() ? yamux_frame(to_relay, to_client, at)
+                                              : smux_frame(to_relay, to_client, at);
+    if (!e.empty()) error_ = e;
+    if (at == before) break;  // need more
+  }
+  in_.erase(0, at);
+  produced_ += to_relay.size() - up_base_;
+  return error_;
+}
+
+std::string_view bridge::smux_frame(std::string& to_relay, std::string& to_client, std::size_t& at) {
+  const auto p = smux::parse_frame(std::string_view(in_).substr(at));
+  if (p.invalid()) return p.reason;
+  if (!p.complete()) return {};
+  at += p.consumed;
+  const smux::frame& f = p.value;
+  if (smux_version_ == 0) smux_version_ = f.version;
+  if (f.version != smux_version_) return "smux_version_changed";
+  const auto it = streams_.find(f.sid);
+  stream* s = it == streams_.end() ? nullptr : &it->second;
+  switch (f.c) {
+    case smux::cmd::syn:
+      if (s == nullptr) open(f.sid, to_client);  // a repeated SYN: smux ignores it too
+      break;
+    case smux::cmd::psh:
+      if (s == nullptr) break;
+      if (f.version == 2) {  // our UPDs grant it smux::initial_window
+        if (f.data.size() > s->recv_window) return "window_exceeded";
+        s->recv_window -= f.data.size();
+      }
+      data_up(*s, f.data, to_relay, to_client);
+      break;
+    case smux::cmd::fin:
+      if (s != nullptr) fin_up(*s, false, to_relay, to_client);
+      break;
+    case smux::cmd::upd:
+      if (s != nullptr) {
+        s->peer_consumed = f.consumed;
+        s->peer_window = f.window;
+        flush(*s, to_client);
+      }
+      break;
+    case smux::cmd::nop: break;
+  }
+  return {};
+}
+
+std::string_view bridge::yamux_frame(std::string& to_relay, std::string& to_client, std::size_t& at) {
+  const auto p = yamux::parse_frame(std::string_view(in_).substr(at));
+  if (p.invalid()) return p.reason;
+  if (!p.complete()) return {};
+  at += p.consumed;
+  const yamux::frame& f = p.value;
+  if (f.t == yamux::type::ping) {
+    if ((f.flags & yamux::flag_syn) != 0) yamux::encode_frame(to_client, yamux::type::ping, yamux::flag_ack, 0, f.length);
+    return {};
+  }
+  if (f.t == yamux::type::go_away) return {};  // the client closes the connection next
+  auto it = streams_.find(f.stream);
+  stream* s = it == streams_.end() ? nullptr : &it->second;
+  if ((f.flags & yamux::flag_syn) != 0) {
+    if (s != nullptr) return "duplicate_stream";
+    s = open(f.stream, to_client);
+  }
+  if (s == nullptr) return {};  // a stream that is gone: what crossed its close
+  if (f.t == yamux::type::window_update) {
+    s->send_window += f.length;
+    flush(*s, to_client);
+  } else if (!f.data.empty()) {
+    if (f.data.size() > s->recv_window) return "window_exceeded";
+    s->recv_window -= f.data.size();
+    data_up(*s, f.data, to_relay, to_client);
+  }
+  if ((f.flags & (yamux::flag_fin | yamux::flag_rst)) != 0)
+    if (auto again = streams_.find(f.stream); again != streams_.end())
+      fin_up(again->second, (f.flags & yamux::flag_rst) != 0, to_relay, to_client);
+  return {};
+}
+
+bridge::stream* bridge::open(std::uint32_t sid, std::string& to_client) {
+  stream& s = streams_[sid];
+  s.sid = sid;
+  s.send_window = yamux::initial_window;
+  s.recv_window = yamux::initial_window;
+  s.peer_window = smux::initial_window;
+  if (!is_yamux()) s.recv_window = smux::initial_window;
+  ++live_;
+  if (is_yamux()) yamux::encode_frame(to_client, yamux::type::window_update, yamux::flag_ack, sid, 0);
+  if (live_ > max_streams_) {
+    std::string none;
+    refuse(s, "too_many_streams", none, to_client);
+    return nullptr;
+  }
+  return &s;
+}
+
+void bridge::data_up(stream& s, std::string_view data, std::string& to_relay, std::string& to_client) {
+  data_into(s, data, to_relay, to_client);
+  // Credited back once the relay has read what these bytes became (relay_consumed).
+  if (!data.empty()) credits_.push_back({produced_ + (to_relay.size() - up_base_), s.sid, data.size()});
+}
+
+void bridge::relay_consumed(std::size_t n, std::string& to_client) {
+  consumed_ += n;
+  while (!credits_.empty() && credits_.front().relay_end <= consumed_) {
+    const auto c = credits_.front();
+    credits_.pop_front();
+    if (const auto it = streams_.find(c.sid); it != streams_.end()) credit(it->second, c.bytes, to_client);
+  }
+}
+
+void bridge::data_into(stream& s, std::string_view data, std::string& to_relay, std::string& to_client) {
+  if (s.reset || s.relay_end || s.client_fin) return;  // nothing reads it any more
+  if (!s.requested) {
+    s.pending.append(data);
+    const auto p = parse_stream_request(s.pending);
+    if (p.invalid()) return refuse(s, p.reason, to_relay, to_client);
+    if (!p.complete()) return;
+    s.requested = true;
+    s.req = p.value;
+    s.pending.erase(0, p.consumed);
+    const bool addressed = s.req.dest.net == mux::network::udp && s.req.packet_addr;
+    if (!addressed && s.req.dest.port == 0) return refuse(s, "port_zero", to_relay, to_client);
+    if (s.req.dest.net == mux::network::tcp) {
+      std::string first = std::move(s.pending);
+      s.pending.clear();
+      const std::string_view rest(first);
+      new_to_relay(s, s.req.dest, rest.substr(0, mux_data), to_relay);
+      for (std::size_t off = mux_data; off < rest.size(); off += mux_data)
+        keep_to_relay(s, rest.substr(off, mux_data), nullptr, to_relay);
+      return;
+    }
+    if (!addressed) new_to_relay(s, s.req.dest, {}, to_relay);
+    return udp_up(s, to_relay, to_client);
+  }
+  if (s.req.dest.net == mux::network::udp) {
+    s.pending.append(data);
+    return udp_up(s, to_relay, to_client);
+  }
+  for (std::size_t off = 0; off < data.size(); off += mux_data)
+    keep_to_relay(s, data.substr(off, mux_data), nullptr, to_relay);
+}
+
+void bridge::udp_up(stream& s, std::string& to_relay, std::string& to_client) {
+  std::size_t at = 0;
+  for (;;) {
+    const auto p = parse_udp_packet(std::string_view(s.pending).substr(at), s.req.packet_addr);
+    if (p.invalid()) return refuse(s, p.reason, to_relay, to_client);
+    if (!p.complete()) break;
+    at += p.consumed;
+    const mux::target* dest = p.value.dest ? &*p.value.dest : nullptr;
+    if (dest != nullptr && dest->port == 0) return refuse(s, "port_zero", to_relay, to_client);
+    if (!s.opened) {
+      s.first_dest = *dest;
+      new_to_relay(s, *dest, p.value.data, to_relay);
+    } else {
+      keep_to_relay(s, p.value.data, dest, to_relay);
+    }
+  }
+  s.pending.erase(0, at);
+}
+
+void bridge::new_to_relay(stream& s, const mux::target& t, std::string_view data, std::string& to_relay) {
+  s.mux_id = free_mux_id();
+  by_mux_[s.mux_id] = s.sid;
+  s.opened = true;
+  mux::frame f;
+  f.id = s.mux_id;
+  f.st = mux::status::new_sub;
+  f.dest = t;
+  f.option = data.empty() ? 0 : mux::option_data;
+  f.data = data;
+  mux::encode_mux_frame(to_relay, f);
+}
+
+void bridge::keep_to_relay(const stream& s, std::string_view data, const mux::target* dest, std::string& to_relay) {
+  mux::frame f;
+  f.id = s.mux_id;
+  f.st = mux::status::keep;
+  f.option = mux::option_data;
+  f.data = data;
+  if (dest != nullptr) f.dest = *dest;
+  mux::encode_mux_frame(to_relay, f);
+}
+
+void bridge::end_to_relay(stream& s, bool error, std::string& to_relay) {
+  if (!s.opened || s.mux_id == 0 || s.relay_end) return;
+  mux::frame f;
+  f.id = s.mux_id;
+  f.st = mux::status::end;
+  f.option = error ? mux::option_error : 0;
+  mux::encode_mux_frame(to_relay, f);
+}
+
+void bridge::fin_up(stream& s, bool rst, std::string& to_relay, std::string& to_client) {
+  if (s.client_fin || s.reset) return;
+  s.client_fin = true;
+  s.reset = rst;
+  if (s.relay_end) return forget(s.sid);
+  if (!s.opened) {  // no sub yet: nothing to end but the stream
+    if (!rst) send_close(s, to_client);
+    s.relay_end = true;
+    --live_;
+    return forget(s.sid);
+  }
+  end_to_relay(s, rst, to_relay);
+}
+
+void bridge::refuse(stream& s, std::string_view reason, std::string& to_relay, std::string& to_client) {
+  ++refused_;
+  if (refusals_.size() < logged_refusals && refused_ <= logged_refusals)
+    refusals_.push_back({s.sid, reason, s.requested ? mux::format_target(s.req.dest) : std::string()});
+  end_to_relay(s, true, to_relay);
+  if (!s.responded) {
+    std::string status;
+    encode_stream_error(status, reason);
+    s.responded = true;
+    send_data(s, status, to_client);
+  }
+  send_close(s, to_client);
+  if (s.mux_id != 0) by_mux_.erase(s.mux_id);
+  s.mux_id = 0;
+  s.relay_end = true;
+  --live_;
+  if (s.client_fin) return forget(s.sid);
+  ended_.push_back(s.sid);
+  s.pending.clear();
+}
+
+std::string_view bridge::down(std::string_view in, std::string& to_client) {
+  down_in_.append(in);
+  std::size_t at = 0;
+  for (;;) {
+    const auto p = mux::parse_mux_frame(std::string_view(down_in_).substr(at));
+    if (p.invalid()) return error_ = "relay_framing";  // our own relay's frames: a bug
+    if (!p.complete()) break;
+    at += p.consumed;
+    const mux::frame& f = p.value;
+    const auto m = by_mux_.find(f.id);
+    if (m == by_mux_.end()) continue;
+    stream& s = streams_.at(m->second);
+    if (f.st == mux::status::keep && f.has_data() && !s.reset) {
+      std::string out;
+      if (!s.responded) out.push_back(static_cast<char>(status_success));
+      s.responded = true;
+      if (s.req.dest.net == mux::network::udp) {
+        const mux::target* dest = nullptr;
+        if (s.req.packet_addr) dest = f.dest ? &*f.dest : (s.first_dest ? &*s.first_dest : &s.req.dest);
+        encode_udp_packet(out, dest, f.data);
+      } else {
+        out.append(f.data);
+      }
+      send_data(s, out, to_client);
+    } else if (f.st == mux::status::end) {
+      by_mux_.erase(s.mux_id);
+      s.mux_id = 0;
+      if (!s.responded && !s.reset) {
+        std::string status;
+        if (f.error())
+          encode_stream_error(status, "refused by vlessbenchd (its access log has the reason)");
+        else
+          status.push_back(static_cast<char>(status_success));
+        s.responded = true;
+        send_data(s, status, to_client);
+      }
+      if (!s.reset) send_close(s, to_client);
+      s.relay_end = true;
+      --live_;
+      if (s.client_fin || s.reset) {
+        forget(s.sid);
+      } else {
+        ended_.push_back(s.sid);
+        while (ended_.size() > max_ended) {
+          const auto old = ended_.front();
+          ended_.pop_front();
+          if (auto o = streams_.find(old); o != streams_.end() && o->second.relay_end) forget(old);
+        }
+      }
+    }
+  }
+  down_in_.erase(0, at);
+  return error_;
+}
+
+void bridge::send_data(stream& s, std::string_view data, std::string& to_client) {
+  if (s.closed_out) return;
+  if (!s.held.empty() || s.fin_held) {
+    s.held.append(data);
+    held_ += data.size();
+    return;
+  }
+  std::size_t allowed = data.size();
+  if (is_yamux()) {
+    allowed = std::min<std::uint64_t>(allowed, s.send_window);
+  } else if (smux_version_ == 2) {
+    const std::uint64_t inflight = s.sent - std::min(s.sent, s.peer_consumed);
+    allowed = std::min<std::uint64_t>(allowed, s.peer_window > inflight ? s.peer_window - inflight : 0);
+  }
+  for (std::size_t off = 0; off < allowed;) {
+    const std::size_t n = std::min(allowed - off, is_yamux() ? yamux::initial_window : smux_chunk);
+    if (is_yamux()) {
+      yamux::encode_frame(to_client, yamux::type::data, 0, s.sid, static_cast<std::uint32_t>(n), data.substr(off, n));
+      s.send_window -= n;
+    } else {
+      smux::encode_frame(to_client, smux_version_ == 0 ? 1 : smux_version_, smux::cmd::psh, s.sid, data.substr(off, n));
+      s.sent += n;
+    }
+    off += n;
+  }
+  if (allowed < data.size()) {
+    s.held.append(data.substr(allowed));
+    held_ += data.size() - allowed;
+  }
+}
+
+void bridge::send_close(stream& s, std::string& to_client) {
+  if (s.closed_out) return;
+  if (!s.held.empty()) {
+    s.fin_held = true;
+    return;
+  }
+  s.closed_out = true;
+  if (is_yamux())
+    yamux::encode_frame(to_client, yamux::type::window_update, yamux::flag_fin, s.sid, 0);
+  else
+    smux::encode_frame(to_client, smux_version_ == 0 ? 1 : smux_version_, smux::cmd::fin, s.sid);
+}
+
+void bridge::flush(stream& s, std::string& to_client) {
+  if (s.held.empty()) return;
+  std::string held = std::move(s.held);
+  s.held.clear();
+  held_ -= held.size();
+  const bool fin = s.fin_held;
+  s.fin_held = false;
+  send_data(s, held, to_client);
+  if (fin) send_close(s, to_client);
+}
+
+void bridge::credit(stream& s, std::size_t n, std::string& to_client) {
+  s.recv_unacked += n;
+  s.consumed += n;
+  if (is_yamux() && s.recv_unacked >= yamux::initial_window / 2) {
+    yamux::encode_frame(to_client, yamux::type::window_update, 0, s.sid, static_cast<std::uint32_t>(s.recv_unacked));
+    s.recv_window += s.recv_unacked;
+    s.recv_unacked = 0;
+  } else if (smux_version_ == 2 && s.recv_unacked >= smux::initial_window / 4) {
+    smux::encode_upd(to_client, s.sid, static_cast<std::uint32_t>(s.consumed), smux::initial_window);
+    s.recv_window += s.recv_unacked;
+    s.recv_unacked = 0;
+  }
+}
+
+void bridge::forget(std::uint32_t sid) {
+  const auto it = streams_.find(sid);
+  if (it == streams_.end()) return;
+  held_ -= it->second.held.size();
+  if (it->second.mux_id != 0) by_mux_.erase(it->second.mux_id);
+  streams_.erase(it);
+}
+
+std::uint16_t bridge::free_mux_id() const {
+  while (next_mux_ == 0 || by_mux_.contains(next_mux_)) ++next_mux_;
+  return next_mux_++;
+}
+
+std::string bridge::seal(std::string bytes) {
+  if (!req_ || !req_->padding || sealed_ >= padded_records || bytes.empty()) return bytes;
+  std::string out;
+  std::string_view rest(bytes);
+  std::uniform_int_distribution<int> pad(256, 767);
+  while (!rest.empty() && sealed_ < padded_records) {
+    const std::size_t n = std::min<std::size_t>(rest.size(), 0xffff);
+    encode_padded_record(out, rest.substr(0, n), static_cast<std::uint16_t>(pad(rng_)));
+    rest.remove_prefix(n);
+    ++sealed_;
+  }
+  out.append(rest);
+  return out;
+}
+
+}  // namespace vlessbench::sing_mux
