@@ -46,7 +46,9 @@ N = 40 if SANITIZED else 200
 # needs; the budget adds what the session, its TLS state and the transport hold besides. gRPC holds
 # the stream's window too (256 KiB of decoded bytes the socketpair did not take, grpc_h2.hpp).
 # main: 513 (tls), 514 (ws), 613-663 (grpc) KiB.
-BUDGET_KIB = {"tls": 320, "ws": 320, "grpc": 576}
+# gRPC's figure moves between runs (527-552 alone, 586 once beside the parallel suite): 600 still
+# fails the old code's 613-663.
+BUDGET_KIB = {"tls": 320, "ws": 320, "grpc": 600}
 # After the close, the RSS comes back to within this of the baseline (the allocator keeps some).
 MARGIN_KIB = 4096
 CHUNK = 16 * 1024
