@@ -278,13 +278,15 @@ class sing_mux_relay {
 
   void log_refusals() {
     for (const auto& r : bridge_.take_refusals()) {
+      // The event holds views: the detail text must outlive it (a temporary here was read freed).
+      const std::string detail = fmt::format("sing-mux {} stream {}", protocol(), r.stream);
       const vless_sub_event e{.session = s_.info->session_id,
                               .listener = s_.listener_name,
                               .user = s_.info->user,
                               .dest = r.dest,
                               .close_reason = "rejected",
                               .error = r.reason,
-                              .detail = fmt::format("sing-mux {} stream {}", protocol(), r.stream)};
+                              .detail = detail};
       s_.rt.events.emit(e);
     }
   }
