@@ -30,10 +30,10 @@ fd_tls::fd_tls(tcp::socket& socket, asio::ssl::context& ctx, const tls::client_o
 
 fd_tls::~fd_tls() { SSL_free(ssl_); }
 
-std::error_code fd_tls::map_error(int e) const {
-  if (e == SSL_ERROR_ZERO_RETURN) return asio::error::eof;
-  if (e == SSL_ERROR_SSL) return {static_cast<int>(ERR_get_error()), asio::error::get_ssl_category()};
-  if (e == SSL_ERROR_SYSCALL && errno != 0) return {errno, asio::error::get_system_category()};
+std::error_code fd_tls::map_error(int ssl_error) const {
+  if (ssl_error == SSL_ERROR_ZERO_RETURN) return asio::error::eof;
+  if (ssl_error == SSL_ERROR_SSL) return {static_cast<int>(ERR_get_error()), asio::error::get_ssl_category()};
+  if (ssl_error == SSL_ERROR_SYSCALL && errno != 0) return {errno, asio::error::get_system_category()};
   return asio::ssl::error::stream_truncated;  // EOF without close_notify
 }
 
