@@ -465,7 +465,7 @@ int run_cli(int argc, char** argv) {
   clients->add_option("--links", ca.links_file, "a file whose vless:// lines are the nodes (`vlessbenchd links` output)")
       ->check(CLI::ExistingFile);
   clients->add_option("--core", ca.core_paths, "NAME=PATH: a core's binary (default: found on PATH), "
-                                              "e.g. --core mihomo=/Applications/Clash\ Verge.app/Contents/MacOS/verge-mihomo");
+                                              "e.g. --core mihomo='/Applications/Clash Verge.app/Contents/MacOS/verge-mihomo'");
   clients->add_option("--cores", ca.only, "only these cores (comma-separated)")->delimiter(',');
   clients->add_flag("--no-builtin", ca.no_builtin, "leave the built-in client out");
   clients->add_option("--out", ca.out, "output directory (the run's files; the cores' configs and logs in cores/)")

@@ -258,9 +258,9 @@ awaitable<void> admin_server::handle(std::shared_ptr<pending_set> set, tcp::sock
     const http::request& req = parsed.value;
     const bool head = req.method == "HEAD";
     const std::string_view target = req.target;
-    const auto q = target.find('?');
-    const std::string_view path = target.substr(0, q);
-    const std::string_view query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
+    const auto mark = target.find('?');
+    const std::string_view path = target.substr(0, mark);
+    const std::string_view query = mark == std::string_view::npos ? std::string_view() : target.substr(mark + 1);
     const auto cfg = ctx_.cfg();
     const auto host = req.find("Host");
     if (!host && req.version_minor >= 1) {

@@ -45,7 +45,7 @@ void tls_filter::observe(std::string_view packet) {
     if (packet.substr(0, end).find(tls13_supported_versions) != std::string_view::npos) {
       tls13 = true;
       // TLS 1.3 ciphers are 0x1301..0x1305; CCM_8's short tag is the one Vision leaves encrypted.
-      direct_ok = cipher >= 0x1301 && cipher <= 0x1304;
+      direct_ok = cipher >= 0x1301 && cipher < tls_aes_128_ccm_8_sha256;
       packets_left = 0;
     } else if (server_hello_left <= 0) {
       packets_left = 0;  // TLS 1.2: padded to the first application data, never direct
