@@ -20,6 +20,8 @@ table{border-collapse:collapse;font-size:.8em;background:#fff}
 td,th{border-bottom:1px solid #ddd;padding:2px 5px;text-align:left;white-space:nowrap;max-width:28em;overflow:hidden;text-overflow:ellipsis}
 #sessions{font-size:.72em}
 #sessions td,#sessions th{padding:2px 4px;max-width:8em}
+#probes td:nth-child(4){max-width:12em}
+#probes td:nth-child(5){max-width:9em}
 #listeners td{white-space:normal;min-width:3em;max-width:14em}
 #sessions th{position:sticky;top:0;background:#fff}
 td.num,th.num{text-align:right}
@@ -58,7 +60,12 @@ function table(id, headers, rows) {
   t.appendChild(hr);
   for (const r of rows) {
     const tr = el("tr", null, r.cls);
-    for (const c of r.cells) tr.appendChild(typeof c === "object" && c !== null ? c : el("td", c));
+    for (const c of r.cells) {
+      if (typeof c === "object" && c !== null) { tr.appendChild(c); continue; }
+      const td = el("td", c);
+      if (typeof c === "string" && c.length > 16) td.title = c;  // a cut cell's full text on hover
+      tr.appendChild(td);
+    }
     t.appendChild(tr);
   }
 }

@@ -323,6 +323,8 @@ def open_dashboard(url: str, screenshot: Path, size: str = "1400,1100") -> dict:
                         document.getElementById("listeners").parentElement),
                     sessions_overflow: (function(b){{ return b.scrollWidth - b.clientWidth; }})(
                         document.getElementById("sessions").parentElement),
+                    probes_overflow: (function(b){{ return b.scrollWidth - b.clientWidth; }})(
+                        document.getElementById("probes").parentElement),
                     order: Array.from(document.querySelectorAll("h2")).map(h => h.firstChild.textContent.trim()),
                     stall_text: Array.from(document.querySelectorAll("#listeners tr")).map(r => r.textContent)
                         .filter(t => t.startsWith("vlesskernel")),
@@ -375,6 +377,8 @@ def injected_html_is_shown_as_text():
     wide = Path(os.environ.get("VLESSBENCH_DASHBOARD_SCREENSHOT_1280") or tempdir() / "dashboard-1280.png")
     found = open_dashboard(f"http://{LAN}:{ADMIN_PORT}/?token={TOKEN}", wide, "1280,900")
     check(found["sessions_overflow"] <= 0, f"sessions table {found['sessions_overflow']} px too wide at 1280")
+    # The probe runs table too, with a long hostile user agent in it (cut, its full text in the row's title).
+    check(found["probes_overflow"] <= 0, f"probe runs table {found['probes_overflow']} px too wide at 1280")
     phone = Path(os.environ.get("VLESSBENCH_DASHBOARD_SCREENSHOT_PHONE") or tempdir() / "dashboard-phone.png")
     found = open_dashboard(f"http://{LAN}:{ADMIN_PORT}/?token={TOKEN}", phone, "390,844")
     print(f"  at 390 px: page overflow {found['page_overflow']}, listeners box right edge "
