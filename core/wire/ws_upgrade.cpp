@@ -5,20 +5,13 @@
 #include <openssl/sha.h>
 
 #include "core/wire/http_parser.hpp"
+#include "core/wire/parse_invalid.hpp"
 
 namespace vlessbench::ws {
 
 namespace {
 
 constexpr std::string_view accept_guid = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
-
-template <class T>
-parse_result<T> invalid(std::string_view why) {
-  parse_result<T> r;
-  r.status = parse_status::invalid;
-  r.reason = why;
-  return r;
-}
 
 // True when the comma-separated header value lists token (case-insensitive).
 bool lists_token(std::string_view value, std::string_view token) {
@@ -132,12 +125,12 @@ parse_result<upgrade_request> parse_upgrade_request(std::string_view buffer, con
   const auto head = http::parse_request(buffer);
   if (head.need_more()) return {};
   if (head.invalid())
-    return invalid<upgrade_request>(head.reason == "header too large" ? "upgrade_head_too_large"
-                                                                      : "bad_upgrade_request");
+    return parse_invalid<upgrade_request>(head.reason == "header too large" ? "upgrade_head_too_large"
+                                                                            : "bad_upgrade_request");
   const http::request& req = head.value;
-  if (req.method != "GET") return invalid<upgrade_request>("bad_method");
-  if (req.content_length != 0) return invalid<upgrade_request>("bad_upgrade_request");
-  if (req.version_minor < 1) return invalid<upgrade_request>("no_upgrade");
+  if (req.method != "GET") return parse_invalid<upgrade_request>("bad_method");
+  if (req.content_length != 0) return parse_invalid<upgrade_request>("bad_upgrade_request");
+  if (req.version_minor < 1) return parse_invalid<upgrade_request>("no_upgrade");
   upgrade_request out;
   out.path = req.target;
   const std::string_view target = req.target;
@@ -146,44 +139,44 @@ parse_result<upgrade_request> parse_upgrade_request(std::string_view buffer, con
   if (path != rules.path) {
     const bool suffix = rules.kind == upgrade_kind::websocket && rules.max_early_data > 0 &&
                         path.size() > rules.path.size() && path.substr(0, rules.path.size()) == rules.path;
-    if (!suffix) return invalid<upgrade_request>("wrong_path");
+    if (!suffix) return parse_invalid<upgrade_request>("wrong_path");
     path_early = path.substr(rules.path.size());
     // Anything but base64url (RawURLEncoding, as v2fly writes it) after the path is another
     // path, not early data.
     for (char c : path_early)
-      if (b64_value(c) < 0 || c == '+' || c == '/') return invalid<upgrade_request>("wrong_path");
+      if (b64_value(c) < 0 || c == '+' || c == '/') return parse_invalid<upgrade_request>("wrong_path");
   }
   if (const auto host = req.find("Host")) out.host = std::string(*host);
   if (!rules.host.empty() && !http::iequals(host_part(out.host), rules.host))
-    return invalid<upgrade_request>("wrong_host");
+    return parse_invalid<upgrade_request>("wrong_host");
   const auto upgrade = req.find("Upgrade");
   const auto connection = req.find("Connection");
   if (!upgrade || !lists_token(*upgrade, "websocket") || !connection || !lists_token(*connection, "upgrade"))
-    return invalid<upgrade_request>("no_upgrade");
+    return parse_invalid<upgrade_request>("no_upgrade");
   if (rules.kind == upgrade_kind::websocket) {
     const auto version = req.find("Sec-WebSocket-Version");
-    if (!version || *version != "13") return invalid<upgrade_request>("bad_websocket_version");
+    if (!version || *version != "13") return parse_invalid<upgrade_request>("bad_websocket_version");
     const auto key = req.find("Sec-WebSocket-Key");
     const auto nonce = key ? base64_decode(*key) : std::nullopt;
-    if (!nonce || nonce->size() != 16) return invalid<upgrade_request>("bad_websocket_key");
+    if (!nonce || nonce->size() != 16) return parse_invalid<upgrade_request>("bad_websocket_key");
     out.key = std::string(*key);
   }
   const std::string_view ed_header =
       rules.early_data_header.empty() ? std::string_view("Sec-WebSocket-Protocol") : rules.early_data_header;
   const auto ed = req.find(ed_header);
   const bool header_ed = ed && !ed->empty() && rules.max_early_data > 0;
-  if (!path_early.empty() && header_ed) return invalid<upgrade_request>("bad_early_data");  // two places
+  if (!path_early.empty() && header_ed) return parse_invalid<upgrade_request>("bad_early_data");  // two places
   // A Sec-WebSocket-Protocol on a listener without early data is a subprotocol offer, ignored (none
   // is chosen); a configured early-data header there is early data this listener refuses.
   if (ed && !ed->empty() && rules.max_early_data == 0 && !rules.early_data_header.empty())
-    return invalid<upgrade_request>("early_data_too_long");
+    return parse_invalid<upgrade_request>("early_data_too_long");
   if (header_ed) {
     if (const auto why = take_early_data(*ed, rules.max_early_data, out.early_data); !why.empty())
-      return invalid<upgrade_request>(why);
+      return parse_invalid<upgrade_request>(why);
     if (http::iequals(ed_header, "Sec-WebSocket-Protocol")) out.protocol = std::string(*ed);
   } else if (!path_early.empty()) {
     if (const auto why = take_early_data(path_early, rules.max_early_data, out.early_data); !why.empty())
-      return invalid<upgrade_request>(why);
+      return parse_invalid<upgrade_request>(why);
   }
   parse_result<upgrade_request> r;
   r.status = parse_status::complete;
@@ -242,13 +235,13 @@ std::string format_upgrade_request(const upgrade_request_spec& spec) {
 parse_result<int> parse_upgrade_response(std::string_view buffer, upgrade_kind kind, std::string_view key) {
   const auto head = http::parse_response(buffer);
   if (head.need_more()) return {};
-  if (head.invalid()) return invalid<int>("bad_upgrade_response");
-  if (head.value.status != 101) return invalid<int>("upgrade_refused");
+  if (head.invalid()) return parse_invalid<int>("bad_upgrade_response");
+  if (head.value.status != 101) return parse_invalid<int>("upgrade_refused");
   const auto upgrade = head.value.find("Upgrade");
-  if (!upgrade || !lists_token(*upgrade, "websocket")) return invalid<int>("bad_upgrade_response");
+  if (!upgrade || !lists_token(*upgrade, "websocket")) return parse_invalid<int>("bad_upgrade_response");
   if (kind == upgrade_kind::websocket) {
     const auto accept = head.value.find("Sec-WebSocket-Accept");
-    if (!accept || *accept != accept_key(key)) return invalid<int>("bad_accept");
+    if (!accept || *accept != accept_key(key)) return parse_invalid<int>("bad_accept");
   }
   parse_result<int> r;
   r.status = parse_status::complete;
