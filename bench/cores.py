@@ -30,6 +30,10 @@ COMMANDS = {
 # so one share link shape reaches ours, Xray's and sing-box's listener of that transport.
 WS_PATH, HU_PATH, GRPC_SERVICE = "/ws", "/hu", "vlessbench"
 TRANSPORTS = ("tcp", "ws", "httpupgrade", "grpc")
+# Vision (flow xtls-rprx-vision, issue 29) runs on raw TLS only. Xray and sing-box take it on an
+# inbound of its own whose user names the flow; ours serves it on the raw-TLS listener, per header.
+FLOW = "xtls-rprx-vision"
+SERVER_TRANSPORTS = (*TRANSPORTS, "vision")
 
 
 def folders() -> list[Path]:
@@ -68,7 +72,7 @@ def check_config(name: str, exe: Path, config: Path) -> None:
 
 def link(uuid: str, host: str, port: int, transport: str, name: str, mux: bool = False) -> str:
     """The vless:// link the runner's built-in client dials each server's listener with."""
-    kind = {"tcp": "tcp", "ws": f"ws&path={WS_PATH.replace('/', '%2F')}",
+    kind = {"tcp": "tcp", "vision": f"tcp&flow={FLOW}", "ws": f"ws&path={WS_PATH.replace('/', '%2F')}",
             "httpupgrade": f"httpupgrade&path={HU_PATH.replace('/', '%2F')}",
             "grpc": f"grpc&serviceName={GRPC_SERVICE}"}[transport]
     return (f"vless://{uuid}@{host}:{port}?encryption=none&security=tls&sni=localhost&allowInsecure=1"
@@ -81,7 +85,8 @@ def xray_server(uuid: str, cert: Path, key: str | Path, host: str, ports: dict[s
     inbounds = []
     for transport, port in ports.items():
         tls = {"minVersion": "1.3", "certificates": [{"certificateFile": str(cert), "keyFile": str(key)}]}
-        stream: dict = {"network": "raw" if transport == "tcp" else transport, "security": "tls", "tlsSettings": tls}
+        raw = transport in ("tcp", "vision")
+        stream: dict = {"network": "raw" if raw else transport, "security": "tls", "tlsSettings": tls}
         if transport == "ws":
             stream["wsSettings"] = {"path": WS_PATH}
         elif transport == "httpupgrade":
@@ -89,8 +94,9 @@ def xray_server(uuid: str, cert: Path, key: str | Path, host: str, ports: dict[s
         elif transport == "grpc":
             stream["grpcSettings"] = {"serviceName": GRPC_SERVICE}
             tls["alpn"] = ["h2"]
+        user = {"id": uuid, **({"flow": FLOW} if transport == "vision" else {})}
         inbounds.append({"tag": f"vless-{transport}", "listen": host, "port": port, "protocol": "vless",
-                         "settings": {"clients": [{"id": uuid}], "decryption": "none"}, "streamSettings": stream})
+                         "settings": {"clients": [user], "decryption": "none"}, "streamSettings": stream})
     return {"log": {"loglevel": "warning"}, "inbounds": inbounds,
             "outbounds": [{"protocol": "freedom", "settings": {}}]}
 
@@ -101,8 +107,9 @@ def singbox_server(uuid: str, cert: Path, key: Path, host: str, ports: dict[str,
     inbounds = []
     for transport, port in ports.items():
         tls = {"enabled": True, "certificate_path": str(cert), "key_path": str(key), "min_version": "1.3"}
+        user = {"uuid": uuid, **({"flow": FLOW} if transport == "vision" else {})}
         inbound = {"type": "vless", "tag": f"vless-{transport}", "listen": host, "listen_port": port,
-                   "users": [{"uuid": uuid}], "tls": tls}
+                   "users": [user], "tls": tls}
         if transport == "ws":
             inbound["transport"] = {"type": "ws", "path": WS_PATH}
         elif transport == "httpupgrade":
@@ -114,22 +121,24 @@ def singbox_server(uuid: str, cert: Path, key: Path, host: str, ports: dict[str,
     return {"log": {"level": "warn"}, "inbounds": inbounds, "outbounds": [{"type": "direct"}]}
 
 
-def client(name: str, uuid: str, host: str, entry_port: int, server_port: int) -> dict:
+def client(name: str, uuid: str, host: str, entry_port: int, server_port: int, flow: str = "") -> dict:
     """Xray's or sing-box's own client: a local HTTP entry (CONNECT; sing-box's mixed inbound) and
     a VLESS outbound over raw TLS to server_port (certificate not checked, SNI localhost): the
-    cores' clients against every server, as issue 28 asks of the bench."""
+    cores' clients against every server, as issue 28 asks of the bench. flow: e.g. FLOW (Vision)."""
     if name == "xray":
         return {"log": {"loglevel": "warning"},
                 "inbounds": [{"listen": host, "port": entry_port, "protocol": "http", "settings": {}}],
                 "outbounds": [{"protocol": "vless",
                                "settings": {"vnext": [{"address": host, "port": server_port,
-                                                       "users": [{"id": uuid, "encryption": "none"}]}]},
+                                                       "users": [{"id": uuid, "encryption": "none",
+                                                                  **({"flow": flow} if flow else {})}]}]},
                                "streamSettings": {"network": "raw", "security": "tls",
                                                   "tlsSettings": {"serverName": "localhost", "allowInsecure": True}}}]}
     if name == "sing-box":
         return {"log": {"level": "warn"},
                 "inbounds": [{"type": "mixed", "listen": host, "listen_port": entry_port}],
                 "outbounds": [{"type": "vless", "server": host, "server_port": server_port, "uuid": uuid,
+                               **({"flow": flow} if flow else {}),
                                "tls": {"enabled": True, "server_name": "localhost", "insecure": True}}]}
     raise ValueError(f"no client config for {name}")
 

@@ -232,8 +232,8 @@ class Setup:
         # bare TLS terminator in front of the target (the floor); each left out, with the reason,
         # where its binary is not found.
         self.peers = {name: cores.find(name) for name in ("xray", "sing-box", "haproxy")}
-        self.peer_ports = {"xray": {t: free_port(low=True) for t in cores.TRANSPORTS},
-                           "sing-box": {t: free_port() for t in cores.TRANSPORTS},
+        self.peer_ports = {"xray": {t: free_port(low=True) for t in cores.SERVER_TRANSPORTS},
+                           "sing-box": {t: free_port() for t in cores.SERVER_TRANSPORTS},
                            "haproxy": {"tcp": free_port()}}
         self.xray_mux_http = free_port()
         # UDP (issue 12): the target's [[udp_target]] echo; a v2ray client per server whose SOCKS5
@@ -380,15 +380,20 @@ class Setup:
         # Issue 28: the cores' own clients (Xray's, sing-box's) against every VLESS server over raw
         # TLS, each behind a local HTTP entry: latency paths CLIENTclient-SERVER.
         self.core_entries: dict[tuple[str, str], int] = {}
+        # Issue 29: and with flow xtls-rprx-vision against each Vision server (ours: the raw-TLS
+        # listener; Xray's and sing-box's Vision inbounds): paths CLIENTclient-SERVER-vision.
         servers = {"ours": self.ours_port, "v2ray": self.v2_port,
-                   **{w: self.peer_ports[w]["tcp"] for w in ("xray", "sing-box") if w in started}}
+                   **{w: self.peer_ports[w]["tcp"] for w in ("xray", "sing-box") if w in started},
+                   "ours-vision": self.ours_port,
+                   **{f"{w}-vision": self.peer_ports[w]["vision"] for w in ("xray", "sing-box") if w in started}}
         for name in ("xray", "sing-box"):
             if name not in started:
                 continue
             for server, port in servers.items():
                 entry = free_port(low=True)
                 config = self.work / name / f"client-{server}.json"
-                config.write_text(json.dumps(cores.client(name, self.uuid, HOST, entry, port), indent=1))
+                flow = cores.FLOW if server.endswith("-vision") else ""
+                config.write_text(json.dumps(cores.client(name, self.uuid, HOST, entry, port, flow), indent=1))
                 cores.check_config(name, self.peers[name], config)
                 started[f"{name}-client-{server}"] = proc = spawn(
                     cores.argv(name, self.peers[name], config), stdout=open(config.with_suffix(".log"), "wb"),
@@ -409,8 +414,8 @@ class Setup:
     def peer_link(self, which: str, transport: str, mux: bool = False) -> str:
         """The built-in client's link to one of ours', Xray's or sing-box's listeners of a transport."""
         if which == "ours":
-            port = {"tcp": self.ours_port, "ws": self.ours_ws_port, "httpupgrade": self.ours_hu_port,
-                    "grpc": self.ours_grpc_port}[transport]
+            port = {"tcp": self.ours_port, "vision": self.ours_port, "ws": self.ours_ws_port,
+                    "httpupgrade": self.ours_hu_port, "grpc": self.ours_grpc_port}[transport]
         elif which == "v2ray":
             port = {"tcp": self.v2_port, "ws": self.v2_ws_port}[transport]
         else:
@@ -556,15 +561,15 @@ def measure_latency(s: Setup, new: int, reuse: int, warmup: int) -> dict:
 
 def side_by_side_paths(s: Setup) -> list[str]:
     """Issue 26: the built-in client to ours, Xray's and sing-box's listener of every transport
-    (httpupgrade and gRPC: v2ray 4.34 has neither; ours' raw TLS and ws paths are above), with
+    (httpupgrade, gRPC and Vision: v2ray 4.34 has none; ours' raw TLS and ws paths are above), with
     Mux.Cool on (mux=on: every sample a sub-connection) to ours, v2ray's and Xray's raw TLS
     listener (sing-box has no Mux.Cool), and the HAProxy floor (tls://: TLS, then HTTP as if
     direct). Named SERVER-TRANSPORT-builtin; the rows read them with lat_path()."""
-    paths = [f"ours-{t}-builtin={s.peer_link('ours', t)}" for t in ("httpupgrade", "grpc")]
+    paths = [f"ours-{t}-builtin={s.peer_link('ours', t)}" for t in ("httpupgrade", "grpc", "vision")]
     paths += [f"{w}-mux-builtin={s.peer_link(w, 'tcp', mux=True)}" for w in ("ours", "v2ray")]
     for which in ("xray", "sing-box"):
         if which in s.others:
-            paths += [f"{which}-{t}-builtin={s.peer_link(which, t)}" for t in cores.TRANSPORTS]
+            paths += [f"{which}-{t}-builtin={s.peer_link(which, t)}" for t in cores.SERVER_TRANSPORTS]
     if "xray" in s.others:
         paths.append(f"xray-mux-builtin={s.peer_link('xray', 'tcp', mux=True)}")
     if "haproxy" in s.others:
@@ -1014,14 +1019,14 @@ def side_by_side_rows(results: dict, s: Setup) -> list[dict]:
     # Rows only for the phases that ran (--only).
     lat = results.get("latency", {})
     for transport, label in (("tcp", "raw TLS"), ("ws", "WebSocket"), ("httpupgrade", "HTTPUpgrade"),
-                             ("grpc", "gRPC"), ("mux", "Mux.Cool sub")) if lat else ():
+                             ("grpc", "gRPC"), ("vision", "raw TLS + Vision"), ("mux", "Mux.Cool sub")) if lat else ():
         for mode, what in (("new", "new-connection added"), ("reuse", "reused added")):
             cells = {}
             for w in SERVERS:
                 if w == "haproxy" and transport != "tcp":
                     cells[w] = {"error": "n/a (a bare TLS floor)"}
                     continue
-                if w == "v2ray" and transport in ("httpupgrade", "grpc"):
+                if w == "v2ray" and transport in ("httpupgrade", "grpc", "vision"):
                     cells[w] = {"error": "none in v2ray 4.34"}
                     continue
                 if w == "sing-box" and transport == "mux":
@@ -1030,14 +1035,19 @@ def side_by_side_rows(results: dict, s: Setup) -> list[dict]:
                 cells[w] = paired(lat.get(lat_path(w, transport)), mode, why_not.get(w))
             add(f"{what} latency, {label} (built-in client{', tls:// for haproxy' if transport == 'tcp' else ''})",
                 "ms", cells, "lower")
-    for client in ("xray", "sing-box") if lat else ():
+    for client, vision in (("xray", False), ("sing-box", False), ("xray", True), ("sing-box", True)) if lat else ():
         for mode, what in (("new", "new-connection added"), ("reuse", "reused added")):
             cells = {}
             for w in SERVERS:
-                cells[w] = ({"error": "n/a (a bare TLS floor)"} if w == "haproxy" else
-                            paired(lat.get(f"{client}client-{w}"), mode, why_not.get(client) or why_not.get(w)))
-            add(f"{what} latency, raw TLS ({'Xray' if client == 'xray' else 'sing-box'}'s client, CONNECT)", "ms",
-                cells, "lower")
+                if w == "haproxy":
+                    cells[w] = {"error": "n/a (a bare TLS floor)"}
+                elif w == "v2ray" and vision:
+                    cells[w] = {"error": "none in v2ray 4.34"}
+                else:
+                    cells[w] = paired(lat.get(f"{client}client-{w}{'-vision' if vision else ''}"), mode,
+                                      why_not.get(client) or why_not.get(w))
+            add(f"{what} latency, raw TLS{' + Vision' if vision else ''} "
+                f"({'Xray' if client == 'xray' else 'sing-box'}'s client, CONNECT)", "ms", cells, "lower")
     udp = results.get("udp", {}).get("builtin", {})
     for mode, what in (("new", "new flow + first datagram"), ("reuse", "datagram on a kept flow")) if udp else ():
         cells = {}

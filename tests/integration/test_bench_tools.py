@@ -12,6 +12,7 @@ vlessbench_load's --tls-server modes. One request each, nothing timed."""
 import csv
 import json
 import subprocess
+import time
 import sys
 
 import peers
@@ -164,15 +165,19 @@ def carried_by_target(names, mark: int) -> None:
 def vless_server_carries_each_transport(name: str, writer, transports, mux: bool) -> None:
     ports = {t: peers.inbound_port() for t in transports}
     config = writer(UUID, CERT, KEY, LOOPBACK, ports)
-    own, ours = peers.inbound_port(), peers.inbound_port()
+    own, ours, own_v, ours_v = (peers.inbound_port() for _ in range(4))
     with peers.Core(name, config, list(ports.values())), \
             peers.Core(name, cores.client(name, UUID, LOOPBACK, own, ports["tcp"]), [own]), \
-            peers.Core(name, cores.client(name, UUID, LOOPBACK, ours, D.port("edge")), [ours]):
+            peers.Core(name, cores.client(name, UUID, LOOPBACK, ours, D.port("edge")), [ours]), \
+            peers.Core(name, cores.client(name, UUID, LOOPBACK, own_v, ports["vision"], cores.FLOW), [own_v]), \
+            peers.Core(name, cores.client(name, UUID, LOOPBACK, ours_v, D.port("edge"), cores.FLOW), [ours_v]):
         paths = {f"{name}-{t}": cores.link(UUID, LOOPBACK, p, t, t) for t, p in ports.items()}
         if mux:
             paths[f"{name}-mux"] = cores.link(UUID, LOOPBACK, ports["tcp"], "tcp", "mux", mux=True)
         # The core's own client (bench/run.py's CLIENTclient-SERVER paths), to its server and to ours.
-        clients = {f"{name}client-{name}": f"http://{LOOPBACK}:{own}", f"{name}client-ours": f"http://{LOOPBACK}:{ours}"}
+        clients = {f"{name}client-{name}": f"http://{LOOPBACK}:{own}", f"{name}client-ours": f"http://{LOOPBACK}:{ours}",
+                   f"{name}client-{name}-vision": f"http://{LOOPBACK}:{own_v}",
+                   f"{name}client-ours-vision": f"http://{LOOPBACK}:{ours_v}"}
         mark = D.mark()
         flaky = {k: paths.pop(k) for k in list(paths) if name == "sing-box" and k.endswith("httpupgrade")}
         one_each(f"http://{LOOPBACK}:{D.port('http')}/generate_204", {**paths, **clients})
@@ -186,16 +191,22 @@ def vless_server_carries_each_transport(name: str, writer, transports, mux: bool
         # its trailer names the route the echo saw: direct, from the server's own socket.
         udp = one_each(f"udp://{LOOPBACK}:{UP}", {f"{name}-udp": paths[f"{name}-tcp"]})
         check(all(x["route"] == "direct" for x in udp[f"{name}-udp"]), udp)
+    # The Vision client's session at ours named the flow (it reached the server, not dropped); its
+    # line comes when the session closes, the core gone.
+    deadline = time.monotonic() + 10
+    while not any(e.get("flow") == cores.FLOW for e in D.events("vless.session", since=mark)):
+        check(time.monotonic() < deadline, [e.get("flow") for e in D.events("vless.session", since=mark)])
+        time.sleep(0.05)
 
 
 @suite.test
 def xray_as_a_vless_server():
-    vless_server_carries_each_transport("xray", cores.xray_server, cores.TRANSPORTS, mux=True)
+    vless_server_carries_each_transport("xray", cores.xray_server, cores.SERVER_TRANSPORTS, mux=True)
 
 
 @suite.test
 def sing_box_as_a_vless_server():
-    vless_server_carries_each_transport("sing-box", cores.singbox_server, cores.TRANSPORTS, mux=False)
+    vless_server_carries_each_transport("sing-box", cores.singbox_server, cores.SERVER_TRANSPORTS, mux=False)
 
 
 @suite.test
