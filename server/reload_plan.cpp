@@ -123,8 +123,9 @@ std::string policy_text(const tcp_policy& p) {
 std::vector<planned_listener> listeners_of(const config& c) {
   std::vector<planned_listener> out;
   out.reserve(c.vless.size() + c.target.size());
-  for (const auto& v : c.vless) out.push_back({listener_kind::vless, v.name, v.listen, v.tcp, v.upstream_tcp});
-  for (const auto& t : c.target) out.push_back({t.kind(), t.name, t.listen, t.tcp, t.tcp});
+  for (const auto& v : c.vless)
+    out.push_back({listener_kind::vless, v.name, v.listen, v.tcp, v.upstream_tcp, v.transport});
+  for (const auto& t : c.target) out.push_back({t.kind(), t.name, t.listen, t.tcp, t.tcp, {}});
   return out;
 }
 
@@ -156,10 +157,15 @@ reload_plan plan_reload(const config& current, const config& next) {
     if (!matched[i]) plan.close.push_back(running[i]);
 
   for (const auto& [from, to] : plan.keep) {
-    if (from.tcp != to.tcp || from.upstream_tcp != to.upstream_tcp || from.name != to.name)
+    // A transport change applies to connections accepted after the reload (vless_server.cpp,
+    // transport_of); the line says so after the policies, which it leaves as they were.
+    const bool transport = from.transport != to.transport;
+    if (from.tcp != to.tcp || from.upstream_tcp != to.upstream_tcp || from.name != to.name || transport)
       plan.changes.push_back(fmt::format(
-          "{} \"{}\" on {}: {} -> {}{}", to_string(from.kind), to.name, format_endpoint(from.listen), policy_text(from.tcp),
-          policy_text(to.tcp), from.kind == listener_kind::vless ? " (upstream " + policy_text(to.upstream_tcp) + ")" : ""));
+          "{} \"{}\" on {}: {} -> {}{}{}", to_string(from.kind), to.name, format_endpoint(from.listen),
+          policy_text(from.tcp), policy_text(to.tcp),
+          from.kind == listener_kind::vless ? " (upstream " + policy_text(to.upstream_tcp) + ")" : "",
+          transport ? "; transport " + describe(from.transport) + " -> " + describe(to.transport) : ""));
   }
   for (const auto& [from, to] : plan.take_over)
     plan.changes.push_back(fmt::format("{} \"{}\" on {} is now {} \"{}\" ({})", to_string(from.kind), from.name,

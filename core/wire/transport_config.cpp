@@ -45,6 +45,21 @@ std::string_view to_string(transport_kind k) {
   return "tls";
 }
 
+std::string describe(const transport_config& t) {
+  std::string out(to_string(t.kind));
+  if (t.kind == transport_kind::ws || t.kind == transport_kind::httpupgrade) {
+    out += " path=" + t.path;
+    if (!t.host.empty()) out += " host=" + t.host;
+  }
+  if (t.kind == transport_kind::ws && t.max_early_data > 0) {
+    out += " early_data=" + std::to_string(t.max_early_data);
+    if (!t.early_data_header.empty()) out += " early_data_header=" + t.early_data_header;
+  }
+  if (t.kind == transport_kind::grpc) out += " service=" + t.service_name;
+  if (t.kind != transport_kind::tls && !t.tls) out += " plain";
+  return out;
+}
+
 std::vector<std::pair<std::string, std::string>> validate_transport(const transport_keys& keys,
                                                                     transport_config& out) {
   std::vector<std::pair<std::string, std::string>> errors;

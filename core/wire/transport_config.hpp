@@ -38,6 +38,11 @@ struct transport_config {
   bool operator==(const transport_config&) const = default;
 };
 
+// A transport as the reload line names it: "tls", "ws path=/ws host=h early_data=2048
+// early_data_header=X plain", "httpupgrade path=/hu", "grpc service=vlessbench" (only what is set;
+// "plain" when tls = false).
+std::string describe(const transport_config& t);
+
 // The keys as found (absent: nullopt).
 struct transport_keys {
   std::optional<std::string> transport;

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import csv
+import subprocess
 import json
 import os
 import re
@@ -373,6 +374,35 @@ def slow_upgrade_is_cut_at_the_handshake_deadline():
     check(1.0 < waited < 8.0, f"closed after {waited:.2f} s (handshake_timeout_ms = 1500)")
     e = reject_after(mark, "handshake_timeout")
     check(e["listener"] == "wsplain", e)
+
+
+@suite.test
+def a_reload_that_changes_only_the_transport_says_so_and_serves_it():
+    # The listener keeps its socket; connections accepted after the reload get the new transport,
+    # and the reload's line names both (server/reload_plan.cpp).
+    port = h.free_port()
+    cfg = {"users": [{"name": "tester", "uuid": D.uuid}],
+           "vless": [{"name": "x", "listen": f"{LOOPBACK}:{port}"}],
+           "target": [{"name": "http", "listen": f"{LOOPBACK}:{h.free_port()}"}]}
+    d = h.Daemon(cfg)
+    try:
+        def one(query: str) -> subprocess.CompletedProcess:
+            spec = f"vless://{D.uuid}@{LOOPBACK}:{port}?encryption=none&security=tls&sni=localhost&allowInsecure=1&{query}#x"
+            return subprocess.run([str(RUNNER), "run", "--target", f"http://{LOOPBACK}:{d.target_port}/", "--new", "2",
+                                   "--reuse", "1", "--warmup", "0", "--out", str(h.tempdir("vlessbench-ws-reload-")),
+                                   "--path", f"x={spec}"], capture_output=True, text=True, timeout=60)
+        r = one("type=tcp")
+        check(r.returncode == 0, r.stdout + r.stderr)
+        cfg["vless"][0].update({"transport": "ws", "path": "/w"})
+        ev = d.reload(cfg)
+        check(ev.get("ok"), ev)
+        d.wait_stderr('vless "x" on', "; transport tls -> ws path=/w")  # the "reload ok" line
+        r = one("type=ws&path=%2Fw")
+        check(r.returncode == 0, r.stdout + r.stderr)
+        r = one("type=tcp")
+        check(r.returncode != 0, "raw TLS still served after the reload to ws")
+    finally:
+        d.stop()
 
 
 suite.run()

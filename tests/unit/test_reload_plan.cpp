@@ -130,6 +130,54 @@ tcp = { quickack = "on" }
                      });
 }
 
+TEST_CASE("a kept listener whose transport alone changes is listed with both transports", "[reload_plan]") {
+  const reload_plan p = plan_reload(parse(base), parse(R"(
+[[vless]]
+name = "a"
+listen = "127.0.0.1:8443"
+transport = "ws"
+path = "/ws"
+max_early_data = 2048
+
+[[vless]]
+name = "b"
+listen = "127.0.0.1:8444"
+tcp = { quickack = "on" }
+
+[[target]]
+name = "http"
+listen = "127.0.0.1:8080"
+)"));
+  REQUIRE(p.keep.size() == 3);
+  CHECK(p.keep[0].to.transport.kind == transport_kind::ws);
+  CHECK(p.open.empty());
+  CHECK(p.close.empty());
+  CHECK(p.changes == std::vector<std::string>{
+                         "vless \"a\" on 127.0.0.1:8443: nodelay=true quickack=kernel -> nodelay=true "
+                         "quickack=kernel (upstream nodelay=true quickack=kernel); transport tls -> ws path=/ws "
+                         "early_data=2048",
+                     });
+}
+
+TEST_CASE("describe names a transport with what is set", "[reload_plan]") {
+  transport_config t;
+  CHECK(describe(t) == "tls");
+  t.kind = transport_kind::httpupgrade;
+  t.path = "/hu";
+  t.host = "cdn.example";
+  t.tls = false;
+  CHECK(describe(t) == "httpupgrade path=/hu host=cdn.example plain");
+  t = {};
+  t.kind = transport_kind::grpc;
+  t.service_name = "svc";
+  CHECK(describe(t) == "grpc service=svc");
+  t = {};
+  t.kind = transport_kind::ws;
+  t.max_early_data = 2048;
+  t.early_data_header = "Sec-WebSocket-Protocol";
+  CHECK(describe(t) == "ws path=/ early_data=2048 early_data_header=Sec-WebSocket-Protocol");
+}
+
 TEST_CASE("a listener that changes its address is closed and opened", "[reload_plan]") {
   const reload_plan p = plan_reload(parse(base), parse(R"(
 [[vless]]
