@@ -349,8 +349,18 @@ def injected_html_is_shown_as_text():
                                   body=body))
         r = plain_stream(sock).read_response()
     check(r.status == 200, r)
-    s = state()
-    check(any(x["sni"] == SNI_SCRIPT for x in s["sessions"]) and any(x["sni"] == SNI_IMG for x in s["sessions"]))
+    # The two sessions reach the state when the daemon has closed them, which can come after our
+    # side closed (1 run in 10 under TSan read the state first): wait for them, bounded.
+    deadline = time.monotonic() + 10
+    while True:
+        s = state()
+        seen = ({x["sni"] for x in s["sessions"]} >= {SNI_SCRIPT, SNI_IMG} and
+                any(p["user_agent"] == UA for p in s["probes"]))
+        if seen or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    check(any(x["sni"] == SNI_SCRIPT for x in s["sessions"]) and any(x["sni"] == SNI_IMG for x in s["sessions"]),
+          [x["sni"] for x in s["sessions"]][:5])
     check(any(p["user_agent"] == UA for p in s["probes"]), s["probes"])
     check(all(x["ja4"].startswith("t13") for x in s["sessions"]), s["sessions"])  # the ja4 column
     r = admin_get(f"/?token={TOKEN}")
