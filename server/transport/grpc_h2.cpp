@@ -43,7 +43,10 @@ struct h2_server::callbacks {
     if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
       s.on_request(frame->hd.stream_id, end_stream);
     } else if ((frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) && end_stream) {
-      if (auto st = s.find(frame->hd.stream_id)) st->peer_ended = true;
+      if (auto st = s.find(frame->hd.stream_id)) {
+        st->peer_ended = true;
+        s.touched_.push_back(st->id);
+      }
     }
     return 0;
   }
@@ -58,6 +61,11 @@ struct h2_server::callbacks {
       return 0;
     }
     st->raw_unconsumed += len;
+    s.touched_.push_back(id);
+    if (s.kind_ == h2_streams::connect) {
+      st->in.append(reinterpret_cast<const char*>(data), len);
+      return 0;
+    }
     const std::size_t before = st->in.size();
     const auto step = st->decoder.decode(std::string_view(reinterpret_cast<const char*>(data), len), st->in);
     if (!step.reason.empty()) st->failure = step.reason;
@@ -77,6 +85,8 @@ struct h2_server::callbacks {
     if (auto it = s.streams_.find(id); it != s.streams_.end()) {
       it->second->closed = true;
       it->second->reset_code = code;
+      s.buffered_out_ -= it->second->out.size();
+      s.touched_.push_back(id);
       // What the session has not taken yet no longer counts against the
       // connection's window.
       nghttp2_session_consume_connection(s.session_, std::exchange(it->second->raw_unconsumed, 0));
@@ -115,9 +125,14 @@ struct h2_server::callbacks {
       std::copy_n(st->out.data(), n, buf);
       st->out.erase(0, n);
       st->sent += n;
+      self(user).buffered_out_ -= n;
       return static_cast<ssize_t>(n);
     }
     if (!st->ending) return NGHTTP2_ERR_DEFERRED;
+    if (self(user).kind_ == h2_streams::connect) {
+      *flags |= NGHTTP2_DATA_FLAG_EOF;  // END_STREAM on this DATA frame
+      return 0;
+    }
     *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
     const std::string status = std::to_string(st->grpc_status);
     std::vector<nghttp2_nv> trailers{nv("grpc-status", status)};
@@ -128,9 +143,10 @@ struct h2_server::callbacks {
   }
 };
 
-h2_server::h2_server(std::string service_name, const h2_limits& limits)
+h2_server::h2_server(std::string service_name, const h2_limits& limits, h2_streams kind)
     : service_name_(std::move(service_name)),
       limits_(limits),
+      kind_(kind),
       reset_tokens_(limits.reset_burst),
       reset_refilled_(std::chrono::steady_clock::now()) {
   nghttp2_session_callbacks* cbs = nullptr;
@@ -198,6 +214,7 @@ void h2_server::on_request(std::int32_t id, bool end_stream) {
   if (it == heads_.end()) return;
   const request_head head = std::move(it->second);
   heads_.erase(it);
+  if (kind_ == h2_streams::connect) return on_connect(id, head.method, end_stream);
   const std::string base = "/" + service_name_ + "/";
   const std::string_view ct = head.content_type;
   // application/grpc, or application/grpc+proto etc. (PROTOCOL-HTTP2.md
@@ -280,11 +297,39 @@ void h2_server::consume(h2_stream& s, std::size_t n) {
   if (k > 0) nghttp2_session_consume(session_, s.id, k);
 }
 
+void h2_server::on_connect(std::int32_t id, const std::string& method, bool end_stream) {
+  if (method != "CONNECT") {
+    const nghttp2_nv fields[] = {nv(":status", "405")};
+    nghttp2_submit_response(session_, id, fields, std::size(fields), nullptr);
+    rejected_.push_back({id, "wrong_method", method});
+    return;
+  }
+  auto st = std::make_shared<h2_stream>();
+  st->id = id;
+  st->peer_ended = end_stream;
+  const nghttp2_nv fields[] = {nv(":status", "200")};
+  nghttp2_data_provider provider{};
+  provider.read_callback = callbacks::read_data;
+  nghttp2_submit_response(session_, id, fields, std::size(fields), &provider);
+  streams_[id] = st;
+  opened_.push_back(std::move(st));
+}
+
+void h2_server::credit(h2_stream& s, std::size_t n) {
+  const std::size_t k = std::min(n, s.raw_unconsumed);
+  s.raw_unconsumed -= k;
+  if (k > 0 && !s.closed) nghttp2_session_consume(session_, s.id, k);
+}
+
 void h2_server::send(h2_stream& s, const char* data, std::size_t n) {
   if (s.closed || s.ending) return;
-  char head[gun::max_header_bytes];
-  s.out.append(head, gun::encode_hunk_header(head, n));
+  const std::size_t before = s.out.size();
+  if (kind_ == h2_streams::grpc) {
+    char head[gun::max_header_bytes];
+    s.out.append(head, gun::encode_hunk_header(head, n));
+  }
   s.out.append(data, n);
+  buffered_out_ += s.out.size() - before;
   nghttp2_session_resume_data(session_, s.id);
 }
 
