@@ -54,10 +54,6 @@ void sing_mux_h2::finish(std::uint32_t stream) {
   if (auto* s = find(stream)) h2_.finish(*s, 0, "");
 }
 
-void sing_mux_h2::reset(std::uint32_t stream) {
-  if (auto* s = find(stream)) h2_.reset(*s);
-}
-
 void sing_mux_h2::consumed(std::uint32_t stream, std::size_t n) {
   if (auto* s = find(stream)) h2_.credit(*s, n);
 }

@@ -25,7 +25,6 @@ class sing_mux_h2 final : public sing_mux::h2_framing {
   std::string_view feed(std::string_view in, std::vector<event>& events) override;
   void send(std::uint32_t stream, std::string_view data) override;
   void finish(std::uint32_t stream) override;
-  void reset(std::uint32_t stream) override;
   void consumed(std::uint32_t stream, std::size_t n) override;
   std::size_t held() const override { return h2_.buffered_out(); }
   std::string_view drain(std::string& to_client) override;

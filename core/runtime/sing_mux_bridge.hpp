@@ -73,7 +73,6 @@ class h2_framing {
   virtual std::string_view feed(std::string_view in, std::vector<event>& events) = 0;
   virtual void send(std::uint32_t stream, std::string_view data) = 0;
   virtual void finish(std::uint32_t stream) = 0;  // END_STREAM after what was sent
-  virtual void reset(std::uint32_t stream) = 0;
   virtual void consumed(std::uint32_t stream, std::size_t n) = 0;  // n of its DATA bytes read: window back
   virtual std::size_t held() const = 0;                           // bytes waiting for the client's windows
   // Frames to write, appended. Non-empty: the connection is over (a GOAWAY for a violation went out), why.
