@@ -16,9 +16,12 @@
 
 using namespace vlessbench;
 
+namespace {
+constexpr std::uint32_t max_streams = 3;
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
-  constexpr std::size_t max_streams = 3;
   sing_mux::bridge b(max_streams, 1, [] { return std::make_unique<vless_server::sing_mux_h2>(max_streams); });
   std::string client;
   std::string in("\x00\x02PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 26);
