@@ -320,6 +320,31 @@ def mihomo_h2mux():
 
 
 @suite.test
+def h2mux_streams_closed_by_reset_keep_their_session():
+    """Go's HTTP/2 client closes every h2mux stream with RST_STREAM CANCEL: 300 tunnels opened and closed one
+    after the other through each core (past the rapid-reset burst of 200, faster than its 50 a second) are
+    300 subs of one session that ends as the client closes it, not with ENHANCE_YOUR_CALM (the daemon
+    counted such closes as rapid resets before)."""
+    for core in ("sing-box", "mihomo"):
+        peers.require(core)
+        mark = D.mark()
+        with Core(core, "tls", "h2mux") as c:
+            ready_through(c.entry)
+            t0 = time.monotonic()
+            routes = []
+            for _ in range(300):
+                with connect_tunnel(c.entry) as t:
+                    t.sendall(h.http_request("GET", "/generate_204"))
+                    routes.append(sub_route(route_of(read_answer(t)), "GET"))
+            rate = 300 / (time.monotonic() - t0)
+        check(len({s for s, _ in routes}) == 1, f"{core}: answers from sessions {sorted({s for s, _ in routes})}")
+        e = D.wait_event("vless.session", since=mark, timeout=15, session=routes[0][0])
+        check(e.get("mux_error") is None and e["subs"] >= 301, e)
+        print(f"FIGURE {core}_h2mux_streams_per_s = {rate:.0f} (300 streams, 1 session, close {e['close_reason']})",
+              flush=True)
+
+
+@suite.test
 def sing_box_h2mux_padding():
     run_core("sing-box", "h2mux", padding=True, bulk=False)
 

@@ -198,3 +198,31 @@ TEST_CASE("h2mux: without an HTTP/2 driver the bridge refuses h2mux by name", "[
   std::string relay, client;
   CHECK(b.up(bytes({0x00, 0x02}) + preface, relay, client) == "h2mux_unsupported");
 }
+
+TEST_CASE("h2mux: streams closed by RST_STREAM after an answer keep the connection, resets before one end it", "[sing_mux_h2]") {
+  // Go's HTTP/2 client closes every stream with RST_STREAM CANCEL; the rapid reset resets before any answer.
+  // 300 of each: past the burst of 200 (grpc::h2_limits reset_burst).
+  const auto run = [](bool answered) {
+    auto b = h2_bridge(4);
+    std::string relay, client;
+    REQUIRE(b.up(opening, relay, client).empty());
+    for (std::uint32_t sid = 1; sid < 600; sid += 2) {
+      relay.clear();
+      const std::string_view e = b.up(h2(1, 4, sid, connect_fields) + h2(0, 0, sid, tcp_request), relay, client);
+      if (!e.empty()) return std::string(e);
+      if (answered) {
+        const auto id = frames(relay).at(0).id;
+        REQUIRE(b.down(relay_frame(id, mux::status::keep, "ok"), client).empty());
+      }
+      relay.clear();
+      const std::string_view r = b.up(h2(3, 0, sid, bytes({0, 0, 0, 8})), relay, client);
+      if (!r.empty()) return std::string(r);
+      std::string back;
+      for (const auto& f : frames(relay)) back += relay_frame(f.id, mux::status::end);
+      REQUIRE(b.down(back, client).empty());
+    }
+    return std::string();
+  };
+  CHECK(run(true).empty());
+  CHECK(run(false) == "h2_goaway_sent: ENHANCE_YOUR_CALM");
+}
