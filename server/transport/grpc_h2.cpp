@@ -51,7 +51,7 @@ struct h2_server::callbacks {
     } else if ((frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) && end_stream) {
       if (auto st = s.find(frame->hd.stream_id)) {
         st->peer_ended = true;
-        s.touched_.push_back(st->id);
+        s.touch(st->id);
       }
     }
     return 0;
@@ -67,7 +67,7 @@ struct h2_server::callbacks {
       return 0;
     }
     st->raw_unconsumed += len;
-    s.touched_.push_back(id);
+    s.touch(id);
     if (s.kind_ == h2_streams::connect) {
       st->in.append(reinterpret_cast<const char*>(data), len);
       return 0;
@@ -92,7 +92,7 @@ struct h2_server::callbacks {
       it->second->closed = true;
       it->second->reset_code = code;
       s.buffered_out_ -= it->second->out.size();
-      s.touched_.push_back(id);
+      s.touch(id);
       // What the session has not taken yet no longer counts against the
       // connection's window.
       nghttp2_session_consume_connection(s.session_, std::exchange(it->second->raw_unconsumed, 0));

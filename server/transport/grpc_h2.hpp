@@ -120,7 +120,7 @@ class h2_server {
   // itself (connect streams, whose `in` is raw).
   void credit(h2_stream& s, std::size_t n);
   // Streams whose state changed (data, end, close) since the last call; an id
-  // may repeat.
+  // may repeat. CONNECT mode only (empty for gRPC).
   std::vector<std::int32_t> take_touched() { return std::exchange(touched_, {}); }
   // Bytes in the streams' `out` not yet handed to DATA frames (waiting for the
   // client's windows).
@@ -144,6 +144,10 @@ class h2_server {
   void on_request(std::int32_t id, bool end_stream);
   void on_connect(std::int32_t id, const std::string& method, bool end_stream);
   void note_failure(std::string why);
+  // Only CONNECT mode's reader takes them (grpc_connection looks at its streams itself): gRPC keeps none.
+  void touch(std::int32_t id) {
+    if (kind_ == h2_streams::connect) touched_.push_back(id);
+  }
   void on_client_reset();
 
   nghttp2_session* session_ = nullptr;
