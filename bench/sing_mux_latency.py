@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Added latency of sing-mux (issue 29 item 5): new and reused requests through sing-box's and mihomo's local
 HTTP CONNECT entries to the daemon's VLESS+TLS listener, plain and with each sing-mux protocol the daemon serves
-(smux, yamux), all paths interleaved at random in one `vlessbench run` with a direct baseline.
+(smux, yamux, h2mux), all paths interleaved at random in one `vlessbench run` with a direct baseline.
 
 Starts on loopback (tests/integration/harness.py and peers.py: ports, cleanup, the cores' own config checks):
-one vlessbenchd (a VLESS+TLS listener and the HTTP target), and per core three clients of it: multiplex off,
-smux, yamux (one mux connection each, `max_connections` 1). A `new` sample through a multiplexing client is a
+one vlessbenchd (a VLESS+TLS listener and the HTTP target), and per core four clients of it: multiplex off,
+smux, yamux, h2mux (one mux connection each, `max_connections` 1). A `new` sample through a multiplexing client is a
 new stream on the client's open mux connection (the client's TCP+TLS+VLESS header were paid before the clock,
 as docs/methodology.md "Mux: what new means" says for Mux.Cool); through a plain client it is a new VLESS+TLS
 connection. Prints the runner's table; the run's files go to --out.
@@ -41,7 +41,7 @@ def main() -> int:
     paths = ["--path", "direct=direct"]
     cores = []
     for core in args.cores.split(","):
-        for proto in ("plain", "smux", "yamux"):
+        for proto in ("plain", "smux", "yamux", "h2mux"):
             if proto == "plain":
                 c = t.Core.__new__(t.Core)
                 c.entry, c.socks = peers.inbound_port(), peers.inbound_port()

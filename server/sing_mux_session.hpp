@@ -1,7 +1,7 @@
 #pragma once
 // sing-mux (sing-box's and mihomo's multiplex; a VLESS TCP request to sp.mux.sing-box.arpa) inside a session
 // (server/vless_session.hpp; docs/sessions.md "sing-mux"): the pure translator core/runtime/sing_mux_bridge.hpp
-// turns the client's smux/yamux streams into the Mux.Cool frames the relay of server/mux_session.hpp serves,
+// turns the client's smux/yamux/h2mux streams (h2mux's HTTP/2 on server/sing_mux_h2.hpp) into the Mux.Cool frames the relay of server/mux_session.hpp serves,
 // and that relay's frames back. So every stream is a sub of the session as a Mux.Cool sub is, through the same
 // dialer, destination policy, per-sub bounds, client budget, vless.sub line and `sub=N` route; only the wire
 // differs. This file moves bytes: the relay reads and writes a stream of Mux.Cool bytes (relay_stream) whose
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/runtime/sing_mux_bridge.hpp"
+#include "server/sing_mux_h2.hpp"
 #include "server/mux_session.hpp"
 
 namespace vlessbench::vless_server::detail {
@@ -87,7 +88,10 @@ class sing_mux_relay {
   sing_mux_relay(Session& s, std::size_t pending)
       : s_(s),
         ex_(s.client.get_executor()),
-        bridge_(s.cfg->limits.max_mux_subs, static_cast<std::uint32_t>(s.info->session_id)),
+        bridge_(s.cfg->limits.max_mux_subs, static_cast<std::uint32_t>(s.info->session_id),
+                [max = s.cfg->limits.max_mux_subs] {
+                  return std::make_unique<sing_mux_h2>(static_cast<std::uint32_t>(max));
+                }),
         view_{s,        s.rt,     s.listener, s.cfg,       s.listener_name, s.info, s.budget, s.reason, s.bytes_up,
               s.bytes_down, s.down_writing, relay_stream(*this)},
         relay_(view_, 0),
@@ -279,7 +283,8 @@ class sing_mux_relay {
   void log_refusals() {
     for (const auto& r : bridge_.take_refusals()) {
       // The event holds views: the detail text must outlive it (a temporary here was read freed).
-      const std::string detail = fmt::format("sing-mux {} stream {}", protocol(), r.stream);
+      std::string detail = fmt::format("sing-mux {} stream {}", protocol(), r.stream);
+      if (!r.note.empty()) detail += fmt::format(": {:.64}", r.note);
       const vless_sub_event e{.session = s_.info->session_id,
                               .listener = s_.listener_name,
                               .user = s_.info->user,

@@ -16,7 +16,8 @@ constexpr std::size_t logged_refusals = 16;
 
 }  // namespace
 
-bridge::bridge(std::size_t max_streams, std::uint32_t seed) : max_streams_(max_streams), rng_(seed) {}
+bridge::bridge(std::size_t max_streams, std::uint32_t seed, std::function<std::unique_ptr<h2_framing>()> h2)
+    : max_streams_(max_streams), rng_(seed), make_h2_(std::move(h2)) {}
 
 std::string_view bridge::up(std::string_view in, std::string& to_relay, std::string& to_client) {
   if (!error_.empty()) return error_;
@@ -29,7 +30,10 @@ std::string_view bridge::up(std::string_view in, std::string& to_relay, std::str
     if (p.invalid()) return error_ = p.reason;
     if (!p.complete()) return {};
     req_ = p.value;
-    if (req_->proto == protocol::h2mux) return error_ = "h2mux_unsupported";
+    if (req_->proto == protocol::h2mux) {
+      if (make_h2_) h2_ = make_h2_();
+      if (!h2_) return error_ = "h2mux_unsupported";
+    }
     std::string rest = in_.substr(p.consumed);
     in_.clear();
     if (req_->padding)
@@ -42,6 +46,14 @@ std::string_view bridge::up(std::string_view in, std::string& to_relay, std::str
 
 std::string_view bridge::frames_up(std::string& to_relay, std::string& to_client) {
   up_base_ = to_relay.size();
+  if (is_h2()) {
+    if (const std::string_view e = h2_frames(to_relay, to_client); !e.empty() && error_.empty()) {
+      error_text_ = e;
+      error_ = error_text_;
+    }
+    produced_ += to_relay.size() - up_base_;
+    return error_;
+  }
   std::size_t at = 0;
   while (error_.empty() && at < in_.size()) {
     const std::size_t before = at;
@@ -124,6 +136,38 @@ std::string_view bridge::yamux_frame(std::string& to_relay, std::string& to_clie
   return {};
 }
 
+std::string_view bridge::h2_frames(std::string& to_relay, std::string& to_client) {
+  h2_events_.clear();
+  std::string_view e = h2_->feed(in_, h2_events_);
+  in_.clear();
+  for (auto& ev : h2_events_) {
+    const auto it = streams_.find(ev.stream);
+    stream* s = it == streams_.end() ? nullptr : &it->second;
+    switch (ev.kind) {
+      case h2_framing::event::kind_t::opened:
+        if (s == nullptr) open(ev.stream, to_client);  // nghttp2 opens a stream id once
+        break;
+      case h2_framing::event::kind_t::data:
+        if (s == nullptr || s->reset || s->relay_end || s->client_fin)
+          h2_->consumed(ev.stream, ev.data.size());  // nothing reads it: its window comes back now
+        else
+          data_up(*s, ev.data, to_relay, to_client);
+        break;
+      case h2_framing::event::kind_t::ended:
+      case h2_framing::event::kind_t::reset:
+        if (s != nullptr) fin_up(*s, ev.kind == h2_framing::event::kind_t::reset, to_relay, to_client);
+        break;
+    }
+  }
+  for (auto& r : h2_->take_rejected()) {
+    ++refused_;
+    if (refusals_.size() < logged_refusals && refused_ <= logged_refusals)
+      refusals_.push_back({r.stream, r.reason, {}, std::move(r.detail)});
+  }
+  if (const std::string_view over = h2_->drain(to_client); e.empty()) e = over;
+  return e;
+}
+
 bridge::stream* bridge::open(std::uint32_t sid, std::string& to_client) {
   stream& s = streams_[sid];
   s.sid = sid;
@@ -133,7 +177,7 @@ bridge::stream* bridge::open(std::uint32_t sid, std::string& to_client) {
   if (!is_yamux()) s.recv_window = smux::initial_window;
   ++live_;
   if (is_yamux()) yamux::encode_frame(to_client, yamux::type::window_update, yamux::flag_ack, sid, 0);
-  if (live_ > max_streams_) {
+  if (live_ > max_streams_) {  // h2mux: nghttp2 refuses past SETTINGS_MAX_CONCURRENT_STREAMS first
     std::string none;
     refuse(s, "too_many_streams", none, to_client);
     return nullptr;
@@ -152,8 +196,12 @@ void bridge::relay_consumed(std::size_t n, std::string& to_client) {
   while (!credits_.empty() && credits_.front().relay_end <= consumed_) {
     const auto c = credits_.front();
     credits_.pop_front();
-    if (const auto it = streams_.find(c.sid); it != streams_.end()) credit(it->second, c.bytes, to_client);
+    if (const auto it = streams_.find(c.sid); it != streams_.end())
+      credit(it->second, c.bytes, to_client);
+    else if (h2_)
+      h2_->consumed(c.sid, c.bytes);  // forgotten here, its window still counts at the connection
   }
+  if (h2_) h2_->drain(to_client);
 }
 
 void bridge::data_into(stream& s, std::string_view data, std::string& to_relay, std::string& to_client) {
@@ -326,11 +374,13 @@ std::string_view bridge::down(std::string_view in, std::string& to_client) {
     }
   }
   down_in_.erase(0, at);
+  if (h2_) h2_->drain(to_client);
   return error_;
 }
 
 void bridge::send_data(stream& s, std::string_view data, std::string& to_client) {
   if (s.closed_out) return;
+  if (is_h2()) return h2_->send(s.sid, data);  // the HTTP/2 windows hold what they must
   if (!s.held.empty() || s.fin_held) {
     s.held.append(data);
     held_ += data.size();
@@ -367,7 +417,9 @@ void bridge::send_close(stream& s, std::string& to_client) {
     return;
   }
   s.closed_out = true;
-  if (is_yamux())
+  if (is_h2())
+    h2_->finish(s.sid);
+  else if (is_yamux())
     yamux::encode_frame(to_client, yamux::type::window_update, yamux::flag_fin, s.sid, 0);
   else
     smux::encode_frame(to_client, smux_version_ == 0 ? 1 : smux_version_, smux::cmd::fin, s.sid);
@@ -385,6 +437,7 @@ void bridge::flush(stream& s, std::string& to_client) {
 }
 
 void bridge::credit(stream& s, std::size_t n, std::string& to_client) {
+  if (is_h2()) return h2_->consumed(s.sid, n);
   s.recv_unacked += n;
   s.consumed += n;
   if (is_yamux() && s.recv_unacked >= yamux::initial_window / 2) {

@@ -8,7 +8,10 @@
 // server/sing_mux_session.hpp moves the bytes and tests/unit/test_sing_mux.cpp pins the rules.
 //
 // What the translation owns (docs/sessions.md "sing-mux"):
-// - the session request (version, protocol, padding); h2mux is refused by name (not served yet);
+// - the session request (version, protocol, padding);
+// - h2mux: the HTTP/2 layer is an h2_framing the server gives (its nghttp2 driver, the gRPC transport's,
+//   server/sing_mux_h2.hpp); each CONNECT stream is a stream here as an smux or yamux one is, its window
+//   given back as the relay reads (relay_consumed), data past the client's window held by that driver;
 // - stream ids: each stream gets a free 16-bit Mux.Cool id of its own while the relay has it;
 // - the stream request: TCP or UDP, a destination, for UDP per-packet destinations (the New then
 //   names the first packet's, later packets ride Keep frames with theirs);
@@ -28,6 +31,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -45,12 +50,42 @@ struct stream_refusal {
   std::uint32_t stream = 0;  // the client's stream id
   std::string_view reason;
   std::string dest;  // when the request was read
+  std::string note;  // what came instead of a stream (h2mux: the method of a request not CONNECT)
+};
+
+// h2mux's HTTP/2 server, over bytes (no sockets): what the bridge needs of it.
+class h2_framing {
+ public:
+  struct event {
+    enum class kind_t : std::uint8_t { opened, data, ended, reset };
+    kind_t kind = kind_t::opened;
+    std::uint32_t stream = 0;
+    std::string data;  // data only
+  };
+  struct rejection {
+    std::uint32_t stream = 0;
+    std::string_view reason;  // static text
+    std::string detail;
+  };
+  virtual ~h2_framing() = default;
+  // The client's bytes; events appended in their order (per stream: open, data, end or reset).
+  // Empty: go on; else why the connection ends (e.g. h2_bad_preface, h2_flood, h2_goaway_sent: ...).
+  virtual std::string_view feed(std::string_view in, std::vector<event>& events) = 0;
+  virtual void send(std::uint32_t stream, std::string_view data) = 0;
+  virtual void finish(std::uint32_t stream) = 0;  // END_STREAM after what was sent
+  virtual void consumed(std::uint32_t stream, std::size_t n) = 0;  // n of its DATA bytes read: window back
+  virtual std::size_t held() const = 0;                           // bytes waiting for the client's windows
+  // Frames to write, appended. Non-empty: the connection is over (a GOAWAY for a violation went out), why.
+  virtual std::string_view drain(std::string& to_client) = 0;
+  virtual std::vector<rejection> take_rejected() = 0;             // streams answered with an HTTP error
 };
 
 class bridge {
  public:
   // max_streams: live streams at once (the relay's max_mux_subs; past it a stream is refused).
-  explicit bridge(std::size_t max_streams, std::uint32_t seed = 1);
+  // h2: h2mux's HTTP/2 layer, made when a session asks for h2mux; none: h2mux is refused (h2mux_unsupported).
+  explicit bridge(std::size_t max_streams, std::uint32_t seed = 1,
+                  std::function<std::unique_ptr<h2_framing>()> h2 = {});
 
   // The client's bytes (the VLESS payload from its first byte) in; Mux.Cool frames for the relay are
   // appended to to_relay, answers for the client (ACKs, pongs, window updates, refusals, data a new
@@ -63,12 +98,12 @@ class bridge {
   void relay_consumed(std::size_t n, std::string& to_client);
   // Whether the client's sending is bounded by windows this bridge grants (yamux, smux version 2): then
   // the client may be read without waiting for the relay.
-  bool windowed() const { return is_yamux() || smux_version_ == 2; }
+  bool windowed() const { return is_yamux() || is_h2() || smux_version_ == 2; }
   // Bytes about to be written to the client, with the padding of the first records when asked for.
   std::string seal(std::string bytes);
 
   const std::optional<request>& header() const { return req_; }
-  std::size_t held() const { return held_; }  // data waiting for a client's window
+  std::size_t held() const { return held_ + (h2_ ? h2_->held() : 0); }  // data waiting for a client's window
   std::size_t live() const { return live_; }
   std::uint64_t refused() const { return refused_; }
   // The refusals since the last call (at most the first 16 of the session; refused() counts all).
@@ -96,11 +131,13 @@ class bridge {
   std::string_view frames_up(std::string& to_relay, std::string& to_client);
   std::string_view smux_frame(std::string& to_relay, std::string& to_client, std::size_t& at);
   std::string_view yamux_frame(std::string& to_relay, std::string& to_client, std::size_t& at);
+  std::string_view h2_frames(std::string& to_relay, std::string& to_client);
   // A client's open; false: refused (answered already), or for yamux a duplicate (error_ set).
   stream* open(std::uint32_t sid, std::string& to_client);
   void data_up(stream& s, std::string_view data, std::string& to_relay, std::string& to_client);
   void data_into(stream& s, std::string_view data, std::string& to_relay, std::string& to_client);
   bool is_yamux() const { return req_ && req_->proto == protocol::yamux; }
+  bool is_h2() const { return h2_ != nullptr; }
   void fin_up(stream& s, bool rst, std::string& to_relay, std::string& to_client);
   void udp_up(stream& s, std::string& to_relay, std::string& to_client);
   void new_to_relay(stream& s, const mux::target& t, std::string_view data, std::string& to_relay);
@@ -116,6 +153,10 @@ class bridge {
 
   std::size_t max_streams_;
   std::minstd_rand rng_;
+  std::function<std::unique_ptr<h2_framing>()> make_h2_;
+  std::unique_ptr<h2_framing> h2_;
+  std::vector<h2_framing::event> h2_events_;
+  std::string error_text_;  // error_ when it comes from h2_
   std::string in_;  // client bytes not parsed yet (padding removed)
   std::optional<request> req_;
   unpadder unpad_;

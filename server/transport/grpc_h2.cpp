@@ -39,11 +39,20 @@ struct h2_server::callbacks {
   static int frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user) {
     auto& s = self(user);
     const bool end_stream = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
-    if (frame->hd.type == NGHTTP2_RST_STREAM) s.on_client_reset();
+    // Go's HTTP/2 client (sing-mux's h2mux) closes every stream with RST_STREAM CANCEL: a reset of a stream
+    // that has had DATA from us is such a close; the rapid reset (CVE-2023-44487) resets streams before
+    // any answer, so only those are counted.
+    if (frame->hd.type == NGHTTP2_RST_STREAM) {
+      const auto st = s.find(frame->hd.stream_id);
+      if (!st || st->sent == 0) s.on_client_reset();
+    }
     if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
       s.on_request(frame->hd.stream_id, end_stream);
     } else if ((frame->hd.type == NGHTTP2_DATA || frame->hd.type == NGHTTP2_HEADERS) && end_stream) {
-      if (auto st = s.find(frame->hd.stream_id)) st->peer_ended = true;
+      if (auto st = s.find(frame->hd.stream_id)) {
+        st->peer_ended = true;
+        s.touch(st->id);
+      }
     }
     return 0;
   }
@@ -58,6 +67,11 @@ struct h2_server::callbacks {
       return 0;
     }
     st->raw_unconsumed += len;
+    s.touch(id);
+    if (s.kind_ == h2_streams::connect) {
+      st->in.append(reinterpret_cast<const char*>(data), len);
+      return 0;
+    }
     const std::size_t before = st->in.size();
     const auto step = st->decoder.decode(std::string_view(reinterpret_cast<const char*>(data), len), st->in);
     if (!step.reason.empty()) st->failure = step.reason;
@@ -77,6 +91,8 @@ struct h2_server::callbacks {
     if (auto it = s.streams_.find(id); it != s.streams_.end()) {
       it->second->closed = true;
       it->second->reset_code = code;
+      s.buffered_out_ -= it->second->out.size();
+      s.touch(id);
       // What the session has not taken yet no longer counts against the
       // connection's window.
       nghttp2_session_consume_connection(s.session_, std::exchange(it->second->raw_unconsumed, 0));
@@ -115,9 +131,14 @@ struct h2_server::callbacks {
       std::copy_n(st->out.data(), n, buf);
       st->out.erase(0, n);
       st->sent += n;
+      self(user).buffered_out_ -= n;
       return static_cast<ssize_t>(n);
     }
     if (!st->ending) return NGHTTP2_ERR_DEFERRED;
+    if (self(user).kind_ == h2_streams::connect) {
+      *flags |= NGHTTP2_DATA_FLAG_EOF;  // END_STREAM on this DATA frame
+      return 0;
+    }
     *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
     const std::string status = std::to_string(st->grpc_status);
     std::vector<nghttp2_nv> trailers{nv("grpc-status", status)};
@@ -128,9 +149,10 @@ struct h2_server::callbacks {
   }
 };
 
-h2_server::h2_server(std::string service_name, const h2_limits& limits)
+h2_server::h2_server(std::string service_name, const h2_limits& limits, h2_streams kind)
     : service_name_(std::move(service_name)),
       limits_(limits),
+      kind_(kind),
       reset_tokens_(limits.reset_burst),
       reset_refilled_(std::chrono::steady_clock::now()) {
   nghttp2_session_callbacks* cbs = nullptr;
@@ -149,9 +171,10 @@ h2_server::h2_server(std::string service_name, const h2_limits& limits)
   // flood) is cut off.
   nghttp2_option_set_max_outbound_ack(opt, 128);
   nghttp2_option_set_max_settings(opt, 32);
-  // nghttp2's own reset limit answers INTERNAL_ERROR: only a backstop behind on_client_reset().
-  nghttp2_option_set_stream_reset_rate_limit(opt, 4 * std::uint64_t{limits_.reset_burst},
-                                             4 * std::uint64_t{limits_.reset_rate});
+  // nghttp2's own reset limit answers INTERNAL_ERROR: only a backstop behind on_client_reset(). It counts
+  // every reset, closes included: h2mux's Go clients close each stream with one, so there it sits higher.
+  const std::uint64_t backstop = kind_ == h2_streams::connect ? 20 : 4;
+  nghttp2_option_set_stream_reset_rate_limit(opt, backstop * limits_.reset_burst, backstop * limits_.reset_rate);
   nghttp2_option_set_max_continuations(opt, 8);
   nghttp2_option_set_max_send_header_block_length(opt, 16 * 1024);
   const int rv = nghttp2_session_server_new2(&session_, cbs, this, opt);
@@ -198,6 +221,7 @@ void h2_server::on_request(std::int32_t id, bool end_stream) {
   if (it == heads_.end()) return;
   const request_head head = std::move(it->second);
   heads_.erase(it);
+  if (kind_ == h2_streams::connect) return on_connect(id, head.method, end_stream);
   const std::string base = "/" + service_name_ + "/";
   const std::string_view ct = head.content_type;
   // application/grpc, or application/grpc+proto etc. (PROTOCOL-HTTP2.md
@@ -280,11 +304,39 @@ void h2_server::consume(h2_stream& s, std::size_t n) {
   if (k > 0) nghttp2_session_consume(session_, s.id, k);
 }
 
+void h2_server::on_connect(std::int32_t id, const std::string& method, bool end_stream) {
+  if (method != "CONNECT") {
+    const nghttp2_nv fields[] = {nv(":status", "405")};
+    nghttp2_submit_response(session_, id, fields, std::size(fields), nullptr);
+    rejected_.push_back({id, "wrong_method", method});
+    return;
+  }
+  auto st = std::make_shared<h2_stream>();
+  st->id = id;
+  st->peer_ended = end_stream;
+  const nghttp2_nv fields[] = {nv(":status", "200")};
+  nghttp2_data_provider provider{};
+  provider.read_callback = callbacks::read_data;
+  nghttp2_submit_response(session_, id, fields, std::size(fields), &provider);
+  streams_[id] = st;
+  opened_.push_back(std::move(st));
+}
+
+void h2_server::credit(h2_stream& s, std::size_t n) {
+  const std::size_t k = std::min(n, s.raw_unconsumed);
+  s.raw_unconsumed -= k;
+  if (k > 0 && !s.closed) nghttp2_session_consume(session_, s.id, k);
+}
+
 void h2_server::send(h2_stream& s, const char* data, std::size_t n) {
   if (s.closed || s.ending) return;
-  char head[gun::max_header_bytes];
-  s.out.append(head, gun::encode_hunk_header(head, n));
+  const std::size_t before = s.out.size();
+  if (kind_ == h2_streams::grpc) {
+    char head[gun::max_header_bytes];
+    s.out.append(head, gun::encode_hunk_header(head, n));
+  }
   s.out.append(data, n);
+  buffered_out_ += s.out.size() - before;
   nghttp2_session_resume_data(session_, s.id);
 }
 

@@ -23,6 +23,12 @@
 // connection through nghttp2's own limits, a RST_STREAM rate over reset_rate
 // through ours (GOAWAY ENHANCE_YOUR_CALM, where nghttp2's own says
 // INTERNAL_ERROR); failure() names why.
+//
+// The same driver serves sing-mux's h2mux (h2_streams::connect; docs/sessions.md
+// "sing-mux"): there a stream is a CONNECT request (any :authority), answered
+// :status 200, its DATA raw bytes both ways (no gun framing), its end an
+// END_STREAM after `out` (no trailers); any other method is answered 405 and
+// rejected as wrong_method.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -30,6 +36,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/wire/gun_codec.hpp"
@@ -51,13 +58,17 @@ struct h2_limits {
   std::uint32_t reset_rate = 50;
 };
 
+// What a request stream carries: a gRPC tunnel (gun framing, trailers) or an
+// h2mux CONNECT stream (raw bytes, END_STREAM).
+enum class h2_streams { grpc, connect };
+
 // One request stream's state, shared between the session above and the
 // connection's bridge.
 struct h2_stream {
   std::int32_t id = 0;
   gun::message_kind kind = gun::message_kind::hunk;
   gun::stream_decoder decoder{gun::message_kind::hunk};
-  std::string in;                  // decoded VLESS bytes for the session
+  std::string in;                  // decoded VLESS bytes for the session (connect: the raw DATA)
   std::size_t raw_unconsumed = 0;  // DATA bytes received and not yet given back to the window
   std::string out;                 // Hunk messages to send
   std::uint64_t sent = 0;          // bytes of `out` handed to DATA frames (the client's window let them)
@@ -79,7 +90,7 @@ struct h2_rejection {
 
 class h2_server {
  public:
-  h2_server(std::string service_name, const h2_limits& limits);
+  h2_server(std::string service_name, const h2_limits& limits, h2_streams kind = h2_streams::grpc);
   ~h2_server();
   h2_server(const h2_server&) = delete;
   h2_server& operator=(const h2_server&) = delete;
@@ -105,10 +116,20 @@ class h2_server {
   // The session took n decoded bytes out of s.in: the window opens by what they
   // came in.
   void consume(h2_stream& s, std::size_t n);
-  // Frames data as one Hunk into s.out and wakes the stream's DATA.
+  // The window opens by n DATA bytes of s that its reader took out of s.in
+  // itself (connect streams, whose `in` is raw).
+  void credit(h2_stream& s, std::size_t n);
+  // Streams whose state changed (data, end, close) since the last call; an id
+  // may repeat. CONNECT mode only (empty for gRPC).
+  std::vector<std::int32_t> take_touched() { return std::exchange(touched_, {}); }
+  // Bytes in the streams' `out` not yet handed to DATA frames (waiting for the
+  // client's windows).
+  std::size_t buffered_out() const { return buffered_out_; }
+  // Frames data as one Hunk (connect: as it is) into s.out and wakes the
+  // stream's DATA.
   void send(h2_stream& s, const char* data, std::size_t n);
   // Ends the stream after s.out: trailers grpc-status (0 orderly; otherwise
-  // with message).
+  // with message); connect streams: END_STREAM, the status unused.
   void finish(h2_stream& s, int grpc_status, std::string message);
   // Resets the stream (RST_STREAM CANCEL): the session went away without an
   // orderly end.
@@ -121,12 +142,18 @@ class h2_server {
   struct callbacks;
   std::shared_ptr<h2_stream> find(std::int32_t id) const;
   void on_request(std::int32_t id, bool end_stream);
+  void on_connect(std::int32_t id, const std::string& method, bool end_stream);
   void note_failure(std::string why);
+  // Only CONNECT mode's reader takes them (grpc_connection looks at its streams itself): gRPC keeps none.
+  void touch(std::int32_t id) {
+    if (kind_ == h2_streams::connect) touched_.push_back(id);
+  }
   void on_client_reset();
 
   nghttp2_session* session_ = nullptr;
   std::string service_name_;
   h2_limits limits_;
+  h2_streams kind_;
   std::map<std::int32_t, std::shared_ptr<h2_stream>> streams_;  // accepted, not yet closed
   struct request_head {
     std::string method, path, content_type;
@@ -135,6 +162,8 @@ class h2_server {
   std::vector<std::shared_ptr<h2_stream>> opened_;
   std::vector<h2_rejection> rejected_;
   std::string failure_;
+  std::vector<std::int32_t> touched_;
+  std::size_t buffered_out_ = 0;
   double reset_tokens_ = 0;  // client resets left in the bucket
   std::chrono::steady_clock::time_point reset_refilled_;
 };

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """sing-mux (issue 29 item 3): sing-box 1.11 (`multiplex`) and mihomo 1.19 (`smux:`) with each stream
-protocol the daemon serves (smux, yamux) over raw TLS, one core at a time, through the entries users have:
+protocol the daemon serves (smux, yamux, h2mux) over raw TLS, one core at a time, through the entries users have:
 
 - plain HTTP proxy and CONNECT GETs, each answer's X-Vlessbench-Route naming a sub (`sub=N`) of a VLESS
   session whose vless.session line says `sing_mux` = the protocol, and the vless.sub lines naming it;
@@ -8,10 +8,11 @@ protocol the daemon serves (smux, yamux) over raw TLS, one core at a time, throu
 - SOCKS5 UDP: echoes of the [[udp_target]] and DNS queries of the [[dns]] responder, each naming a sub;
 - a bulk echo both ways through SOCKS5 (16 MiB, 4 MiB under the sanitizers) with matching SHA-256.
 
-Also: sing-box with padding on, sing-box yamux over WebSocket, h2mux refused by name (`mux_error`
-`h2mux_unsupported`), and hostile sing-mux sessions from a raw TLS client (an unknown version, a yamux
-stream past its window, a stream flood past max_mux_subs), each refused with its reason while the daemon
-keeps serving. The cores are found as ../shared/peers/README.md says (peers.py); a missing one is a SKIP
+Also: sing-box with padding on (smux and h2mux), sing-box yamux over WebSocket, and hostile sing-mux
+sessions from a raw TLS client (an unknown version, a yamux stream past its window, a stream flood past
+max_mux_subs; for h2mux a bad HTTP/2 preface, a stream without a valid destination, a GET instead of
+CONNECT, streams past SETTINGS_MAX_CONCURRENT_STREAMS, a rapid-reset flood), each refused with its reason
+while the daemon keeps serving. The cores are found as ../shared/peers/README.md says (peers.py); a missing one is a SKIP
 naming it (docs/sessions.md "sing-mux")."""
 from __future__ import annotations
 
@@ -309,15 +310,43 @@ def sing_box_yamux_over_ws():
 
 
 @suite.test
-def h2mux_is_refused_by_name():
-    """h2mux (sing-mux protocol 2) is not served: the session ends with mux_error h2mux_unsupported."""
-    peers.require("sing-box")
-    mark = D.mark()
-    with Core("sing-box", "tls", "h2mux") as c:
-        r = subprocess.run([h.CURL, "-s", "-o", "/dev/null", "--max-time", "5", "-x", f"http://{LOOPBACK}:{c.entry}",
-                            f"http://{LOOPBACK}:{D.port('http')}/generate_204"], capture_output=True, timeout=10)
-        e = D.wait_event("vless.session", since=mark, timeout=10, mux_error="h2mux_unsupported")
-        check(e["close_reason"] == "mux_error" and not D.events("vless.sub", since=mark), (e, r.returncode))
+def sing_box_h2mux():
+    run_core("sing-box", "h2mux")
+
+
+@suite.test
+def mihomo_h2mux():
+    run_core("mihomo", "h2mux")
+
+
+@suite.test
+def h2mux_streams_closed_by_reset_keep_their_session():
+    """Go's HTTP/2 client closes every h2mux stream with RST_STREAM CANCEL: 300 tunnels opened and closed one
+    after the other through each core (past the rapid-reset burst of 200, faster than its 50 a second) are
+    300 subs of one session that ends as the client closes it, not with ENHANCE_YOUR_CALM (the daemon
+    counted such closes as rapid resets before)."""
+    for core in ("sing-box", "mihomo"):
+        peers.require(core)
+        mark = D.mark()
+        with Core(core, "tls", "h2mux") as c:
+            ready_through(c.entry)
+            t0 = time.monotonic()
+            routes = []
+            for _ in range(300):
+                with connect_tunnel(c.entry) as t:
+                    t.sendall(h.http_request("GET", "/generate_204"))
+                    routes.append(sub_route(route_of(read_answer(t)), "GET"))
+            rate = 300 / (time.monotonic() - t0)
+        check(len({s for s, _ in routes}) == 1, f"{core}: answers from sessions {sorted({s for s, _ in routes})}")
+        e = D.wait_event("vless.session", since=mark, timeout=15, session=routes[0][0])
+        check(e.get("mux_error") is None and e["subs"] >= 301, e)
+        print(f"FIGURE {core}_h2mux_streams_per_s = {rate:.0f} (300 streams, 1 session, close {e['close_reason']})",
+              flush=True)
+
+
+@suite.test
+def sing_box_h2mux_padding():
+    run_core("sing-box", "h2mux", padding=True, bulk=False)
 
 
 def raw_session(payload: bytes) -> h.TlsClient:
@@ -367,6 +396,114 @@ def hostile_sessions_refused_with_reasons():
     check(len(refused) == 4 and all(e["close_reason"] == "rejected" for e in refused), refused)
     e = D.wait_event("vless.session", since=mark, timeout=10, sing_mux="yamux")
     check(e["subs"] == MAX_SUBS and e["subs_refused"] >= 4, e)
+    # And the daemon serves on.
+    check(h.vless_get(D.port("tls"), UUID, D.port("http"))[0].status == 200, "a plain session after the hostile ones")
+
+
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+# HPACK, literal fields without indexing, names from the static table: :method (2) CONNECT, :authority (1)
+# localhost, what Go's HTTP/2 client sends for sing-mux's h2mux streams.
+H2_CONNECT = b"\x02\x07CONNECT\x01\x09localhost"
+H2_GET = b"\x82\x84\x87\x01\x09localhost"  # indexed :method GET, :path /, :scheme https
+
+
+def h2(typ: int, flags: int, sid: int, payload: bytes = b"") -> bytes:
+    return struct.pack(">I", len(payload))[1:] + bytes([typ, flags]) + struct.pack(">I", sid) + payload
+
+
+def h2_frames(data: bytes) -> list[tuple[int, int, int, bytes]]:
+    """(type, flags, stream, payload) of every whole frame in data."""
+    out, at = [], 0
+    while at + 9 <= len(data):
+        n = int.from_bytes(data[at:at + 3], "big")
+        if at + 9 + n > len(data):
+            break
+        out.append((data[at + 3], data[at + 4], int.from_bytes(data[at + 5:at + 9], "big") & 0x7fffffff,
+                    data[at + 9:at + 9 + n]))
+        at += 9 + n
+    return out
+
+
+def h2_read_until(t: h.TlsClient, done, timeout: float = 10.0) -> list[tuple[int, int, int, bytes]]:
+    """The daemon's frames (after the VLESS response header) until done(frames) or EOF, within timeout."""
+    data = b""
+    deadline = time.monotonic() + timeout
+    t.sock.settimeout(0.5)
+    while time.monotonic() < deadline:
+        try:
+            chunk = t.recv()
+        except (socket.timeout, TimeoutError):
+            continue
+        if not chunk:
+            break
+        data += chunk
+        if len(data) > 2 and done(h2_frames(data[2:])):
+            break
+    check(data[:2] == b"\x00\x00", f"no VLESS response header: {data[:16]!r}")
+    return h2_frames(data[2:])
+
+
+@suite.test
+def hostile_h2mux_refused_with_reasons():
+    """A bad HTTP/2 preface ends the session; a stream without a valid destination and a GET are refused
+    stream by stream while a good stream beside them is served; streams past SETTINGS_MAX_CONCURRENT_STREAMS
+    (max_mux_subs) and a rapid-reset flood end the connection with their reasons."""
+    mark = D.mark()
+    drain(raw_session(b"\x00\x02GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+    D.wait_event("vless.session", since=mark, timeout=10, mux_error="h2_bad_preface", close_reason="mux_error")
+
+    mark = D.mark()
+    good = struct.pack(">H", 0) + b"\x01" + socket.inet_aton("127.0.0.1") + struct.pack(">H", ECHO.port)
+    bad = struct.pack(">H", 0) + b"\x09" + b"\x00" * 6  # address type 9
+    t = raw_session(b"\x00\x02" + H2_PREFACE + h2(4, 0, 0) + h2(4, 1, 0)
+                    + h2(1, 4, 1, H2_CONNECT) + h2(0, 0, 1, bad)
+                    + h2(1, 4, 3, H2_CONNECT) + h2(0, 0, 3, good + b"ping-h2mux")
+                    + h2(1, 5, 5, H2_GET))
+
+    def answered(frames) -> bool:
+        data1 = b"".join(p for typ, _, sid, p in frames if typ == 0 and sid == 1)
+        data3 = b"".join(p for typ, _, sid, p in frames if typ == 0 and sid == 3)
+        return b"unknown_address_type" in data1 and data3 == b"\x00ping-h2mux" and any(
+            typ == 1 and sid == 5 for typ, _, sid, _ in frames)
+
+    frames = h2_read_until(t, answered)
+    check(answered(frames), f"frames: {[(typ, fl, sid, p[:40]) for typ, fl, sid, p in frames]}")
+    # The refused stream: status 1 and the reason, then END_STREAM; the GET: a HEADERS frame ending its stream.
+    check(any(typ == 0 and sid == 1 and fl & 1 for typ, fl, sid, _ in frames), "refused stream 1 not ended")
+    check(any(typ == 1 and sid == 5 and fl & 1 for typ, fl, sid, _ in frames), "GET stream 5 not answered")
+    t.sock.close()
+    refused = {}
+    deadline = time.monotonic() + 10
+    while len(refused) < 2 and time.monotonic() < deadline:
+        refused = {e["error"]: e for e in D.events("vless.sub", since=mark, close_reason="rejected")}
+        time.sleep(0.05)
+    check(set(refused) == {"unknown_address_type", "h2mux_not_connect"}, refused)
+    check(refused["h2mux_not_connect"]["detail"] == "sing-mux h2mux stream 5: GET", refused["h2mux_not_connect"])
+    e = D.wait_event("vless.session", since=mark, timeout=10, sing_mux="h2mux")
+    check(e["subs"] == 1 and e["subs_refused"] == 2, e)
+
+    # More streams at once than max_mux_subs (our SETTINGS acknowledged, so nghttp2 holds to it): the
+    # connection ends with a protocol error.
+    mark = D.mark()
+    flood = b"".join(h2(1, 4, sid, H2_CONNECT) for sid in range(1, 2 * (MAX_SUBS + 4), 2))
+    t = raw_session(b"\x00\x02" + H2_PREFACE + h2(4, 0, 0) + h2(4, 1, 0) + flood)
+    frames = h2_read_until(t, lambda fr: any(typ == 7 for typ, *_ in fr))
+    t.sock.close()
+    check(any(typ == 7 for typ, *_ in frames), "no GOAWAY for a flood past SETTINGS_MAX_CONCURRENT_STREAMS")
+    e = D.wait_event("vless.session", since=mark, timeout=10, sing_mux="h2mux")
+    check(e["close_reason"] == "mux_error" and e["mux_error"].startswith("h2_"), e)
+    print(f"FIGURE h2mux_stream_flood = {e['mux_error']}", flush=True)
+
+    # Rapid reset (CVE-2023-44487): 300 streams opened and reset at once, past the 200 burst.
+    mark = D.mark()
+    resets = b"".join(h2(1, 4, sid, H2_CONNECT) + h2(3, 0, sid, struct.pack(">I", 8)) for sid in range(1, 601, 2))
+    t = raw_session(b"\x00\x02" + H2_PREFACE + h2(4, 0, 0) + h2(4, 1, 0) + resets)
+    frames = h2_read_until(t, lambda fr: any(typ == 7 for typ, *_ in fr))
+    t.sock.close()
+    goaway = [p for typ, _, _, p in frames if typ == 7]
+    check(goaway and int.from_bytes(goaway[0][4:8], "big") == 0xb, f"GOAWAY ENHANCE_YOUR_CALM expected: {goaway}")
+    e = D.wait_event("vless.session", since=mark, timeout=10, sing_mux="h2mux")
+    check(e["close_reason"] == "mux_error" and "ENHANCE_YOUR_CALM" in e["mux_error"], e)
     # And the daemon serves on.
     check(h.vless_get(D.port("tls"), UUID, D.port("http"))[0].status == 200, "a plain session after the hostile ones")
 
