@@ -263,17 +263,7 @@ class mux_relay {
 
   void log_refusal(const mux::frame& f, std::string_view why, std::string_view detail = {}) {
     if (refused_++ >= mux_logged_refusals) return;  // counted in the session line (subs_refused)
-    const std::string dest = f.dest ? mux::format_target(*f.dest) : std::string();
-    const vless_sub_event e{.session = s_.info->session_id,
-                            .mux_id = f.id,
-                            .listener = s_.listener_name,
-                            .user = s_.info->user,
-                            .net = f.dest ? (f.dest->net == mux::network::udp ? "udp" : "tcp") : "",
-                            .dest = dest,
-                            .close_reason = "rejected",
-                            .error = why,
-                            .detail = detail};
-    s_.rt.events.emit(e);
+    emit_sub_refused(s_.rt, *s_.info, s_.listener_name, f, why, detail);
   }
 
   void open(const mux::frame& f, std::uint32_t number, connection_budget::upstream_slot slot) {
@@ -284,13 +274,7 @@ class mux_relay {
     c->target = *f.dest;
     c->xudp = f.global_id.has_value();
     c->dest = mux::format_target(c->target);
-    c->info = std::make_shared<route_info>(*s_.info);
-    c->info->sub = number;
-    c->info->phases.resolved = -1;
-    c->info->phases.upstream_connected = -1;
-    c->info->phases.first_upstream_byte = -1;
-    c->info->phases.first_client_byte = -1;
-    c->info->phases.sub_opened = s_.now_us();  // its own phases start at its New (Server-Timing)
+    c->name_route(*s_.info, s_.now_us());
     subs_[f.id] = c;
     if (f.has_data()) deliver(*c, f);
     if (c->closed) return;
@@ -356,18 +340,7 @@ class mux_relay {
   void finish(sub_conn& c, std::string_view reason, std::string_view error = {}, std::string detail = {}) {
     if (c.closed) return;
     c.closed = true;
-    if (c.reg) c.reg->release();
-    std::error_code ignored;
-    c.tcp_sock.close(ignored);
-    for (auto& fl : c.flows) {
-      if (fl->reg) fl->reg->release();
-      fl->sock.close(ignored);
-      fl->slot.reset();
-    }
-    c.dialer.cancel();
-    c.wake.cancel();
-    c.deadline.cancel();
-    std::deque<packet>().swap(c.queue);
+    c.close_sockets();
     queued(c, -static_cast<std::int64_t>(c.queued));
     c.slot.reset();
     if (c.full) {
@@ -381,27 +354,7 @@ class mux_relay {
     if constexpr (requires { Session::ends_after_client_end; }) end_back = true;
     if (end_back && reason != "session_end") emit_end(c.id, !error.empty() || reason == "upstream_error");
     down_space_.cancel();  // a writer of c waiting for room sees it closed
-    const bool udp_sub = c.udp();
-    const vless_sub_event e{
-        .session = s_.info->session_id,
-        .sub = c.number,
-        .mux_id = c.id,
-        .listener = s_.listener_name,
-        .user = s_.info->user,
-        .net = udp_sub ? "udp" : "tcp",
-        .dest = c.dest,
-        .xudp = c.xudp,
-        .bytes_up = c.bytes_up,
-        .bytes_down = c.bytes_down,
-        .packets_up = udp_sub ? std::optional(c.packets_up) : std::nullopt,
-        .packets_down = udp_sub ? std::optional(c.packets_down) : std::nullopt,
-        .packets_dropped = udp_sub ? std::optional(c.dropped) : std::nullopt,
-        .connect_us = c.connect_us,
-        .duration_us = std::chrono::duration_cast<microseconds>(steady_clock::now() - c.opened).count(),
-        .close_reason = reason,
-        .error = error,
-        .detail = detail};
-    s_.rt.events.emit(e);
+    emit_sub_closed(s_.rt, *s_.info, s_.listener_name, c, reason, error, detail);
   }
 
   // Resolve + connect (TCP), or the first destination's socket (UDP), within connect_timeout_ms.

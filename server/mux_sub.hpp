@@ -10,8 +10,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "core/net/watchdog.hpp"
 #include "core/runtime/client_budget.hpp"
 #include "core/runtime/route_registry.hpp"
 #include "core/wire/mux_frame.hpp"
@@ -70,6 +72,21 @@ struct mux_sub_conn : std::enable_shared_from_this<mux_sub_conn> {
   std::uint64_t bytes_up = 0, bytes_down = 0, packets_up = 0, packets_down = 0, dropped = 0;
   std::optional<std::int64_t> connect_us;
   bool udp() const { return target.net == mux::network::udp; }
+
+  // Its route_info: the session's, naming this sub (its number set), with phases of its own from
+  // its New on (now_us: the session's clock), for the target's route header and Server-Timing.
+  void name_route(const route_info& session, std::int64_t now_us);
+  // Route entries first, then the sockets; the dialer, the timers and the queue towards the
+  // destination end with them. The caller gives the queued bytes back to the client's budget.
+  void close_sockets();
 };
+
+// The vless.sub line of a sub-connection at its close (close_reason and error as the relay's
+// finish names them).
+void emit_sub_closed(runtime& rt, const route_info& session, std::string_view listener, const mux_sub_conn& c,
+                     std::string_view reason, std::string_view error, std::string_view detail);
+// The vless.sub line of a New frame refused, or of a frame for no live sub-connection.
+void emit_sub_refused(runtime& rt, const route_info& session, std::string_view listener, const mux::frame& f,
+                      std::string_view why, std::string_view detail);
 
 }  // namespace vlessbench::vless_server::detail
