@@ -26,6 +26,7 @@
 #include "server/buffer_pool.hpp"
 #include "server/links.hpp"
 #include "server/refusal_log.hpp"
+#include "server/reject_code.hpp"
 #include "server/reload_plan.hpp"
 #include "server/vless_server.hpp"
 #include "core/net/watchdog.hpp"
@@ -253,8 +254,10 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
     if (rt_.vless_sessions >= rt_.cfg->limits.max_sessions) {
       std::error_code ignored;
       const auto client = format_endpoint(peer);
-      const vless_reject_event event{
-          .listener = state->name, .client = client, .reason = "too_many_sessions", .phase = "accept"};
+      const vless_reject_event event{.listener = state->name,
+                                     .client = client,
+                                     .reason = to_string(reject_code::too_many_sessions),
+                                     .phase = "accept"};
       rt_.events.emit(event);
       note_refusal(rt_, event.reason, fmt::format("{} on {}", client, state->name));
       socket.close(ignored);
@@ -269,7 +272,7 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
                           " sessions open from this address ([limits] max_sessions_per_client)";
       const vless_reject_event event{.listener = state->name,
                                      .client = client,
-                                     .reason = "too_many_sessions_from_client",
+                                     .reason = to_string(reject_code::too_many_sessions_from_client),
                                      .phase = "accept",
                                      .detail = detail};
       rt_.events.emit(event);
@@ -336,8 +339,10 @@ bool daemon::shed_connection(listener& l) {
       peer.resize(len);
     }
     const auto client = format_endpoint(peer);
-    const vless_reject_event event{
-        .listener = l.state->name, .client = client, .reason = "fd_exhausted", .phase = "accept"};
+    const vless_reject_event event{.listener = l.state->name,
+                                   .client = client,
+                                   .reason = to_string(reject_code::fd_exhausted),
+                                   .phase = "accept"};
     rt_.events.emit(event);
   }
   return true;

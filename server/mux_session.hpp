@@ -42,6 +42,7 @@
 #include "core/wire/net_address.hpp"
 #include "core/runtime/route_registry.hpp"
 #include "server/mux_sub.hpp"
+#include "server/reject_code.hpp"
 #include "server/relay_common.hpp"
 #include "server/upstream_dialer.hpp"
 #include "server/vless_server.hpp"
@@ -224,7 +225,7 @@ class mux_relay {
                                               s_.cfg->limits.max_upstreams_per_client);
         if (!taken.slot) {
           table_.cancel_open(f.id);
-          log_refusal(f, "client_budget", taken.detail);
+          log_refusal(f, to_string(reject_code::client_budget), taken.detail);
           emit_end(f.id, true);
           break;
         }
@@ -362,7 +363,7 @@ class mux_relay {
     if (c->closed || c->connected) co_return;  // before this started: no cancel() to wake it
     c->deadline.expires_after(s_.cfg->limits.connect_timeout);
     auto [ec] = co_await c->deadline.async_wait(as_tuple_awaitable);
-    if (!ec && !c->connected) finish(*c, "rejected", "connect_timeout", c->dest);
+    if (!ec && !c->connected) finish(*c, "rejected", to_string(reject_code::connect_timeout), c->dest);
   }
 
   // The target's addresses through the one dialer (server/upstream_dialer.hpp), every one allowed by
@@ -520,7 +521,7 @@ class mux_relay {
       auto taken = s_.budget->take_upstream(s_.cfg->limits.max_upstreams_per_connection,
                                             s_.cfg->limits.max_upstreams_per_client);
       if (!taken.slot) {
-        finish(c, "error", "client_budget", std::move(taken.detail));
+        finish(c, "error", to_string(reject_code::client_budget), std::move(taken.detail));
         co_return nullptr;
       }
       slot = std::move(taken.slot);

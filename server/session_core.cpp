@@ -53,29 +53,32 @@ void session_core::reject(std::string_view why, std::string detail) {
   reject_detail = std::move(detail);
 }
 
-void session_core::reject_io(std::string_view on_timeout, std::string_view on_failure, std::string detail) {
-  if (evicted) return reject("evicted", std::move(detail));
+void session_core::reject_io(reject_code on_timeout, std::string_view on_failure, std::string detail) {
+  if (evicted) return reject(reject_code::evicted, std::move(detail));
   if (timed_out) return reject(on_timeout, std::move(detail));
-  if (drained) return reject("drain");  // not the client's failure ("Operation aborted")
+  if (drained) return reject(reject_code::drain);  // not the client's failure ("Operation aborted")
   reject(on_failure, std::move(detail));
 }
 
 void session_core::reject_dial(dial_failure f) {
-  if (f.at == dial_failure::step::resolve) return reject_io("resolve_timeout", f.reason, std::move(f.detail));
-  if (f.at == dial_failure::step::connect) return reject_io("connect_timeout", f.reason, std::move(f.detail));
+  if (f.at == dial_failure::step::resolve)
+    return reject_io(reject_code::resolve_timeout, f.reason, std::move(f.detail));
+  if (f.at == dial_failure::step::connect)
+    return reject_io(reject_code::connect_timeout, f.reason, std::move(f.detail));
   reject(f.reason, std::move(f.detail));
 }
 
 bool session_core::admit() {
   auto slot = session_count::try_acquire(rt.vless_sessions, cfg->limits.max_sessions);
   if (!slot) {
-    reject("too_many_sessions");
+    reject(reject_code::too_many_sessions);
     return false;
   }
   auto mine = budget->client().sessions.try_take(cfg->limits.max_sessions_per_client);
   if (!mine) {
-    reject("too_many_sessions_from_client", std::to_string(cfg->limits.max_sessions_per_client) +
-                                                " sessions open from this address ([limits] max_sessions_per_client)");
+    reject(reject_code::too_many_sessions_from_client,
+           std::to_string(cfg->limits.max_sessions_per_client) +
+               " sessions open from this address ([limits] max_sessions_per_client)");
     return false;
   }
   counted.emplace(std::move(*slot));
@@ -123,14 +126,14 @@ void session_core::log_reject(std::string_view ja4) {
   rt.events.emit(event);
   spdlog::debug("vless {} session {} from {} rejected: {} ({})", listener_name, info->session_id, info->client,
                 reject_reason, reject_detail);
-  note_refusal(rt, reject_reason,
-               fmt::format("{} on {}{}{}", info->client, listener_name, reject_detail.empty() ? "" : ": ", reject_detail));
+  note_refusal(
+      rt, reject_reason,
+      fmt::format("{} on {}{}{}", info->client, listener_name, reject_detail.empty() ? "" : ": ", reject_detail));
 }
 
 void session_core::log_session(const transport::facts& t, const relay_summary& r) {
   const auto& p = info->phases;
-  const bool stall =
-      p.tls_done >= 0 && p.header_complete >= 0 && p.header_complete - p.tls_done >= stall_threshold_us;
+  const bool stall = p.tls_done >= 0 && p.header_complete >= 0 && p.header_complete - p.tls_done >= stall_threshold_us;
   const vless_session_event event{.session = info->session_id,
                                   .listener = listener_name,
                                   .user = info->user,
@@ -163,10 +166,11 @@ void session_core::log_session(const transport::facts& t, const relay_summary& r
                                   .close_reason = to_string(reason)};
   rt.events.emit(event);
   if (stall) {
-    spdlog::warn("vless {} session {} from {}: {:.1f} ms between TLS done and VLESS header: suspected "
-                 "Nagle/delayed-ACK stall (quickack={})",
-                 listener_name, info->session_id, info->client,
-                 static_cast<double>(p.header_complete - p.tls_done) / 1000.0, to_string(policy_at_accept.quickack));
+    spdlog::warn(
+        "vless {} session {} from {}: {:.1f} ms between TLS done and VLESS header: suspected "
+        "Nagle/delayed-ACK stall (quickack={})",
+        listener_name, info->session_id, info->client, static_cast<double>(p.header_complete - p.tls_done) / 1000.0,
+        to_string(policy_at_accept.quickack));
   }
 }
 

@@ -19,6 +19,7 @@
 #include "core/runtime/client_budget.hpp"
 #include "core/wire/session_info.hpp"
 #include "core/wire/vless_codec.hpp"
+#include "server/reject_code.hpp"
 #include "server/relay_common.hpp"
 #include "server/transport/transport.hpp"
 #include "server/upstream_dialer.hpp"
@@ -57,10 +58,10 @@ struct session_core {
   bool shutdown_cut = false;  // the deadline or a drain cut only the TLS shutdown after the relay
   bool user_removed = false;  // ended by a reload that removed the user
   std::optional<user_admission> admitted;
-  bool evicted = false;        // closed while pending, to admit a newer connection
-  bool slow = false;           // closed by the minimum-rate rule
-  bool up_writing = false;     // a relay write towards the destination is in progress
-  bool down_writing = false;   // a relay write towards the client is in progress
+  bool evicted = false;       // closed while pending, to admit a newer connection
+  bool slow = false;          // closed by the minimum-rate rule
+  bool up_writing = false;    // a relay write towards the destination is in progress
+  bool down_writing = false;  // a relay write towards the client is in progress
   // The relay's deadlines: idle_at (idle_timeout_ms after the last transfer) and, with the
   // minimum-rate rule on, a sample every min_rate_window while the relay is active.
   steady_clock::time_point idle_at{};
@@ -68,8 +69,8 @@ struct session_core {
   steady_clock::time_point last_transfer{};
   delivery_watch to_client;
   delivery_watch to_upstream;
-  pending_set::ticket admission;  // pending until admitted: authorised and given a session slot
-  std::optional<session_count> counted;  // from admission on
+  pending_set::ticket admission;                          // pending until admitted: authorised and given a session slot
+  std::optional<session_count> counted;                   // from admission on
   std::optional<bounded_count::hold> counted_for_client;  // max_sessions_per_client, from admission on
   std::optional<connection_budget::upstream_slot> upstream_slot;  // the upstream socket's, once dialled
   bool client_closed = false;  // the client ended its side first: the upstream's EOF follows from it
@@ -123,6 +124,9 @@ struct session_core {
   // slow; false: the next sample (or none, when idle) is set.
   bool rate_sample_failed(steady_clock::time_point now, std::uint64_t client_delivered, std::uint64_t upstream_acked);
 
+  // why: a reason of the server's own (reject_code) or one passed through from a parser or a
+  // transport.
+  void reject(reject_code why, std::string detail = {}) { reject(to_string(why), std::move(detail)); }
   void reject(std::string_view why, std::string detail = {});
 
   // A pending connection's deadlines never pass its pending deadline.
@@ -132,7 +136,7 @@ struct session_core {
 
   // An I/O step failed: because an eviction, the watchdog or a drain closed the sockets, or on
   // its own.
-  void reject_io(std::string_view on_timeout, std::string_view on_failure, std::string detail);
+  void reject_io(reject_code on_timeout, std::string_view on_failure, std::string detail);
 
   // A failed dial as the session's reject: a lookup or connect the watchdog, an eviction or a
   // drain cut is named for that.

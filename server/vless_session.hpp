@@ -124,7 +124,7 @@ struct session : session_core {
   awaitable<bool> handshake() {
     deadline = pending_deadline(accepted + cfg->limits.handshake_timeout);
     if (const auto ec = co_await client.open(transport::open_clock{info->phases, accepted})) {
-      reject_io("handshake_timeout", client.open_failure(), ec.message());
+      reject_io(reject_code::handshake_timeout, client.open_failure(), ec.message());
       co_return false;
     }
     info->ja4 = client.facts().ja4;  // for the target's Server-Timing
@@ -150,7 +150,9 @@ struct session : session_core {
             co_return 0;
           }
         }
-        reject_io("header_timeout", tls_failed ? "tls_error" : (used ? "truncated_header" : "no_header"),
+        reject_io(reject_code::header_timeout,
+                  to_string(tls_failed ? reject_code::tls_error
+                                       : (used ? reject_code::truncated_header : reject_code::no_header)),
                   is_eof(ec) ? "" : ec.message());
         co_return 0;
       }
@@ -170,7 +172,7 @@ struct session : session_core {
         co_return used - parsed.consumed + 1;  // +1: "complete", even with no payload
       }
       if (used == buf.size()) {  // cannot happen with a valid header: it is < 600 bytes
-        reject("header_too_large");
+        reject(reject_code::header_too_large);
         co_return 0;
       }
     }
@@ -192,7 +194,7 @@ struct session : session_core {
       close_sockets();
     });
     if (!id) {
-      reject("unknown_user", "removed by a reload");
+      reject(reject_code::unknown_user, "removed by a reload");
       return false;
     }
     admitted.emplace(rt.live, *id);
@@ -218,7 +220,7 @@ struct session : session_core {
     cfg = rt.live.current();  // as the dialer's check saw it
     auto taken = budget->take_upstream(cfg->limits.max_upstreams_per_connection, cfg->limits.max_upstreams_per_client);
     if (!taken.slot) {
-      reject("client_budget", std::move(taken.detail));
+      reject(reject_code::client_budget, std::move(taken.detail));
       co_return false;
     }
     upstream_slot = std::move(taken.slot);
