@@ -177,8 +177,10 @@ void daemon::reload() {
   rt_.cfg = std::move(next);
   rt_.generation = generation;
   if (plan.admin_rebind) {
-    if (admin) admin_.serve(std::move(admin));
-    else admin_.close();
+    if (admin)
+      admin_.serve(std::move(admin));
+    else
+      admin_.close();
   }
   publish_listeners();
   try {
