@@ -122,36 +122,22 @@ signal.signal(signal.SIGINT, _on_signal)
 _used_ports: set[int] = set()
 
 
-def free_port(low: bool = False) -> int:
-    """A free loopback TCP port >= 20000; low: below the ephemeral range (Xray does not bind a port
-    a TIME-WAIT connection holds, ../shared/peers/README.md)."""
+def free_port(low: bool = False, udp: bool = False) -> int:
+    """A free loopback port >= 20000, TCP or (udp) UDP, never given twice; low: below the ephemeral
+    range (Xray does not bind a port a TIME-WAIT connection holds, ../shared/peers/README.md)."""
+    kind = socket.SOCK_DGRAM if udp else socket.SOCK_STREAM
     for _ in range(200):
         port = random.randint(20000, 32767 if low else 60999)
         if port in _used_ports:
             continue
-        with socket.socket() as s:
+        with socket.socket(socket.AF_INET, kind) as s:
             try:
                 s.bind((HOST, port))
             except OSError:
                 continue
         _used_ports.add(port)
         return port
-    raise RuntimeError("no free port >= 20000")
-
-
-def free_udp_port() -> int:
-    for _ in range(200):
-        port = random.randint(20000, 60999)
-        if port in _used_ports:
-            continue
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-            try:
-                s.bind((HOST, port))
-            except OSError:
-                continue
-        _used_ports.add(port)
-        return port
-    raise RuntimeError("no free UDP port >= 20000")
+    raise RuntimeError(f"no free {'UDP' if udp else 'TCP'} port >= 20000")
 
 
 def wait_port(port: int, proc: subprocess.Popen, what: str, timeout: float = 15) -> None:
@@ -239,7 +225,7 @@ class Setup:
         # UDP (issue 12): the target's [[udp_target]] echo; a v2ray client per server whose SOCKS5
         # inbound ("udp": true) sends VLESS command 2; and a v2ray client per server with Mux.Cool on
         # ("mux": {"enabled": true}) behind an http inbound (requests, bulk) and a SOCKS5 one (UDP).
-        self.udp_port = free_udp_port()
+        self.udp_port = free_port(udp=True)
         self.ours_socks, self.v2_socks = free_port(), free_port()
         self.ours_mux_http, self.v2_mux_http = free_port(), free_port()
         self.ours_mux_socks, self.v2_mux_socks = free_port(), free_port()

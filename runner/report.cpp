@@ -1,3 +1,6 @@
+// size: the run's writers (table, CSV, summary.json, Markdown) and the stall verdict they print
+// share the number formatting above; the stall verdict moves out next, with that formatting in a
+// header of its own (issue 24).
 #include "runner/report.hpp"
 
 #include <algorithm>

@@ -8,6 +8,7 @@
 #include "core/wire/http_parser.hpp"
 #include "core/log/logging.hpp"
 #include "core/wire/net_address.hpp"
+#include "core/wire/percent.hpp"
 #include "core/net/watchdog.hpp"
 #include "server/admin_log.hpp"
 #include "server/admin_page.hpp"
@@ -17,26 +18,6 @@ namespace vlessbench::admin {
 namespace {
 
 constexpr auto write_timeout = std::chrono::seconds(5);
-
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-std::string percent_decode(std::string_view s) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size() && hex_value(s[i + 1]) >= 0 && hex_value(s[i + 2]) >= 0) {
-      out += static_cast<char>(hex_value(s[i + 1]) * 16 + hex_value(s[i + 2]));
-      i += 2;
-    } else {
-      out += s[i];  // '+' stays '+': a token may contain it
-    }
-  }
-  return out;
-}
 
 request_token find_token(const http::request& req, std::string_view query) {
   if (auto auth = req.find("Authorization")) {
@@ -48,7 +29,7 @@ request_token find_token(const http::request& req, std::string_view query) {
   while (!query.empty()) {
     const auto amp = query.find('&');
     const auto part = query.substr(0, amp);
-    if (part.starts_with("token=")) return {true, percent_decode(part.substr(6))};
+    if (part.starts_with("token=")) return {true, percent_decode_lenient(part.substr(6))};
     if (amp == std::string_view::npos) break;
     query.remove_prefix(amp + 1);
   }

@@ -25,8 +25,8 @@
 // destination, relay back) and one writer towards the client, all on the session's executor. join() waits for
 // all of them before the session logs and goes.
 //
-// About 690 lines: the reader, the per-sub relays (TCP, UDP and XUDP) and the writer share the sub table,
-// the queues and the window above; the pure decisions are already core/runtime/mux_subs, the framing core/mux_frame.
+// A sub-connection's state and the bounds above are server/mux_sub.hpp (no template); the pure decisions
+// core/runtime/mux_subs, the framing core/wire/mux_frame.
 #include <deque>
 #include <memory>
 #include <optional>
@@ -41,66 +41,21 @@
 #include "core/runtime/mux_subs.hpp"
 #include "core/wire/net_address.hpp"
 #include "core/runtime/route_registry.hpp"
+#include "server/mux_sub.hpp"
+#include "server/reject_code.hpp"
 #include "server/relay_common.hpp"
 #include "server/upstream_dialer.hpp"
 #include "server/vless_server.hpp"
 
 namespace vlessbench::vless_server::detail {
 
-constexpr std::size_t mux_sub_queue_limit = 1u << 20;      // TCP: client data its destination has not taken
-constexpr auto mux_stall_limit = std::chrono::seconds(2);  // the longest pause of the client's stream for one
-constexpr std::size_t mux_udp_queue_limit = 256u << 10;    // UDP: datagrams waiting; past it dropped
-constexpr std::size_t mux_down_limit = 1u << 20;           // frames waiting for the client
-constexpr std::size_t mux_udp_flows = 8;                   // destinations of one UDP sub-connection
-constexpr std::size_t mux_logged_refusals = 16;            // vless.sub lines for refused/stray frames
-constexpr std::size_t mux_frame_data = 0xffff;             // the most one frame carries
-
 template <class Session>
 class mux_relay {
   using udp = asio::ip::udp;
 
-  struct packet {
-    std::string data;
-    std::optional<mux::target> to;  // XUDP: the datagram's own destination
-  };
-  struct udp_flow {
-    explicit udp_flow(const asio::any_io_executor& ex) : sock(ex) {}
-    std::string key;  // the target as mux::format_target spells it
-    udp::endpoint to;
-    udp::socket sock;
-    std::optional<route_registration> reg;
-    std::optional<connection_budget::upstream_slot> slot;  // a destination after the sub's first
-  };
-  struct sub_conn : std::enable_shared_from_this<sub_conn> {
-    sub_conn(runtime& rt, const asio::any_io_executor& ex)
-        : tcp_sock(ex), wake(ex, steady_clock::time_point::max()), deadline(ex), dialer(rt, ex) {}
-    std::uint16_t id = 0;
-    std::uint32_t number = 0;
-    mux::target target;
-    bool xudp = false;
-    bool addressed = false;  // the client sent per-packet targets: the replies carry theirs
-    std::string dest;
-    std::shared_ptr<route_info> info;
-    tcp::socket tcp_sock;
-    std::optional<route_registration> reg;
-    std::optional<connection_budget::upstream_slot> slot;  // its (first) upstream socket's
-    std::vector<std::unique_ptr<udp_flow>> flows;
-    std::deque<packet> queue;
-    std::size_t queued = 0;
-    asio::steady_timer wake;      // the writer towards the destination waits here
-    asio::steady_timer deadline;  // resolve + connect
-    upstream_dialer dialer;
-    steady_clock::time_point opened = steady_clock::now();
-    steady_clock::time_point last = opened;
-    bool connected = false;
-    bool full = false;        // queued past mux_sub_queue_limit: the client's stream
-                              // waits for it
-    bool client_end = false;  // End from the client
-    bool closed = false;      // ended: sockets closed, logged
-    std::uint64_t bytes_up = 0, bytes_down = 0, packets_up = 0, packets_down = 0, dropped = 0;
-    std::optional<std::int64_t> connect_us;
-    bool udp() const { return target.net == mux::network::udp; }
-  };
+  using packet = mux_packet;
+  using udp_flow = mux_udp_flow;
+  using sub_conn = mux_sub_conn;
   using sub_ptr = std::shared_ptr<sub_conn>;
 
  public:
@@ -270,7 +225,7 @@ class mux_relay {
                                               s_.cfg->limits.max_upstreams_per_client);
         if (!taken.slot) {
           table_.cancel_open(f.id);
-          log_refusal(f, "client_budget", taken.detail);
+          log_refusal(f, to_string(reject_code::client_budget), taken.detail);
           emit_end(f.id, true);
           break;
         }
@@ -309,17 +264,7 @@ class mux_relay {
 
   void log_refusal(const mux::frame& f, std::string_view why, std::string_view detail = {}) {
     if (refused_++ >= mux_logged_refusals) return;  // counted in the session line (subs_refused)
-    const std::string dest = f.dest ? mux::format_target(*f.dest) : std::string();
-    const vless_sub_event e{.session = s_.info->session_id,
-                            .mux_id = f.id,
-                            .listener = s_.listener_name,
-                            .user = s_.info->user,
-                            .net = f.dest ? (f.dest->net == mux::network::udp ? "udp" : "tcp") : "",
-                            .dest = dest,
-                            .close_reason = "rejected",
-                            .error = why,
-                            .detail = detail};
-    s_.rt.events.emit(e);
+    emit_sub_refused(s_.rt, *s_.info, s_.listener_name, f, why, detail);
   }
 
   void open(const mux::frame& f, std::uint32_t number, connection_budget::upstream_slot slot) {
@@ -330,13 +275,7 @@ class mux_relay {
     c->target = *f.dest;
     c->xudp = f.global_id.has_value();
     c->dest = mux::format_target(c->target);
-    c->info = std::make_shared<route_info>(*s_.info);
-    c->info->sub = number;
-    c->info->phases.resolved = -1;
-    c->info->phases.upstream_connected = -1;
-    c->info->phases.first_upstream_byte = -1;
-    c->info->phases.first_client_byte = -1;
-    c->info->phases.sub_opened = s_.now_us();  // its own phases start at its New (Server-Timing)
+    c->name_route(*s_.info, s_.now_us());
     subs_[f.id] = c;
     if (f.has_data()) deliver(*c, f);
     if (c->closed) return;
@@ -402,18 +341,7 @@ class mux_relay {
   void finish(sub_conn& c, std::string_view reason, std::string_view error = {}, std::string detail = {}) {
     if (c.closed) return;
     c.closed = true;
-    if (c.reg) c.reg->release();
-    std::error_code ignored;
-    c.tcp_sock.close(ignored);
-    for (auto& fl : c.flows) {
-      if (fl->reg) fl->reg->release();
-      fl->sock.close(ignored);
-      fl->slot.reset();
-    }
-    c.dialer.cancel();
-    c.wake.cancel();
-    c.deadline.cancel();
-    std::deque<packet>().swap(c.queue);
+    c.close_sockets();
     queued(c, -static_cast<std::int64_t>(c.queued));
     c.slot.reset();
     if (c.full) {
@@ -427,27 +355,7 @@ class mux_relay {
     if constexpr (requires { Session::ends_after_client_end; }) end_back = true;
     if (end_back && reason != "session_end") emit_end(c.id, !error.empty() || reason == "upstream_error");
     down_space_.cancel();  // a writer of c waiting for room sees it closed
-    const bool udp_sub = c.udp();
-    const vless_sub_event e{
-        .session = s_.info->session_id,
-        .sub = c.number,
-        .mux_id = c.id,
-        .listener = s_.listener_name,
-        .user = s_.info->user,
-        .net = udp_sub ? "udp" : "tcp",
-        .dest = c.dest,
-        .xudp = c.xudp,
-        .bytes_up = c.bytes_up,
-        .bytes_down = c.bytes_down,
-        .packets_up = udp_sub ? std::optional(c.packets_up) : std::nullopt,
-        .packets_down = udp_sub ? std::optional(c.packets_down) : std::nullopt,
-        .packets_dropped = udp_sub ? std::optional(c.dropped) : std::nullopt,
-        .connect_us = c.connect_us,
-        .duration_us = std::chrono::duration_cast<microseconds>(steady_clock::now() - c.opened).count(),
-        .close_reason = reason,
-        .error = error,
-        .detail = detail};
-    s_.rt.events.emit(e);
+    emit_sub_closed(s_.rt, *s_.info, s_.listener_name, c, reason, error, detail);
   }
 
   // Resolve + connect (TCP), or the first destination's socket (UDP), within connect_timeout_ms.
@@ -455,7 +363,7 @@ class mux_relay {
     if (c->closed || c->connected) co_return;  // before this started: no cancel() to wake it
     c->deadline.expires_after(s_.cfg->limits.connect_timeout);
     auto [ec] = co_await c->deadline.async_wait(as_tuple_awaitable);
-    if (!ec && !c->connected) finish(*c, "rejected", "connect_timeout", c->dest);
+    if (!ec && !c->connected) finish(*c, "rejected", to_string(reject_code::connect_timeout), c->dest);
   }
 
   // The target's addresses through the one dialer (server/upstream_dialer.hpp), every one allowed by
@@ -613,7 +521,7 @@ class mux_relay {
       auto taken = s_.budget->take_upstream(s_.cfg->limits.max_upstreams_per_connection,
                                             s_.cfg->limits.max_upstreams_per_client);
       if (!taken.slot) {
-        finish(c, "error", "client_budget", std::move(taken.detail));
+        finish(c, "error", to_string(reject_code::client_budget), std::move(taken.detail));
         co_return nullptr;
       }
       slot = std::move(taken.slot);

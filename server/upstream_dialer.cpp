@@ -1,5 +1,7 @@
 #include "server/upstream_dialer.hpp"
 
+#include "server/reject_code.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include "core/runtime/destination_policy.hpp"
@@ -16,7 +18,7 @@ awaitable<dial_result<allowed_endpoints>> upstream_dialer::resolve(const destina
   if (d.type == address_type::domain) {
     auto [ec, results] = co_await resolver_.async_resolve(d.address, std::to_string(d.port), as_tuple_awaitable);
     if (ec) {
-      out.failure = {dial_failure::step::resolve, "resolve_failed", ec.message()};
+      out.failure = {dial_failure::step::resolve, to_string(reject_code::resolve_failed), ec.message()};
       co_return out;
     }
     for (const auto& r : results) found.list_.push_back(r.endpoint());
@@ -24,7 +26,7 @@ awaitable<dial_result<allowed_endpoints>> upstream_dialer::resolve(const destina
     // The parsers give 4 or 16 bytes; anything else is no address to dial.
     const auto ip = ip_of(d);
     if (!ip) {
-      out.failure = {dial_failure::step::resolve, "resolve_failed", "not an IP address"};
+      out.failure = {dial_failure::step::resolve, to_string(reject_code::resolve_failed), "not an IP address"};
       co_return out;
     }
     found.list_.emplace_back(*ip, d.port);
@@ -52,7 +54,7 @@ std::optional<dial_failure> upstream_dialer::register_route(const flow_id& id, s
   // The kernel gives no two live connections one identity: an entry left behind is a bug. Fail
   // closed rather than relay a connection whose route the target would misname.
   spdlog::error("vless upstream: route {} is registered already", to_string(reg->id()));
-  return dial_failure{dial_failure::step::route, "route_conflict", to_string(reg->id())};
+  return dial_failure{dial_failure::step::route, to_string(reject_code::route_conflict), to_string(reg->id())};
 }
 
 namespace {
@@ -64,7 +66,8 @@ std::optional<dial_failure> endpoints_of(const Socket& sock, typename Socket::en
   local = sock.local_endpoint(lec);
   remote = sock.remote_endpoint(rec);
   if (!lec && !rec) return std::nullopt;
-  return dial_failure{dial_failure::step::route, "connect_failed", "endpoints: " + (lec ? lec : rec).message()};
+  return dial_failure{dial_failure::step::route, to_string(reject_code::connect_failed),
+                      "endpoints: " + (lec ? lec : rec).message()};
 }
 
 }  // namespace
@@ -104,7 +107,7 @@ awaitable<std::optional<dial_failure>> upstream_dialer::connect(tcp::socket& soc
     last = cec;
     if (stopped()) break;
   }
-  co_return dial_failure{dial_failure::step::connect, "connect_failed", last.message()};
+  co_return dial_failure{dial_failure::step::connect, to_string(reject_code::connect_failed), last.message()};
 }
 
 std::optional<dial_failure> upstream_dialer::connect(udp::socket& sock, const allowed_endpoints& to,
@@ -126,7 +129,7 @@ std::optional<dial_failure> upstream_dialer::connect(udp::socket& sock, const al
     if (auto failed = endpoints_of(sock, local, remote)) return failed;
     return register_route(flow_id::udp(local, remote), std::move(info), reg);
   }
-  return dial_failure{dial_failure::step::connect, "connect_failed", last.message()};
+  return dial_failure{dial_failure::step::connect, to_string(reject_code::connect_failed), last.message()};
 }
 
 }  // namespace vlessbench::vless_server::detail

@@ -3,8 +3,9 @@
 // the client connection and the upstream socket, TLS (or another transport's) opening -> VLESS
 // header -> admission (server/admission.hpp) -> upstream connect -> relay -> one log line.
 // A template, so each transport's session is compiled for it with no virtual call in the relay;
-// server/vless_server.cpp picks the transport per listener. About 600 lines: the steps share the
-// session's state, and a relay split out would take a dozen of its fields by reference.
+// server/vless_server.cpp picks the transport per listener. What does not touch the transport
+// (ids, route info, slots, counters, deadlines, close reason, the log line) is the non-template
+// session_core (server/session_core.hpp) it derives from.
 #include <sys/socket.h>
 
 #include <array>
@@ -13,21 +14,17 @@
 #include <limits>
 
 #include "core/log/access_events.hpp"
-#include "server/buffer_pool.hpp"
-#include "core/runtime/client_budget.hpp"
-#include "core/net/delivery_watch.hpp"
-#include "core/runtime/destination_policy.hpp"
 #include "core/log/logging.hpp"
 #include "core/net/policy_stream.hpp"
-#include "core/wire/route_header.hpp"
 #include "core/net/tcp_info.hpp"
-#include "core/wire/vless_codec.hpp"
 #include "core/net/watchdog.hpp"
+#include "core/wire/vless_codec.hpp"
 #include "server/admission.hpp"
+#include "server/buffer_pool.hpp"
 #include "server/mux_session.hpp"
-#include "server/refusal_log.hpp"
-#include "server/sing_mux_session.hpp"
 #include "server/relay_common.hpp"
+#include "server/session_core.hpp"
+#include "server/sing_mux_session.hpp"
 #include "server/transport/transport.hpp"
 #include "server/udp_relay.hpp"
 #include "server/upstream_dialer.hpp"
@@ -39,98 +36,26 @@ namespace vlessbench::vless_server::detail {
 // One VLESS session over a client transport (server/transport/transport.hpp): raw TLS,
 // WebSocket or HTTPUpgrade; the session never knows which.
 template <transport::client_transport Transport>
-struct session {
-  runtime& rt;
-  std::shared_ptr<listener_runtime> listener;
-  std::shared_ptr<asio::ssl::context> tls_ctx;  // keeps the context alive across a reload
-  std::shared_ptr<const config> cfg;            // at accept; the current one from the admission steps on
-  std::string listener_name;                    // as it was at accept
+struct session : session_core {
   Transport client;
   policy_stream upstream;
-  std::shared_ptr<route_info> info = std::make_shared<route_info>();
-  // The client connection's budget: destroyed after the holds below, which count in it.
-  std::shared_ptr<connection_budget> budget;
-  steady_clock::time_point accepted = steady_clock::now();
-  watchdog_deadline deadline;
-  std::string_view phase = "tls";
-  std::string reject_reason;
-  std::string reject_detail;
-  close_reason reason = close_reason::client_eof;
-  bool timed_out = false;
-  bool drained = false;
-  bool shutdown_cut = false;  // the deadline or a drain cut only the TLS shutdown after the relay
-  bool user_removed = false;  // ended by a reload that removed the user
-  std::optional<user_admission> admitted;
-  bool evicted = false;        // closed while pending, to admit a newer connection
-  bool slow = false;           // closed by the minimum-rate rule
-  bool up_writing = false;     // a relay write towards the destination is in progress
-  bool down_writing = false;   // a relay write towards the client is in progress
-  // The relay's deadlines: idle_at (idle_timeout_ms after the last transfer) and, with the
-  // minimum-rate rule on, a sample every min_rate_window while the relay is active.
-  steady_clock::time_point idle_at{};
-  steady_clock::time_point sample_at = steady_clock::time_point::max();
-  steady_clock::time_point last_transfer{};
-  delivery_watch to_client;
-  delivery_watch to_upstream;
-  pending_set::ticket admission;  // pending until admitted: authorised and given a session slot
-  std::optional<session_count> counted;  // from admission on
-  std::optional<bounded_count::hold> counted_for_client;  // max_sessions_per_client, from admission on
-  std::optional<connection_budget::upstream_slot> upstream_slot;  // the upstream socket's, once dialled
-  bool client_closed = false;  // the client ended its side first: the upstream's EOF follows from it
-  bool upstream_done = false;  // upstream_to_client has ended and cancelled the client's reads
-  // After the destination's EOF on a transport without a half-close (ws, httpupgrade: their
-  // lingers_after_upstream_eof), the client's reads go on until it closes or linger_until.
-  bool lingering = false;
-  steady_clock::time_point linger_until{};
-  std::uint64_t bytes_up = 0;    // client -> destination payload
-  std::uint64_t bytes_down = 0;  // destination -> client payload
-  std::uint64_t header_bytes_seen = 0;
-  vless::request_header header;
-  std::string dest;
   std::optional<route_registration> reg;
   std::optional<udp_upstream> udp_up;  // command 2 (UDP): the socket to the destination
   std::unique_ptr<mux_relay<session>> mux;  // command 3 (Mux.Cool): its sub-connections
   std::unique_ptr<sing_mux_relay<session>> sing_mux;  // sp.mux.sing-box.arpa: its streams, as Mux.Cool subs
-  std::optional<tcp_info_snapshot> tcpi;
-  std::vector<char> buf;  // header bytes and the payload after them; released once relayed
   upstream_dialer dialer;  // the destination's lookup and connect (server/upstream_dialer.hpp)
-  // The client socket's policy and its config generation when the client was accepted, and the
-  // upstream policy applied when the upstream connection opened (a reload in between changes the
-  // listener's copy): the log line reports the policies that were applied.
-  tcp_policy policy_at_accept;
-  tcp_policy upstream_policy_applied;
-  std::uint64_t generation_at_accept = 0;
 
   // Takes everything out of start; make(listener, tls context, socket) builds the transport.
   template <class Make>
   session(runtime& r, session_start& start, tcp::socket s, Make&& make)
-      : rt(r),
-        listener(std::move(start.listener)),
-        tls_ctx(std::move(start.tls)),
-        cfg(std::move(start.cfg)),
-        listener_name(std::move(start.listener_name)),
+      : session_core(r, start),
         client(make(*listener, *tls_ctx, std::move(s))),
         upstream(tcp::socket(client.get_executor()), &listener->upstream_tcp),
-        budget(start.budget ? std::move(start.budget) : r.clients.connect(start.client.address())),
-        admission(std::move(start.pending)),
-        dialer(r, client.get_executor()),
-        policy_at_accept(start.policy),
-        upstream_policy_applied(start.upstream_policy),
-        generation_at_accept(start.generation) {
-    info->session_id = start.session_id;
-    info->listener = listener_name;
-    info->quickack = std::string(to_string(policy_at_accept.quickack));
-    info->client = format_endpoint(start.client);
+        dialer(r, client.get_executor()) {
     info->transport = std::string(client.facts().transport);
   }
 
-  std::int64_t now_us() const {
-    return std::chrono::duration_cast<microseconds>(steady_clock::now() - accepted).count();
-  }
   tcp::socket& client_socket() { return client.socket(); }
-  bool is_udp() const { return header.command == static_cast<std::uint8_t>(vless::command::udp); }
-  bool is_mux() const { return header.command == static_cast<std::uint8_t>(vless::command::mux); }
-  bool is_sing_mux() const { return is_sing_mux_request(header); }
 
   // The route entry goes first: once the socket is closed its identity is free for anyone else's
   // connection, which must never find this session's entry.
@@ -158,21 +83,6 @@ struct session {
     close_sockets();
   }
 
-  // A transfer in the relay: the idle deadline moves on, and a rate sample is due within a window
-  // (set only when none is: moving the deadline later is a store, earlier wakes the watchdog).
-  void touch() {
-    last_transfer = steady_clock::now();
-    idle_at = last_transfer + (is_udp() ? cfg->limits.udp_idle_timeout : cfg->limits.idle_timeout);
-    if (cfg->limits.min_rate_bytes > 0 && sample_at == steady_clock::time_point::max())
-      sample_at = last_transfer + cfg->limits.min_rate_window;
-    deadline = next_deadline();
-  }
-
-  steady_clock::time_point next_deadline() const {
-    const auto d = std::min(idle_at, sample_at);
-    return lingering ? std::min(d, linger_until) : d;
-  }
-
   // The linger after the destination's EOF is over (its time passed, or a drain): stop reading
   // the client, as upstream_to_client does at once on other transports.
   void end_linger() {
@@ -196,59 +106,25 @@ struct session {
       on_timeout();
       return true;
     }
-    const std::uint64_t need = cfg->limits.min_rate_bytes;
     auto acked = [](tcp::socket& sock) { return read_bytes_acked(sock.native_handle()).value_or(0); };
-    bool client_ok = true;
+    std::uint64_t client_delivered = 0;
     // A bridged transport's socket is a socketpair, with no count of acknowledged bytes: what
     // the client's HTTP/2 flow control let through counts instead.
     if constexpr (requires { Transport::bridged; })
-      client_ok = to_client.on_window(down_writing, down_writing ? client.bytes_delivered() : 0, need);
+      client_delivered = down_writing ? client.bytes_delivered() : 0;
     else
-      client_ok = to_client.on_window(down_writing, down_writing ? acked(client_socket()) : 0, need);
-    const bool upstream_ok = to_upstream.on_window(up_writing, up_writing ? acked(upstream.socket()) : 0, need);
-    if (!client_ok || !upstream_ok) {
-      spdlog::debug("vless {} session {}: slow_transfer towards the {}", listener_name, info->session_id,
-                    client_ok ? "destination" : "client");
-      slow = true;
+      client_delivered = down_writing ? acked(client_socket()) : 0;
+    if (rate_sample_failed(now, client_delivered, up_writing ? acked(upstream.socket()) : 0)) {
       close_sockets();
       return true;
     }
-    // Keep sampling while data moves or waits; a whole window without either: idle, no samples
-    // until the next transfer.
-    const bool active = down_writing || up_writing || last_transfer + cfg->limits.min_rate_window > now;
-    sample_at = active ? now + cfg->limits.min_rate_window : steady_clock::time_point::max();
-    deadline = next_deadline();
     return false;
   }
-
-  void reject(std::string_view why, std::string detail = {}) {
-    reason = close_reason::rejected;
-    reject_reason = why;
-    reject_detail = std::move(detail);
-  }
-
-  // A pending connection's deadlines never pass its pending deadline.
-  steady_clock::time_point pending_deadline(steady_clock::time_point phase_deadline) const {
-    return std::min(phase_deadline, accepted + cfg->limits.pending_timeout);
-  }
-
-  // An I/O step failed: because an eviction, the watchdog or a drain closed the sockets, or on
-  // its own.
-  void reject_io(std::string_view on_timeout, std::string_view on_failure, std::string detail) {
-    if (evicted) return reject("evicted", std::move(detail));
-    if (timed_out) return reject(on_timeout, std::move(detail));
-    if (drained) return reject("drain");  // not the client's failure ("Operation aborted")
-    reject(on_failure, std::move(detail));
-  }
-
-  // The destination's side ended the relay. During a drain that is the drain's doing: our own
-  // target closes its idle keep-alive connections at once, and says close after a request.
-  close_reason upstream_ended(close_reason r) const { return rt.stopping ? close_reason::drain : r; }
 
   awaitable<bool> handshake() {
     deadline = pending_deadline(accepted + cfg->limits.handshake_timeout);
     if (const auto ec = co_await client.open(transport::open_clock{info->phases, accepted})) {
-      reject_io("handshake_timeout", client.open_failure(), ec.message());
+      reject_io(reject_code::handshake_timeout, client.open_failure(), ec.message());
       co_return false;
     }
     info->ja4 = client.facts().ja4;  // for the target's Server-Timing
@@ -274,7 +150,9 @@ struct session {
             co_return 0;
           }
         }
-        reject_io("header_timeout", tls_failed ? "tls_error" : (used ? "truncated_header" : "no_header"),
+        reject_io(reject_code::header_timeout,
+                  to_string(tls_failed ? reject_code::tls_error
+                                       : (used ? reject_code::truncated_header : reject_code::no_header)),
                   is_eof(ec) ? "" : ec.message());
         co_return 0;
       }
@@ -294,7 +172,7 @@ struct session {
         co_return used - parsed.consumed + 1;  // +1: "complete", even with no payload
       }
       if (used == buf.size()) {  // cannot happen with a valid header: it is < 600 bytes
-        reject("header_too_large");
+        reject(reject_code::header_too_large);
         co_return 0;
       }
     }
@@ -316,38 +194,11 @@ struct session {
       close_sockets();
     });
     if (!id) {
-      reject("unknown_user", "removed by a reload");
+      reject(reject_code::unknown_user, "removed by a reload");
       return false;
     }
     admitted.emplace(rt.live, *id);
     return true;
-  }
-
-  // Authorised: the session takes a slot of max_sessions and is no longer pending.
-  bool admit() {
-    auto slot = session_count::try_acquire(rt.vless_sessions, cfg->limits.max_sessions);
-    if (!slot) {
-      reject("too_many_sessions");
-      return false;
-    }
-    auto mine = budget->client().sessions.try_take(cfg->limits.max_sessions_per_client);
-    if (!mine) {
-      reject("too_many_sessions_from_client", std::to_string(cfg->limits.max_sessions_per_client) +
-                                                  " sessions open from this address ([limits] max_sessions_per_client)");
-      return false;
-    }
-    counted.emplace(std::move(*slot));
-    counted_for_client.emplace(std::move(*mine));
-    admission.leave();
-    return true;
-  }
-
-  // A failed dial as the session's reject: a lookup or connect the watchdog, an eviction or a
-  // drain cut is named for that.
-  void reject_dial(dial_failure f) {
-    if (f.at == dial_failure::step::resolve) return reject_io("resolve_timeout", f.reason, std::move(f.detail));
-    if (f.at == dial_failure::step::connect) return reject_io("connect_timeout", f.reason, std::move(f.detail));
-    reject(f.reason, std::move(f.detail));
   }
 
   // The destination through the one dialer (server/upstream_dialer.hpp): its addresses, each
@@ -369,7 +220,7 @@ struct session {
     cfg = rt.live.current();  // as the dialer's check saw it
     auto taken = budget->take_upstream(cfg->limits.max_upstreams_per_connection, cfg->limits.max_upstreams_per_client);
     if (!taken.slot) {
-      reject("client_budget", std::move(taken.detail));
+      reject(reject_code::client_budget, std::move(taken.detail));
       co_return false;
     }
     upstream_slot = std::move(taken.slot);
@@ -587,97 +438,27 @@ struct session {
     info->phases.closed = now_us();
     if (client_socket().is_open()) tcpi = read_tcp_info(client_socket().native_handle());
     close_sockets();
-    // How the relay ended decides the reason; cutting the bounded TLS shutdown after it does not
-    // (a client that ignores close_notify was logged "timeout").
-    const bool cut = !shutdown_cut && reason != close_reason::rejected;
-    if (cut && timed_out) {
-      reason = close_reason::timeout;
-    } else if (cut && drained) {
-      reason = close_reason::drain;
-    } else if (user_removed && reason != close_reason::rejected) {
-      reason = close_reason::user_removed;
-    } else if (slow) {
-      reason = close_reason::slow_transfer;
-    }
-    // The session's slots go back before its line is written: a client that saw the line (or
-    // the close) may open the next session at once and find the slot free.
-    counted_for_client.reset();
-    counted.reset();
-    if (reason == close_reason::rejected) {
-      log_reject();
-    } else {
-      log_session();
-    }
-  }
-
-  void log_reject() {
-    // From the transport, not info: a handshake cut by its deadline may have had its ClientHello.
-    const std::string ja4 = client.facts().ja4;
-    const vless_reject_event event{.session = info->session_id,
-                                   .listener = listener_name,
-                                   .client = info->client,
-                                   .reason = reject_reason,
-                                   .phase = phase,
-                                   .bytes_seen = header_bytes_seen,
-                                   .detail = reject_detail,
-                                   .user = info->user,
-                                   .dest = dest,
-                                   .duration_us = info->phases.closed.get(),
-                                   .ja4 = ja4};
-    rt.events.emit(event);
-    spdlog::debug("vless {} session {} from {} rejected: {} ({})", listener_name, info->session_id,
-                  info->client, reject_reason, reject_detail);
-    note_refusal(rt, reject_reason,
-                 fmt::format("{} on {}{}{}", info->client, listener_name, reject_detail.empty() ? "" : ": ", reject_detail));
-  }
-
-  void log_session() {
-    const auto& p = info->phases;
-    const bool stall = p.tls_done >= 0 && p.header_complete >= 0 &&
-                       p.header_complete - p.tls_done >= stall_threshold_us;
     const transport::facts t = client.facts();
-    const vless_session_event event{.session = info->session_id,
-                                    .listener = listener_name,
-                                    .user = info->user,
-                                    .client = info->client,
-                                    .dest = dest,
-                                    .cmd = is_mux() || sing_mux ? "mux" : (is_udp() ? "udp" : "tcp"),
-                                    .tls_version = t.tls_version,
-                                    .cipher = t.cipher,
-                                    .sni = t.sni,
-                                    .alpn = t.alpn,
-                                    .ja4 = t.ja4,
-                                    .transport = t.transport,
-                                    .early_data = t.early_data,
-                                    .policy = policy_at_accept,
-                                    .upstream_policy = upstream_policy_applied,
-                                    .generation = generation_at_accept,
-                                    .phases = &p,
-                                    .stall_suspected = stall,
-                                    .tcp_info = tcpi,
-                                    .bytes_up = bytes_up,
-                                    .bytes_down = bytes_down,
-                                    .packets_up = udp_up ? std::optional(udp_up->packets_up) : std::nullopt,
-                                    .packets_down = udp_up ? std::optional(udp_up->packets_down) : std::nullopt,
-                                    .subs = mux ? std::optional(mux->subs())
-                                                : sing_mux ? std::optional(sing_mux->subs()) : std::nullopt,
-                                    .subs_refused = mux ? std::optional(mux->refused())
-                                                        : sing_mux ? std::optional(sing_mux->refused()) : std::nullopt,
-                                    .mux_error = mux ? mux->mux_error()
-                                                     : sing_mux ? sing_mux->mux_error() : std::string_view(),
-                                    .flow = header.flow,
-                                    .vision = vision_of(client),
-                                    .sing_mux = sing_mux ? sing_mux->protocol() : std::string_view(),
-                                    .close_reason = to_string(reason)};
-    rt.events.emit(event);
-    if (stall) {
-      spdlog::warn("vless {} session {} from {}: {:.1f} ms between TLS done and VLESS header: suspected "
-                   "Nagle/delayed-ACK stall (quickack={})",
-                   listener_name, info->session_id, info->client,
-                   static_cast<double>(p.header_complete - p.tls_done) / 1000.0,
-                   to_string(policy_at_accept.quickack));
+    relay_summary r;
+    r.mux = is_mux() || sing_mux;
+    if (udp_up) {
+      r.packets_up = udp_up->packets_up;
+      r.packets_down = udp_up->packets_down;
     }
+    if (mux) {
+      r.subs = mux->subs();
+      r.subs_refused = mux->refused();
+      r.mux_error = mux->mux_error();
+    } else if (sing_mux) {
+      r.subs = sing_mux->subs();
+      r.subs_refused = sing_mux->refused();
+      r.mux_error = sing_mux->mux_error();
+      r.sing_mux = sing_mux->protocol();
+    }
+    r.vision = vision_of(client);
+    session_core::finish(t, r);
   }
+
 };
 
 // make is taken by value: the coroutine starts after the caller's temporaries are gone.

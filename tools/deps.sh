@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages vlessbench builds and tests with, if any is missing.
 # Usage: tools/deps.sh [--test] [--vm] [--arch arm64]
-#   --test adds what only the test suite needs: clang, its fuzzer runtime, clang-tidy; and for the
+#   --test adds what only the test suite needs: clang, its fuzzer runtime, clang-tidy, clang-format
+#     (tests/format/check_format.py); and for the
 #     system test and the package: debootstrap, systemd-nspawn, iproute2, dpkg-dev (dpkg-shlibdeps),
 #     lintian; chromium for the browser tests, tests/integration/test_probe_page.py and
 #     test_admin.py; nftables for the tun path's test, test_tun_path.py; prometheus for its promtool
@@ -32,7 +33,7 @@ pkgs=(cmake ninja-build g++ pkg-config python3 curl
       socat haproxy ccache)  # socat, haproxy: bench/run.py's plain-relay and TLS-terminator floors
                              # (test_bench_tools runs haproxy too); ccache: rebuilds compile what changed
 if ((test)); then
-  pkgs+=(clang-14 libclang-rt-14-dev clang-tidy-14 debootstrap systemd-container iproute2 dpkg-dev lintian chromium nftables prometheus bind9-dnsutils)
+  pkgs+=(clang-14 libclang-rt-14-dev clang-tidy-14 clang-format-14 debootstrap systemd-container iproute2 dpkg-dev lintian chromium nftables prometheus bind9-dnsutils)
 fi
 if ((vm)); then
   pkgs+=(qemu-system-x86 systemd-container debootstrap e2fsprogs iproute2 dpkg-dev)

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "core/wire/percent.hpp"
 #include "core/wire/share_link.hpp"
 #include "core/wire/vless_codec.hpp"
 
@@ -249,4 +250,23 @@ TEST_CASE("parse_share_link reads flow=xtls-rprx-vision on raw TLS, and formats 
   const auto again = parse_share_link(format_share_link(*link), reason);
   REQUIRE(again);
   CHECK(same(*link, *again));
+}
+
+TEST_CASE("percent codec: round trip, strict and lenient decoding", "[share_link][percent]") {
+  const std::string all = [] {
+    std::string s;
+    for (int c = 0; c < 256; ++c) s.push_back(static_cast<char>(c));
+    return s;
+  }();
+  CHECK(percent_decode(percent_encode(all)) == all);
+  CHECK(percent_encode("a b+c~") == "a%20b%2Bc~");
+  CHECK(percent_decode("a%20b+c") == "a b+c");  // '+' is no space
+  CHECK(percent_decode("%4a%4A") == "JJ");
+  CHECK_FALSE(percent_decode("%").has_value());
+  CHECK_FALSE(percent_decode("ab%4").has_value());
+  CHECK_FALSE(percent_decode("%zz").has_value());
+  // The admin token's: a '%' without two hex digits stays as it is, the rest is decoded.
+  CHECK(percent_decode_lenient("t%zz%41+") == "t%zzA+");
+  CHECK(percent_decode_lenient("%4") == "%4");
+  CHECK(percent_decode_lenient("a%2Fb") == "a/b");
 }

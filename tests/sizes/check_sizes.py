@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""The file-size rule (issue 24; STYLE.md "one idea, one place") as a check (ctest "lint: file sizes").
+
+A product source file (core/ server/ target/ runner/: .cpp, .hpp, .h) is at most LIMIT lines; over
+SOFT_LIMIT only when it says why, in a comment of the fixed form
+
+    // size: REASON
+
+among its first HEAD lines, REASON at least MIN_REASON characters (what the file's parts share
+that a split would have to pass around). A file that grows past the limit is cut where it reads
+well, or says why it is not.
+
+Usage: check_sizes.py [ROOT]   (default: the repository this file is in). Prints one line per
+violation, FILE: reason, and exits 1 if there is any.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+LAYERS = ("core", "server", "target", "runner")
+SUFFIXES = (".cpp", ".hpp", ".h")
+LIMIT = 700
+SOFT_LIMIT = 600
+HEAD = 40
+MIN_REASON = 20
+REASON = re.compile(r"^\s*// size: (.*\S)\s*$")
+
+
+def stated_reason(lines: list[str]) -> str | None:
+    for line in lines[:HEAD]:
+        m = REASON.match(line)
+        if m:
+            return m.group(1)
+    return None
+
+
+def violations(root: Path) -> list[str]:
+    out = []
+    for layer in LAYERS:
+        for path in sorted((root / layer).rglob("*")):
+            if not path.is_file() or path.suffix not in SUFFIXES:
+                continue
+            lines = path.read_text(errors="replace").splitlines()
+            rel = path.relative_to(root).as_posix()
+            n = len(lines)
+            if n > LIMIT:
+                out.append(f"{rel}: {n} lines, over the limit of {LIMIT}: split it")
+            elif n > SOFT_LIMIT:
+                reason = stated_reason(lines)
+                if reason is None:
+                    out.append(f"{rel}: {n} lines, over {SOFT_LIMIT} without a '// size: REASON' comment "
+                               f"in its first {HEAD} lines")
+                elif len(reason) < MIN_REASON:
+                    out.append(f"{rel}: {n} lines, its '// size:' reason is under {MIN_REASON} characters")
+    return out
+
+
+def main() -> int:
+    root = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2]
+    if not all((root / layer).is_dir() for layer in LAYERS):
+        print(f"{root}: not a vlessbench tree (no {', '.join(LAYERS)})")
+        return 1
+    found = violations(root)
+    for v in found:
+        print(v)
+    print(f"file sizes: {len(found)} violation(s)")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
