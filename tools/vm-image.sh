@@ -4,6 +4,8 @@
 # the namespace leases the one address 10.77.0.2 (dnsmasq-base, tools/deps.sh --image).
 #   tools/vm-image.sh start --arch amd64|arm64 [--image FILE]   boot, wait for http://10.77.0.2:8080/
 #   tools/vm-image.sh stop                                       power off, delete the namespace
+#   tools/vm-image.sh admin                                      admin URL and, second line, its token
+#   tools/vm-image.sh links                                      the share links the guest printed
 #   tools/vm-image.sh exec CMD                                   CMD in the host-side namespace
 # amd64: qemu-system-x86_64 -M q35 with OVMF; arm64: qemu-system-aarch64 -M virt -cpu max with
 # AAVMF (qemu-efi-aarch64). The image is booted from a qcow2 overlay, so it stays pristine.
@@ -27,6 +29,12 @@ start() {
   command -v dnsmasq >/dev/null || die "dnsmasq missing: tools/deps.sh --image installs it"
   rm -rf "$state"; mkdir -p "$state"
   qemu-img create -q -f qcow2 -F qcow2 -b "$(readlink -f "$image")" "$state/disk.qcow2"
+  # The seed (docs/deploy.md, section 9): hostname and the admin token the runner verifies with.
+  local token; token=$(head -c 18 /dev/urandom | base64 | tr '+/' '-_')
+  printf '#cloud-config\nhostname: vlessbench-%s\nvlessbench_admin_token: %s\n' "$arch" "$token" > "$state/user-data"
+  truncate -s 4M "$state/seed.img"; mkfs.vfat -n CIDATA "$state/seed.img" >/dev/null
+  mcopy -i "$state/seed.img" "$state/user-data" ::user-data
+  (umask 077; printf 'http://%s:9090\n%s\n' "$guest_ip" "$token" > "$state/admin.txt")
   local qemu
   case $arch in
     amd64)
@@ -50,7 +58,7 @@ start() {
     --dhcp-range="$guest_ip,$guest_ip,255.255.255.0,1h" --port=0 --leasefile-ro --no-resolv
   local t0=$SECONDS
   ip netns exec "$ns" "${qemu[@]}" -m 1024 -smp 2 \
-    -drive "file=$state/disk.qcow2,format=qcow2,if=virtio" \
+    -drive "file=$state/disk.qcow2,format=qcow2,if=virtio" -drive "file=$state/seed.img,format=raw,if=virtio" \
     -netdev "tap,id=n0,ifname=$tap,script=no,downscript=no" -device virtio-net-pci,netdev=n0 \
     -display none -monitor none -serial "file:$state/console.log" -daemonize -pidfile "$state/qemu.pid"
   for _ in $(seq 900); do
@@ -80,6 +88,8 @@ stop() {
 case "${1:-}" in
   start) shift; start "$@" ;;
   stop) stop ;;
+  admin) cat "$state/admin.txt" ;;
+  links) grep -o 'vless://[^ ]*' "$state/console.log" | sort -u ;;
   exec) shift; exec ip netns exec "$ns" "$@" ;;
   *) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
 esac
