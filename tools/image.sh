@@ -75,6 +75,7 @@ nsp() { systemd-nspawn -q -D "$root" --machine=vbimg$$ --register=no --keep-unit
 nsp apt-get install -y -qq --no-install-recommends "/root/$(basename "$deb")" >/dev/null
 rm -f "$root/root/$(basename "$deb")"
 nsp apt-get clean
+rm -rf "/run/systemd/nspawn/propagate/vbimg$$"
 
 install -m 0755 packaging/image/vlessbench-firstboot "$root/usr/local/sbin/vlessbench-firstboot"
 install -m 0755 packaging/image/vlessbench-console "$root/usr/local/sbin/vlessbench-console"
