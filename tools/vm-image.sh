@@ -89,7 +89,7 @@ case "${1:-}" in
   start) shift; start "$@" ;;
   stop) stop ;;
   admin) cat "$state/admin.txt" ;;
-  links) grep -o 'vless://[^ ]*' "$state/console.log" | sort -u ;;
+  links) tr -d '\r' < "$state/console.log" | grep -o 'vless://[^ ]*' | sort -u ;;  # the serial log has CRLF
   exec) shift; exec ip netns exec "$ns" "$@" ;;
   *) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
 esac
