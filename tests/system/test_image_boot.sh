@@ -12,7 +12,11 @@ out=$(mktemp -d)
 trap 'tools/vm-image.sh stop; rm -rf "$out"' EXIT
 tools/image.sh --arch "$arch" >/dev/null
 tools/vm-image.sh start --arch "$arch"
-links=$(tools/vm-image.sh links)
+# The console unit prints the links after the daemon answers: wait for them, bounded.
+links=
+for _ in $(seq 120); do
+  links=$(tools/vm-image.sh links); grep -q '#quickack-default$' <<<"$links" && break; sleep 1
+done
 k=$(grep '#default-ack-default$' <<<"$links"); q=$(grep '#quickack-default$' <<<"$links")
 bin=${VLESSBENCH_PACKAGE_BUILD:-build-deb/build}/bin
 timeout 900 tools/vm-image.sh exec "$bin/vlessbench" run --target http://10.77.0.2:8080/ \
