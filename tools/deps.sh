@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages vlessbench builds and tests with, if any is missing.
-# Usage: tools/deps.sh [--test] [--vm] [--arch arm64]
+# Usage: tools/deps.sh [--test] [--vm] [--image] [--arch arm64]
 #   --test adds what only the test suite needs: clang, its fuzzer runtime, clang-tidy, clang-format
 #     (tests/format/check_format.py); and for the
 #     system test and the package: debootstrap, systemd-nspawn, iproute2, dpkg-dev (dpkg-shlibdeps),
@@ -11,20 +11,25 @@
 #   --vm adds what tools/vm.sh and `tools/demo.sh --vm` need: qemu-system-x86 (the guest),
 #     systemd-container (systemd-nspawn, to install the .deb into its image), debootstrap (the
 #     image), e2fsprogs (mkfs.ext4 -d), iproute2 (the namespace and tap), dpkg-dev (dpkg-shlibdeps)
+#   --image adds what tools/image.sh and tools/vm-image.sh need: debootstrap, systemd-container,
+#     dosfstools + mtools (the EFI partition without a mount), fdisk (sfdisk), e2fsprogs, qemu-utils
+#     (qcow2), qemu-system-x86 + ovmf, qemu-system-arm + qemu-efi-aarch64 (the UEFI boots under TCG),
+#     dnsmasq-base (the DHCP lease on the test tap), iproute2, curl
 #   --arch arm64 (on amd64) adds what `tools/package.sh --arch arm64` cross-compiles with (issue 25):
 #     arm64 as a dpkg foreign architecture, crossbuild-essential-arm64, the :arm64 libraries, and
 #     qemu-user-static with its binfmt_misc handler (tools/qemu-binfmt.sh) to run what it builds
 #     (the arm64 system test boots the package through it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-test=0 vm=0 arch=
+test=0 vm=0 image=0 arch=
 while (($#)); do
   case $1 in
     --test) test=1; shift ;;
     --vm) vm=1; shift ;;
+    --image) image=1; shift ;;
     --arch) [[ $# -ge 2 ]] || { echo "--arch needs a value (arm64)" >&2; exit 2; }; arch=$2; shift 2 ;;
     --arch=*) arch=${1#--arch=}; shift ;;
-    *) echo "unknown argument '$1' (usage: tools/deps.sh [--test] [--vm] [--arch arm64])" >&2; exit 2 ;;
+    *) echo "unknown argument '$1' (usage: tools/deps.sh [--test] [--vm] [--image] [--arch arm64])" >&2; exit 2 ;;
   esac
 done
 pkgs=(cmake ninja-build g++ pkg-config python3 curl
@@ -37,6 +42,10 @@ if ((test)); then
 fi
 if ((vm)); then
   pkgs+=(qemu-system-x86 systemd-container debootstrap e2fsprogs iproute2 dpkg-dev)
+fi
+if ((image)); then
+  pkgs+=(debootstrap systemd-container dosfstools mtools fdisk e2fsprogs qemu-utils qemu-system-x86 ovmf
+         qemu-system-arm qemu-efi-aarch64 dnsmasq-base iproute2 curl dpkg-dev)
 fi
 sudo=()
 if [[ $(id -u) -ne 0 ]] && command -v sudo >/dev/null; then
