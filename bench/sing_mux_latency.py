@@ -4,7 +4,8 @@ HTTP CONNECT entries to the daemon's VLESS+TLS listener, plain and with each sin
 (smux, yamux, h2mux), all paths interleaved at random in one `vlessbench run` with a direct baseline.
 
 Starts on loopback (tests/integration/harness.py and peers.py: ports, cleanup, the cores' own config checks):
-one vlessbenchd (a VLESS+TLS listener and the HTTP target), and per core four clients of it: multiplex off,
+one vlessbenchd (two VLESS+TLS listeners, quickack "kernel" and "on", and the HTTP target), and per core and
+listener four clients of it: multiplex off,
 smux, yamux, h2mux (one mux connection each, `max_connections` 1). A `new` sample through a multiplexing client is a
 new stream on the client's open mux connection (the client's TCP+TLS+VLESS header were paid before the clock,
 as docs/methodology.md "Mux: what new means" says for Mux.Cool); through a plain client it is a new VLESS+TLS
@@ -40,18 +41,21 @@ def main() -> int:
 
     paths = ["--path", "direct=direct"]
     cores = []
-    for core in args.cores.split(","):
-        for proto in ("plain", "smux", "yamux", "h2mux"):
-            if proto == "plain":
-                c = t.Core.__new__(t.Core)
-                c.entry, c.socks = peers.inbound_port(), peers.inbound_port()
-                text, suffix = plain_config(t, core, c.entry, c.socks)
-                c.core = peers.Core(core, text, [c.entry, c.socks], suffix=suffix)
-            else:
-                c = t.Core(core, "tls", proto)
-            cores.append(c)
-            t.ready_through(c.entry)
-            paths += ["--path", f"{core}-{proto}=http://{h.LOOPBACK}:{c.entry}"]
+    # Both ACK policies: the daemon's "tls" listener (quickack = "kernel", delayed ACK) and its
+    # QUICKACK twin "quick"; the cores' own TCP settings are theirs (Go sets TCP_NODELAY).
+    for ack, listener in (("kernel", "tls"), ("quickack", "quick")):
+        for core in args.cores.split(","):
+            for proto in ("plain", "smux", "yamux", "h2mux"):
+                if proto == "plain":
+                    c = t.Core.__new__(t.Core)
+                    c.entry, c.socks = peers.inbound_port(), peers.inbound_port()
+                    text, suffix = plain_config(t, core, listener, c.entry, c.socks)
+                    c.core = peers.Core(core, text, [c.entry, c.socks], suffix=suffix)
+                else:
+                    c = t.Core(core, listener, proto)
+                cores.append(c)
+                t.ready_through(c.entry)
+                paths += ["--path", f"{core}-{proto}-{ack}=http://{h.LOOPBACK}:{c.entry}"]
     with open("/proc/loadavg") as f:
         print(f"load average before: {f.read().split()[:3]}", flush=True)
     r = subprocess.run([str(Path(args.bin) / "vlessbench"), "run", "--target",
@@ -66,10 +70,10 @@ def main() -> int:
     return r.returncode
 
 
-def plain_config(t, core: str, entry: int, socks: int):
+def plain_config(t, core: str, listener: str, entry: int, socks: int):
     """The core's config with multiplex off: test_sing_mux's, without its multiplex part."""
     import json
-    text, suffix = t.core_config(core, "tls", "smux", entry, socks)
+    text, suffix = t.core_config(core, listener, "smux", entry, socks)
     if core == "sing-box":
         cfg = json.loads(text)
         del cfg["outbounds"][0]["multiplex"]

@@ -42,7 +42,9 @@ UUID = h.new_uuid()
 D = h.Daemon({
     "users": [{"name": USER, "uuid": UUID}],
     "vless": [{"name": "tls", "listen": h.ANY_PORT}, {"name": "ws", "listen": h.ANY_PORT, "transport": "ws",
-                                                      "path": "/ws"}],
+                                                      "path": "/ws"},
+              # The QUICKACK twin of "tls", for bench/sing_mux_latency.py's second ACK policy.
+              {"name": "quick", "listen": h.ANY_PORT, "tcp": h.policy(True, "on")}],
     "target": [{"name": "http", "listen": h.ANY_PORT}],
     "udp_target": [{"name": "echo", "listen": h.ANY_PORT}],
     "dns": [{"name": "dns", "listen": h.ANY_PORT}],
