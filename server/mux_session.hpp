@@ -22,11 +22,11 @@
 // reader of them all) and the min_rate rule applies.
 //
 // One object per mux session, owned by the session; coroutines per sub-connection (dial + relay towards the
-// destination, relay back) and one writer towards the client, all on the session's executor. join() waits for
-// all of them before the session logs and goes.
+// destination, relay back) and one writer towards the client, on the session's executor; join() awaits them.
 //
 // A sub-connection's state and the bounds above are server/mux_sub.hpp (no template); the pure decisions
 // core/runtime/mux_subs, the framing core/wire/mux_frame.
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -68,6 +68,7 @@ class mux_relay {
         joined_(ex_, steady_clock::time_point::max()),
         drained_(ex_) {
     acc_.assign(s.buf.data(), pending);
+    filled_ = pending;
     std::vector<char>().swap(s.buf);
     down_.assign(vless::response_header.begin(), vless::response_header.end());
   }
@@ -85,7 +86,7 @@ class mux_relay {
     for (;;) {
       std::size_t at = 0;
       for (;;) {
-        const auto p = mux::parse_mux_frame(std::string_view(acc_).substr(at));
+        const auto p = mux::parse_mux_frame(std::string_view(acc_.data(), filled_).substr(at));
         if (p.invalid()) {
           mux_error_ = p.reason;
           s_.reason = close_reason::mux_error;
@@ -97,14 +98,15 @@ class mux_relay {
         handle(p.value);
       }
       if (!mux_error_.empty()) break;
-      acc_.erase(0, at);
+      // The rest moves to the front; the room after it is kept (a resize zero-filled 64 KiB per read).
+      if (at > 0) std::memmove(acc_.data(), acc_.data() + at, filled_ - at);
+      filled_ -= at;
       if (!full_.empty()) co_await wait_for_full();
       if (stopping_) break;
-      const std::size_t have = acc_.size();
-      acc_.resize(have + relay_read);
+      if (acc_.size() < filled_ + relay_read) acc_.resize(filled_ + relay_read);
       auto [ec, n] =
-          co_await s_.client.async_read_some(asio::buffer(acc_.data() + have, relay_read), as_tuple_awaitable);
-      acc_.resize(have + n);
+          co_await s_.client.async_read_some(asio::buffer(acc_.data() + filled_, relay_read), as_tuple_awaitable);
+      filled_ += n;
       if (ec) {
         if (!is_eof(ec) && s_.reason == close_reason::client_eof) s_.reason = close_reason::client_error;
         break;
@@ -579,7 +581,8 @@ class mux_relay {
   asio::any_io_executor ex_;
   mux::sub_table table_;
   std::unordered_map<std::uint16_t, sub_ptr> subs_;
-  std::string acc_;   // client bytes not yet parsed: < one frame + one read
+  std::string acc_;  // client bytes not yet parsed (the first filled_): < one frame + one read, then room
+  std::size_t filled_ = 0;
   std::string down_;  // frames for the client, bounded by mux_down_limit (+ one
                       // frame, + Ends)
   asio::steady_timer down_ready_;
