@@ -38,6 +38,12 @@ case $arch in
   *) echo "image.sh: --arch amd64 or arm64" >&2; exit 2 ;;
 esac
 die() { echo "image.sh: $*" >&2; exit 1; }
+# Unmounts every mount point under $1, deepest first (lazily: a process may still hold one).
+unmount_under() {
+  local m
+  awk -v d="$(realpath -m "$1")/" 'index($2, d) == 1 { print $2 }' /proc/self/mounts | sort -r |
+    while read -r m; do umount -l "$m"; done
+}
 [[ $(id -u) -eq 0 ]] || die "needs root"
 for t in debootstrap systemd-nspawn mkfs.vfat mcopy sfdisk mkfs.ext4 qemu-img; do
   command -v $t >/dev/null || die "$t missing: tools/deps.sh --image installs it"
@@ -50,12 +56,17 @@ t0=$SECONDS
 # 1. The base rootfs, cached per architecture and include list.
 if [[ ! -f $cache/base.ok || $(cat "$cache/base.ok") != "$include" ]]; then
   echo "image.sh: debootstrap bookworm $arch (once; arm64 through qemu-user takes half an hour)" >&2
-  rm -rf "$cache/root.tmp" "$cache/root"
+  # An interrupted second stage leaves proc and sys mounted inside root.tmp: unmount them first,
+  # or rm -rf walks into the host's /proc and /sys.
+  unmount_under "$cache/root.tmp"
+  rm -rf --one-file-system "$cache/root.tmp" "$cache/root"
   if [[ $arch == "$(dpkg --print-architecture)" ]]; then
     debootstrap --arch="$arch" --variant=minbase --include="$include" bookworm "$cache/root.tmp" http://deb.debian.org/debian
   else
     debootstrap --arch="$arch" --variant=minbase --include="$include" --foreign bookworm "$cache/root.tmp" http://deb.debian.org/debian
+    trap 'unmount_under "$cache/root.tmp"' EXIT
     chroot "$cache/root.tmp" /debootstrap/debootstrap --second-stage
+    unmount_under "$cache/root.tmp"; trap - EXIT
   fi
   mv "$cache/root.tmp" "$cache/root"
   echo "$include" > "$cache/base.ok"
