@@ -46,7 +46,7 @@ build_base() {
   [[ -f $vm/base.ok && -e $vm/root/vmlinuz ]] && return
   echo "vm.sh: building $vm (once): rootfs + linux-image-amd64" >&2
   VLESSBENCH_ROOTFS_CACHE=$cache python3 -c "import sys; sys.path.insert(0, 'tests/system');
-import test_deb_nspawn as t; t.ARCHIVES.mkdir(parents=True, exist_ok=True); t.ensure_rootfs()"
+import test_deb_nspawn as t; t.ARCHIVES.mkdir(parents=True, exist_ok=True); t.ensure_rootfs(t.arch_named(t.native_arch()))"
   rm -rf "$vm"
   mkdir -p "$vm" "$cache/apt-archives/partial"
   cp -a --reflink=auto "$cache/bookworm" "$vm/root"

@@ -100,6 +100,12 @@ class Arch:
 ELF_MACHINES = {"amd64": 62, "arm64": 183}  # EM_X86_64, EM_AARCH64
 
 
+def arch_named(name: str) -> Arch:
+    """Debian's architecture NAME as this machine runs it (foreign ones through qemu-user)."""
+    foreign = name != native_arch()
+    return Arch(name, foreign, 4.0 if foreign else 1.0, ELF_MACHINES[name])
+
+
 def native_arch() -> str:
     return subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True, check=True).stdout.strip()
 
@@ -401,8 +407,7 @@ def main() -> int:
     if args.arch != here and here != "amd64":
         print(f"--arch {args.arch}: only arm64 is cross-built, on amd64 (this is {here})", file=sys.stderr)
         return 2
-    foreign = args.arch != here
-    arch = Arch(args.arch, foreign, 4.0 if foreign else 1.0, ELF_MACHINES[args.arch])
+    arch = arch_named(args.arch)
     if os.geteuid() != 0:
         skip("needs root (debootstrap, mount, network namespaces, systemd-nspawn)")
     for tool, pkg in (("systemd-nspawn", "systemd-container"), ("debootstrap", "debootstrap"),
