@@ -10,7 +10,7 @@ namespace vlessbench::runner {
 using udp = asio::ip::udp;
 
 datagram_tunnel::datagram_tunnel(asio::any_io_executor ex, const path_plan& plan, std::chrono::milliseconds timeout)
-    : plan_(plan), timeout_(timeout), tcp_(ex), udp_(ex), timer_(ex), scratch_(65'536, '\0') {}
+    : plan_(plan), tcp_(ex), udp_(ex), deadline_(ex, timeout), scratch_(65'536, '\0') {}
 
 datagram_tunnel::~datagram_tunnel() {
   if (mux_ && sub_open_) {
@@ -22,37 +22,17 @@ datagram_tunnel::~datagram_tunnel() {
 }
 
 void datagram_tunnel::arm() {
-  deadline_ = clock::now() + timeout_;
-  watch();
-}
-
-void datagram_tunnel::disarm() {
-  deadline_ = clock::time_point::max();
-  timer_.cancel();
-}
-
-void datagram_tunnel::watch() {
-  timer_.expires_at(deadline_);
-  timer_.async_wait([weak = weak_from_this()](std::error_code ec) {
-    const auto self = weak.lock();
-    if (!self || ec == asio::error::operation_aborted) return;
-    if (self->deadline_ == clock::time_point::max()) return;
-    if (clock::now() >= self->deadline_) {
-      self->timed_out_ = true;
-      std::error_code ignored;
-      self->tcp_.close(ignored);
-      self->udp_.close(ignored);
-      if (self->mux_) self->mux_->close();  // a stuck sub: the shared connection is remade
-    } else {
-      self->watch();
-    }
+  deadline_.arm(weak_from_this(), [](datagram_tunnel& t) {
+    std::error_code ignored;
+    t.tcp_.close(ignored);
+    t.udp_.close(ignored);
+    if (t.mux_) t.mux_->close();  // a stuck sub: the shared connection is remade
   });
 }
 
-void datagram_tunnel::touch(const char* phase) {
-  phase_ = phase;
-  if (deadline_ != clock::time_point::max()) deadline_ = clock::now() + timeout_;
-}
+void datagram_tunnel::disarm() { deadline_.disarm(); }
+
+void datagram_tunnel::touch(const char* phase) { deadline_.touch(phase); }
 
 void datagram_tunnel::close() {
   open_ = false;
@@ -65,15 +45,12 @@ void datagram_tunnel::close() {
   std::error_code ignored;
   tcp_.close(ignored);
   udp_.close(ignored);
-  timer_.cancel();
+  deadline_.disarm();
 }
 
 std::string datagram_tunnel::describe(const std::error_code& ec) const {
   if (ec.category() == vless::client_category() || ec.category() == mux::category()) return ec.message();
-  if (timed_out_) return std::string(phase_) + ": timeout after " + std::to_string(timeout_.count()) + " ms";
-  if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated)
-    return std::string(phase_) + ": connection closed by peer";
-  return std::string(phase_) + ": " + ec.message();
+  return deadline_.describe(ec);
 }
 
 std::string datagram_tunnel::direct_flow() const {

@@ -15,6 +15,7 @@
 
 #include "core/net/asio_compat.hpp"
 #include "core/client/vless_client.hpp"
+#include "runner/op_deadline.hpp"
 #include "runner/tunnel.hpp"
 
 namespace vlessbench::runner {
@@ -56,7 +57,6 @@ class datagram_tunnel : public std::enable_shared_from_this<datagram_tunnel> {
   void close();
 
  private:
-  void watch();
   void touch(const char* phase);
   std::string describe(const std::error_code& ec) const;
   awaitable<std::string> open_socks5();
@@ -66,14 +66,10 @@ class datagram_tunnel : public std::enable_shared_from_this<datagram_tunnel> {
   awaitable<std::string> receive(std::string& out);
 
   const path_plan& plan_;
-  std::chrono::milliseconds timeout_;
   tcp::socket tcp_;               // SOCKS5 control connection, or the VLESS client's connection
   asio::ip::udp::socket udp_;     // direct and SOCKS5
   std::optional<vless::client> vless_;
-  asio::steady_timer timer_;
-  clock::time_point deadline_ = clock::time_point::max();
-  const char* phase_ = "idle";
-  bool timed_out_ = false;
+  op_deadline deadline_;
   bool open_ = false;
   bool reusable_ = true;
   std::string stream_;  // VLESS: bytes read, not yet a whole packet

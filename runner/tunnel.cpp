@@ -103,7 +103,7 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
 }
 
 tunnel::tunnel(asio::any_io_executor ex, const path_plan& plan, std::chrono::milliseconds timeout)
-    : plan_(plan), timeout_(timeout), socket_(ex), timer_(ex),
+    : plan_(plan), socket_(ex), deadline_(ex, timeout),
       scratch_(std::make_unique<char[]>(scratch_size)) {
   in_.reserve(16 * 1024);
 }
@@ -121,38 +121,16 @@ tunnel::~tunnel() {
 }
 
 void tunnel::arm() {
-  deadline_ = clock::now() + timeout_;
-  watch();
-}
-
-void tunnel::disarm() {
-  deadline_ = clock::time_point::max();
-  timer_.cancel();
-}
-
-// One timer per tunnel that wakes at the deadline; operations only move the deadline (a store),
-// so a sample that finishes in time costs no timer work inside the measured interval.
-void tunnel::watch() {
-  timer_.expires_at(deadline_);
-  timer_.async_wait([weak = weak_from_this()](std::error_code ec) {
-    const auto self = weak.lock();
-    if (!self || ec == asio::error::operation_aborted) return;
-    if (self->deadline_ == clock::time_point::max()) return;
-    if (clock::now() >= self->deadline_) {
-      self->timed_out_ = true;
-      std::error_code ignored;
-      self->socket_.close(ignored);
-      if (self->mux_) self->mux_->close();  // a stuck sub: the shared connection is remade
-    } else {
-      self->watch();
-    }
+  deadline_.arm(weak_from_this(), [](tunnel& t) {
+    std::error_code ignored;
+    t.socket_.close(ignored);
+    if (t.mux_) t.mux_->close();  // a stuck sub: the shared connection is remade
   });
 }
 
-void tunnel::touch(const char* phase) {
-  phase_ = phase;
-  if (deadline_ != clock::time_point::max()) deadline_ = clock::now() + timeout_;
-}
+void tunnel::disarm() { deadline_.disarm(); }
+
+void tunnel::touch(const char* phase) { deadline_.touch(phase); }
 
 void tunnel::close() {
   if (mux_) {
@@ -164,19 +142,16 @@ void tunnel::close() {
   open_ = false;
   std::error_code ignored;
   socket_.close(ignored);
-  timer_.cancel();
+  deadline_.disarm();
 }
 
 std::string tunnel::describe(const std::error_code& ec) const {
   if (ec.category() == vless::client_category()) return ec.message();  // the whole reason
-  if (ec.category() == mux::category() && !timed_out_) {
+  if (ec.category() == mux::category() && !deadline_.timed_out()) {
     if (ec == mux::errc::closed && mux_ && !mux_->failure().empty()) return "mux: " + mux_->failure();
     return ec.message();
   }
-  if (timed_out_) return std::string(phase_) + ": timeout after " + std::to_string(timeout_.count()) + " ms";
-  if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated)
-    return std::string(phase_) + ": connection closed by peer";
-  return std::string(phase_) + ": " + ec.message();
+  return deadline_.describe(ec);
 }
 
 awaitable<std::error_code> tunnel::write_all(std::string_view data) {

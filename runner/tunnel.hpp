@@ -14,6 +14,7 @@
 #include "core/client/vless_client.hpp"
 #include "runner/inner_tls.hpp"
 #include "runner/mux_tunnel.hpp"
+#include "runner/op_deadline.hpp"
 #include "runner/path_spec.hpp"
 
 namespace vlessbench::runner {
@@ -88,7 +89,6 @@ class tunnel : public std::enable_shared_from_this<tunnel> {
   void close();
 
  private:
-  void watch();
   void touch(const char* phase);
   std::string describe(const std::error_code& ec) const;
   // Through the VLESS client on vless paths, else on the socket; these two only pick the
@@ -106,15 +106,11 @@ class tunnel : public std::enable_shared_from_this<tunnel> {
   awaitable<std::error_code> mux_open(std::string_view data);  // the sub's New frame with data
 
   const path_plan& plan_;
-  std::chrono::milliseconds timeout_;
   tcp::socket socket_;
   std::optional<vless::client> vless_;  // vless paths, and tls paths (a bare TLS plan: no header)
   std::unique_ptr<inner_tls> tls_;  // https:// targets, after start_tls()
   bool wrote_ = false;              // anything written since open()
-  asio::steady_timer timer_;
-  clock::time_point deadline_ = clock::time_point::max();
-  const char* phase_ = "idle";
-  bool timed_out_ = false;
+  op_deadline deadline_;
   bool open_ = false;
   bool reusable_ = true;
   std::string in_;  // received, not yet consumed
