@@ -309,6 +309,9 @@ class Setup:
         self.clients = [spawn([v2ray, "-config", work / f"v2ray-client-{n}.json"],
                               stdout=open(work / f"v2ray-client-{n}.log", "wb"), stderr=subprocess.STDOUT)
                         for n in self.client_names if n != "xray-mux" or self.peers["xray"]]
+        # The v2ray mux client in front of each Mux.Cool server (its CPU share says who set the pace).
+        self.mux_clients = {n.removesuffix("-mux"): p for n, p in zip(
+            [n for n in self.client_names if n != "xray-mux" or self.peers["xray"]], self.clients) if n.endswith("-mux")}
         self.others = self.start_peers()
         wait_port(self.target_port, self.target, "target vlessbenchd")
         wait_port(self.ours_port, self.ours, "our vlessbenchd")
@@ -646,10 +649,15 @@ def measure_mux_bulk(s: Setup, load: Path, total: int, rounds: int = 1) -> dict:
                     continue
                 pid = s.server(which)[1].pid
                 port = {"ours": s.ours_mux_http, "v2ray": s.v2_mux_http, "xray": s.xray_mux_http}[which]
-                c0 = cpu_seconds(pid)
+                client_pid = s.mux_clients[which].pid
+                c0, k0 = cpu_seconds(pid), cpu_seconds(client_pid)
+                g0 = os.times()
                 j = run_load(load, mode, ["--target", f"{HOST}:{s.target_port}", "--http-proxy", f"{HOST}:{port}",
                                           "--workers", 1, "--threads", 1, "--bytes", total, "--seconds", 60],
                              timeout=90)
+                g1 = os.times()
+                client_used = cpu_seconds(client_pid) - k0
+                load_used = (g1.children_user + g1.children_system) - (g0.children_user + g0.children_system)
                 if j["failed"]:
                     runs.setdefault(key, {}).setdefault(which, []).append(
                         {"error": f"{j['failed']} failed: {j['error']}"})
@@ -659,7 +667,8 @@ def measure_mux_bulk(s: Setup, load: Path, total: int, rounds: int = 1) -> dict:
                 cpu[which][1] += j["bytes"]
                 runs.setdefault(key, {}).setdefault(which, []).append(
                     {"mbytes_per_second": j["mbytes_per_second"], "seconds": j["seconds"], "bytes": j["bytes"],
-                     "server_cpu_share": used / j["seconds"]})
+                     "server_cpu_share": used / j["seconds"], "mux_client_cpu_share": client_used / j["seconds"],
+                     "load_cpu_share": load_used / j["seconds"]})
                 time.sleep(0.5)
     res: dict = {}
     for key, per in runs.items():
@@ -810,16 +819,23 @@ def print_pace(results: dict) -> None:
     generator, the target and the server in the median round. Near 1.0 is a process that was
     saturated; on a shared machine all of them can sit well below it (they waited for a core)."""
     bulk = results.get("bulk")
-    if not bulk:
-        return
-    print("\nwho set the pace (CPU share of a core in the bulk runs: load generator / target / server):")
-    for key in ("downx1", "upx1", "downx16", "upx16"):
-        parts = []
-        for w, e in bulk.get(key, {}).items():
-            parts.append(f"{w} {e.get('load_cpu_share', 0):.2f}/{e.get('target_cpu_share', 0):.2f}/"
-                         f"{e.get('server_cpu_share', 0):.2f}" if w != "direct" else
-                         f"direct {e.get('load_cpu_share', 0):.2f}/{e.get('target_cpu_share', 0):.2f}/-")
-        print(f"  {key}: " + ", ".join(parts))
+    if bulk:
+        print("\nwho set the pace (CPU share of a core in the bulk runs: load generator / target / server):")
+        for key in ("downx1", "upx1", "downx16", "upx16"):
+            parts = []
+            for w, e in bulk.get(key, {}).items():
+                parts.append(f"{w} {e.get('load_cpu_share', 0):.2f}/{e.get('target_cpu_share', 0):.2f}/"
+                             f"{e.get('server_cpu_share', 0):.2f}" if w != "direct" else
+                             f"direct {e.get('load_cpu_share', 0):.2f}/{e.get('target_cpu_share', 0):.2f}/-")
+            print(f"  {key}: " + ", ".join(parts))
+    mux = results.get("mux")
+    if mux:
+        # One v2ray mux client (the same binary) sits in front of every Mux.Cool server.
+        print("who set the pace through one Mux.Cool sub (load generator / v2ray mux client / server):")
+        for key in ("mux-downx1", "mux-upx1"):
+            parts = [f"{w} {e['load_cpu_share']:.2f}/{e['mux_client_cpu_share']:.2f}/{e['server_cpu_share']:.2f}"
+                     for w, e in mux.get(key, {}).items() if "mux_client_cpu_share" in e]
+            print(f"  {key}: " + ", ".join(parts))
 
 
 def table(results: dict) -> list[dict]:
