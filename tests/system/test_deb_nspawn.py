@@ -151,6 +151,16 @@ def nspawn_cleanup(name: str) -> None:
     shutil.rmtree(f"/run/systemd/nspawn/propagate/{name}", ignore_errors=True)
 
 
+def unmount_under(folder: Path) -> None:
+    """Unmounts every mount point below folder, deepest first, so that removing it cannot walk
+    into the host's /proc or /sys."""
+    prefix = str(folder.resolve()) + "/"
+    points = [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()
+              if line.split()[1].startswith(prefix)]
+    for point in sorted(points, reverse=True):
+        subprocess.run(["umount", "-l", point], check=False)
+
+
 def ensure_rootfs(arch: Arch) -> None:
     # The cache is keyed on what makes it: suite, architecture (in the label), variant, packages.
     want = f"{arch.label} minbase include={INCLUDE}\n"
@@ -160,6 +170,7 @@ def ensure_rootfs(arch: Arch) -> None:
     log(f"building the cached rootfs {arch.rootfs} (debootstrap {SUITE} {arch.name} from {url}; once per machine)")
     t0 = time.monotonic()
     tmp = CACHE / f"{arch.label}.tmp"
+    unmount_under(tmp)  # an interrupted second stage leaves proc and sys mounted in it
     shutil.rmtree(tmp, ignore_errors=True)
     shutil.rmtree(arch.rootfs, ignore_errors=True)
     arch.marker.unlink(missing_ok=True)
