@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "core/runtime/sing_mux_bridge.hpp"
-#include "core/wire/mux_frame.hpp"
+#include "mux_relay_answers.hpp"
 #include "server/sing_mux_h2.hpp"
 
 using namespace vlessbench;
@@ -30,23 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::string relay;
     if (!b.up(std::string_view(in).substr(at, 13), relay, client).empty()) break;
     if (b.live() > max_streams) __builtin_trap();
-    std::string_view v(relay);
-    std::string back;
-    while (!v.empty()) {
-      const auto f = mux::parse_mux_frame(v);
-      if (!f.complete()) __builtin_trap();
-      v.remove_prefix(f.consumed);
-      mux::frame k;
-      k.id = f.value.id;
-      if (f.value.st == mux::status::new_sub) {
-        k.st = mux::status::keep;
-        k.option = mux::option_data;
-        k.data = "answer";
-      } else {
-        k.st = mux::status::end;
-      }
-      mux::encode_mux_frame(back, k);
-    }
+    const std::string back = fuzz::answer_relay_frames(relay);
     b.relay_consumed(relay.size(), client);
     if (!b.down(back, client).empty()) __builtin_trap();
   }

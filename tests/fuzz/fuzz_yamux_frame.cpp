@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "core/runtime/sing_mux_bridge.hpp"
-#include "core/wire/mux_frame.hpp"
+#include "mux_relay_answers.hpp"
 #include "core/wire/yamux_frame.hpp"
 
 using namespace vlessbench;
@@ -33,24 +33,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::string relay;
     if (!b.up(std::string_view(in).substr(at, 11), relay, client).empty()) break;
     if (b.live() > 3) __builtin_trap();
-    // The relay answers each New with data and ends every other one.
-    std::string_view v(relay);
-    std::string back;
-    while (!v.empty()) {
-      const auto f = mux::parse_mux_frame(v);
-      if (!f.complete()) __builtin_trap();
-      v.remove_prefix(f.consumed);
-      mux::frame k;
-      k.id = f.value.id;
-      if (f.value.st == mux::status::new_sub) {
-        k.st = mux::status::keep;
-        k.option = mux::option_data;
-        k.data = "answer";
-      } else {
-        k.st = mux::status::end;
-      }
-      mux::encode_mux_frame(back, k);
-    }
+    const std::string back = fuzz::answer_relay_frames(relay);
     if (!b.down(back, client).empty()) __builtin_trap();
   }
   for (std::string_view v(client); !v.empty();) {
