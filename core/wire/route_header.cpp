@@ -137,7 +137,10 @@ std::string format_server_timing(const session_phases& p, std::string_view quick
                   static_cast<double>(to - from) / 1000.0);
     out += buf;
   };
-  add("tls", 0, p.tls_done);
+  // tls_done 0: the connection's handshake was done before this session's clock started (a gRPC
+  // stream on a connection made earlier): the session timed no TLS phase of its own, so none is
+  // named (a "tls;dur=0.000" would read as a handshake of no time).
+  if (p.tls_done > 0) add("tls", 0, p.tls_done);
   add("upgrade", p.tls_done >= 0 ? p.tls_done : 0, p.upgrade_done);
   add("vless", p.upgrade_done >= 0 ? p.upgrade_done : p.tls_done, p.header_complete);
   add("resolve", p.dial_from(), p.resolved);

@@ -115,6 +115,17 @@ TEST_CASE("route header and Server-Timing: what the target writes, the runner re
   CHECK(*t.resolve == Approx(0.1));
   CHECK(*t.upstream == Approx(0.15));
   CHECK(format_server_timing(session_phases{}).empty());  // nothing reached, nothing said
+  // A gRPC stream: TLS done before its clock (tls_done 0): no tls phase named, the others kept.
+  session_phases grpc;
+  grpc.tls_done = 0;
+  grpc.upgrade_done = 120;
+  grpc.header_complete = 170;
+  const auto g = parse_server_timing(format_server_timing(grpc));
+  CHECK_FALSE(g.tls);
+  REQUIRE(g.upgrade);
+  CHECK(*g.upgrade == Approx(0.12));
+  REQUIRE(g.vless);
+  CHECK(*g.vless == Approx(0.05));
   CHECK_FALSE(t.ack);
   const auto with_ack = format_server_timing(info.phases, "on");
   CHECK_THAT(with_ack, Catch::EndsWith(", ack;desc=on"));
