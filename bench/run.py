@@ -24,13 +24,14 @@ Then measures, ours and v2ray's alternately:
   7. Mux.Cool (issue 12): a v2ray client with "mux" on as two more latency paths (phase 1) and
      256 MiB down/up through one sub-connection. A server whose mux client cannot carry one request
      gets FAILED and the reason, never a figure.
-  8. Issue 26: Xray and sing-box as VLESS servers on every transport (bench/cores.py writes their
+  8. Issue 26: Xray and sing-box as VLESS servers on every transport (harness/cores.py writes their
      configs and those of their own clients), HAProxy terminating TLS in front of the target (the
      floor: the runner's tls:// path, vlessbench_load --tls-server), in every phase that applies;
      one side-by-side table, each cell with its 95% CI, and who set the pace.
 Prints the tables and writes JSON (--out; --markdown FILE: the side-by-side table for the docs).
-Python 3 stdlib only; every process it starts is killed at exit, on Ctrl-C and on errors; every
-wait is bounded.
+Python 3 stdlib only; builds on the integration tests' harness package (tests/integration/harness/:
+processes, ports, the certificate, our daemons, v2ray's and the cores' configs), so every process it
+starts is killed at exit, on Ctrl-C and on errors; every wait is bounded.
 
 Usage: bench/run.py [--bin BUILD/bin] [--out bench-result.json] [--quick] [--only PHASES] [--markdown FILE]
 
@@ -40,135 +41,43 @@ what is measured against what in one place; the UDP client and its statistics ar
 from __future__ import annotations
 
 import argparse
-import atexit
-import ctypes
 import json
 import os
 import platform
-import random
 import resource
-import shutil
 import signal
 import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid as uuidlib
 from pathlib import Path
 
-import cores  # bench/cores.py: where Xray, sing-box and HAProxy are, and their server configs
-import udp_rtt  # bench/udp_rtt.py: the SOCKS5 UDP client and its statistics
-
 REPO = Path(__file__).resolve().parent.parent
-HOST = "127.0.0.1"
+# The harness package the integration tests use (tests/integration/harness/): one registry of every
+# process started (killed at exit, on SIGTERM and Ctrl-C, and by the kernel if this interpreter
+# dies), free ports, waits for a port, temp folders, the test certificate, vlessbenchd from a config
+# dict, v2ray config pieces, and cores.py (where Xray, sing-box and HAProxy are, their configs).
+sys.path.insert(0, str(REPO / "tests" / "integration"))
+import harness as h  # noqa: E402
+from harness import cores  # noqa: E402
+import udp_rtt  # noqa: E402  bench/udp_rtt.py: the SOCKS5 UDP client and its statistics
+
+HOST = h.LOOPBACK
 GIB = 1 << 30
 CORES = os.cpu_count() or 1
 
-# ---------------------------------------------------------------------------------------------
-# Processes: everything we start is registered and killed at exit.
-
-_procs: list[subprocess.Popen] = []
-_tmp: list[Path] = []
-
-
-def _pdeathsig() -> None:
-    try:
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except Exception:  # noqa: BLE001 - best effort; atexit still cleans up
-        pass
-
-
-def spawn(argv, **kw) -> subprocess.Popen:
-    p = subprocess.Popen([str(a) for a in argv], preexec_fn=_pdeathsig, **kw)
-    _procs.append(p)
-    return p
-
-
-def stop(p: subprocess.Popen) -> None:
-    if p.poll() is None:
-        p.terminate()
-        try:
-            p.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait(timeout=5)
-
-
-def cleanup() -> None:
-    for p in reversed(_procs):
-        try:
-            stop(p)
-        except Exception:  # noqa: BLE001
-            pass
-    if not os.environ.get("VLESSBENCH_KEEP_TMP"):
-        for d in _tmp:
-            shutil.rmtree(d, ignore_errors=True)
-
-
-def _on_signal(signum, _frame):
-    cleanup()
-    os._exit(128 + signum)
-
-
-atexit.register(cleanup)
-signal.signal(signal.SIGTERM, _on_signal)
-signal.signal(signal.SIGINT, _on_signal)
-
-# ---------------------------------------------------------------------------------------------
-# Ports, waiting, /proc
-
-_used_ports: set[int] = set()
-
-
-def free_port(low: bool = False, udp: bool = False) -> int:
-    """A free loopback port >= 20000, TCP or (udp) UDP, never given twice; low: below the ephemeral
-    range (Xray does not bind a port a TIME-WAIT connection holds, ../shared/peers/README.md)."""
-    kind = socket.SOCK_DGRAM if udp else socket.SOCK_STREAM
-    for _ in range(200):
-        port = random.randint(20000, 32767 if low else 60999)
-        if port in _used_ports:
-            continue
-        with socket.socket(socket.AF_INET, kind) as s:
-            try:
-                s.bind((HOST, port))
-            except OSError:
-                continue
-        _used_ports.add(port)
-        return port
-    raise RuntimeError(f"no free {'UDP' if udp else 'TCP'} port >= 20000")
+h.handle_signals(signal.SIGINT)
 
 
 def wait_port(port: int, proc: subprocess.Popen, what: str, timeout: float = 15) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{what} exited with {proc.returncode}")
-        with socket.socket() as s:
-            s.settimeout(0.5)
-            if s.connect_ex((HOST, port)) == 0:
-                return
-        time.sleep(0.05)
-    raise RuntimeError(f"{what}: port {port} not accepting after {timeout}s")
-
-
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError(f"no VmRSS for {pid}")
-
-
-def cpu_seconds(pid: int) -> float:
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+    h.wait_ports([port], proc=proc, what=what, timeout=timeout)
 
 
 def run_load(load: Path, mode: str, args: list, timeout: float) -> dict:
     r = subprocess.run([str(load), mode, *map(str, args)], capture_output=True, text=True,
-                       timeout=timeout, preexec_fn=_pdeathsig)
+                       timeout=timeout, preexec_fn=h.set_pdeathsig)
     if r.returncode != 0 or not r.stdout.strip():
         raise RuntimeError(f"vlessbench_load {mode} {args}: exit {r.returncode}: {r.stderr.strip()} {r.stdout}")
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -201,56 +110,56 @@ class Setup:
         self.bindir = bindir
         self.work = work
         self.uuid = str(uuidlib.uuid4())
-        self.cert, self.key = work / "cert.pem", work / "key.pem"
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                        "-nodes", "-keyout", str(self.key), "-out", str(self.cert), "-days", "2",
-                        "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"],
-                       check=True, capture_output=True, timeout=30)
-        self.target_port, self.ours_port, self.v2_port = free_port(), free_port(), free_port()
-        self.ours_http, self.v2_http = free_port(), free_port()
+        self.cert, self.key = h.make_cert(work)
+        # Our daemons listen on port 0 and report the ports they bound (h.Daemon reads them back); the
+        # other servers' and clients' ports are chosen here.
+        self.v2_port = h.free_port()
+        self.ours_http, self.v2_http = h.free_port(), h.free_port()
         # The same over WebSocket (path /ws, TLS below): our ws listener and a v2ray ws inbound, and a
         # v2ray ws client for each (v2ray 4.34 sends no early data, so neither does anyone here).
-        self.ours_ws_port, self.v2_ws_port = free_port(), free_port()
-        self.ours_ws_http, self.v2_ws_http = free_port(), free_port()
-        # Issue 26: our httpupgrade and gRPC listeners, for the side by side with Xray and sing-box.
-        self.ours_hu_port, self.ours_grpc_port = free_port(), free_port()
+        self.v2_ws_port = h.free_port()
+        self.ours_ws_http, self.v2_ws_http = h.free_port(), h.free_port()
         # Xray 25.9 and sing-box 1.11 as VLESS servers, one inbound per transport, and HAProxy as a
         # bare TLS terminator in front of the target (the floor); each left out, with the reason,
         # where its binary is not found.
         self.peers = {name: cores.find(name) for name in ("xray", "sing-box", "haproxy")}
-        self.peer_ports = {"xray": {t: free_port(low=True) for t in cores.SERVER_TRANSPORTS},
-                           "sing-box": {t: free_port() for t in cores.SERVER_TRANSPORTS},
-                           "haproxy": {"tcp": free_port()}}
-        self.xray_mux_http = free_port()
+        self.peer_ports = {"xray": {t: h.free_port(low=True) for t in cores.SERVER_TRANSPORTS},
+                           "sing-box": {t: h.free_port() for t in cores.SERVER_TRANSPORTS},
+                           "haproxy": {"tcp": h.free_port()}}
+        self.xray_mux_http = h.free_port()
         # UDP (issue 12): the target's [[udp_target]] echo; a v2ray client per server whose SOCKS5
         # inbound ("udp": true) sends VLESS command 2; and a v2ray client per server with Mux.Cool on
         # ("mux": {"enabled": true}) behind an http inbound (requests, bulk) and a SOCKS5 one (UDP).
-        self.udp_port = free_port(udp=True)
-        self.ours_socks, self.v2_socks = free_port(), free_port()
-        self.ours_mux_http, self.v2_mux_http = free_port(), free_port()
-        self.ours_mux_socks, self.v2_mux_socks = free_port(), free_port()
-        policy = '{ nodelay = true, quickack = "kernel" }'
+        self.ours_socks, self.v2_socks = h.free_port(proto="tcp+udp"), h.free_port(proto="tcp+udp")
+        self.ours_mux_http, self.v2_mux_http = h.free_port(), h.free_port()
+        self.ours_mux_socks, self.v2_mux_socks = h.free_port(proto="tcp+udp"), h.free_port(proto="tcp+udp")
+        policy = h.policy(True, "kernel")
+        limits = {"max_sessions": 100000, **h.ONE_ADDRESS_LOAD}
         # The target runs in its own vlessbenchd, so that the servers under test only relay: the
         # CPU and RSS read from /proc are the relay's alone, for ours and for v2ray alike.
-        (work / "target.toml").write_text(
-            f'[log]\nlevel = "warn"\naccess = "{work}/target-access.jsonl"\n'
-            f'[limits]\nmax_sessions = 100000\nmax_sessions_per_client = 1000000\nmax_upstreams_per_client = 1000000\n[admin]\nenabled = false\n'
-            f'[[target]]\nname = "http"\nlisten = "{HOST}:{self.target_port}"\ntcp = {policy}\n'
-            f'[[udp_target]]\nname = "udp"\nlisten = "{HOST}:{self.udp_port}"\n')
-        (work / "ours.toml").write_text(
-            f'[log]\nlevel = "warn"\naccess = "{work}/ours-access.jsonl"\n'
-            f'[tls]\ncert = "{self.cert}"\nkey = "{self.key}"\nmin_version = "1.3"\n'
-            f'[limits]\nmax_sessions = 100000\nmax_sessions_per_client = 1000000\nmax_upstreams_per_client = 1000000\nthreads = {threads}\n'
-            f'[admin]\nlisten = "{HOST}:{free_port()}"\n'  # on by default (the state hub's cost included)
-            f'[[users]]\nname = "bench"\nuuid = "{self.uuid}"\n'
-            f'[[vless]]\nname = "vless"\nlisten = "{HOST}:{self.ours_port}"\ntcp = {policy}\n'
-            f'upstream_tcp = {policy}\n'
-            f'[[vless]]\nname = "ws"\nlisten = "{HOST}:{self.ours_ws_port}"\ntcp = {policy}\n'
-            f'upstream_tcp = {policy}\ntransport = "ws"\npath = "/ws"\n'
-            f'[[vless]]\nname = "hu"\nlisten = "{HOST}:{self.ours_hu_port}"\ntcp = {policy}\n'
-            f'upstream_tcp = {policy}\ntransport = "httpupgrade"\npath = "{cores.HU_PATH}"\n'
-            f'[[vless]]\nname = "grpc"\nlisten = "{HOST}:{self.ours_grpc_port}"\ntcp = {policy}\n'
-            f'upstream_tcp = {policy}\ntransport = "grpc"\nservice_name = "{cores.GRPC_SERVICE}"\n')
+        self.target_config = {
+            "log": {"level": "warn"}, "limits": limits, "admin": {"enabled": False},
+            "target": [{"name": "http", "listen": h.ANY_PORT, "tcp": policy}],
+            "udp_target": [{"name": "udp", "listen": h.ANY_PORT}]}
+        # Issue 26: our httpupgrade and gRPC listeners too, for the side by side with Xray and sing-box.
+        vless = [{"name": "vless"}, {"name": "ws", "transport": "ws", "path": cores.WS_PATH},
+                 {"name": "hu", "transport": "httpupgrade", "path": cores.HU_PATH},
+                 {"name": "grpc", "transport": "grpc", "service_name": cores.GRPC_SERVICE}]
+        self.ours_config = {
+            "log": {"level": "warn"}, "tls": {"cert": str(self.cert), "key": str(self.key), "min_version": "1.3"},
+            "limits": {**limits, "threads": threads},
+            "admin": {"listen": h.ANY_PORT},  # on by default (the state hub's cost included)
+            "users": [{"name": "bench", "uuid": self.uuid}],
+            "vless": [{"name": v["name"], "listen": h.ANY_PORT, "tcp": policy, "upstream_tcp": policy,
+                       **{k: x for k, x in v.items() if k != "name"}} for v in vless]}
+        # Each started and waited for until its ports file says every listener is bound and each
+        # accepts (config, logs and access log in work/target, work/ours).
+        self.target_d = h.Daemon(self.target_config, binary=bindir / "vlessbenchd", directory=work / "target")
+        self.ours_d = h.Daemon(self.ours_config, binary=bindir / "vlessbenchd", directory=work / "ours")
+        self.target, self.ours = self.target_d.proc, self.ours_d.proc
+        self.target_port, self.udp_port = self.target_d.port("http"), self.target_d.port("udp")
+        self.ours_port, self.ours_ws_port, self.ours_hu_port, self.ours_grpc_port = (
+            self.ours_d.port(v["name"]) for v in vless)
         tls_server = {"minVersion": "1.3",
                       "certificates": [{"certificateFile": str(self.cert), "keyFile": str(self.key)}]}
         v2_server = {
@@ -265,15 +174,7 @@ class Setup:
             "outbounds": [{"protocol": "freedom", "settings": {}}],
         }
         (work / "v2ray-server.json").write_text(json.dumps(v2_server, indent=1))
-        client_tls = {"serverName": "localhost", "allowInsecure": True}
-
-        def socks(port):
-            return {"listen": HOST, "port": port, "protocol": "socks",
-                    "settings": {"auth": "noauth", "udp": True, "ip": HOST}}
-
-        def http(port):
-            return {"listen": HOST, "port": port, "protocol": "http", "settings": {}}
-
+        socks, http = h.v2ray_socks_inbound, h.v2ray_http_inbound
         self.client_names = ("ours", "v2ray", "ours-ws", "v2ray-ws", "ours-udp", "v2ray-udp", "ours-mux", "v2ray-mux",
                              "xray-mux")
         for name, inbounds, server_port, network, mux in (
@@ -286,41 +187,24 @@ class Setup:
                 ("ours-mux", [http(self.ours_mux_http), socks(self.ours_mux_socks)], self.ours_port, "tcp", True),
                 ("v2ray-mux", [http(self.v2_mux_http), socks(self.v2_mux_socks)], self.v2_port, "tcp", True),
                 ("xray-mux", [http(self.xray_mux_http)], self.peer_ports["xray"]["tcp"], "tcp", True)):
-            stream = {"network": network, "security": "tls", "tlsSettings": client_tls}
-            if network == "ws":
-                stream["wsSettings"] = {"path": "/ws"}
-            outbound = {"protocol": "vless",
-                        "settings": {"vnext": [{"address": HOST, "port": server_port,
-                                                "users": [{"id": self.uuid, "encryption": "none"}]}]},
-                        "streamSettings": stream}
-            if mux:
-                outbound["mux"] = {"enabled": True, "concurrency": 8}
+            outbound = h.v2ray_vless_outbound(server_port, self.uuid, mux_concurrency=8 if mux else None,
+                                              ws_path=cores.WS_PATH if network == "ws" else None)
             cfg = {"log": {"loglevel": "warning"}, "inbounds": inbounds, "outbounds": [outbound]}
             (work / f"v2ray-client-{name}.json").write_text(json.dumps(cfg, indent=1))
 
-        v2ray = shutil.which("v2ray") or "/usr/bin/v2ray"
-        daemon = bindir / "vlessbenchd"
-        self.target = spawn([daemon, "--config", work / "target.toml"], stdout=subprocess.DEVNULL,
-                            stderr=open(work / "target.log", "wb"))
-        self.ours = spawn([daemon, "--config", work / "ours.toml"], stdout=subprocess.DEVNULL,
-                          stderr=open(work / "ours.log", "wb"))
-        self.v2 = spawn([v2ray, "-config", work / "v2ray-server.json"], stdout=open(work / "v2ray-server.log", "wb"),
-                        stderr=subprocess.STDOUT)
-        self.clients = [spawn([v2ray, "-config", work / f"v2ray-client-{n}.json"],
+        v2ray = h.V2RAY
+        self.v2 = h.spawn([v2ray, "-config", work / "v2ray-server.json"], stdout=open(work / "v2ray-server.log", "wb"),
+                          stderr=subprocess.STDOUT)
+        self.clients = [h.spawn([v2ray, "-config", work / f"v2ray-client-{n}.json"],
                               stdout=open(work / f"v2ray-client-{n}.log", "wb"), stderr=subprocess.STDOUT)
                         for n in self.client_names if n != "xray-mux" or self.peers["xray"]]
         # The v2ray mux client in front of each Mux.Cool server (its CPU share says who set the pace).
         self.mux_clients = {n.removesuffix("-mux"): p for n, p in zip(
             [n for n in self.client_names if n != "xray-mux" or self.peers["xray"]], self.clients) if n.endswith("-mux")}
         self.others = self.start_peers()
-        wait_port(self.target_port, self.target, "target vlessbenchd")
-        wait_port(self.ours_port, self.ours, "our vlessbenchd")
         wait_port(self.v2_port, self.v2, "v2ray server")
         wait_port(self.ours_http, self.clients[0], "v2ray client (ours)")
         wait_port(self.v2_http, self.clients[1], "v2ray client (v2ray)")
-        wait_port(self.ours_ws_port, self.ours, "our vlessbenchd (ws)")
-        wait_port(self.ours_hu_port, self.ours, "our vlessbenchd (httpupgrade)")
-        wait_port(self.ours_grpc_port, self.ours, "our vlessbenchd (grpc)")
         wait_port(self.v2_ws_port, self.v2, "v2ray server (ws)")
         wait_port(self.ours_ws_http, self.clients[2], "v2ray ws client (ours)")
         wait_port(self.v2_ws_http, self.clients[3], "v2ray ws client (v2ray)")
@@ -330,8 +214,8 @@ class Setup:
             wait_port(port, self.clients[client], f"v2ray client ({what})")
         # The relay floor: socat, a plain user-space TCP forwarder (no TLS, no protocol), in front of
         # the target. What it adds is what any relay with its own upstream connection pays.
-        self.relay_port = free_port()
-        self.relay = spawn(["socat", f"TCP-LISTEN:{self.relay_port},bind={HOST},reuseaddr,fork,nodelay",
+        self.relay_port = h.free_port()
+        self.relay = h.spawn(["socat", f"TCP-LISTEN:{self.relay_port},bind={HOST},reuseaddr,fork,nodelay",
                             f"TCP:{HOST}:{self.target_port},nodelay"],
                            stdout=subprocess.DEVNULL, stderr=open(work / "socat.log", "wb"))
         wait_port(self.relay_port, self.relay, "socat relay")
@@ -359,7 +243,7 @@ class Setup:
             config.parent.mkdir()
             config.write_text(writers[name]())
             cores.check_config(name, exe, config)
-            started[name] = spawn(cores.argv(name, exe, config), stdout=open(config.parent / f"{name}.log", "wb"),
+            started[name] = h.spawn(cores.argv(name, exe, config), stdout=open(config.parent / f"{name}.log", "wb"),
                                   stderr=subprocess.STDOUT, cwd=config.parent)
         for name, proc in started.items():
             for port in self.peer_ports[name].values():
@@ -379,12 +263,12 @@ class Setup:
             if name not in started:
                 continue
             for server, port in servers.items():
-                entry = free_port(low=True)
+                entry = h.free_port(low=True)
                 config = self.work / name / f"client-{server}.json"
                 flow = cores.FLOW if server.endswith("-vision") else ""
                 config.write_text(json.dumps(cores.client(name, self.uuid, HOST, entry, port, flow), indent=1))
                 cores.check_config(name, self.peers[name], config)
-                started[f"{name}-client-{server}"] = proc = spawn(
+                started[f"{name}-client-{server}"] = proc = h.spawn(
                     cores.argv(name, self.peers[name], config), stdout=open(config.with_suffix(".log"), "wb"),
                     stderr=subprocess.STDOUT, cwd=config.parent)
                 wait_port(entry, proc, f"{name} client to {server}")
@@ -451,7 +335,7 @@ class Setup:
         except OSError as e:
             err = f"GET /generate_204 through the mux sub: {type(e).__name__}: {e}"
         if err and which == "ours":
-            log = self.work / "ours-access.jsonl"
+            log = self.ours_d.access
             rejects = [json.loads(x) for x in (log.read_text().splitlines() if log.exists() else [])
                        if '"vless.reject"' in x]
             if rejects:
@@ -484,19 +368,17 @@ def measure_idle(s: Setup, load: Path, sessions: int, rounds: int = 1) -> dict:
 def measure_idle_once(s: Setup, load: Path, sessions: int, which: str) -> dict:
     pid = s.server(which)[1].pid
     time.sleep(0.5)
-    before = rss_kib(pid)
+    before = h.rss_kib(pid)
     # Each session sends one GET / (so the server has dialled upstream and relayed once), reads
     # the answer, and holds until stdin closes; at most 64 are being opened at once.
     argv = [load, "sessions", *s.load_args(which), "--idle", sessions, "--opening", 64, "--path", "/",
             "--timeout", 60]
-    p = subprocess.Popen([str(a) for a in argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                         preexec_fn=_pdeathsig)
-    _procs.append(p)
+    p = h.spawn(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         line = p.stdout.readline()  # bounded: every opening gives up after --timeout
         ready = json.loads(line) if line.strip() else {"idle_open": 0, "errors": "no output"}
         time.sleep(1.0)  # let the server settle (Go's background allocations, lazy frees)
-        with_sessions = rss_kib(pid)
+        with_sessions = h.rss_kib(pid)
     finally:
         p.stdin.close()
         p.wait(timeout=30)
@@ -514,7 +396,7 @@ def run_runner(s: Setup, target: str, paths: list[str], new: int, reuse: int, wa
             "--new", new, "--reuse", reuse, "--warmup", warmup, "--out", out_dir,
             "--allow-mismatch"]  # the target is a separate process: it answers "direct" to both servers
     r = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=240,
-                       preexec_fn=_pdeathsig)
+                       preexec_fn=h.set_pdeathsig)
     if r.returncode != 0:
         raise RuntimeError(f"vlessbench run failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
     summary = json.loads((out_dir / "summary.json").read_text())
@@ -607,14 +489,14 @@ def measure_udp(s: Setup, new: int, reuse: int, warmup: int) -> dict:
         for name in ("direct", "ours-udp", "v2ray-udp") if rnd == 0 else ("direct", "v2ray-udp", "ours-udp"):
             s.check_alive()
             pid = {"ours-udp": s.ours.pid, "v2ray-udp": s.v2.pid}.get(name)
-            c0 = cpu_seconds(pid) if pid else 0.0
+            c0 = h.cpu_seconds(pid) if pid else 0.0
             try:
                 j = udp_rtt.packets_per_second(s.udp_port, paths[name], 2.0)
             except OSError as e:
                 rate.setdefault(name, []).append({"error": f"{type(e).__name__}: {e}"})
                 continue
             if pid:
-                used = cpu_seconds(pid) - c0
+                used = h.cpu_seconds(pid) - c0
                 j["server_cpu_share"] = used / j["seconds"]
                 j["server_cpu_us_per_echo"] = used * 1e6 / max(j["echoes"], 1)
             rate.setdefault(name, []).append(j)
@@ -650,19 +532,19 @@ def measure_mux_bulk(s: Setup, load: Path, total: int, rounds: int = 1) -> dict:
                 pid = s.server(which)[1].pid
                 port = {"ours": s.ours_mux_http, "v2ray": s.v2_mux_http, "xray": s.xray_mux_http}[which]
                 client_pid = s.mux_clients[which].pid
-                c0, k0 = cpu_seconds(pid), cpu_seconds(client_pid)
+                c0, k0 = h.cpu_seconds(pid), h.cpu_seconds(client_pid)
                 g0 = os.times()
                 j = run_load(load, mode, ["--target", f"{HOST}:{s.target_port}", "--http-proxy", f"{HOST}:{port}",
                                           "--workers", 1, "--threads", 1, "--bytes", total, "--seconds", 60],
                              timeout=90)
                 g1 = os.times()
-                client_used = cpu_seconds(client_pid) - k0
+                client_used = h.cpu_seconds(client_pid) - k0
                 load_used = (g1.children_user + g1.children_system) - (g0.children_user + g0.children_system)
                 if j["failed"]:
                     runs.setdefault(key, {}).setdefault(which, []).append(
                         {"error": f"{j['failed']} failed: {j['error']}"})
                     continue
-                used = cpu_seconds(pid) - c0
+                used = h.cpu_seconds(pid) - c0
                 cpu[which][0] += used
                 cpu[which][1] += j["bytes"]
                 runs.setdefault(key, {}).setdefault(which, []).append(
@@ -694,13 +576,13 @@ def measure_handshakes(s: Setup, load: Path, rounds: int, seconds: float, worker
         for which in order:
             s.check_alive()
             pid = s.server(which)[1].pid if which != "direct" else s.target.pid
-            c0 = cpu_seconds(pid)
+            c0 = h.cpu_seconds(pid)
             ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             j = run_load(load, "handshakes", [*s.load_args(which), "--workers", workers, "--threads", CORES,
                                               "--seconds", seconds], timeout=seconds + 30)
             ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
             ok = max(j["ok"], 1)
-            j["server_cpu_us"] = (cpu_seconds(pid) - c0) * 1e6 / ok
+            j["server_cpu_us"] = (h.cpu_seconds(pid) - c0) * 1e6 / ok
             j["client_cpu_us"] = (ru1.ru_utime + ru1.ru_stime - ru0.ru_utime - ru0.ru_stime) * 1e6 / ok
             if j["failed"]:
                 print(f"  warning: {which}: {j['failed']} failed handshakes ({j['error']})", file=sys.stderr)
@@ -730,8 +612,8 @@ def measure_bulk(s: Setup, load: Path, total: int, rounds: int = 1) -> dict:
             for which in order:
                 s.check_alive()
                 pid = s.server(which)[1].pid if which != "direct" else None
-                c0 = cpu_seconds(pid) if pid else 0.0
-                t0 = cpu_seconds(s.target.pid)
+                c0 = h.cpu_seconds(pid) if pid else 0.0
+                t0 = h.cpu_seconds(s.target.pid)
                 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
                 j = run_load(load, mode, [*s.load_args(which), "--workers", sessions, "--threads", 1,
                                           "--bytes", total // sessions, "--seconds", 60], timeout=90)
@@ -741,9 +623,9 @@ def measure_bulk(s: Setup, load: Path, total: int, rounds: int = 1) -> dict:
                 # The load generator's and the target's CPU share of the run: near 1.0 would mean the
                 # measurement tool, not the server, set the pace.
                 j["load_cpu_share"] = (ru2.ru_utime + ru2.ru_stime - ru.ru_utime - ru.ru_stime) / j["seconds"]
-                j["target_cpu_share"] = (cpu_seconds(s.target.pid) - t0) / j["seconds"]
+                j["target_cpu_share"] = (h.cpu_seconds(s.target.pid) - t0) / j["seconds"]
                 if pid:
-                    used = cpu_seconds(pid) - c0
+                    used = h.cpu_seconds(pid) - c0
                     j["server_cpu_share"] = used / j["seconds"]
                     for acc in (cpu[which], cpu_rounds[which][rnd]):
                         acc[0] += used
@@ -769,13 +651,13 @@ def measure_bulk(s: Setup, load: Path, total: int, rounds: int = 1) -> dict:
             s.check_alive()
             pid = s.server(which)[1].pid
             port = s.ours_ws_port if which == "ours" else s.v2_ws_port
-            c0 = cpu_seconds(pid)
+            c0 = h.cpu_seconds(pid)
             j = run_load(load, mode, ["--target", f"{HOST}:{s.target_port}", "--server", f"{HOST}:{port}",
                                       "--uuid", s.uuid, "--ws-path", "/ws", "--workers", 1, "--threads", 1,
                                       "--bytes", total, "--seconds", 60], timeout=90)
             if j["failed"]:
                 raise RuntimeError(f"bulk {key} {which}: {j['failed']} failed: {j['error']}")
-            used = cpu_seconds(pid) - c0
+            used = h.cpu_seconds(pid) - c0
             ws_cpu[which][0] += used
             ws_cpu[which][1] += j["bytes"]
             res[key][which] = {"mbytes_per_second": j["mbytes_per_second"], "seconds": j["seconds"],
@@ -797,7 +679,7 @@ def machine() -> dict:
         if line.startswith("model name"):
             model = line.split(":", 1)[1].strip()
             break
-    v2 = subprocess.run([shutil.which("v2ray") or "/usr/bin/v2ray", "-version"], capture_output=True, text=True,
+    v2 = subprocess.run([h.V2RAY, "-version"], capture_output=True, text=True,
                         timeout=10).stdout.splitlines()
     return {"nproc": os.cpu_count(), "cpu": model, "kernel": platform.release(),
             "loadavg_at_start": Path("/proc/loadavg").read_text().split()[:3],
@@ -1166,6 +1048,13 @@ def print_table(rows: list[dict]) -> None:
 
 
 def main() -> int:
+    try:
+        return run()
+    finally:
+        h.stop_all()  # the servers run until the end; quietly, unlike a test's leftovers
+
+
+def run() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--bin", type=Path, default=Path(os.environ.get("VLESSBENCH_BIN") or REPO / "build" / "bin"),
                     help="directory with vlessbenchd, vlessbench, vlessbench_load")
@@ -1186,8 +1075,7 @@ def main() -> int:
             return 2
     quick = a.quick
     phases = set(a.only.split(","))
-    work = Path(tempfile.mkdtemp(prefix="vlessbench-bench-"))
-    _tmp.append(work)
+    work = h.tempdir("vlessbench-bench-")
     t0 = time.monotonic()
     results: dict = {"machine": machine(), "command": " ".join(sys.argv), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     results["ours_threads"] = a.threads

@@ -3,7 +3,7 @@
 HTTP CONNECT entries to the daemon's VLESS+TLS listener, plain and with each sing-mux protocol the daemon serves
 (smux, yamux, h2mux), all paths interleaved at random in one `vlessbench run` with a direct baseline.
 
-Starts on loopback (tests/integration/harness.py and peers.py: ports, cleanup, the cores' own config checks):
+Starts on loopback (the harness package, tests/integration/harness/: ports, cleanup, the cores' own config checks):
 one vlessbenchd (two VLESS+TLS listeners, quickack "kernel" and "on", and the HTTP target), and per core and
 listener four clients of it: multiplex off,
 smux, yamux, h2mux (one mux connection each, `max_connections` 1). A `new` sample through a multiplexing client is a
@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+# The harness package the tests use (tests/integration/harness/) and test_sing_mux's fixtures.
 sys.path.insert(0, str(REPO / "tests" / "integration"))
 
 
@@ -36,7 +37,7 @@ def main() -> int:
     args = ap.parse_args()
     os.environ["VLESSBENCH_BIN"] = args.bin
     import harness as h  # noqa: E402 - after VLESSBENCH_BIN is set
-    import peers  # noqa: E402
+    from harness import peers  # noqa: E402
     import test_sing_mux as t  # noqa: E402 - its daemon, core configs and links: one copy of each
 
     paths = ["--path", "direct=direct"]

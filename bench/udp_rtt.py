@@ -26,14 +26,16 @@ import random
 import resource
 import socket
 import statistics
-import struct
 import time
 
-HOST = "127.0.0.1"
-MARKER = b"\nVLESSBENCH-UDP "
+# tests/integration/harness/ (bench/run.py and the tests put it on sys.path): SOCKS5 UDP, the echo's trailer.
+from harness import LOOPBACK, UDP_ECHO_MARKER, UDP_ECHO_ROOM, socks5_udp_associate, socks5_udp_header
+
+HOST = LOOPBACK
+MARKER = UDP_ECHO_MARKER
 # The echo is never longer than the datagram: its trailer replaces the datagram's last bytes, so each
 # datagram carries this much room for it (core/wire/route_header.hpp udp_echo_room).
-ECHO_ROOM = b"." * 256
+ECHO_ROOM = b"." * UDP_ECHO_ROOM
 
 
 def quantile(sorted_values: list[float], q: float) -> float:
@@ -53,40 +55,6 @@ def bootstrap_median_ci(values: list[float], seed: int, resamples: int = 2000) -
     return quantile(meds, 0.025), quantile(meds, 0.975)
 
 
-def socks5_associate(port: int, timeout: float) -> tuple[socket.socket, tuple[str, int]]:
-    """The SOCKS5 control connection (kept open for the flow's life) and the relay's address."""
-    ctl = socket.create_connection((HOST, port), timeout=timeout)
-    try:
-        ctl.sendall(b"\x05\x01\x00")
-        if _read(ctl, 2) != b"\x05\x00":
-            raise OSError("socks5: no-auth refused")
-        ctl.sendall(b"\x05\x03\x00\x01" + bytes(6))
-        head = _read(ctl, 4)
-        if head[:2] != b"\x05\x00":
-            raise OSError(f"socks5: UDP ASSOCIATE answered {head!r}")
-        if head[3] == 1:
-            addr = socket.inet_ntoa(_read(ctl, 4))
-        elif head[3] == 4:
-            addr = socket.inet_ntop(socket.AF_INET6, _read(ctl, 16))
-        else:
-            addr = _read(ctl, _read(ctl, 1)[0]).decode()
-        (rport,) = struct.unpack(">H", _read(ctl, 2))
-        return ctl, (HOST if addr in ("0.0.0.0", "::") else addr, rport)
-    except Exception:
-        ctl.close()
-        raise
-
-
-def _read(s: socket.socket, n: int) -> bytes:
-    out = b""
-    while len(out) < n:
-        chunk = s.recv(n - len(out))
-        if not chunk:
-            raise OSError("socks5: control connection closed")
-        out += chunk
-    return out
-
-
 class Flow:
     """One UDP flow to the echo target: direct (socks_port None) or through a SOCKS5 relay."""
 
@@ -96,8 +64,8 @@ class Flow:
         self.relay = (HOST, echo_port)
         self.prefix = b""
         if socks_port is not None:
-            self.ctl, self.relay = socks5_associate(socks_port, timeout)
-            self.prefix = b"\x00\x00\x00\x01" + socket.inet_aton(HOST) + struct.pack(">H", echo_port)
+            self.ctl, self.relay = socks5_udp_associate(socks_port, timeout)
+            self.prefix = socks5_udp_header(echo_port)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.settimeout(timeout)
         self.seq = 0

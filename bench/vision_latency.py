@@ -14,8 +14,8 @@ NAME-tester-vision), and runs one `vlessbench run` whose paths are interleaved a
 
 and prints the paired median added latency vs direct, new connection and reused, per path and
 batch, as a markdown table (the one in docs/methodology.md), with the load average before and
-after. The cores are found as tests/integration/peers.py finds them; a missing one is left out
-and said so. Every process it starts is stopped at exit.
+after. The cores are found as the harness finds them (tests/integration/harness/cores.py); a
+missing one is left out and said so. Every process it starts is stopped at exit.
 
 Usage: bench/vision_latency.py [--bin BUILD/bin] [--new 100] [--reuse 200] [--warmup 10] [--out DIR]
 """
@@ -40,9 +40,9 @@ def main() -> int:
     ap.add_argument("--out", default="vision-latency-out")
     args = ap.parse_args()
     os.environ["VLESSBENCH_BIN"] = str(Path(args.bin).resolve())
-    sys.path.insert(0, str(REPO / "tests" / "integration"))
+    sys.path.insert(0, str(REPO / "tests" / "integration"))  # the harness package, shared with the tests
     import harness as h  # noqa: E402 - reads VLESSBENCH_BIN at import
-    import peers  # noqa: E402
+    from harness import peers  # noqa: E402
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

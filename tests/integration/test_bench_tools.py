@@ -4,7 +4,7 @@ bench/run.py's Mux.Cool bulk rows do), and bench/udp_rtt.py's SOCKS5 UDP round t
 -> VLESS command 2 -> our daemon -> its [[udp_target]] echo. A failing path must come back as an
 error with its reason, never as a figure.
 
-Issue 26: the bench's other server kinds, each from the config bench/cores.py writes for
+Issue 26: the bench's other server kinds, each from the config harness/cores.py writes for
 bench/run.py and through its own checker: Xray and sing-box as VLESS servers carry one request per
 transport (raw TLS, ws, httpupgrade, gRPC; Mux.Cool on Xray) and one UDP datagram (command 2) from
 the runner's built-in client, and each core's own client carries one to its server and to ours; HAProxy as the bare TLS floor carries the runner's tls:// path and
@@ -15,12 +15,10 @@ import subprocess
 import time
 import sys
 
-import peers
-from harness import (ANY_PORT, CLIENT_BIN, BIN, LOOPBACK, REPO, Daemon, Suite, V2ray, check, free_port, make_cert,
-                     new_uuid, require_binary, tempdir, v2ray_client_config, v2ray_socks_inbound)
+from harness import (ANY_PORT, CLIENT_BIN, BIN, LOOPBACK, REPO, Daemon, Suite, V2ray, check, combined_pem, cores, free_port,
+                     make_cert, new_uuid, peers, require_binary, tempdir, v2ray_client_config, v2ray_socks_inbound)
 
 sys.path.insert(0, str(REPO / "bench"))
-import cores  # noqa: E402  bench/cores.py
 import udp_rtt  # noqa: E402  bench/udp_rtt.py
 
 suite = Suite("test_bench_tools")
@@ -212,8 +210,7 @@ def sing_box_as_a_vless_server():
 @suite.test
 def haproxy_as_the_tls_floor():
     port = peers.inbound_port()
-    pem = tempdir("vlessbench-haproxy-pem-") / "haproxy.pem"
-    pem.write_text(CERT.read_text() + KEY.read_text())
+    pem = combined_pem(CERT, KEY, tempdir("vlessbench-haproxy-pem-") / "haproxy.pem")
     with peers.Core("haproxy", cores.haproxy_config(pem, LOOPBACK, port, D.port("http")), [port], suffix=".cfg"):
         mark = D.mark()
         floor = one_each(f"http://{LOOPBACK}:{D.port('http')}/generate_204", {"floor": f"tls://{LOOPBACK}:{port}"})

@@ -22,7 +22,7 @@ import urllib.parse
 from pathlib import Path
 
 import harness as h
-import peers
+from harness import peers
 from harness import LOOPBACK, check
 
 suite = h.Suite("test_clients")

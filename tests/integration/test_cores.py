@@ -12,7 +12,7 @@ first, then driven through the entries users have:
   dns.query lines in the access log say vless.
 
 Where a core lacks a transport (v2ray 4.34: no HTTPUpgrade, no gRPC) the pair is not tried and the
-table says so. The cores are found as ../shared/peers/README.md says (tests/integration/peers.py);
+table says so. The cores are found as ../shared/peers/README.md says (harness/peers.py);
 a missing one is a SKIP naming it. Every pair runs at once (a thread each), small counts.
 """
 from __future__ import annotations
@@ -23,7 +23,7 @@ import subprocess
 import time
 
 import harness as h
-import peers
+from harness import peers
 from harness import LOOPBACK, check
 
 suite = h.Suite("test_cores")

@@ -13,7 +13,6 @@
 """
 from __future__ import annotations
 
-import os
 import re
 import secrets
 import socket
@@ -29,8 +28,6 @@ from harness import LOOPBACK, SANITIZED, check
 h.run_in_own_netns()
 suite = h.Suite("test_grpc_hostile")
 h.require_binary()
-
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def make_daemon(limits: dict | None = None, admin: dict | None = None) -> h.Daemon:
@@ -52,11 +49,6 @@ def make_daemon(limits: dict | None = None, admin: dict | None = None) -> h.Daem
 def stop_clean(d: h.Daemon) -> None:
     rc = d.stop()
     check(rc == 0, f"vlessbenchd exited {rc} on SIGTERM\n{d.stderr()[-2000:]}")
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
 
 
 def streamless(d: h.Daemon, listener: str, count: int) -> None:
@@ -179,9 +171,9 @@ def a_blocked_stream_sleeps():
             # The relay has filled what the socketpair and the stream's buffer take, then measure.
             h.wait_sender_stalled(d.target_port)
             drain_input(sock)
-            cpu0, t0 = cpu_seconds(d.proc.pid), time.monotonic()
+            cpu0, t0 = h.cpu_seconds(d.proc.pid), time.monotonic()
             time.sleep(3.0)  # the measurement window, not a wait
-            used = (cpu_seconds(d.proc.pid) - cpu0) / (time.monotonic() - t0)
+            used = (h.cpu_seconds(d.proc.pid) - cpu0) / (time.monotonic() - t0)
             print(f"blocked gRPC stream: daemon CPU {100 * used:.2f} % of a core")
             check(used < 0.01, f"daemon used {100 * used:.1f} % of a core with one blocked stream")
     finally:

@@ -12,7 +12,7 @@ Also: sing-box with padding on (smux and h2mux), sing-box yamux over WebSocket, 
 sessions from a raw TLS client (an unknown version, a yamux stream past its window, a stream flood past
 max_mux_subs; for h2mux a bad HTTP/2 preface, a stream without a valid destination, a GET instead of
 CONNECT, streams past SETTINGS_MAX_CONCURRENT_STREAMS, a rapid-reset flood), each refused with its reason
-while the daemon keeps serving. The cores are found as ../shared/peers/README.md says (peers.py); a missing one is a SKIP
+while the daemon keeps serving. The cores are found as ../shared/peers/README.md says (harness/peers.py); a missing one is a SKIP
 naming it (docs/sessions.md "sing-mux")."""
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ import threading
 import time
 
 import harness as h
-import peers
+from harness import peers
 from harness import LOOPBACK, check
 
 suite = h.Suite("test_sing_mux")

@@ -24,7 +24,7 @@ import socket
 import struct
 import subprocess
 
-from harness import (Daemon, Skip, Suite, TlsClient, _set_pdeathsig, check, dns_query, free_port, new_uuid,
+from harness import (Daemon, Skip, Suite, TlsClient, set_pdeathsig, check, dns_query, free_port, new_uuid,
                      read_vless_response_header, require_binary, run_in_own_netns, vless_header)
 from harness import read_udp_frame as read_packet
 from harness import udp_echo_trailer as trailer
@@ -49,7 +49,7 @@ def make_peer_namespace():
         raise Skip("nsenter (util-linux) is needed to act in the second namespace")
     # Not a harness process: it ends at exit (atexit, and PR_SET_PDEATHSIG if the test dies), after
     # the suite's own cleanup, which would otherwise name it as left running.
-    holder = subprocess.Popen(["unshare", "--net", "--", "sleep", "600"], preexec_fn=_set_pdeathsig)
+    holder = subprocess.Popen(["unshare", "--net", "--", "sleep", "600"], preexec_fn=set_pdeathsig)
     atexit.register(lambda: (holder.kill(), holder.wait(5)))
     ns = f"/proc/{holder.pid}/ns/net"
     for _ in range(100):  # bounded: unshare has switched namespaces once the link differs

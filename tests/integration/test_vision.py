@@ -16,7 +16,7 @@ tls-tester-vision), checked by the core's own checker, then driven through its e
 Hostile padding (a UUID that is not the user's, an unknown command, padding longer than any
 sender pads, direct before the inner handshake, a padded part that never ends) and Vision over a
 transport other than raw TLS are refused with their reasons. A missing core is a SKIP naming it
-(tests/integration/peers.py).
+(harness/peers.py).
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ import time
 import uuid as uuidlib
 
 import harness as h
-import peers
+from harness import peers
 from harness import LOOPBACK, check
 
 suite = h.Suite("test_vision")

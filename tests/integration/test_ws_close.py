@@ -25,7 +25,7 @@ import subprocess
 import time
 
 import harness as h
-import peers
+from harness import peers
 from harness import LOOPBACK, check
 
 suite = h.Suite("test_ws_close")

@@ -1,7 +1,7 @@
 """Helpers shared by the load and fault tests (tests/integration/test_load.py, test_faults.py) and
 soak.sh: the load generator (vlessbench_load sessions), descriptor limits, the daemon's RSS and CPU time, direct latency.
 
-Standard library only; builds on tests/integration/harness.py.
+Standard library only; builds on the harness package (tests/integration/harness/).
 """
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "integration"))
 import harness  # noqa: E402
 
 LOAD = harness.CLIENT_BIN / "vlessbench_load"
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def raise_nofile() -> int:
@@ -49,13 +48,7 @@ def env_int(name: str, default: int) -> int:
 # /proc figures
 
 rss_kib = harness.rss_kib
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of the process, from /proc/PID/stat."""
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    fields = stat[stat.rindex(")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # fields 14, 15 of proc(5)
+cpu_seconds = harness.cpu_seconds
 
 
 def open_fds(pid: int) -> int:

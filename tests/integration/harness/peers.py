@@ -2,22 +2,24 @@
 wrapper that writes a core's config, checks it with the core's own checker and waits for every
 inbound it configured.
 
-Found as bench/cores.py finds them: VLESSBENCH_PEERS (a folder), then ../shared/peers beside the
+Found as cores.py (bench/run.py's too) finds them: VLESSBENCH_PEERS (a folder), then ../shared/peers beside the
 checkout, then PATH; v2ray 4.34 is Debian's. A test that needs a core which is not there raises harness.Skip naming it.
 """
 from __future__ import annotations
 
 import json
-import signal
+import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-import harness as h
-
-sys.path.insert(0, str(h.REPO / "bench"))
-import cores  # noqa: E402  bench/cores.py: where the cores are and how each runs; bench/run.py uses it too
+from . import cores
+from .checks import Skip, check
+from .clients import socks5_udp_associate, socks5_udp_header
+from .env import CURL, DAEMON, LOOPBACK
+from .frames import dns_query, echo_datagram, udp_echo_trailer
+from .ports import free_port
+from .processes import Started, tempdir
 
 _folders = cores.folders
 find = cores.find
@@ -27,7 +29,7 @@ def require(name: str) -> Path:
     p = find(name)
     if p is None:
         where = ", ".join(str(f) for f in _folders()) or "no peers folder"
-        raise h.Skip(f"{name} not found (VLESSBENCH_PEERS, {where}, PATH)")
+        raise Skip(f"{name} not found (VLESSBENCH_PEERS, {where}, PATH)")
     return p
 
 
@@ -39,68 +41,32 @@ def links_json(links_text: str, listener_heading: str, family: str) -> dict:
         if not sec.lstrip("# ").startswith(listener_heading):
             continue
         at = sec.find(family)
-        h.check(at >= 0, f"no {family!r} entry in section {listener_heading!r}")
+        check(at >= 0, f"no {family!r} entry in section {listener_heading!r}")
         text = sec[at + len(family):].lstrip()
         obj, _ = json.JSONDecoder().raw_decode(text)
         return obj
     raise AssertionError(f"no links section {listener_heading!r} in:\n{links_text}")
 
 
-class Core:
+class Core(Started):
     """A core with a generated config: checked with the core's own checker (a refusal fails the
     test with its output), started, waited for on every inbound port given."""
 
     def __init__(self, name: str, config: dict | str, ports: list[int], suffix: str = ".json"):
         self.name = name
         exe = require(name)
-        self.dir = h.tempdir(f"vlessbench-{name}-")
+        self.dir = tempdir(f"vlessbench-{name}-")
         self.config_path = self.dir / f"config{suffix}"
         self.config_path.write_text(config if isinstance(config, str) else json.dumps(config, indent=2))
-        checked = subprocess.run(cores.argv(name, exe, self.config_path, check=True), capture_output=True,
-                                 text=True, timeout=60, cwd=self.dir)
-        h.check(checked.returncode == 0,
-                f"{name}'s own checker refused the config ({self.config_path}):\n{checked.stdout}{checked.stderr}")
+        cores.check_config(name, exe, self.config_path)
         self.log_path = self.dir / f"{name}.log"
-        self.proc = h.spawn(cores.argv(name, exe, self.config_path), stdout=open(self.log_path, "wb"), stderr=subprocess.STDOUT,
-                            cwd=self.dir)
-        try:
-            h.wait_ports(ports, proc=self.proc, what=name, timeout=20)
-        except RuntimeError as e:
-            raise RuntimeError(f"{e}\n--- {name} output ---\n{self.output()}") from None
-
-    def output(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
-
-    def stop(self) -> None:
-        h.stop_process(self.proc, signal.SIGTERM, 5)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.stop()
-        return False
+        self._start(name, cores.argv(name, exe, self.config_path), ports, cwd=self.dir)
 
 
 def inbound_port() -> int:
     """A free TCP port for a core's inbound, below the ephemeral range: Xray does not bind a port a
     TIME-WAIT connection holds (../shared/peers/README.md)."""
-    import random
-    import socket
-    rng = random.Random()
-    for _ in range(200):
-        port = rng.randrange(20000, 32768)
-        with socket.socket() as s:
-            try:
-                s.bind((h.LOOPBACK, port))
-            except OSError:
-                continue
-        if not h.port_open(port):
-            return port
-    raise RuntimeError("no free port in 20000-32767")
+    return free_port(low=True)
 
 
 def links_block(links_text: str, listener_heading: str, family: str) -> str:
@@ -110,35 +76,9 @@ def links_block(links_text: str, listener_heading: str, family: str) -> str:
         if not sec.lstrip("# ").startswith(listener_heading):
             continue
         at = sec.find(family)
-        h.check(at >= 0, f"no {family!r} entry in section {listener_heading!r}")
+        check(at >= 0, f"no {family!r} entry in section {listener_heading!r}")
         return sec[at + len(family):].lstrip("\n").split("\n\n", 1)[0] + "\n"
     raise AssertionError(f"no links section {listener_heading!r}")
-
-
-def socks5_udp_associate(port: int, timeout: float = 5.0):
-    """A SOCKS5 UDP ASSOCIATE (RFC 1928) on a core's entry: the TCP control connection (keep it
-    open: the association ends with it) and the relay's address."""
-    import socket
-    import struct
-    ctl = socket.create_connection((h.LOOPBACK, port), timeout=timeout)
-    ctl.sendall(b"\x05\x01\x00")
-    h.check(ctl.recv(2) == b"\x05\x00", "SOCKS5 greeting refused")
-    ctl.sendall(b"\x05\x03\x00\x01" + bytes(6))
-    head = b""
-    while len(head) < 10:
-        chunk = ctl.recv(10 - len(head))
-        h.check(chunk, "SOCKS5 UDP ASSOCIATE: connection closed")
-        head += chunk
-    h.check(head[:2] == b"\x05\x00" and head[3] == 1, f"UDP ASSOCIATE refused: {head!r}")
-    addr = socket.inet_ntoa(head[4:8])
-    (rport,) = struct.unpack(">H", head[8:10])
-    return ctl, (h.LOOPBACK if addr == "0.0.0.0" else addr, rport)
-
-
-def socks5_udp_header(port: int, host: str = "127.0.0.1") -> bytes:
-    import socket
-    import struct
-    return b"\x00\x00\x00\x01" + socket.inet_aton(host) + struct.pack(">H", port)
 
 
 _links: dict[str, str] = {}
@@ -148,8 +88,8 @@ def links_text(daemon) -> str:
     """What `vlessbenchd links` prints for daemon's config (no QR codes), run once per config."""
     key = str(daemon.config_path)
     if key not in _links:
-        r = subprocess.run([str(h.DAEMON), "links", "-c", key, "--no-qr"], capture_output=True, text=True, timeout=30)
-        h.check(r.returncode == 0, r.stderr)
+        r = subprocess.run([str(DAEMON), "links", "-c", key, "--no-qr"], capture_output=True, text=True, timeout=30)
+        check(r.returncode == 0, r.stderr)
         _links[key] = r.stdout
     return _links[key]
 
@@ -168,21 +108,21 @@ def core_config(core: str, links_text: str, heading: str, entry: int, socks: int
         family = "Xray (outbounds):" if heading.endswith("-vision") else "v2ray / Xray (outbounds):"
         out = links_json(links_text, heading, family)
         cfg = {"log": {"loglevel": "warning"},
-               "inbounds": [{"listen": h.LOOPBACK, "port": entry, "protocol": "http", "settings": {}},
-                            {"listen": h.LOOPBACK, "port": socks, "protocol": "socks",
-                             "settings": {"auth": "noauth", "udp": True, "ip": h.LOOPBACK}}],
+               "inbounds": [{"listen": LOOPBACK, "port": entry, "protocol": "http", "settings": {}},
+                            {"listen": LOOPBACK, "port": socks, "protocol": "socks",
+                             "settings": {"auth": "noauth", "udp": True, "ip": LOOPBACK}}],
                "outbounds": [out]}
         return json.dumps(cfg, indent=2), ".json"
     if core == "sing-box":
         out = links_json(links_text, heading, "sing-box (outbounds):")
         cfg = {"log": {"level": "warn"},
-               "inbounds": [{"type": "mixed", "listen": h.LOOPBACK, "listen_port": entry},
-                            {"type": "socks", "listen": h.LOOPBACK, "listen_port": socks}],
+               "inbounds": [{"type": "mixed", "listen": LOOPBACK, "listen_port": entry},
+                            {"type": "socks", "listen": LOOPBACK, "listen_port": socks}],
                "outbounds": [out]}
         return json.dumps(cfg, indent=2), ".json"
     # mihomo: its YAML entry under proxies:, everything to it.
     entry_yaml = links_block(links_text, heading, "Clash / mihomo (proxies:):")
-    text = (f"mixed-port: {entry}\nsocks-port: {socks}\nbind-address: {h.LOOPBACK}\nallow-lan: false\n"
+    text = (f"mixed-port: {entry}\nsocks-port: {socks}\nbind-address: {LOOPBACK}\nallow-lan: false\n"
             f"mode: rule\nlog-level: warning\nipv6: false\ngeodata-mode: false\n"
             f"proxies:\n{entry_yaml}rules:\n  - MATCH,{heading}\n")
     return text, ".yaml"
@@ -190,15 +130,14 @@ def core_config(core: str, links_text: str, heading: str, entry: int, socks: int
 
 def route_session(route: str, transport: str, what: str) -> int:
     fields = dict(p.split("=", 1) for p in route.split() if "=" in p)
-    h.check(route.startswith("vless ") and "session" in fields, f"{what}: not a VLESS route: {route!r}")
+    check(route.startswith("vless ") and "session" in fields, f"{what}: not a VLESS route: {route!r}")
     got = fields.get("transport", "tls")
-    h.check(got == transport, f"{what}: transport {got}, expected {transport}: {route!r}")
+    check(got == transport, f"{what}: transport {got}, expected {transport}: {route!r}")
     return int(fields["session"])
 
 
 def udp_checks(socks: int, echo_port: int, dns_port: int, count: int, transport: str) -> tuple[list[int], list[int]]:
     """count echoes and count DNS queries through the core's SOCKS5 UDP: the sessions they name."""
-    import socket
     ctl, relay = socks5_udp_associate(socks)
     u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     u.settimeout(5)
@@ -209,12 +148,12 @@ def udp_checks(socks: int, echo_port: int, dns_port: int, count: int, transport:
         for i in range(count):
             # Padded: an echo is never longer than its datagram, and the trailer must fit.
             payload = b"c%03d" % i
-            u.sendto(echo_head + h.echo_datagram(payload), relay)
+            u.sendto(echo_head + echo_datagram(payload), relay)
             data = _recv_skipping_head(u, echo_head)
-            body, _, route = h.udp_echo_trailer(data)
-            h.check(body == payload, f"echo {i}: payload changed")
+            body, _, route = udp_echo_trailer(data)
+            check(body == payload, f"echo {i}: payload changed")
             echoes.append(route_session(route, transport, "UDP echo"))
-            u.sendto(dns_head + h.dns_query(0x4200 + i, f"q{i}.vlessbench.test"), relay)
+            u.sendto(dns_head + dns_query(0x4200 + i, f"q{i}.vlessbench.test"), relay)
             answer = _recv_skipping_head(u, dns_head)
             dns.append(route_session(_dns_route(answer), transport, "DNS"))
     finally:
@@ -225,7 +164,7 @@ def udp_checks(socks: int, echo_port: int, dns_port: int, count: int, transport:
 
 def _recv_skipping_head(u, head: bytes) -> bytes:
     data, _ = u.recvfrom(65535)
-    h.check(data[:3] == b"\0\0\0" and len(data) > len(head), data[:16])
+    check(data[:3] == b"\0\0\0" and len(data) > len(head), data[:16])
     # The source address in the reply is the echo's; its length depends on the type.
     atyp = data[3]
     skip = 4 + (4 if atyp == 1 else 16 if atyp == 4 else 1 + data[4]) + 2
@@ -235,7 +174,7 @@ def _recv_skipping_head(u, head: bytes) -> bytes:
 def _dns_route(answer: bytes) -> str:
     marker = b"VLESSBENCH-DNS "
     at = answer.find(marker)
-    h.check(at > 0, f"no route TXT in the DNS answer: {answer!r}")
+    check(at > 0, f"no route TXT in the DNS answer: {answer!r}")
     n = answer[at - 1]
     text = answer[at:at + n].decode()
     _, _, rest = text.partition(" ")
@@ -247,16 +186,16 @@ def ready_through(core: str, entry: int, target_port: int, timeout: float = 10.0
     it mihomo 1.19 answered the first counted GET with a 502 in 2 runs of 5, with no connection
     reaching the daemon (its log has no session for it: mihomo never dialled). With it, 14 runs of
     14 passed and this GET was answered at the first try each time; retries would be printed."""
-    url = f"http://{h.LOOPBACK}:{target_port}/generate_204"
+    url = f"http://{LOOPBACK}:{target_port}/generate_204"
     deadline = time.monotonic() + timeout
     early = 0
     while True:
-        r = subprocess.run([h.CURL, "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5", "-x",
-                            f"http://{h.LOOPBACK}:{entry}", url], capture_output=True, text=True, timeout=10)
+        r = subprocess.run([CURL, "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5", "-x",
+                            f"http://{LOOPBACK}:{entry}", url], capture_output=True, text=True, timeout=10)
         if r.stdout == "204":
             break
         early += 1
-        h.check(time.monotonic() < deadline, f"{core}: no answer through its entry within {timeout}s ({r.stdout})")
+        check(time.monotonic() < deadline, f"{core}: no answer through its entry within {timeout}s ({r.stdout})")
         time.sleep(0.1)
     if early:
         print(f"FIGURE {core}_requests_unanswered_before_ready = {early}", flush=True)

@@ -1,8 +1,8 @@
 """The servers no one here wrote, as bench/run.py and the tests run them (issue 26, issue 28):
 where a core's binary is (../shared/peers/README.md), how each runs and checks a config, and the
 configs that make Xray and sing-box VLESS servers on every transport and HAProxy a bare TLS
-terminator in front of the target. Python 3 stdlib only; tests/integration/peers.py finds the cores
-through this module too, so bench and tests look in the same places.
+terminator in front of the target. Python 3 stdlib only; peers.py (the tests' process wrapper)
+finds the cores through this module, so bench and tests look in the same places.
 
 Found through VLESSBENCH_PEERS (a folder), then ../shared/peers beside the checkout (or beside the
 main checkout of a git worktree), then PATH; v2ray 4.34 and haproxy are Debian's.
@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from .env import REPO
 
 # name -> (argv to run a config, argv to check one); {c} is the config file, {d} its folder.
 COMMANDS = {
