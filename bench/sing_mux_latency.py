@@ -50,7 +50,8 @@ def main() -> int:
                 if proto == "plain":
                     c = t.Core.__new__(t.Core)
                     c.entry, c.socks = peers.inbound_port(), peers.inbound_port()
-                    text, suffix = plain_config(t, core, listener, c.entry, c.socks)
+                    # Multiplex off: the entry `vlessbenchd links` prints, as the tests' cores take it.
+                    text, suffix = peers.core_config(core, t.links(), f"{listener}-{t.USER}", c.entry, c.socks)
                     c.core = peers.Core(core, text, [c.entry, c.socks], suffix=suffix)
                 else:
                     c = t.Core(core, listener, proto)
@@ -69,19 +70,6 @@ def main() -> int:
     t.ECHO.stop()
     t.D.stop()
     return r.returncode
-
-
-def plain_config(t, core: str, listener: str, entry: int, socks: int):
-    """The core's config with multiplex off: test_sing_mux's, without its multiplex part."""
-    import json
-    text, suffix = t.core_config(core, listener, "smux", entry, socks)
-    if core == "sing-box":
-        cfg = json.loads(text)
-        del cfg["outbounds"][0]["multiplex"]
-        return json.dumps(cfg, indent=2), suffix
-    lines = text.splitlines(keepends=True)
-    at = next(i for i, line in enumerate(lines) if line.strip() == "smux:")
-    return "".join(lines[:at] + lines[at + 6:]), suffix
 
 
 if __name__ == "__main__":

@@ -66,26 +66,21 @@ def links() -> str:
 
 def core_config(core: str, listener: str, protocol: str, entry: int, socks: int, padding: bool = False):
     """(config text, suffix): the core's mixed/socks entries -> the daemon's listener with multiplex on, one
-    connection for every stream (so all of them are subs of one session)."""
-    heading = f"{listener}-{USER}"
+    connection for every stream (so all of them are subs of one session): peers.core_config's, multiplex added."""
+    text, suffix = peers.core_config(core, links(), f"{listener}-{USER}", entry, socks)
     if core == "sing-box":
-        out = peers.links_json(links(), heading, "sing-box (outbounds):")
-        out["multiplex"] = {"enabled": True, "protocol": protocol, "max_connections": 1, "min_streams": 4,
-                            "padding": padding}
-        cfg = {"log": {"level": "warn"},
-               "inbounds": [{"type": "mixed", "listen": LOOPBACK, "listen_port": entry},
-                            {"type": "socks", "listen": LOOPBACK, "listen_port": socks}],
-               "outbounds": [out]}
-        return json.dumps(cfg, indent=2), ".json"
-    entry_yaml = peers.links_block(links(), heading, "Clash / mihomo (proxies:):").rstrip("\n")
-    indent = " " * (len(entry_yaml.splitlines()[1]) - len(entry_yaml.splitlines()[1].lstrip()))
-    entry_yaml += (f"\n{indent}smux:\n{indent}  enabled: true\n{indent}  protocol: {protocol}\n"
-                   f"{indent}  max-connections: 1\n{indent}  min-streams: 4\n"
-                   f"{indent}  padding: {'true' if padding else 'false'}\n")
-    text = (f"mixed-port: {entry}\nsocks-port: {socks}\nbind-address: {LOOPBACK}\nallow-lan: false\n"
-            f"mode: rule\nlog-level: warning\nipv6: false\ngeodata-mode: false\n"
-            f"proxies:\n{entry_yaml}rules:\n  - MATCH,{heading}\n")
-    return text, ".yaml"
+        cfg = json.loads(text)
+        cfg["outbounds"][0]["multiplex"] = {"enabled": True, "protocol": protocol, "max_connections": 1,
+                                            "min_streams": 4, "padding": padding}
+        return json.dumps(cfg, indent=2), suffix
+    # mihomo: the smux keys go inside its entry under proxies:, before rules:.
+    head, rules = text.split("rules:\n", 1)
+    second = head.split("proxies:\n", 1)[1].splitlines()[1]
+    indent = " " * (len(second) - len(second.lstrip()))
+    head += (f"{indent}smux:\n{indent}  enabled: true\n{indent}  protocol: {protocol}\n"
+             f"{indent}  max-connections: 1\n{indent}  min-streams: 4\n"
+             f"{indent}  padding: {'true' if padding else 'false'}\n")
+    return head + "rules:\n" + rules, suffix
 
 
 class Core:
