@@ -22,6 +22,7 @@ import json
 import re
 import socket
 import struct
+import subprocess
 import time
 
 import harness as h
@@ -92,7 +93,7 @@ def builtin_client_over_grpc_and_h2c():
             "--warmup", 2, "--out", out, "--seed", 13]
     for name, spec in paths.items():
         argv += ["--path", f"{name}={spec}"]
-    r = h.subprocess.run(list(map(str, argv)), capture_output=True, text=True, timeout=120)
+    r = subprocess.run(list(map(str, argv)), capture_output=True, text=True, timeout=120)
     check(r.returncode == 0, f"rc {r.returncode}\n{r.stdout}\n{r.stderr}")
     with open(out / "samples.csv", newline="") as f:
         samples = list(csv.DictReader(f))
@@ -114,7 +115,7 @@ def builtin_client_over_grpc_and_h2c():
 
 
 def curl_grpc(url: str, args: list, body: bytes, path: str = f"/{SERVICE}/Tun",
-              content_type: str = "application/grpc") -> tuple[h.subprocess.CompletedProcess, dict, bytes, str]:
+              content_type: str = "application/grpc") -> tuple[subprocess.CompletedProcess, dict, bytes, str]:
     d = h.tempdir("vlessbench-grpc-curl-")
     (d / "body").write_bytes(body)
     r = h.curl([*args, "-X", "POST", "-H", f"content-type: {content_type}", "-H", "te: trailers",

@@ -134,7 +134,7 @@ def builtin_client_over_each_transport():
             "--warmup", 2, "--out", out, "--seed", 13]
     for name, spec in paths.items():
         argv += ["--path", f"{name}={spec}"]
-    r = h.subprocess.run(list(map(str, argv)), capture_output=True, text=True, timeout=120)
+    r = subprocess.run(list(map(str, argv)), capture_output=True, text=True, timeout=120)
     check(r.returncode == 0, f"rc {r.returncode}\n{r.stdout}\n{r.stderr}")
     with open(out / "samples.csv", newline="") as f:
         samples = list(csv.DictReader(f))
