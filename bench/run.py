@@ -76,11 +76,10 @@ def wait_port(port: int, proc: subprocess.Popen, what: str, timeout: float = 15)
 
 
 def run_load(load: Path, mode: str, args: list, timeout: float) -> dict:
-    r = subprocess.run([str(load), mode, *map(str, args)], capture_output=True, text=True,
-                       timeout=timeout, preexec_fn=h.set_pdeathsig)
-    if r.returncode != 0 or not r.stdout.strip():
-        raise RuntimeError(f"vlessbench_load {mode} {args}: exit {r.returncode}: {r.stderr.strip()} {r.stdout}")
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    rc, out = h.load_json(load, mode, *args, timeout=timeout)
+    if rc != 0:
+        raise RuntimeError(f"vlessbench_load {mode} {args}: exit {rc}: {out}")
+    return out
 
 
 def measure_crypto(load: Path) -> dict:

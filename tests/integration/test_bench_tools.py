@@ -16,7 +16,7 @@ import time
 import sys
 
 from harness import (ANY_PORT, CLIENT_BIN, BIN, LOOPBACK, REPO, Daemon, Suite, V2ray, check, combined_pem, cores, free_port,
-                     make_cert, new_uuid, peers, require_binary, tempdir, v2ray_client_config, v2ray_socks_inbound)
+                     load_json, make_cert, new_uuid, peers, require_binary, tempdir, v2ray_client_config, v2ray_socks_inbound)
 
 sys.path.insert(0, str(REPO / "bench"))
 import udp_rtt  # noqa: E402  bench/udp_rtt.py
@@ -46,9 +46,7 @@ VM = V2ray(MUX_CFG, MUX_PORT)
 
 
 def load(mode: str, *args) -> tuple[int, dict]:
-    r = subprocess.run([str(LOAD), mode, *map(str, args)], capture_output=True, text=True, timeout=60)
-    check(r.stdout.strip(), f"no JSON from vlessbench_load: {r.stderr}")
-    return r.returncode, json.loads(r.stdout.strip().splitlines()[-1])
+    return load_json(LOAD, mode, *args, timeout=60)
 
 
 @suite.test

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from .env import (BIN, CLIENT_BIN, CURL, DAEMON, HERE, LOOPBACK, REPO, SANITIZED, THREADS, V2RAY)
 from .checks import (check, median_ms, Skip, skip_file)
-from .processes import (cpu_seconds, describe_rc, forget, handle_signals, keep_tmp, rss_kib,
+from .processes import (cpu_seconds, describe_rc, forget, handle_signals, keep_tmp, load_json, rss_kib,
                         SANITIZER_MARKERS, sanitizer_report, set_pdeathsig, spawn, Started, stop_all, stop_process,
                         tempdir, TSAN_EXITCODE)
 from .ports import (ANY_PORT, free_port, LOW_PORTS, port_open, PROTOCOLS, tcp_connections, wait_ports,

@@ -5,6 +5,7 @@ failed or VLESSBENCH_KEEP_TMP is set. Also what /proc and an exit status say abo
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import shutil
 import signal
@@ -158,6 +159,16 @@ class Started:
     def __exit__(self, *exc):
         self.stop()
         return False
+
+
+def load_json(load: Path, mode: str, *args, timeout: float = 60) -> tuple[int, dict]:
+    """Runs `vlessbench_load MODE ARGS...` to its end (bounded): (exit status, its last JSON line,
+    which says what failed when the status is not 0). No output at all raises RuntimeError."""
+    r = subprocess.run([str(load), mode, *map(str, args)], capture_output=True, text=True, timeout=timeout,
+                       preexec_fn=set_pdeathsig)
+    if not r.stdout.strip():
+        raise RuntimeError(f"no JSON from vlessbench_load {mode}: exit {r.returncode}: {r.stderr.strip()}")
+    return r.returncode, json.loads(r.stdout.strip().splitlines()[-1])
 
 
 def tempdir(prefix="vlessbench-it-") -> Path:
