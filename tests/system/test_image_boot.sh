@@ -13,12 +13,18 @@ trap 'tools/vm-image.sh stop; rm -rf "$out"' EXIT
 tools/image.sh --arch "$arch" >/dev/null
 tools/vm-image.sh start --arch "$arch"
 # The console unit prints the links after the daemon answers: wait for them, bounded.
+# (`links` exits 1 while the console has printed none yet: under set -e that must not end the test.)
 links=
-for _ in $(seq 120); do
-  links=$(tools/vm-image.sh links); grep -q '#quickack-default$' <<<"$links" && break; sleep 1
+for _ in $(seq 180); do
+  links=$(tools/vm-image.sh links || true); grep -q '#quickack-default$' <<<"$links" && break; sleep 1
 done
-k=$(grep '#default-ack-default$' <<<"$links"); q=$(grep '#quickack-default$' <<<"$links")
+k=$(grep '#default-ack-default$' <<<"$links" || true); q=$(grep '#quickack-default$' <<<"$links" || true)
+[[ -n $k && -n $q ]] || { echo "image boot test: the console printed no default-ack/quickack links within 180 s" >&2; exit 1; }
+# The runner: the tree tools/package.sh built the package from (build/ when its flags are the
+# package's, else build-deb/build), or VLESSBENCH_PACKAGE_BUILD.
 bin=${VLESSBENCH_PACKAGE_BUILD:-build-deb/build}/bin
+[[ -x $bin/vlessbench || -n ${VLESSBENCH_PACKAGE_BUILD:-} ]] || bin=build/bin
+[[ -x $bin/vlessbench ]] || { echo "image boot test: no runner at $bin/vlessbench (build it: cmake --build build --target vlessbench)" >&2; exit 1; }
 timeout 900 tools/vm-image.sh exec "$bin/vlessbench" run --target http://10.77.0.2:8080/ \
   --path "nagle-kernel=$k" --path "nagle-quickack=$q" --nagle-paths nagle-kernel,nagle-quickack \
   --new 20 --reuse 20 --warmup 3 --out "$out/run" --verify \
