@@ -425,7 +425,7 @@ def main() -> int:
                       ("ip", "iproute2"), ("nsenter", "util-linux")):
         if shutil.which(tool) is None:
             skip(f"{tool} is missing: apt-get install {pkg} (tools/deps.sh --test installs it)")
-    if foreign:
+    if arch.foreign:
         r = run([h.REPO / "tools/qemu-binfmt.sh", arch.name], check=False)
         if r.returncode != 0:
             skip(f"cannot run {arch.name} binaries here: {r.stderr.strip()}")
