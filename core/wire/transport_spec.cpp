@@ -33,6 +33,16 @@ bool is_service_name(std::string_view s) {
   return true;
 }
 
+constexpr transport_kind all_kinds[] = {transport_kind::tls, transport_kind::ws, transport_kind::httpupgrade,
+                                        transport_kind::grpc};
+
+// The kind whose name (as spelling names it: the config's or a link's) is name.
+std::optional<transport_kind> kind_named(std::string_view name, std::string_view (*spelling)(transport_kind)) {
+  for (const auto k : all_kinds)
+    if (spelling(k) == name) return k;
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string_view to_string(transport_kind k) {
@@ -68,10 +78,7 @@ std::vector<std::pair<std::string, std::string>> validate_transport(const transp
   std::vector<std::pair<std::string, std::string>> errors;
   out = transport_spec{};
   if (keys.transport) {
-    if (*keys.transport == "tls") out.kind = transport_kind::tls;
-    else if (*keys.transport == "ws") out.kind = transport_kind::ws;
-    else if (*keys.transport == "httpupgrade") out.kind = transport_kind::httpupgrade;
-    else if (*keys.transport == "grpc") out.kind = transport_kind::grpc;
+    if (const auto kind = kind_named(*keys.transport, to_string)) out.kind = *kind;
     else errors.emplace_back("transport", "\"" + *keys.transport + "\": expected \"tls\", \"ws\", \"httpupgrade\" or \"grpc\"");
   }
   const bool upgrade = out.kind == transport_kind::ws || out.kind == transport_kind::httpupgrade;
@@ -143,10 +150,7 @@ std::optional<transport_spec> parse_transport_query(const query_params& params, 
   };
   transport_spec t;
   const std::string type = param("type") ? *param("type") : "tcp";
-  if (type == "tcp") t.kind = transport_kind::tls;
-  else if (type == "ws") t.kind = transport_kind::ws;
-  else if (type == "httpupgrade") t.kind = transport_kind::httpupgrade;
-  else if (type == "grpc") t.kind = transport_kind::grpc;
+  if (const auto kind = kind_named(type, link_type)) t.kind = *kind;
   else return fail("type=" + type + " is not supported: the transports are tcp, ws, httpupgrade and grpc");
   const bool grpc = t.kind == transport_kind::grpc;
   if (const auto* v = param("headerType"); v && *v != "none" && !v->empty())
