@@ -370,11 +370,7 @@ void daemon::publish_listeners() {
     const auto& st = *l->state;
     listener_view v{std::string(to_string(st.kind)), st.name, format_endpoint(st.endpoint), policy_text(st.tcp.load()),
                     st.kind == listener_kind::vless ? policy_text(st.upstream_tcp.load()) : std::string(), ""};
-    if (st.kind == listener_kind::vless) {
-      const auto it = std::find_if(rt_.cfg->vless.begin(), rt_.cfg->vless.end(),
-                                   [&](const vless_listener_config& c) { return c.name == st.name; });
-      if (it != rt_.cfg->vless.end()) v.transport = std::string(to_string(it->transport.kind));
-    }
+    if (st.kind == listener_kind::vless) v.transport = std::string(to_string(st.transport.kind));
     views.push_back(std::move(v));
   }
   // The UDP listeners have no TCP socket policy; the DNS responder's TCP half shares its port.
