@@ -63,7 +63,7 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
       tls::client_options tls;
       tls.verify = !link.allow_insecure;
       tls.sni = !link.sni.empty() ? link.sni : (is_ip_literal(link.host) ? "" : link.host);
-      if (link.type == "grpc") tls.alpn = "h2";  // gRPC is HTTP/2 (the server refuses http/1.1 there)
+      if (link.transport.kind == transport_kind::grpc) tls.alpn = "h2";  // gRPC is HTTP/2 (the server refuses http/1.1 there)
       // mux=on: a command 3 connection; every sample a sub to the target (runner/mux_tunnel.hpp).
       // packetEncoding=xudp alone: UDP flows as one XUDP sub each on a connection of their own.
       const bool datagram = is_datagram(target.scheme);
@@ -84,13 +84,7 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
       const auto options = spec.client_options(defaults);
       plan.vless.nodelay = options.nodelay;
       plan.vless.split_header = options.writes == write_mode::split;
-      plan.vless.transport.type = link.type;
-      plan.vless.transport.tls = link.security == "tls";
-      plan.vless.transport.path = link.path.empty() ? "/" : link.path;
-      plan.vless.transport.host = link.http_host;
-      plan.vless.transport.max_early_data = link.early_data;
-      plan.vless.transport.service_name = link.service_name;
-      plan.vless.transport.grpc_multi = link.grpc_multi;
+      plan.vless.transport = link.transport;
       break;
     }
   }

@@ -160,23 +160,23 @@ asio::io_context& daemon::session_context() {
   return i == 0 ? io_ : workers_[i - 1]->io;
 }
 
-std::shared_ptr<listener_runtime> daemon::make_listener_state(listener_kind kind, const std::string& name,
-                                                             const tcp::endpoint& ep, const tcp_policy& tcp,
-                                                             const tcp_policy& upstream) const {
+std::shared_ptr<listener_runtime> daemon::make_listener_state(const planned_listener& p) const {
   auto st = std::make_shared<listener_runtime>();
-  st->name = name;
-  st->kind = kind;
-  st->endpoint = ep;
-  st->tcp = tcp;
-  st->upstream_tcp = upstream;
+  st->name = p.name;
+  st->kind = p.kind;
+  st->endpoint = p.listen;
+  st->tcp = p.tcp;
+  st->upstream_tcp = p.upstream_tcp;
+  st->transport = p.transport;
   st->generation = rt_.generation;
   return st;
 }
 
-std::shared_ptr<daemon::listener> daemon::open_listener(listener_kind kind, const std::string& name,
-                                                        const tcp::endpoint& ep, const tcp_policy& tcp,
-                                                        const tcp_policy& upstream) {
-  auto l = std::make_shared<listener>(listener{make_listener_state(kind, name, ep, tcp, upstream), tcp::acceptor(io_)});
+std::shared_ptr<daemon::listener> daemon::open_listener(const planned_listener& p) {
+  const auto kind = p.kind;
+  const auto& name = p.name;
+  const auto& ep = p.listen;
+  auto l = std::make_shared<listener>(listener{make_listener_state(p), tcp::acceptor(io_)});
   std::error_code ec;
   l->acceptor.open(ep.protocol(), ec);
   if (!ec) l->acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
@@ -284,6 +284,7 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
                                       tls_,
                                       rt_.cfg,
                                       state->name,
+                                      state->transport,
                                       state->tcp.load(),
                                       state->upstream_tcp.load(),
                                       state->generation,
@@ -369,11 +370,7 @@ void daemon::publish_listeners() {
     const auto& st = *l->state;
     listener_view v{std::string(to_string(st.kind)), st.name, format_endpoint(st.endpoint), policy_text(st.tcp.load()),
                     st.kind == listener_kind::vless ? policy_text(st.upstream_tcp.load()) : std::string(), ""};
-    if (st.kind == listener_kind::vless) {
-      const auto it = std::find_if(rt_.cfg->vless.begin(), rt_.cfg->vless.end(),
-                                   [&](const vless_listener_config& c) { return c.name == st.name; });
-      if (it != rt_.cfg->vless.end()) v.transport = std::string(to_string(it->transport.kind));
-    }
+    if (st.kind == listener_kind::vless) v.transport = std::string(to_string(st.transport.kind));
     views.push_back(std::move(v));
   }
   // The UDP listeners have no TCP socket policy; the DNS responder's TCP half shares its port.
@@ -419,7 +416,7 @@ int daemon::run() {
   {
     const auto& written = *rt_.cfg;
     for (const auto& l : listeners_of(written))
-      listeners_.push_back(open_listener(l.kind, l.name, l.listen, l.tcp, l.upstream_tcp));
+      listeners_.push_back(open_listener(l));
     for (const auto& u : written.udp_target) udp_targets_.push_back(open_udp_target(u));
     for (const auto& d : written.dns) dns_.push_back(open_dns(d));
   }

@@ -41,12 +41,8 @@ class daemon {
     tcp::acceptor acceptor;
   };
 
-  std::shared_ptr<listener_runtime> make_listener_state(listener_kind kind, const std::string& name,
-                                                       const tcp::endpoint& ep, const tcp_policy& tcp,
-                                                       const tcp_policy& upstream) const;
-  std::shared_ptr<listener> open_listener(listener_kind kind, const std::string& name,
-                                          const tcp::endpoint& ep, const tcp_policy& tcp,
-                                          const tcp_policy& upstream);
+  std::shared_ptr<listener_runtime> make_listener_state(const planned_listener& p) const;
+  std::shared_ptr<listener> open_listener(const planned_listener& p);
   void start_accepting(const std::shared_ptr<listener>& l);
   // [[udp_target]]: bound at start (throws naming the listener), stopped by a drain.
   std::shared_ptr<target::udp_echo_target> open_udp_target(const udp_listener_config& c);

@@ -72,7 +72,7 @@ void daemon::reload() {
   };
   for (const auto& w : plan.open) {
     try {
-      opened.push_back(open_listener(w.kind, w.name, w.listen, w.tcp, w.upstream_tcp));
+      opened.push_back(open_listener(w));
     } catch (const std::exception& e) {
       abandon_opened();
       return fail(e.what());
@@ -124,6 +124,7 @@ void daemon::reload() {
     st.name = k.to.name;
     st.tcp = k.to.tcp;
     st.upstream_tcp = k.to.upstream_tcp;
+    st.transport = k.to.transport;  // for connections accepted from now on (each copies it at accept)
     st.generation = generation;
     next_listeners.push_back(std::move(l));
   }
@@ -133,7 +134,7 @@ void daemon::reload() {
     l->state->closed = true;  // its open connections keep the old settings
     std::error_code ignored;
     l->acceptor.cancel(ignored);  // ends its accept loop; the socket stays bound and listening
-    l->state = make_listener_state(t.to.kind, t.to.name, t.to.listen, t.to.tcp, t.to.upstream_tcp);
+    l->state = make_listener_state(t.to);
     l->state->generation = generation;
     start_accepting(l);
     next_listeners.push_back(std::move(l));

@@ -11,24 +11,6 @@
 #include "core/net/tls.hpp"
 
 namespace vlessbench {
-namespace {
-
-const char* network_name(transport_kind k) {
-  switch (k) {
-    case transport_kind::ws: return "ws";
-    case transport_kind::httpupgrade: return "httpupgrade";
-    case transport_kind::grpc: return "grpc";
-    case transport_kind::tls: break;
-  }
-  return "tcp";
-}
-
-// The header early data rides in, spelled out for the clients that need it named.
-std::string early_data_header(const transport_config& t) {
-  return t.early_data_header.empty() ? "Sec-WebSocket-Protocol" : t.early_data_header;
-}
-
-}  // namespace
 
 share_link listener_link(const vless_listener_config& l, const user_config& u, const std::string& host,
                          const std::string& sni, bool insecure) {
@@ -36,18 +18,10 @@ share_link listener_link(const vless_listener_config& l, const user_config& u, c
   link.uuid = u.uuid;
   link.host = host;
   link.port = l.listen.port();
-  link.security = l.transport.tls ? "tls" : "none";
+  link.transport = l.transport;
   if (l.transport.tls) {
     link.sni = sni;
     link.allow_insecure = insecure;
-  }
-  link.type = network_name(l.transport.kind);
-  if (l.transport.kind == transport_kind::grpc) {
-    link.service_name = l.transport.service_name;
-  } else if (l.transport.kind != transport_kind::tls) {
-    link.path = l.transport.path;
-    link.http_host = l.transport.host;
-    link.early_data = l.transport.max_early_data;
   }
   link.name = l.name + "-" + u.name;
   return link;
@@ -100,12 +74,9 @@ void print_links(std::ostream& out, const config& cfg, const links_options& opts
                                  ": pass --host with the address clients use to reach this machine");
       host = l.listen.address().to_string();
     }
-    const transport_config& t = l.transport;
-    const bool tls = t.tls;
-    const bool upgrade = t.kind == transport_kind::ws || t.kind == transport_kind::httpupgrade;
-    const bool grpc = t.kind == transport_kind::grpc;
+    const transport_spec& t = l.transport;
     // Raw TLS also serves XTLS Vision: its entries follow the plain one's, as NAME-vision.
-    const bool vision = t.kind == transport_kind::tls && tls;
+    const bool vision = t.kind == transport_kind::tls && t.tls;
     for (const auto& u : cfg.users) {
       for (const bool with_flow : {false, true}) {
         if (with_flow && !vision) continue;
@@ -117,14 +88,13 @@ void print_links(std::ostream& out, const config& cfg, const links_options& opts
         const std::string uri = format_share_link(link);
 
         out << "## " << link.name << " (listener " << l.name << ", user " << u.name << ", transport "
-            << to_string(t.kind) << ((upgrade || grpc) && !tls ? " over plain TCP" : "")
+            << to_string(t.kind) << (!t.tls ? " over plain TCP" : "")
             << (with_flow ? ", flow xtls-rprx-vision" : "") << ", tcp quickack=" << to_string(l.tcp.quickack)
             << ")\n\n";
         out << "Share link (Shadowrocket, v2rayN, NekoBox):\n" << uri << "\n\n";
         if (opts.qr) out << terminal_qr(uri) << "\n";
 
         client_entry_options entry;
-        entry.early_data_header = early_data_header(t);
         entry.fingerprint = fingerprint;
         if (fingerprint.empty() && !cfg.tls.cert.empty())
           entry.fingerprint_note = "none yet: " + cfg.tls.cert +

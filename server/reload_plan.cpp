@@ -157,8 +157,9 @@ reload_plan plan_reload(const config& current, const config& next) {
     if (!matched[i]) plan.close.push_back(running[i]);
 
   for (const auto& [from, to] : plan.keep) {
-    // A transport change applies to connections accepted after the reload (vless_server.cpp,
-    // transport_of); the line says so after the policies, which it leaves as they were.
+    // A transport change applies to connections accepted after the reload (the listener's
+    // runtime carries it, each accepted connection copies it); the line says so after the
+    // policies, which it leaves as they were.
     const bool transport = from.transport != to.transport;
     if (from.tcp != to.tcp || from.upstream_tcp != to.upstream_tcp || from.name != to.name || transport)
       plan.changes.push_back(fmt::format(

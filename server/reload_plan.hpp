@@ -21,7 +21,7 @@ struct planned_listener {
   asio::ip::tcp::endpoint listen;
   tcp_policy tcp;
   tcp_policy upstream_tcp;  // a target's is its tcp (it dials nothing)
-  transport_config transport;  // a vless listener's (applies to connections accepted after a reload)
+  transport_spec transport;  // a vless listener's (applies to connections accepted after a reload)
   bool operator==(const planned_listener&) const = default;
 };
 

@@ -33,16 +33,9 @@ std::string_view to_string(close_reason r) {
 
 namespace {
 
-// The listener's transport as its config at accept says (a reload applies to new connections).
-transport_config transport_of(const session_start& start) {
-  for (const auto& l : start.cfg->vless)
-    if (l.name == start.listener_name) return l.transport;
-  return {};
-}
-
 // Over TLS or plain TCP: Stream<tls_stream> or Stream<plain_stream>.
 template <template <class> class Stream>
-awaitable<void> serve_upgraded(runtime& rt, session_start start, tcp::socket socket, transport_config t) {
+awaitable<void> serve_upgraded(runtime& rt, session_start start, tcp::socket socket, transport_spec t) {
   if (t.tls) {
     return detail::serve<Stream<tls_stream>>(
         rt, std::move(start), std::move(socket),
@@ -92,6 +85,7 @@ awaitable<void> serve_grpc_on(runtime& rt, std::shared_ptr<session_start> start,
                     start->tls,
                     start->cfg,
                     start->listener_name,
+                    start->transport,
                     start->policy,
                     start->upstream_policy,
                     start->generation,
@@ -139,7 +133,7 @@ awaitable<void> serve_grpc_on(runtime& rt, std::shared_ptr<session_start> start,
   co_await conn->run();
 }
 
-awaitable<void> serve_grpc(runtime& rt, session_start start, tcp::socket socket, const transport_config& t) {
+awaitable<void> serve_grpc(runtime& rt, session_start start, tcp::socket socket, const transport_spec& t) {
   grpc::connection_limits limits;
   limits.handshake_timeout = start.cfg->limits.handshake_timeout;
   limits.idle_timeout = start.cfg->limits.idle_timeout;
@@ -156,7 +150,7 @@ awaitable<void> serve_grpc(runtime& rt, session_start start, tcp::socket socket,
 
 // The listener's transport picks the session's.
 awaitable<void> serve_session(runtime& rt, session_start start, tcp::socket socket) {
-  transport_config t = transport_of(start);
+  transport_spec t = start.transport;
   switch (t.kind) {
     case transport_kind::ws: return serve_upgraded<ws_stream>(rt, std::move(start), std::move(socket), std::move(t));
     case transport_kind::httpupgrade:

@@ -64,6 +64,7 @@ struct session_start {
   std::shared_ptr<asio::ssl::context> tls;  // keeps the context alive across a reload
   std::shared_ptr<const config> cfg;
   std::string listener_name;
+  transport_spec transport;    // the listener's at accept (a reload applies to later connections)
   tcp_policy policy;           // the listener's, with the generation they belong to
   tcp_policy upstream_policy;
   std::uint64_t generation = 0;

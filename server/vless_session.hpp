@@ -124,7 +124,7 @@ struct session : session_core {
   awaitable<bool> handshake() {
     deadline = pending_deadline(accepted + cfg->limits.handshake_timeout);
     if (const auto ec = co_await client.open(transport::open_clock{info->phases, accepted})) {
-      reject_io(reject_code::handshake_timeout, client.open_failure(), ec.message());
+      reject_io(reject_code::handshake_timeout, client.failure(), ec.message());
       co_return false;
     }
     info->ja4 = client.facts().ja4;  // for the target's Server-Timing
@@ -144,11 +144,9 @@ struct session : session_core {
         // A TLS-level failure (a renegotiation attempt, a bad record) is not a short header.
         const bool tls_failed = !timed_out && !is_eof(ec) && ec.category() == asio::error::get_ssl_category();
         // A transport's own violation (a WebSocket frame) is the reason.
-        if constexpr (requires { client.stream_failure(); }) {
-          if (!timed_out && !client.stream_failure().empty()) {
-            reject(client.stream_failure(), ec.message());
-            co_return 0;
-          }
+        if (!timed_out && !client.failure().empty()) {
+          reject(client.failure(), ec.message());
+          co_return 0;
         }
         reject_io(reject_code::header_timeout,
                   to_string(tls_failed ? reject_code::tls_error

@@ -28,7 +28,7 @@ vless::client_plan vless_plan(const endpoints& e, const tls::client_options& tls
                                       vless::tcp_request(*uuid, target.address().to_string(), target.port()));
   if (!e.ws_path.empty()) {
     if (e.ws_path.front() != '/') throw std::invalid_argument("--ws-path: must start with '/'");
-    plan.transport.type = "ws";
+    plan.transport.kind = transport_kind::ws;
     plan.transport.path = e.ws_path;
   }
   return plan;

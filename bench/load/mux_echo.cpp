@@ -257,7 +257,7 @@ int run_mux_echo(const mux_echo_options& o) {
   auto plan = vless::make_client_plan(server, tls, mux::vless_request(*uuid));
   if (!o.ws_path.empty()) {
     if (o.ws_path.front() != '/') throw std::invalid_argument("--ws-path: must start with '/'");
-    plan.transport.type = "ws";
+    plan.transport.kind = transport_kind::ws;
     plan.transport.path = o.ws_path;
   }
 

@@ -68,7 +68,7 @@ awaitable<std::error_code> client::connect() {
 }
 
 awaitable<std::error_code> client::handshake() {
-  const client_transport& t = plan_.transport;
+  const transport_spec& t = plan_.transport;
   if (t.tls && plan_.vision) {
     vision_tls_ = std::make_unique<fd_tls>(socket_, *plan_.tls_context, plan_.tls);
     if (auto ec = co_await vision_tls_->handshake()) co_return ec;
@@ -81,7 +81,7 @@ awaitable<std::error_code> client::handshake() {
     auto [ec] = co_await tls_->async_handshake(asio::ssl::stream_base::client, as_tuple_awaitable);
     if (ec) co_return ec;
   }
-  if (t.type == "grpc") {
+  if (t.kind == transport_kind::grpc) {
     // Preface, SETTINGS and the request's HEADERS go with the first write.
     h2_ = std::make_unique<gun::h2_client>(gun::request_target{http_host(), t.service_name, t.tls, t.grpc_multi});
   }
@@ -89,7 +89,7 @@ awaitable<std::error_code> client::handshake() {
     std::array<unsigned char, 16> nonce{};
     RAND_bytes(nonce.data(), nonce.size());
     ws_key_ = ws::base64_encode(std::string_view(reinterpret_cast<const char*>(nonce.data()), nonce.size()), false);
-    if (t.type == "ws") decoder_.emplace(ws::frame_rules{false, std::uint64_t{1} << 40});
+    if (t.kind == transport_kind::ws) decoder_.emplace(ws::frame_rules{false, std::uint64_t{1} << 40});
     upgrade_unread_ = true;
     if (t.max_early_data > 0) {
       upgrade_deferred_ = true;  // goes with the first write
@@ -104,7 +104,7 @@ awaitable<std::error_code> client::handshake() {
 }
 
 std::string client::http_host() const {
-  const client_transport& t = plan_.transport;
+  const transport_spec& t = plan_.transport;
   if (!t.host.empty()) return t.host;
   return !plan_.tls.sni.empty() ? plan_.tls.sni : plan_.server.address().to_string();
 }
@@ -130,9 +130,9 @@ awaitable<std::error_code> client::h2_flush() {
 }
 
 std::string client::upgrade_request(std::string_view early) const {
-  const client_transport& t = plan_.transport;
+  const transport_spec& t = plan_.transport;
   const std::string host = http_host();
-  return ws::format_upgrade_request({t.type == "ws" ? ws::upgrade_kind::websocket : ws::upgrade_kind::httpupgrade,
+  return ws::format_upgrade_request({t.kind == transport_kind::ws ? ws::upgrade_kind::websocket : ws::upgrade_kind::httpupgrade,
                                      t.path, host, ws_key_, early, t.early_data_header});
 }
 
@@ -141,7 +141,7 @@ void client::frame_into(std::string& out, std::string_view data) {
     upgrade_deferred_ = false;
     std::string_view early;
     if (decoder_) {  // ws: the first bytes in the request, the rest in a frame behind it
-      early = data.substr(0, std::min(data.size(), plan_.transport.max_early_data));
+      early = data.substr(0, std::min<std::size_t>(data.size(), plan_.transport.max_early_data));
       data.remove_prefix(early.size());
     }
     out += upgrade_request(early);

@@ -26,6 +26,7 @@
 #include "core/client/gun_client.hpp"
 #include "core/client/vision_client.hpp"
 #include "core/net/tls.hpp"
+#include "core/wire/transport_spec.hpp"
 #include "core/wire/vless_codec.hpp"
 #include "core/wire/ws_frame.hpp"
 #include "core/wire/ws_upgrade.hpp"
@@ -35,19 +36,6 @@ namespace vlessbench::vless {
 // What every connection of one client needs, made once and outside any measurement: the TLS
 // context (name resolution and context setup never fall inside a sample), the encoded header
 // and the socket policy.
-// What carries the VLESS stream (a share link's type=, path=, host=, ed=, security=).
-struct client_transport {
-  std::string type = "tcp";    // "tcp", "ws", "httpupgrade", "grpc"
-  bool tls = true;             // false: plain TCP (ws, httpupgrade and grpc (h2c) only)
-  std::string service_name = "vlessbench";  // grpc: POST /<service_name>/Tun
-  bool grpc_multi = false;     // grpc: TunMulti
-  std::string path = "/";
-  std::string host;            // Host header; empty: the server address as given
-  std::size_t max_early_data = 0;
-  std::string early_data_header;  // empty: Sec-WebSocket-Protocol
-  bool upgrades() const { return type == "ws" || type == "httpupgrade"; }
-};
-
 struct client_plan {
   tcp::endpoint server;
   std::shared_ptr<asio::ssl::context> tls_context;
@@ -56,7 +44,7 @@ struct client_plan {
   bool nodelay = true;        // false: TCP_NODELAY left off, as Nagle-prone clients do
   bool split_header = false;  // true: the header is its own write (TLS record) after the handshake
   bool vision = false;        // flow xtls-rprx-vision (the header says so): raw TLS only
-  client_transport transport;
+  transport_spec transport;  // what carries the stream (a share link's security=, type=, path= ...)
 };
 
 // A TCP (command 1) request for host:port: an IPv4 or IPv6 literal travels as an address,

@@ -20,7 +20,7 @@
 #include "core/wire/uuid.hpp"
 #include "core/config/listener_kind.hpp"
 #include "core/wire/net_address.hpp"  // endpoints (listeners) and ip_network (destinations)
-#include "core/wire/transport_config.hpp"
+#include "core/wire/transport_spec.hpp"
 
 namespace vlessbench {
 
@@ -36,7 +36,7 @@ struct vless_listener_config {
   asio::ip::tcp::endpoint listen;
   tcp_policy tcp;           // accepted client sockets
   tcp_policy upstream_tcp;  // sockets the daemon dials
-  transport_config transport;  // what carries the VLESS stream (core/wire/transport_config.hpp)
+  transport_spec transport;  // what carries the VLESS stream (core/wire/transport_spec.hpp)
   bool operator==(const vless_listener_config&) const = default;
 };
 

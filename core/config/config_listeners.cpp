@@ -87,8 +87,8 @@ struct vless_schema {
   static std::optional<vless_listener_config> read(const table_reader& r, const listener_fields& f) {
     auto tcp = read_tcp_policy(r, "tcp");
     auto upstream = read_tcp_policy(r, "upstream_tcp");
-    // The transport's keys are checked in core/wire/transport_config.cpp.
-    transport_config transport;
+    // The transport's keys are checked in core/wire/transport_spec.cpp.
+    transport_spec transport;
     const auto transport_errors = validate_transport({r.string("transport"), r.boolean("tls"), r.string("path"),
                                                       r.string("host"), r.integer("max_early_data"),
                                                       r.string("early_data_header"), r.string("service_name")},

@@ -6,19 +6,21 @@
 #include "core/net/asio_compat.hpp"
 #include "core/config/listener_kind.hpp"
 #include "core/net/socket_policy.hpp"
+#include "core/wire/transport_spec.hpp"
 
 namespace vlessbench {
 
-
 // A listener's settings as open connections see them: a reload updates the object in place, so
 // a connection picks the new policy up at its next read. Only the policies are read off the main
-// thread; name, generation and closed are the main thread's.
+// thread; name, transport, generation and closed are the main thread's (the accept loop copies
+// the transport into each connection it accepts: a reload applies to later connections).
 struct listener_runtime {
   std::string name;
   listener_kind kind = listener_kind::target;
   asio::ip::tcp::endpoint endpoint;
   shared_tcp_policy tcp;
   shared_tcp_policy upstream_tcp;
+  transport_spec transport;  // a vless listener's (core/wire/transport_spec.hpp)
   std::uint64_t generation = 0;
   bool closed = false;
 };

@@ -10,11 +10,12 @@
 namespace vlessbench {
 
 struct client_entry_options {
-  std::string early_data_header = "Sec-WebSocket-Protocol";  // ws early data rides in this header
   std::string fingerprint;       // mihomo's certificate pin (SHA-256, hex with colons); empty: none
   std::string fingerprint_note;  // without a pin: why, as a YAML comment (empty: nothing said)
 };
 
+// ws early data is named in the header link.transport.early_data_header says (empty:
+// Sec-WebSocket-Protocol).
 // "  - name: ..." and its keys, one per line, ending in a newline (YAML under `proxies:`).
 std::string mihomo_proxy(const share_link& link, const client_entry_options& opts = {});
 // A JSON object, indented by 2.

@@ -67,4 +67,25 @@ std::string percent_decode_lenient(std::string_view s) {
   return out;
 }
 
+bool parse_query(std::string_view query, std::map<std::string, std::string, std::less<>>& out, std::string& reason) {
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const auto pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    if (pair.empty()) continue;
+    const auto eq = pair.find('=');
+    std::string key(pair.substr(0, eq));
+    auto value = percent_decode(eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1));
+    if (!value) {
+      reason = "bad percent-encoding in the value of " + key;
+      return false;
+    }
+    if (!out.emplace(key, std::move(*value)).second) {
+      reason = "repeated query key: " + key;
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace vlessbench

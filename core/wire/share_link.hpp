@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/wire/transport_spec.hpp"
 #include "core/wire/uuid.hpp"
 
 namespace vlessbench {
@@ -18,17 +19,13 @@ struct share_link {
   uuid_bytes uuid{};
   std::string host;         // without brackets for IPv6
   std::uint16_t port = 0;
-  std::string security = "tls";  // "tls"; "none" with ws, httpupgrade or grpc only
   std::string sni;               // empty: none
   bool allow_insecure = false;
   std::string flow;              // empty, or xtls-rprx-vision (type=tcp, security=tls only)
-  std::string type = "tcp";      // "tcp", "ws", "httpupgrade", "grpc"
-  std::string path;              // ws/httpupgrade: empty means "/"
-  std::string http_host;         // ws/httpupgrade: host=, the Host header (empty: the server name)
-  std::uint32_t early_data = 0;  // ws: ed=, bytes sent with the upgrade request
-  std::string service_name;      // grpc: serviceName= (absent: the daemon's default, "vlessbench")
-  bool grpc_multi = false;       // grpc: mode=multi (the TunMulti method), else mode=gun (Tun)
+  // security=, type=, path=, host=, ed=, serviceName=, mode= (core/wire/transport_spec.hpp)
+  transport_spec transport;
   std::string name;              // fragment, percent-decoded
+  bool operator==(const share_link&) const = default;
 };
 
 // Returns nullopt and sets reason on any malformation (bad uuid, port, scheme, unsupported type...).

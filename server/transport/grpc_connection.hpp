@@ -49,11 +49,11 @@ class grpc_stream {
   static constexpr bool bridged = true;
   executor_type get_executor() { return lower_.get_executor(); }
   tcp::socket& socket() { return lower_.socket(); }
-  static std::string_view open_failure() { return "h2_stream_failed"; }
   transport::facts facts() const { return facts_; }
-  // A gun framing violation on the stream (the bridge then closes the session's socket): the
-  // session's reject reason instead of a truncated header.
-  std::string_view stream_failure() const { return stream_->failure; }
+  // open() cannot fail (the stream was accepted before the session began). A gun framing
+  // violation on the stream (the bridge then closes the session's socket): the session's reject
+  // reason instead of a truncated header.
+  std::string_view failure() const { return stream_->failure; }
   // What the client's flow control let through of what the session wrote (the [limits]
   // min_rate rule's count on a transport without TCP_INFO): a client that never opens its
   // window makes none.
@@ -193,11 +193,11 @@ class connection : public std::enable_shared_from_this<connection<Lower>> {
 
   awaitable<void> serve() {
     if (auto ec = co_await lower_.open(transport::open_clock{phases_, steady_clock::now()})) {
-      reason_ = lower_.open_failure();
+      reason_ = lower_.failure();
       co_return;
     }
     facts_ = lower_.facts();
-    facts_.transport = "grpc";
+    facts_.transport = to_string(transport_kind::grpc);
     co_await (reader() && writer());
   }
 

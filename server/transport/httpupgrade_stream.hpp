@@ -21,16 +21,16 @@ class httpupgrade_stream {
   static constexpr bool lingers_after_upstream_eof = true;
 
   template <class... Args>
-  explicit httpupgrade_stream(transport_config t, Args&&... lower) : t_(std::move(t)), lower_(std::forward<Args>(lower)...) {}
+  explicit httpupgrade_stream(transport_spec t, Args&&... lower) : t_(std::move(t)), lower_(std::forward<Args>(lower)...) {}
   httpupgrade_stream(const httpupgrade_stream&) = delete;
   httpupgrade_stream& operator=(const httpupgrade_stream&) = delete;
 
   executor_type get_executor() { return lower_.get_executor(); }
   tcp::socket& socket() { return lower_.socket(); }
-  std::string_view open_failure() const { return failure_; }
+  std::string_view failure() const { return failure_; }
   transport::facts facts() const {
     transport::facts f = lower_.facts();
-    f.transport = "httpupgrade";
+    f.transport = to_string(transport_kind::httpupgrade);
     f.early_data = early_bytes_;
     return f;
   }
@@ -80,7 +80,6 @@ class httpupgrade_stream {
   auto async_shutdown(Token&& token) {
     return lower_.async_shutdown(std::forward<Token>(token));
   }
-  static std::string_view stream_failure() { return {}; }
 
  private:
   std::size_t take_pending(char* data, std::size_t size) {
@@ -91,7 +90,7 @@ class httpupgrade_stream {
     return n;
   }
 
-  transport_config t_;
+  transport_spec t_;
   Lower lower_;
   std::string failure_;
   std::string pending_;  // stream bytes that came with the upgrade request

@@ -24,7 +24,8 @@ class plain_stream {
 
   executor_type get_executor() { return next_.get_executor(); }
   tcp::socket& socket() { return next_.socket(); }
-  static std::string_view open_failure() { return "tcp_failed"; }
+  // open() cannot fail and the stream has no rules of its own: never a reason.
+  static std::string_view failure() { return {}; }
   static transport::facts facts() { return {"tcp", "", "", "", ""}; }
 
   // Nothing to open: the connection is accepted.

@@ -61,9 +61,10 @@ class tls_stream {
   tcp::socket& socket() { return next_.socket(); }
   SSL* native_handle() { return ssl_; }
 
-  static std::string_view open_failure() { return "tls_handshake_failed"; }
+  // tls_handshake_failed after a failed open(); TLS errors later are the session's to name.
+  std::string_view failure() const { return failure_; }
   transport::facts facts() const {
-    return {"tls", tls::version_name(ssl_), tls::cipher_name(ssl_), tls::sni_received(ssl_),
+    return {to_string(transport_kind::tls), tls::version_name(ssl_), tls::cipher_name(ssl_), tls::sni_received(ssl_),
             tls::alpn_selected(ssl_), tls::ja4_received(ssl_)};
   }
 
@@ -327,6 +328,7 @@ class tls_stream {
 
   policy_stream next_;
   SSL* ssl_ = nullptr;
+  std::string_view failure_;  // failure()
   // Ciphertext received and not yet given to BoringSSL: in_ points into the pooled block, or into
   // in_rest_ once release_read_ahead() moved a remainder there.
   buffer_pool::block in_block_;
@@ -342,7 +344,8 @@ class tls_stream {
 
 inline awaitable<std::error_code> tls_stream::open(const transport::open_clock& clock) {
   auto [ec] = co_await async_handshake(asio::ssl::stream_base::server, as_tuple_awaitable);
-  if (!ec) clock.stamp(&session_phases::tls_done);
+  if (ec) failure_ = "tls_handshake_failed";
+  else clock.stamp(&session_phases::tls_done);
   co_return ec;
 }
 

@@ -9,8 +9,15 @@
 // What a transport T provides (checked by the client_transport concept below):
 //   open(clock) -> awaitable<error_code>   the TLS handshake and whatever the transport adds
 //                                           (an upgrade, a preface), stamping the phases it
-//                                           reaches on clock; on failure open_failure() names
-//                                           the reject reason (e.g. "tls_handshake_failed")
+//                                           reaches on clock
+//   failure()                               the one failure accessor: the reject reason of the
+//                                           transport's own failure, else empty. After a failed
+//                                           open(), never empty when open() can fail
+//                                           ("tls_handshake_failed", "wrong_path"); after a
+//                                           failed read, a violation of the transport's rules
+//                                           (a WebSocket frame, gun framing), or empty when the
+//                                           failure was not the transport's (the session names
+//                                           it: tls_error, truncated_header ...)
 //   async_read_some / async_write_some      the VLESS stream (Asio AsyncStream), so
 //                                           asio::async_write works on it
 //   async_wait_readable(token)              completes when a read would make progress; holds
@@ -39,6 +46,7 @@
 
 #include "core/net/asio_compat.hpp"
 #include "core/wire/session_info.hpp"
+#include "core/wire/transport_spec.hpp"
 
 namespace vlessbench::transport {
 
@@ -53,7 +61,7 @@ struct open_clock {
 
 // What the vless.session line records of the transport, read once when the session ends.
 struct facts {
-  std::string_view transport;  // "tls", "ws", "httpupgrade" (over TLS or plain TCP: tls_version says)
+  std::string_view transport;  // to_string(transport_kind): "tls", "ws", "httpupgrade", "grpc" (over TLS or plain TCP: tls_version says)
   std::string tls_version;
   std::string cipher;
   std::string sni;
@@ -66,7 +74,7 @@ template <class T>
 concept client_transport = requires(T& t, const open_clock& clock, char* data, std::size_t size,
                                     std::error_code& ec) {
   { t.open(clock) } -> std::same_as<awaitable<std::error_code>>;
-  { t.open_failure() } -> std::convertible_to<std::string_view>;
+  { t.failure() } -> std::convertible_to<std::string_view>;
   { t.read_now(data, size, ec) } -> std::same_as<std::size_t>;
   t.release_read_ahead();
   { t.socket() } -> std::same_as<tcp::socket&>;

@@ -6,7 +6,7 @@
 #include <system_error>
 
 #include "core/wire/http_parser.hpp"
-#include "core/wire/transport_config.hpp"
+#include "core/wire/transport_spec.hpp"
 #include "core/wire/ws_upgrade.hpp"
 #include "server/transport/transport.hpp"
 
@@ -18,18 +18,18 @@ struct upgrade_outcome {
   std::string rest;              // bytes after the head: frames (ws) or the VLESS stream (httpupgrade)
 };
 
-inline ws::upgrade_rules upgrade_rules_for(const transport_config& t) {
+inline ws::upgrade_rules upgrade_rules_for(const transport_spec& t) {
   return {t.kind == transport_kind::ws ? ws::upgrade_kind::websocket : ws::upgrade_kind::httpupgrade, t.path, t.host,
           t.kind == transport_kind::ws ? t.max_early_data : 0u, t.early_data_header};
 }
 
 // Opens Lower (tls_stream or plain_stream), then reads and answers the upgrade request. On failure
-// out.reason names it: the lower transport's open_failure(), or the upgrade's reject reason.
+// out.reason names it: the lower transport's failure(), or the upgrade's reject reason.
 template <class Lower>
-awaitable<std::error_code> open_upgraded(Lower& lower, const transport_config& t, const open_clock& clock,
+awaitable<std::error_code> open_upgraded(Lower& lower, const transport_spec& t, const open_clock& clock,
                                          upgrade_outcome& out) {
   if (auto ec = co_await lower.open(clock)) {
-    out.reason = lower.open_failure();
+    out.reason = lower.failure();
     co_return ec;
   }
   const ws::upgrade_rules rules = upgrade_rules_for(t);

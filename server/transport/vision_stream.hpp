@@ -33,7 +33,7 @@ class vision_stream {
 
   executor_type get_executor() { return tls_.get_executor(); }
   tcp::socket& socket() { return tls_.socket(); }
-  static std::string_view open_failure() { return tls_stream::open_failure(); }
+  std::string_view failure() const { return tls_.failure(); }
   transport::facts facts() const { return tls_.facts(); }
   awaitable<std::error_code> open(const transport::open_clock& clock) {
     accepted_ = clock.accepted;

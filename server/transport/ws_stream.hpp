@@ -7,7 +7,7 @@
 // next data frame (one write at a time: the relay's writer and this reader never interleave
 // bytes). The close handshake: a client's close frame is the stream's EOF (the destination's
 // answer still flows back, as after a TCP half-close), and async_shutdown sends ours.
-// A protocol violation ends the stream with close code 1002/1009 and stream_failure() naming it.
+// A protocol violation ends the stream with close code 1002/1009 and failure() naming it.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -28,10 +28,10 @@ class ws_stream {
   static constexpr bool lingers_after_upstream_eof = true;
 
   template <class... Args>
-  explicit ws_stream(transport_config t, Args&&... lower)
+  explicit ws_stream(transport_spec t, Args&&... lower)
       : t_(std::move(t)),
         lower_(std::forward<Args>(lower)...),
-        decoder_(ws::frame_rules{true, transport_config::max_frame}),
+        decoder_(ws::frame_rules{true, transport_spec::max_frame}),
         idle_(lower_.get_executor()) {
     idle_.expires_at(asio::steady_timer::time_point::max());
   }
@@ -40,11 +40,10 @@ class ws_stream {
 
   executor_type get_executor() { return lower_.get_executor(); }
   tcp::socket& socket() { return lower_.socket(); }
-  std::string_view open_failure() const { return failure_; }
-  std::string_view stream_failure() const { return failure_; }
+  std::string_view failure() const { return failure_; }
   transport::facts facts() const {
     transport::facts f = lower_.facts();
-    f.transport = "ws";
+    f.transport = to_string(transport_kind::ws);
     f.early_data = early_bytes_;
     return f;
   }
@@ -264,7 +263,7 @@ class ws_stream {
     idle_.cancel();
   }
 
-  transport_config t_;
+  transport_spec t_;
   Lower lower_;
   ws::frame_decoder decoder_;
   asio::steady_timer idle_;          // a data write waits on it while the reader's pong is written

@@ -55,6 +55,7 @@ SOURCES = {
     "test_http_parser.cpp": [("http_response", lambda v, b: v.startswith(b"HTTP/")),
                              ("http_request", lambda v, b: b"\r\n" in v or b"\n" in v)],
     "test_share_link.cpp": [("share_link", lambda v, b: v.startswith(b"vless://"))],
+    "test_transport_spec.cpp": [("transport_query", lambda v, b: v.startswith((b"security=", b"type=")) and b" " not in v)],
     "test_log_query.cpp": [("log_query", lambda v, b: v.startswith((b"run=", b"token=")))],
     "test_net_address.cpp": [("host_header", lambda v, b: 0 < len(v) < 300 and b" " not in v and not tag(v))],
     "test_ja4.cpp": [("client_hello", lambda v, b: binary(v, b) and v[:1] == b"\x03" and len(v) > 38)],

@@ -2,11 +2,14 @@
 """`vlessbenchd links` (issue 5): every user x VLESS listener gets a share link, a Clash entry, a
 sing-box outbound and a v2ray outbound; the printed v2ray outbound, pasted into a real v2ray 4.34
 behind an http inbound, reaches the target through VLESS; the share link works in the runner's
-built-in client; a wildcard listener without --host is a clear error."""
+built-in client; a wildcard listener without --host is a clear error; a config with every transport
+and option prints what golden/links_every_transport.txt holds, byte for byte (issue 24: one transport
+spec, nothing a user sees changed)."""
 import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 from harness import LOOPBACK, Daemon, V2ray, free_port, new_uuid, policy, run_daemon
 
@@ -74,6 +77,16 @@ def main() -> int:
     with Daemon(wild, start=False) as d:
         r = run_daemon(["links", "--config", d.config_path])
         assert r.returncode != 0 and "--host" in r.stderr, (r.returncode, r.stderr)
+    # Every transport and option (ws with host, early data and its header; plain ws with a
+    # percent-encoded path; httpupgrade over TLS and plain; grpc default and named, h2c): the
+    # output as it was before the transport spec was one value (core/wire/transport_spec.hpp).
+    golden = Path(__file__).resolve().parent / "golden"
+    r = run_daemon(["links", "--config", golden / "links_every_transport.toml", "--host", LOOPBACK, "--no-qr"])
+    assert r.returncode == 0, r.stderr
+    expected = (golden / "links_every_transport.txt").read_text()
+    assert r.stdout == expected, "links output changed:\n" + "\n".join(
+        f"-{a}\n+{b}" for a, b in zip(expected.splitlines(), r.stdout.splitlines()) if a != b)
+    assert r.stdout.count("vless://") == 18 and "early-data-header-name: \"X-Early\"" in r.stdout
     print("links: 8 entries per format (4 of them Vision); printed v2ray outbound reached the target via VLESS as user phone")
     return 0
 

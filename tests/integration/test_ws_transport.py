@@ -381,11 +381,22 @@ def a_reload_that_changes_only_the_transport_says_so_and_serves_it():
     # The listener keeps its socket; connections accepted after the reload get the new transport,
     # and the reload's line names both (server/reload_plan.cpp).
     port = h.free_port()
+    admin_port = h.free_port()
     cfg = {"users": [{"name": "tester", "uuid": D.uuid}],
            "vless": [{"name": "x", "listen": f"{LOOPBACK}:{port}"}],
-           "target": [{"name": "http", "listen": f"{LOOPBACK}:{h.free_port()}"}]}
+           "target": [{"name": "http", "listen": f"{LOOPBACK}:{h.free_port()}"}],
+           "admin": {"listen": f"{LOOPBACK}:{admin_port}"}}
     d = h.Daemon(cfg)
+
+    def listed_transport() -> str:
+        # The dashboard's listener row: the listener's runtime (core/runtime/listener_runtime.hpp).
+        with h.tcp_connect(admin_port) as sock:
+            sock.sendall(h.http_request("GET", "/api/state", host=LOOPBACK))
+            r = h.plain_stream(sock).read_response()
+        check(r.status == 200, r)
+        return next(l for l in json.loads(r.body)["listeners"] if l["name"] == "x")["transport"]
     try:
+        check(listed_transport() == "tls", "before the reload")
         def one(query: str) -> subprocess.CompletedProcess:
             spec = f"vless://{D.uuid}@{LOOPBACK}:{port}?encryption=none&security=tls&sni=localhost&allowInsecure=1&{query}#x"
             return subprocess.run([str(RUNNER), "run", "--target", f"http://{LOOPBACK}:{d.target_port}/", "--new", "2",
@@ -399,6 +410,7 @@ def a_reload_that_changes_only_the_transport_says_so_and_serves_it():
         d.wait_stderr('vless "x" on', "; transport tls -> ws path=/w")  # the "reload ok" line
         r = one("type=ws&path=%2Fw")
         check(r.returncode == 0, r.stdout + r.stderr)
+        check(listed_transport() == "ws", "the listener's runtime after the reload")
         r = one("type=tcp")
         check(r.returncode != 0, "raw TLS still served after the reload to ws")
     finally:

@@ -59,3 +59,17 @@ TEST_CASE("client entries: ws early data, httpupgrade and grpc keep their option
   CHECK(v2["streamSettings"]["grpcSettings"]["serviceName"] == "vb");
   CHECK(v2["streamSettings"]["grpcSettings"]["multiMode"] == true);
 }
+
+TEST_CASE("client entries: ws early data rides in the header the transport names", "[client_entries]") {
+  auto ws = link_of(std::string("vless://") + uuid + "@h:1?security=tls&sni=s&type=ws&path=%2Fws&ed=512#w");
+  CHECK(mihomo_proxy(ws).find("      early-data-header-name: \"Sec-WebSocket-Protocol\"\n") != std::string::npos);
+  CHECK(nlohmann::json::parse(singbox_outbound(ws))["transport"]["early_data_header_name"] == "Sec-WebSocket-Protocol");
+  ws.transport.early_data_header = "X-Early";  // a daemon's early_data_header (server/links.cpp)
+  CHECK(mihomo_proxy(ws).find("      early-data-header-name: \"X-Early\"\n") != std::string::npos);
+  CHECK(nlohmann::json::parse(singbox_outbound(ws))["transport"]["early_data_header_name"] == "X-Early");
+  const auto v2 = nlohmann::json::parse(v2ray_outbound(ws))["streamSettings"]["wsSettings"];
+  CHECK(v2["earlyDataHeaderName"] == "X-Early");
+  CHECK(v2["maxEarlyData"] == 512);
+  // The share link itself does not carry it.
+  CHECK(format_share_link(ws).find("X-Early") == std::string::npos);
+}

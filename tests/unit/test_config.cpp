@@ -261,7 +261,7 @@ TEST_CASE("unknown keys are errors at every level", "[config]") {
         "x.toml:7: users[0].flow: unknown key");
   CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\nserver = \"example.com\"\n") ==
         "x.toml:4: vless[0].server: unknown key");
-  // A transport's key on another transport (core/wire/transport_config.cpp).
+  // A transport's key on another transport (core/wire/transport_spec.cpp).
   CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\nhost = \"example.com\"\n") ==
         "x.toml:4: vless[0].host: only for transport = \"ws\" or \"httpupgrade\"");
   CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\ntransport = \"quic\"\n") ==

@@ -64,11 +64,17 @@ struct stack {
     for (int i = 0; i < n; ++i) {
       tcp::endpoint peer;
       auto socket = co_await vless_acceptor.async_accept(peer, use_awaitable);
-      vless_server::session_start start{vless_listener,          tls,
-                                        rt.cfg,                  vless_listener->name,
-                                        vless_listener->tcp.load(), vless_listener->upstream_tcp.load(),
-                                        1,                       rt.next_session_id++,
-                                        peer,                    {}};
+      vless_server::session_start start{vless_listener,
+                                        tls,
+                                        rt.cfg,
+                                        vless_listener->name,
+                                        vless_listener->transport,
+                                        vless_listener->tcp.load(),
+                                        vless_listener->upstream_tcp.load(),
+                                        1,
+                                        rt.next_session_id++,
+                                        peer,
+                                        {}};
       asio::co_spawn(io, vless_server::serve_session(rt, std::move(start), std::move(socket)), asio::detached);
     }
   }
@@ -281,8 +287,12 @@ TEST_CASE("full stack: WebSocket with early data and HTTPUpgrade name their tran
   for (const std::string listener : {"ws", "httpupgrade"}) {
     stack s;
     s.vless_listener->name = listener;
+    // The listener's runtime carries its transport, as the daemon's accept loop copies it.
+    for (const auto& v : s.rt.cfg->vless)
+      if (v.name == listener) s.vless_listener->transport = v.transport;
+    REQUIRE(s.vless_listener->transport.kind == (listener == "ws" ? transport_kind::ws : transport_kind::httpupgrade));
     auto plan = plan_for(s, s.rt.cfg->users.at(0).uuid);
-    plan.transport.type = listener == "ws" ? "ws" : "httpupgrade";
+    plan.transport.kind = listener == "ws" ? transport_kind::ws : transport_kind::httpupgrade;
     plan.transport.path = listener == "ws" ? "/ws" : "/up";
     plan.transport.max_early_data = listener == "ws" ? 2048 : 0;
     std::optional<reply> got;
@@ -314,7 +324,7 @@ TEST_CASE("full stack: WebSocket with early data and HTTPUpgrade name their tran
     REQUIRE(phases.upgrade);
     REQUIRE(phases.vless);
     const auto log = s.log_text();
-    CHECK(log.find("\"transport\":\"" + plan.transport.type + "\"") != std::string::npos);
+    CHECK(log.find("\"transport\":\"" + std::string(to_string(plan.transport.kind)) + "\"") != std::string::npos);
     // ws with ed=2048: the VLESS header and the GET came in the upgrade request.
     if (listener == "ws") CHECK(log.find("\"early_data\":0") == std::string::npos);
     CHECK(log.find("\"upgrade_done\":") != std::string::npos);

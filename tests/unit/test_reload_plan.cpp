@@ -160,7 +160,7 @@ listen = "127.0.0.1:8080"
 }
 
 TEST_CASE("describe names a transport with what is set", "[reload_plan]") {
-  transport_config t;
+  transport_spec t;
   CHECK(describe(t) == "tls");
   t.kind = transport_kind::httpupgrade;
   t.path = "/hu";

@@ -27,13 +27,6 @@ std::string refusal(const std::string& text) {
   return reason;
 }
 
-bool same(const share_link& a, const share_link& b) {
-  return a.uuid == b.uuid && a.host == b.host && a.port == b.port && a.security == b.security &&
-         a.sni == b.sni && a.allow_insecure == b.allow_insecure && a.flow == b.flow &&
-         a.type == b.type && a.name == b.name && a.path == b.path && a.http_host == b.http_host &&
-         a.early_data == b.early_data;
-}
-
 }  // namespace
 
 TEST_CASE("parse_share_link reads the v2rayN form", "[share_link]") {
@@ -48,11 +41,11 @@ TEST_CASE("parse_share_link reads the v2rayN form", "[share_link]") {
   CHECK(link->uuid == *vless::parse_uuid(uuid_text));
   CHECK(link->host == "example.com");
   CHECK(link->port == 8443);
-  CHECK(link->security == "tls");
+  CHECK(link->transport.tls);
   CHECK(link->sni == "example.com");
   CHECK(link->allow_insecure);
   CHECK(link->flow.empty());
-  CHECK(link->type == "tcp");
+  CHECK(link->transport.kind == transport_kind::tls);
   CHECK(link->name == "My Node");
 }
 
@@ -65,7 +58,7 @@ TEST_CASE("parse_share_link accepts the variants clients emit", "[share_link]") 
     CHECK(link->port == 443);
     CHECK(link->sni.empty());
     CHECK_FALSE(link->allow_insecure);
-    CHECK(link->type == "tcp");
+    CHECK(link->transport.kind == transport_kind::tls);
     CHECK(link->name.empty());
   }
   SECTION("upper-case scheme and UUID, empty path before the query") {
@@ -165,20 +158,20 @@ TEST_CASE("parse_share_link reads the ws and httpupgrade transports", "[share_li
   std::string reason;
   auto link = parse_share_link(link_with("h:443", "security=tls&type=ws&path=%2Fws&host=cdn.example&ed=2048"), reason);
   REQUIRE(link);
-  CHECK(link->type == "ws");
-  CHECK(link->path == "/ws");
-  CHECK(link->http_host == "cdn.example");
-  CHECK(link->early_data == 2048);
+  CHECK(link->transport.kind == transport_kind::ws);
+  CHECK(link->transport.path == "/ws");
+  CHECK(link->transport.host == "cdn.example");
+  CHECK(link->transport.max_early_data == 2048);
   // Xray's early data in the path.
   link = parse_share_link(link_with("h:443", "security=tls&type=ws&path=%2Fws%3Fed%3D2048"), reason);
   REQUIRE(link);
-  CHECK(link->path == "/ws");
-  CHECK(link->early_data == 2048);
+  CHECK(link->transport.path == "/ws");
+  CHECK(link->transport.max_early_data == 2048);
   // Plain TCP below the upgrade, and the default path.
   link = parse_share_link(link_with("h:80", "security=none&type=httpupgrade"), reason);
   REQUIRE(link);
-  CHECK(link->security == "none");
-  CHECK(link->path == "/");
+  CHECK_FALSE(link->transport.tls);
+  CHECK(link->transport.path == "/");
   CHECK(format_share_link(*link).find("&type=httpupgrade&path=%2F") != std::string::npos);
 }
 
@@ -186,20 +179,20 @@ TEST_CASE("parse_share_link reads the grpc transport", "[share_link]") {
   std::string reason;
   auto link = parse_share_link(link_with("h:443", "security=tls&type=grpc&serviceName=example.Gun"), reason);
   REQUIRE(link);
-  CHECK(link->type == "grpc");
-  CHECK(link->service_name == "example.Gun");
-  CHECK_FALSE(link->grpc_multi);
+  CHECK(link->transport.kind == transport_kind::grpc);
+  CHECK(link->transport.service_name == "example.Gun");
+  CHECK_FALSE(link->transport.grpc_multi);
   CHECK(format_share_link(*link).find("&type=grpc&serviceName=example.Gun") != std::string::npos);
   // h2c below, the default service name, mode=multi (TunMulti).
   link = parse_share_link(link_with("h:80", "security=none&type=grpc&mode=multi"), reason);
   REQUIRE(link);
-  CHECK(link->security == "none");
-  CHECK(link->service_name == "vlessbench");
-  CHECK(link->grpc_multi);
+  CHECK_FALSE(link->transport.tls);
+  CHECK(link->transport.service_name == "vlessbench");
+  CHECK(link->transport.grpc_multi);
   const auto again = parse_share_link(format_share_link(*link), reason);
   REQUIRE(again);
-  CHECK(again->grpc_multi);
-  CHECK(again->service_name == "vlessbench");
+  CHECK(again->transport.grpc_multi);
+  CHECK(again->transport.service_name == "vlessbench");
   CHECK_THAT(refusal(link_with("h:1", "security=tls&type=grpc&serviceName=a%2Fb")), Catch::Contains("serviceName"));
   CHECK_THAT(refusal(link_with("h:1", "security=tls&type=grpc&mode=stream")), Catch::Contains("mode=stream"));
   CHECK_THAT(refusal(link_with("h:1", "security=tls&type=grpc&ed=2048")), Catch::Contains("ed= is for type=ws"));
@@ -228,16 +221,16 @@ TEST_CASE("format_share_link emits a canonical link that parses back", "[share_l
       l.sni = "x&y=z";
       l.allow_insecure = name.empty();
       if (host == "::1") {
-        l.type = "ws";
-        l.path = "/a b?c";
-        l.http_host = "cdn.example";
-        l.early_data = 2048;
+        l.transport.kind = transport_kind::ws;
+        l.transport.path = "/a b?c";
+        l.transport.host = "cdn.example";
+        l.transport.max_early_data = 2048;
       }
       std::string reason;
       const auto back = parse_share_link(format_share_link(l), reason);
       INFO(format_share_link(l) << " -> " << reason);
       REQUIRE(back);
-      CHECK(same(*back, l));
+      CHECK(*back == l);
     }
   }
 }
@@ -249,7 +242,7 @@ TEST_CASE("parse_share_link reads flow=xtls-rprx-vision on raw TLS, and formats 
   CHECK(link->flow == "xtls-rprx-vision");
   const auto again = parse_share_link(format_share_link(*link), reason);
   REQUIRE(again);
-  CHECK(same(*link, *again));
+  CHECK(*link == *again);
 }
 
 TEST_CASE("percent codec: round trip, strict and lenient decoding", "[share_link][percent]") {
