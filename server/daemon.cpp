@@ -104,9 +104,10 @@ daemon::daemon(std::shared_ptr<const config> cfg, std::optional<std::filesystem:
   target_.own_udp_ports = [this] { return own_udp_ports(); };
   // The index page reads the running config (bound ports, this generation's users and listeners) at
   // each request, on io_ as reloads are: a reload that renames or adds a listener shows at once.
-  target_.index = [this](std::string_view target_name, std::string_view host) {
+  target_.index = [this, cache = std::make_shared<index_cache>()](std::string_view target_name,
+                                                                   std::string_view host) {
     try {
-      return index_content_of(*rt_.cfg, target_name, host);
+      return cache->get(rt_.cfg, target_name, host);
     } catch (const std::exception& e) {
       target::index_content c;
       c.links = true;

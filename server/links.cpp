@@ -122,6 +122,10 @@ target::index_content index_content_of(const config& cfg, std::string_view liste
   for (const auto& l : cfg.vless) {
     if (l.listen.port() == 0) continue;  // not bound (a config not yet running): no port to dial
     for (const auto& [user, link] : listener_links(l, cfg, c.host, links_options{}.sni)) {
+      if (c.nodes.size() == max_index_nodes) {
+        ++c.left_out;
+        continue;
+      }
       target::index_node n;
       n.name = link.name;
       n.listener = l.name;
@@ -135,6 +139,16 @@ target::index_content index_content_of(const config& cfg, std::string_view liste
     }
   }
   return c;
+}
+
+target::index_content index_cache::get(const std::shared_ptr<const config>& cfg, std::string_view listener,
+                                       std::string_view host) {
+  for (const auto& e : entries_)
+    if (e.cfg == cfg && e.listener == listener && e.host == host) return e.content;
+  entry& e = entries_[next_];
+  next_ = (next_ + 1) % entries_.size();
+  e = entry{cfg, std::string(listener), std::string(host), index_content_of(*cfg, listener, host)};
+  return e.content;
 }
 
 void print_links(std::ostream& out, const config& cfg, const links_options& opts) {

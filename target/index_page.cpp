@@ -120,6 +120,10 @@ std::string index_page(const index_content& c) {
       out += "\n<a class=\"open\" href=\"" + link + "\">Open in a client on this device</a></section>\n";
     }
     out += "</div>\n";
+    if (c.left_out > 0)
+      out += "<p>And " + std::to_string(c.left_out) +
+             " more, not shown here: <code>vlessbenchd links --host ADDRESS</code> on the machine prints them "
+             "all.</p>\n";
   }
   out += page_tail;
   return out;

@@ -3,6 +3,7 @@
 // [[target]] index_links on, the nodes a client can import, each with its share link and QR code;
 // off, how to get them elsewhere. The daemon makes the nodes (server/links.cpp: it holds the users
 // and the QR encoder); this file only renders them, without I/O.
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,7 +15,9 @@ struct qr_matrix {
   int width = 0;
   std::vector<bool> dark;  // width * width, row-major
   bool at(int x, int y) const {
-    return x >= 0 && y >= 0 && x < width && y < width && dark[static_cast<std::size_t>(y * width + x)];
+    if (x < 0 || y < 0 || x >= width || y >= width) return false;
+    const auto w = static_cast<std::size_t>(width);
+    return dark[static_cast<std::size_t>(y) * w + static_cast<std::size_t>(x)];
   }
 };
 
@@ -34,6 +37,7 @@ struct index_content {
   bool links = false;  // the listener's index_links: false shows no node at all
   std::string host;    // what the links dial (the browser's Host, or [[target]] index_host)
   std::vector<index_node> nodes;
+  std::size_t left_out = 0;  // nodes past the page's cap (`vlessbenchd links` prints them all)
   std::string problem;  // links on but none could be made (said on the page instead)
 };
 

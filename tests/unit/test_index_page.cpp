@@ -226,3 +226,31 @@ TEST_CASE("index page: index_links and index_host are checked", "[index_page][co
   CHECK_THAT(error_of("[[banner]]\nname = \"b\"\nlisten = \"127.0.0.1:8080\"\nindex_links = true\n"),
              Catch::Contains("index_links"));
 }
+
+TEST_CASE("index page: nodes are capped, and cached per config, target and host", "[index_page]") {
+  // 33 users on one raw TLS listener: 66 nodes (each with its Vision twin), 64 shown.
+  std::string text = "[[vless]]\nname = \"v\"\nlisten = \"127.0.0.1:8443\"\n[[target]]\nname = \"t\"\n"
+                     "listen = \"127.0.0.1:8080\"\nindex_links = true\n";
+  for (int i = 0; i < 33; ++i)
+    text += "[[users]]\nname = \"u" + std::to_string(i) + "\"\nuuid = \"7d3c1f3e-58a8-4a6b-9a53-5d2b8f0a1c" +
+            (i < 10 ? "0" : "") + std::to_string(i) + "\"\n";
+  const auto many = std::make_shared<const config>(parse_config(text, "many.toml"));
+  const auto c = index_content_of(*many, "t", "10.0.0.1");
+  CHECK(c.nodes.size() == max_index_nodes);
+  CHECK(c.left_out == 2);
+  CHECK(target::index_page(c).find("And 2 more, not shown here") != std::string::npos);
+
+  index_cache cache;
+  const auto first = std::make_shared<const config>(parse_config(two_nodes, "index.toml"));
+  CHECK(cache.get(first, "http", "a.example").nodes.at(0).link.find("@a.example:") != std::string::npos);
+  CHECK(cache.get(first, "http", "b.example").nodes.at(0).link.find("@b.example:") != std::string::npos);
+  CHECK(cache.get(first, "plain", "a.example").nodes.empty());
+  CHECK(cache.get(first, "http", "a.example").nodes.size() == 5);
+  // A reloaded config (a new value, as the daemon swaps it) is never answered from the old one's entry.
+  std::string renamed = two_nodes;
+  renamed.replace(renamed.find("name = \"quickack\""), 17, "name = \"quick-2\"");
+  const auto second = std::make_shared<const config>(parse_config(renamed, "index.toml"));
+  CHECK(cache.get(second, "http", "a.example").nodes.at(2).name == "quick-2-mac");
+  for (int i = 0; i < 6; ++i) (void)cache.get(second, "http", "h" + std::to_string(i) + ".example");  // evicts
+  CHECK(cache.get(first, "http", "a.example").nodes.at(2).name == "quickack-mac");
+}
