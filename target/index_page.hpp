@@ -38,7 +38,7 @@ struct index_content {
   std::string host;    // what the links dial (the browser's Host, or [[target]] index_host)
   std::vector<index_node> nodes;
   std::size_t left_out = 0;  // nodes past the page's cap (`vlessbenchd links` prints them all)
-  std::string problem;  // links on but none could be made (said on the page instead)
+  std::string problem;       // links on but none could be made (said on the page instead)
 };
 
 // Text safe inside HTML element content and quoted attribute values: & < > " ' escaped.
