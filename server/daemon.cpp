@@ -102,6 +102,19 @@ daemon::daemon(std::shared_ptr<const config> cfg, std::optional<std::filesystem:
   for (int sig : {SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM}) signals_.add(sig);
   rt_.cfg = std::move(cfg);
   target_.own_udp_ports = [this] { return own_udp_ports(); };
+  // The index page reads the running config (bound ports, this generation's users and listeners) at
+  // each request, on io_ as reloads are: a reload that renames or adds a listener shows at once.
+  target_.index = [this, cache = std::make_shared<index_cache>()](std::string_view target_name,
+                                                                   std::string_view host) {
+    try {
+      return cache->get(rt_.cfg, target_name, host);
+    } catch (const std::exception& e) {
+      target::index_content c;
+      c.links = true;
+      c.problem = e.what();
+      return c;
+    }
+  };
   rt_.live.publish(rt_.cfg);
   rt_.log.set_queue_bytes(rt_.cfg->log.queue_bytes);
   rt_.log.set_max_lines_per_second(rt_.cfg->log.max_lines_per_second);

@@ -1,5 +1,6 @@
 #include "server/links.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 
@@ -27,22 +28,27 @@ share_link listener_link(const vless_listener_config& l, const user_config& u, c
   return link;
 }
 
-std::string terminal_qr(const std::string& text) {
+target::qr_matrix qr_modules(const std::string& text) {
   std::unique_ptr<QRcode, void (*)(QRcode*)> qr(
       QRcode_encodeString(text.c_str(), 0, QR_ECLEVEL_L, QR_MODE_8, 1), QRcode_free);
   if (!qr) throw std::runtime_error("QR encoding failed for a " + std::to_string(text.size()) + "-byte link");
-  const int w = qr->width;
+  target::qr_matrix m;
+  m.width = qr->width;
+  m.dark.resize(static_cast<std::size_t>(m.width) * static_cast<std::size_t>(m.width));
+  for (std::size_t i = 0; i < m.dark.size(); ++i) m.dark[i] = (qr->data[i] & 1) != 0;
+  return m;
+}
+
+std::string terminal_qr(const std::string& text) {
+  const target::qr_matrix m = qr_modules(text);
+  const int w = m.width;
   const int quiet = 2;
-  auto dark = [&](int x, int y) {
-    if (x < 0 || y < 0 || x >= w || y >= w) return false;
-    return (qr->data[y * w + x] & 1) != 0;
-  };
   // Light modules are drawn (as full blocks), so the code reads on a dark terminal; each text row
   // holds two module rows using the half-block characters.
   std::string out;
   for (int y = -quiet; y < w + quiet; y += 2) {
     for (int x = -quiet; x < w + quiet; ++x) {
-      const bool top = !dark(x, y), bottom = !dark(x, y + 1);
+      const bool top = !m.at(x, y), bottom = !m.at(x, y + 1);
       out += top && bottom ? "\u2588" : top ? "\u2580" : bottom ? "\u2584" : " ";
     }
     out += '\n';
@@ -50,10 +56,76 @@ std::string terminal_qr(const std::string& text) {
   return out;
 }
 
-void print_links(std::ostream& out, const config& cfg, const links_options& opts) {
+std::string transport_words(const transport_spec& t) {
+  const bool wrapped = t.kind == transport_kind::ws || t.kind == transport_kind::httpupgrade ||
+                       t.kind == transport_kind::grpc;
+  return std::string(to_string(t.kind)) + (wrapped && !t.tls ? " over plain TCP" : "");
+}
+
+std::vector<user_link> listener_links(const vless_listener_config& l, const config& cfg, const std::string& host,
+                                      const std::string& sni) {
   // A self-signed certificate (in memory or generated) cannot be verified by name: clients skip
   // verification, and mihomo can pin the certificate's fingerprint instead.
   const bool insecure = cfg.tls.cert.empty() || cfg.tls.generate;
+  // Raw TLS also serves XTLS Vision: its entries follow the plain one's, as NAME-vision.
+  const bool vision = l.transport.kind == transport_kind::tls && l.transport.tls;
+  std::vector<user_link> out;
+  for (const auto& u : cfg.users) {
+    for (const bool with_flow : {false, true}) {
+      if (with_flow && !vision) continue;
+      share_link link = listener_link(l, u, host, sni, insecure);
+      if (with_flow) {
+        link.flow = std::string(vision::flow_name);
+        link.name += "-vision";
+      }
+      out.push_back({&u, std::move(link)});
+    }
+  }
+  return out;
+}
+
+target::index_content index_content_of(const config& cfg, std::string_view listener, std::string_view host) {
+  target::index_content c;
+  const auto t = std::find_if(cfg.target.begin(), cfg.target.end(),
+                              [&](const target_listener_config& x) { return x.name == listener && !x.banner; });
+  if (t == cfg.target.end() || !t->index_links) return c;
+  c.links = true;
+  c.host = t->index_host.empty() ? std::string(host) : t->index_host;
+  if (cfg.vless.empty()) c.problem = "this daemon has no [[vless]] listener";
+  else if (cfg.users.empty()) c.problem = "this daemon has no [[users]]";
+  for (const auto& l : cfg.vless) {
+    if (l.listen.port() == 0) continue;  // not bound (a config not yet running): no port to dial
+    for (const auto& [user, link] : listener_links(l, cfg, c.host, links_options{}.sni)) {
+      if (c.nodes.size() == max_index_nodes) {
+        ++c.left_out;
+        continue;
+      }
+      target::index_node n;
+      n.name = link.name;
+      n.listener = l.name;
+      n.user = user->name;
+      n.transport = transport_words(l.transport);
+      n.quickack = std::string(to_string(l.tcp.quickack));
+      n.vision = !link.flow.empty();
+      n.link = format_share_link(link);
+      n.qr = qr_modules(n.link);
+      c.nodes.push_back(std::move(n));
+    }
+  }
+  return c;
+}
+
+target::index_content index_cache::get(const std::shared_ptr<const config>& cfg, std::string_view listener,
+                                       std::string_view host) {
+  for (const auto& e : entries_)
+    if (e.cfg == cfg && e.listener == listener && e.host == host) return e.content;
+  entry& e = entries_[next_];
+  next_ = (next_ + 1) % entries_.size();
+  e = entry{cfg, std::string(listener), std::string(host), index_content_of(*cfg, listener, host)};
+  return e.content;
+}
+
+void print_links(std::ostream& out, const config& cfg, const links_options& opts) {
   std::string fingerprint;
   if (!cfg.tls.cert.empty()) {
     try {
@@ -75,35 +147,25 @@ void print_links(std::ostream& out, const config& cfg, const links_options& opts
       host = l.listen.address().to_string();
     }
     const transport_spec& t = l.transport;
-    // Raw TLS also serves XTLS Vision: its entries follow the plain one's, as NAME-vision.
-    const bool vision = t.kind == transport_kind::tls && t.tls;
-    for (const auto& u : cfg.users) {
-      for (const bool with_flow : {false, true}) {
-        if (with_flow && !vision) continue;
-        share_link link = listener_link(l, u, host, opts.sni, insecure);
-        if (with_flow) {
-          link.flow = std::string(vision::flow_name);
-          link.name += "-vision";
-        }
-        const std::string uri = format_share_link(link);
+    for (const auto& [user, link] : listener_links(l, cfg, host, opts.sni)) {
+      const bool with_flow = !link.flow.empty();
+      const std::string uri = format_share_link(link);
 
-        out << "## " << link.name << " (listener " << l.name << ", user " << u.name << ", transport "
-            << to_string(t.kind) << (!t.tls ? " over plain TCP" : "")
-            << (with_flow ? ", flow xtls-rprx-vision" : "") << ", tcp quickack=" << to_string(l.tcp.quickack)
-            << ")\n\n";
-        out << "Share link (Shadowrocket, v2rayN, NekoBox):\n" << uri << "\n\n";
-        if (opts.qr) out << terminal_qr(uri) << "\n";
+      out << "## " << link.name << " (listener " << l.name << ", user " << user->name << ", transport "
+          << transport_words(t) << (with_flow ? ", flow xtls-rprx-vision" : "")
+          << ", tcp quickack=" << to_string(l.tcp.quickack) << ")\n\n";
+      out << "Share link (Shadowrocket, v2rayN, NekoBox):\n" << uri << "\n\n";
+      if (opts.qr) out << terminal_qr(uri) << "\n";
 
-        client_entry_options entry;
-        entry.fingerprint = fingerprint;
-        if (fingerprint.empty() && !cfg.tls.cert.empty())
-          entry.fingerprint_note = "none yet: " + cfg.tls.cert +
-                                   " is made at the daemon's first start; run links again after it for the pin";
-        out << "Clash / mihomo (proxies:):\n" << mihomo_proxy(link, entry) << "\n";
-        out << "sing-box (outbounds):\n" << singbox_outbound(link, entry) << "\n\n";
-        // v2ray (v2fly) has no Vision: the entry is Xray's alone.
-        out << (with_flow ? "Xray (outbounds):\n" : "v2ray / Xray (outbounds):\n") << v2ray_outbound(link, entry) << "\n\n";
-      }
+      client_entry_options entry;
+      entry.fingerprint = fingerprint;
+      if (fingerprint.empty() && !cfg.tls.cert.empty())
+        entry.fingerprint_note = "none yet: " + cfg.tls.cert +
+                                 " is made at the daemon's first start; run links again after it for the pin";
+      out << "Clash / mihomo (proxies:):\n" << mihomo_proxy(link, entry) << "\n";
+      out << "sing-box (outbounds):\n" << singbox_outbound(link, entry) << "\n\n";
+      // v2ray (v2fly) has no Vision: the entry is Xray's alone.
+      out << (with_flow ? "Xray (outbounds):\n" : "v2ray / Xray (outbounds):\n") << v2ray_outbound(link, entry) << "\n\n";
     }
   }
 }

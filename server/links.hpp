@@ -1,10 +1,16 @@
 #pragma once
 // `vlessbenchd links`: what a user pastes into each client, for every user x VLESS listener.
+#include <array>
+#include <cstddef>
+#include <memory>
 #include <ostream>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "core/config/config.hpp"
 #include "core/wire/share_link.hpp"
+#include "target/index_page.hpp"
 
 namespace vlessbench {
 
@@ -18,10 +24,49 @@ struct links_options {
 share_link listener_link(const vless_listener_config& l, const user_config& u, const std::string& host,
                          const std::string& sni, bool insecure);
 
+// Every link of one listener: each user's, and on raw TLS each user's again with flow
+// xtls-rprx-vision (named NAME-vision), in that order.
+struct user_link {
+  const user_config* user;
+  share_link link;
+};
+std::vector<user_link> listener_links(const vless_listener_config& l, const config& cfg, const std::string& host,
+                                      const std::string& sni);
+
+// What a transport is, as `links` names it: "tls", "ws", "ws over plain TCP", ...
+std::string transport_words(const transport_spec& t);
+
+// The index page of [[target]] `listener` (target/index_page.hpp) under cfg, whose listeners are
+// bound (no port 0): every link of every [[vless]] listener, dialling the target's index_host or
+// else host, with its QR code. index_links off (or no such target): no links.
+// At most max_index_nodes nodes (a QR code each, about 0.4 ms a node on the target's thread); the
+// rest are counted in left_out.
+inline constexpr std::size_t max_index_nodes = 64;
+target::index_content index_content_of(const config& cfg, std::string_view listener, std::string_view host);
+
+// The last few index_content_of results, by config (the running one's pointer: a reload makes a
+// new one), target and host, so a browser's reloads of the page cost a copy, not the QR codes.
+class index_cache {
+ public:
+  target::index_content get(const std::shared_ptr<const config>& cfg, std::string_view listener,
+                            std::string_view host);
+
+ private:
+  struct entry {
+    std::shared_ptr<const config> cfg;
+    std::string listener, host;
+    target::index_content content;
+  };
+  std::array<entry, 4> entries_;
+  std::size_t next_ = 0;
+};
+
 // Throws std::runtime_error when a listener has no usable address and no host was given.
 void print_links(std::ostream& out, const config& cfg, const links_options& opts);
 
 // The QR code of text as terminal lines (two modules per character, quiet zone included).
 std::string terminal_qr(const std::string& text);
+// Its modules (libqrencode, error correction L); throws std::runtime_error if it cannot be made.
+target::qr_matrix qr_modules(const std::string& text);
 
 }  // namespace vlessbench

@@ -9,8 +9,10 @@
 #include "core/log/access_events.hpp"
 #include "core/net/delivery_watch.hpp"
 #include "core/wire/http_parser.hpp"
+#include "core/wire/net_address.hpp"
 #include "core/log/logging.hpp"
 #include "core/net/policy_stream.hpp"
+#include "target/index_page.hpp"
 #include "target/probe_page.hpp"
 #include "target/request_handler.hpp"
 #include "core/wire/route_header.hpp"
@@ -37,6 +39,17 @@ const std::array<char, read_chunk>& pattern_block() {
 }
 
 std::string endpoint_text(const tcp::endpoint& ep) { return format_endpoint(ep); }
+
+// The host an index page's links dial: the one the browser used (Host without its port), when it
+// is a host name or an IP literal; anything else (absent, garbage, markup) gives way to the
+// address the request arrived on.
+std::string index_host(const http::request& req, const asio::ip::address& local) {
+  if (const auto host = req.find("Host")) {
+    std::string reason;
+    if (auto h = parse_host_header(*host, reason)) return std::move(h->host);
+  }
+  return unmapped(local).to_string();
+}
 
 // A policy_stream that counts what it reads: under TLS, how much a peer sent before its
 // handshake failed (target.reject's bytes_seen).
@@ -295,6 +308,7 @@ struct connection {
         plan.body = plan.probe_page ? probe_page(t.run, t.token)
                                     : "{\"run\":\"" + t.run + "\",\"token\":\"" + t.token + "\"}\n";
       }
+      if (plan.index_page) plan.body = index_page(ctx.index(listener->name, index_host(req, id.to_address)));
       if (const auto sample = probe_sample_of(req)) {
         probe_runs::seen s;
         if (route) {

@@ -44,6 +44,18 @@ void probe_flags(const http::request& req, response_plan& p) {
   p.cors = query_param(req.target, "probe").has_value();
 }
 
+// A browser asks for a page (Accept: text/html,...); the runner, curl and the probe's fetch() do not
+// (no Accept, */*), so what they measure on / stays the plain text body.
+bool wants_html(const http::request& req) {
+  const auto accept = req.find("Accept");
+  if (!accept) return false;
+  constexpr std::string_view html = "text/html";
+  const std::string_view a = *accept;
+  for (std::size_t i = 0; i + html.size() <= a.size(); ++i)
+    if (http::iequals(a.substr(i, html.size()), html)) return true;
+  return false;
+}
+
 }  // namespace
 
 std::string_view status_text(int status) {
@@ -79,8 +91,13 @@ response_plan plan_response(const http::request& req) {
 
   if (path == "/") {
     if (!get && !head) return error_response(405, "use GET or HEAD");
-    p.body = "vlessbench target\n";
     probe_flags(req, p);
+    if (wants_html(req) && !p.cors) {
+      p.index_page = true;  // the body comes from index_page(ctx.index(...)): the daemon's nodes
+      p.content_type = "text/html; charset=utf-8";
+      return p;
+    }
+    p.body = "vlessbench target\n";
     return p;
   }
   if (path == "/generate_204") {
@@ -154,6 +171,13 @@ std::string format_head(const response_plan& plan, std::uint64_t content_length,
     h += "\r\nContent-Length: ";
     h += std::to_string(content_length);
     h += "\r\n";
+  }
+  if (plan.index_page) {
+    // The page carries credentials (share links): nothing but its own inline style runs or loads,
+    // and no other site may frame it or learn its address from a Referer.
+    h += "Vary: Accept\r\nContent-Security-Policy: default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; "
+         "form-action 'none'; frame-ancestors 'none'\r\nX-Content-Type-Options: nosniff\r\nReferrer-Policy: "
+         "no-referrer\r\n";
   }
   if (plan.cors) {
     // The probe's control samples come from another origin: let it read the route and phases.

@@ -27,6 +27,7 @@ struct response_plan {
   bool probe_result = false;           // POST /probe/result: read the body, then handle_probe_result
   bool probe_page = false;             // GET /probe: the page with a run id and token (probe_page())
   bool probe_token = false;            // GET /probe/token: {"run":..,"token":..} for the page's next run
+  bool index_page = false;             // GET / from a browser (Accept: text/html): target/index_page.hpp
   std::string_view note;               // logged with the request as its error (a refused probe result)
   std::string_view content_type = "text/plain";
   std::uint64_t content_length() const { return generated_bytes ? generated_bytes : body.size(); }

@@ -1,11 +1,13 @@
 #pragma once
 // What a target sees of the daemon that runs it: the log, the route registry, the open-connection
 // set a drain closes, whether a drain has begun, the running config's limits, and the state hub
-// (probe runs, for the admin dashboard). Nothing else:
+// (probe runs, for the admin dashboard), and a target's index page (its share links, made by the
+// daemon, which alone sees the users). Nothing else:
 // the targets never read the daemon's session counters, users or TLS state.
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "core/log/access_log.hpp"
@@ -14,6 +16,7 @@
 #include "target/rate_gate.hpp"
 #include "core/runtime/route_registry.hpp"
 #include "core/log/state_hub.hpp"
+#include "target/index_page.hpp"
 #include "target/probe_runs.hpp"
 
 namespace vlessbench::target {
@@ -32,6 +35,12 @@ struct target_context {
   std::shared_ptr<rate_gate> probe_posts = std::make_shared<rate_gate>();
   // Probe run ids and results tokens issued, and the sample requests served (docs/probe.md).
   std::shared_ptr<probe_runs> probe_runs_seen = std::make_shared<probe_runs>();
+  // GET / from a browser: what the index page of target listener `listener` shows, under the
+  // running config (a reload changes it). host: the request's Host without its port, validated,
+  // else the address the request arrived on; the daemon uses it unless [[target]] index_host names
+  // one. Unset (tests): no links.
+  std::function<index_content(std::string_view listener, std::string_view host)> index =
+      [](std::string_view, std::string_view) { return index_content{}; };
 };
 
 }  // namespace vlessbench::target

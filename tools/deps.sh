@@ -7,7 +7,8 @@
 #     lintian; chromium for the browser tests, tests/integration/test_probe_page.py and
 #     test_admin.py; nftables for the tun path's test, test_tun_path.py; prometheus for its promtool
 #     only (test_admin.py: promtool check metrics): the Prometheus server it brings is kept from
-#     starting; bind9-dnsutils for dig, test_dig.py
+#     starting; bind9-dnsutils for dig, test_dig.py; zbar-tools (zbarimg) to read the index page's QR
+#     codes as chromium draws them, test_index_page.py
 #   --vm adds what tools/vm.sh and `tools/demo.sh --vm` need: qemu-system-x86 (the guest),
 #     systemd-container (systemd-nspawn, to install the .deb into its image), debootstrap (the
 #     image), e2fsprogs (mkfs.ext4 -d), iproute2 (the namespace and tap), dpkg-dev (dpkg-shlibdeps)
@@ -38,7 +39,7 @@ pkgs=(cmake ninja-build g++ pkg-config python3 curl
       socat haproxy ccache)  # socat, haproxy: bench/run.py's plain-relay and TLS-terminator floors
                              # (test_bench_tools runs haproxy too); ccache: rebuilds compile what changed
 if ((test)); then
-  pkgs+=(clang-14 libclang-rt-14-dev clang-tidy-14 clang-format-14 debootstrap systemd-container iproute2 dpkg-dev lintian chromium nftables prometheus bind9-dnsutils)
+  pkgs+=(clang-14 libclang-rt-14-dev clang-tidy-14 clang-format-14 debootstrap systemd-container iproute2 dpkg-dev lintian chromium nftables prometheus bind9-dnsutils zbar-tools)
 fi
 if ((vm)); then
   pkgs+=(qemu-system-x86 systemd-container debootstrap e2fsprogs iproute2 dpkg-dev)

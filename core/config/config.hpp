@@ -48,6 +48,11 @@ struct target_listener_config {
   tcp_policy tcp;
   bool tls = false;
   bool banner = false;
+  // GET / from a browser shows the share links and QR codes of every user x [[vless]] listener
+  // (they carry the UUIDs: opt-in, target/index_page.hpp); off, a page saying where to get them.
+  bool index_links = false;
+  // The host those links dial; empty: the one the browser used (its Host header).
+  std::string index_host;
   // The listener kind the daemon logs and diffs reloads by.
   listener_kind kind() const { return banner ? listener_kind::banner : tls ? listener_kind::https : listener_kind::target; }
   bool operator==(const target_listener_config&) const = default;

@@ -101,12 +101,20 @@ struct vless_schema {
 
 struct target_schema {
   static constexpr std::string_view table = "target";
-  static constexpr std::array<std::string_view, 4> keys{"name", "listen", "tcp", "tls"};
+  static constexpr std::array<std::string_view, 6> keys{"name", "listen", "tcp", "tls", "index_links", "index_host"};
   static std::optional<target_listener_config> read(const table_reader& r, const listener_fields& f) {
     auto tcp = read_tcp_policy(r, "tcp");
     const bool tls = r.boolean("tls").value_or(false);
-    if (!f.name || !f.listen || !tcp) return std::nullopt;
-    return target_listener_config{*f.name, *f.listen, *tcp, tls};
+    const bool index_links = r.boolean("index_links").value_or(false);
+    // A name or address literal the share links carry (normalize_host_name: no port, no markup).
+    std::optional<std::string> index_host = std::string();
+    if (auto h = r.string("index_host")) {
+      std::string reason;
+      index_host = normalize_host_name(*h, reason);
+      if (!index_host) r.error("index_host", quote(*h) + ": " + reason);
+    }
+    if (!f.name || !f.listen || !tcp || !index_host) return std::nullopt;
+    return target_listener_config{*f.name, *f.listen, *tcp, tls, false, index_links, std::move(*index_host)};
   }
 };
 
