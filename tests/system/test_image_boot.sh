@@ -20,6 +20,16 @@ for _ in $(seq 180); do
 done
 k=$(grep '#default-ack-default$' <<<"$links" || true); q=$(grep '#quickack-default$' <<<"$links" || true)
 [[ -n $k && -n $q ]] || { echo "image boot test: the console printed no default-ack/quickack links within 180 s" >&2; exit 1; }
+# The index page a browser gets at http://VM:8080/ (the first boot turns index_links on): the
+# nodes with their links (the UUID in them) and a QR code each; a plain GET is still the target's.
+page=$(tools/vm-image.sh exec curl -sf -m 30 -H 'Accept: text/html' http://10.77.0.2:8080/ || true)
+uuid=${k#vless://}; uuid=${uuid%%@*}
+for want in default-ack-default quickack-default "$uuid" '<svg'; do
+  grep -qF -- "$want" <<<"$page" || { echo "image boot test: the index page lacks '$want'" >&2; exit 1; }
+done
+[[ $(tools/vm-image.sh exec curl -sf -m 30 http://10.77.0.2:8080/) == "vlessbench target" ]] ||
+  { echo "image boot test: a plain GET / no longer answers 'vlessbench target'" >&2; exit 1; }
+echo "image boot test: index page lists the nodes with links and QR codes ($(grep -o '<svg' <<<"$page" | wc -l) codes)"
 # The runner: the tree tools/package.sh built the package from (build/ when its flags are the
 # package's, else build-deb/build), or VLESSBENCH_PACKAGE_BUILD.
 bin=${VLESSBENCH_PACKAGE_BUILD:-build-deb/build}/bin
