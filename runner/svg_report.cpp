@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <string_view>
 
+#include "core/wire/markup.hpp"
+
 namespace vlessbench::runner {
 
 namespace {
@@ -15,19 +17,8 @@ constexpr const char* palette[] = {"#000000", "#E69F00", "#0072B2", "#009E73",
                                    "#D55E00", "#CC79A7", "#56B4E9", "#F0E442"};
 constexpr int palette_size = 8;
 
-std::string esc(std::string_view s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
-    }
-  }
-  return o;
-}
+// SVG text and attribute values.
+std::string esc(std::string_view s) { return html_escape(s); }
 
 std::string num(double v, int decimals = 1) {
   char buf[32];

@@ -40,22 +40,6 @@ std::string_view policy_words(std::string_view quickack) {
 
 }  // namespace
 
-std::string html_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 std::string qr_svg(const qr_matrix& m, int quiet) {
   if (m.width <= 0 || m.dark.size() != static_cast<std::size_t>(m.width) * static_cast<std::size_t>(m.width)) return {};
   const int size = m.width + 2 * quiet;

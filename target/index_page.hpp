@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/wire/markup.hpp"
+
 namespace vlessbench::target {
 
 // A QR code's modules, row by row, as the encoder made them (no quiet zone).
@@ -41,8 +43,8 @@ struct index_content {
   std::string problem;       // links on but none could be made (said on the page instead)
 };
 
-// Text safe inside HTML element content and quoted attribute values: & < > " ' escaped.
-std::string html_escape(std::string_view text);
+// Text safe inside HTML element content and quoted attribute values (core/wire/markup.hpp).
+using vlessbench::html_escape;
 
 // The QR code as an inline SVG (one path, dark on white), with a quiet zone of `quiet` modules
 // (4: ISO/IEC 18004's); scales to its box. An empty matrix gives an empty string.
