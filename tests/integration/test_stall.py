@@ -19,21 +19,12 @@ WARMUP = 2
 STALL_MS = 30.0
 FAST_MS = 15.0
 
-D = Daemon({
-    "users": [{"name": "nagle", "uuid": "0bc2f2bd-f35f-4c1e-8b9b-befe527996d0"}],
-    "vless": [
-        {"name": "kernel", "listen": ANY_PORT, "tcp": policy(True, "kernel"),
-         "upstream_tcp": policy(True, "kernel")},
-        {"name": "quick", "listen": ANY_PORT, "tcp": policy(True, "on"),
-         "upstream_tcp": policy(True, "on")},
-    ],
-    "target": [{"name": "http", "listen": ANY_PORT}],
-})
+D = Daemon()  # the harness's default: a "kernel" and a "quick" VLESS listener and an HTTP target
 TP = D.target_port
 # BoringSSL holds TLS 1.3 tickets until its first application-data write, so turning them on must
 # not hide the stall (docs/configuration.md); a second daemon, as [tls] is global.
 DT = Daemon({
-    "users": [{"name": "nagle", "uuid": D.uuid}],
+    "users": [{"name": D.user, "uuid": D.uuid}],
     "tls": {"session_tickets": True},
     "vless": [{"name": "kernel-tickets", "listen": ANY_PORT, "tcp": policy(True, "kernel")}],
     "target": [{"name": "http", "listen": ANY_PORT}],
