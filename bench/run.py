@@ -194,12 +194,12 @@ class Setup:
         v2ray = h.V2RAY
         self.v2 = h.spawn([v2ray, "-config", work / "v2ray-server.json"], stdout=open(work / "v2ray-server.log", "wb"),
                           stderr=subprocess.STDOUT)
+        running = [n for n in self.client_names if n != "xray-mux" or self.peers["xray"]]
         self.clients = [h.spawn([v2ray, "-config", work / f"v2ray-client-{n}.json"],
                               stdout=open(work / f"v2ray-client-{n}.log", "wb"), stderr=subprocess.STDOUT)
-                        for n in self.client_names if n != "xray-mux" or self.peers["xray"]]
+                        for n in running]
         # The v2ray mux client in front of each Mux.Cool server (its CPU share says who set the pace).
-        self.mux_clients = {n.removesuffix("-mux"): p for n, p in zip(
-            [n for n in self.client_names if n != "xray-mux" or self.peers["xray"]], self.clients) if n.endswith("-mux")}
+        self.mux_clients = {n.removesuffix("-mux"): p for n, p in zip(running, self.clients) if n.endswith("-mux")}
         self.others = self.start_peers()
         wait_port(self.v2_port, self.v2, "v2ray server")
         wait_port(self.ours_http, self.clients[0], "v2ray client (ours)")
