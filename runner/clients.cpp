@@ -30,6 +30,7 @@
 #include "core/wire/http_parser.hpp"
 #include "core/wire/share_link.hpp"
 #include "runner/cli.hpp"
+#include "runner/failure.hpp"
 #include "runner/path_spec.hpp"
 #include "runner/proxy_protocol.hpp"
 
@@ -149,33 +150,33 @@ std::uint16_t free_port(std::mt19937& rng) {
 
 // Reads until parse_response has a whole head (or the peer closes, or 2 s pass); the status, or
 // the reason there is none.
-int read_status(int fd, std::string& why) {
+int read_status(int fd, maybe_failure& why) {
   std::string in;
   char buf[4096];
   while (in.size() < 64 * 1024) {
     const auto r = http::parse_response(in);
     if (r.complete()) return r.value.status;
     if (r.invalid()) {
-      why = "bad response: " + std::string(r.reason);
+      why = failure{"bad response: " + std::string(r.reason)};
       return 0;
     }
     const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
     if (n <= 0) {
-      why = n == 0 ? "closed before a response" : std::string("recv: ") + std::strerror(errno);
+      why = failure{n == 0 ? "closed before a response" : std::string("recv: ") + std::strerror(errno)};
       return 0;
     }
     in.append(buf, static_cast<std::size_t>(n));
   }
-  why = "response head too large";
+  why = failure{"response head too large"};
   return 0;
 }
 
 // One request through a core's entry as the run will send it: CONNECT to the target, and for an
-// http:// target a GET of its path whose response head comes back. Empty when it was carried,
-// else why not. (For https:// and banner:// targets a 2xx to the CONNECT is all it asks.)
-std::string probe_entry(std::uint16_t port, const target_url& target) {
+// http:// target a GET of its path whose response head comes back; why not when it was not.
+// (For https:// and banner:// targets a 2xx to the CONNECT is all it asks.)
+maybe_failure probe_entry(std::uint16_t port, const target_url& target) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return std::string("socket: ") + std::strerror(errno);
+  if (fd < 0) return failure{std::string("socket: ") + std::strerror(errno)};
   const timeval tv{2, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
@@ -183,22 +184,22 @@ std::string probe_entry(std::uint16_t port, const target_url& target) {
   a.sin_family = AF_INET;
   a.sin_port = htons(port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  std::string why;
+  maybe_failure why;
   auto send_all = [fd](const std::string& data) {
     return ::send(fd, data.data(), data.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(data.size());
   };
   if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    why = std::string("connect: ") + std::strerror(errno);
+    why = failure{std::string("connect: ") + std::strerror(errno)};
   } else if (!send_all(format_connect_request(target.authority()))) {
-    why = "send CONNECT failed";
+    why = failure{"send CONNECT failed"};
   } else if (const int status = read_status(fd, why); status / 100 != 2) {
-    if (status) why = "CONNECT answered " + std::to_string(status);
+    if (status) why = failure{"CONNECT answered " + std::to_string(status)};
   } else if (target.scheme == target_scheme::http) {
     if (!send_all("GET " + target.path + " HTTP/1.1\r\nHost: " + target.authority() +
                   "\r\nUser-Agent: vlessbench-clients-ready\r\nConnection: close\r\n\r\n"))
-      why = "send GET failed";
+      why = failure{"send GET failed"};
     else if (const int got = read_status(fd, why); got && got / 100 == 5)
-      why = "GET answered " + std::to_string(got);  // a proxy's own 502/503: its outbound is not ready
+      why = failure{"GET answered " + std::to_string(got)};  // a proxy's own 502/503: its outbound is not ready
   }
   ::close(fd);
   return why;
@@ -402,16 +403,16 @@ int do_clients(const clients_args& a, const std::string& self) {
       if (target && !is_datagram(target->scheme)) {
         const auto ready_by = std::chrono::steady_clock::now() + 10s;
         int tries = 0;
-        std::string why;
+        maybe_failure why;
         do {
           ++tries;
           why = probe_entry(p->port, *target);
-          if (why.empty() || std::chrono::steady_clock::now() >= ready_by) break;
+          if (!why || std::chrono::steady_clock::now() >= ready_by) break;
           std::this_thread::sleep_for(100ms);
         } while (tries < 100);
-        if (!why.empty()) {
+        if (why) {
           std::cerr << "vlessbench clients: " << name << ": no request carried through its entry within 10 s ("
-                    << tries << " tries, last: " << why << "): left out\n" << tail_of(p->log, 5);
+                    << tries << " tries, last: " << why->reason << "): left out\n" << tail_of(p->log, 5);
           continue;
         }
         if (tries > 1)

@@ -61,67 +61,67 @@ std::string datagram_tunnel::direct_flow() const {
   return format_endpoint(tcp::endpoint(local.address(), local.port()));
 }
 
-awaitable<std::string> datagram_tunnel::mux_connect() {
+awaitable<maybe_failure> datagram_tunnel::mux_connect() {
   touch("connect");
-  if (const auto ec = co_await mux_->connect()) co_return describe(ec);
+  if (const auto ec = co_await mux_->connect()) co_return failure{describe(ec)};
   touch("tls handshake");
-  if (const auto ec = co_await mux_->handshake()) co_return describe(ec);
+  if (const auto ec = co_await mux_->handshake()) co_return failure{describe(ec)};
   // The shared connection's header goes alone, before any flow; an own one's with the first
   // sub unless the path splits writes.
   if (!owns_mux_ || plan_.vless.split_header) {
     touch("vless header");
-    if (const auto ec = co_await mux_->send_header()) co_return describe(ec);
+    if (const auto ec = co_await mux_->send_header()) co_return failure{describe(ec)};
   }
-  co_return std::string{};
+  co_return std::nullopt;
 }
 
-awaitable<std::string> datagram_tunnel::prepare(bool new_flow) {
-  if (!plan_.mux || plan_.mux->own_per_flow || (new_flow && plan_.mux->fresh_per_new)) co_return std::string{};
-  if (!plan_.entry) co_return plan_.entry_error;
+awaitable<maybe_failure> datagram_tunnel::prepare(bool new_flow) {
+  if (!plan_.mux || plan_.mux->own_per_flow || (new_flow && plan_.mux->fresh_per_new)) co_return std::nullopt;
+  if (!plan_.entry) co_return failure{plan_.entry_error};
   bool made = false;
   mux_ = shared_connection(*plan_.mux, tcp_.get_executor(), plan_.vless, made);
   if (made) {
-    if (auto err = co_await mux_connect(); !err.empty()) {
+    if (auto f = co_await mux_connect()) {
       mux_->close();
       mux_.reset();
-      co_return "mux connection: " + err;
+      co_return prefixed("mux connection: ", std::move(f));
     }
   }
   touch("mux flush");
   if (const auto ec = co_await mux_->flush()) {
-    const std::string err = "mux connection: " + describe(ec);
+    failure f{"mux connection: " + describe(ec)};
     mux_.reset();
-    co_return err;
+    co_return f;
   }
-  co_return std::string{};
+  co_return std::nullopt;
 }
 
-awaitable<std::string> datagram_tunnel::open() {
-  if (!plan_.entry) co_return plan_.entry_error;
+awaitable<maybe_failure> datagram_tunnel::open() {
+  if (!plan_.entry) co_return failure{plan_.entry_error};
   if (plan_.mux) {
     if (!mux_) {  // muxnew=connection or xudp alone: a mux connection of its own, inside the clock
       mux_ = std::make_shared<mux::connection>(tcp_.get_executor(), plan_.vless);
       owns_mux_ = true;
       ++plan_.mux->connections;
       open_ = true;
-      if (auto err = co_await mux_connect(); !err.empty()) co_return err;
+      if (auto f = co_await mux_connect()) co_return f;
     }
     open_ = true;
-    co_return std::string{};
+    co_return std::nullopt;
   }
   touch("connect");
   switch (plan_.spec->kind) {
     case path_kind::vless: {
       vless_.emplace(tcp_, plan_.vless);
-      if (const auto ec = co_await vless_->connect()) co_return describe(ec);
+      if (const auto ec = co_await vless_->connect()) co_return failure{describe(ec)};
       open_ = true;
       touch("tls handshake");
-      if (const auto ec = co_await vless_->handshake()) co_return describe(ec);
+      if (const auto ec = co_await vless_->handshake()) co_return failure{describe(ec)};
       if (vless_->splits_header()) {
         touch("vless header");
-        if (const auto ec = co_await vless_->send_header()) co_return describe(ec);
+        if (const auto ec = co_await vless_->send_header()) co_return failure{describe(ec)};
       }
-      co_return std::string{};
+      co_return std::nullopt;
     }
     case path_kind::socks5: co_return co_await open_socks5();
     default: {
@@ -130,29 +130,33 @@ awaitable<std::string> datagram_tunnel::open() {
       std::error_code ec;
       udp_.open(target.protocol(), ec);
       if (!ec) udp_.connect(target, ec);
-      if (ec) co_return describe(ec);
+      if (ec) co_return failure{describe(ec)};
       open_ = true;
-      co_return std::string{};
+      co_return std::nullopt;
     }
   }
 }
 
-awaitable<std::string> datagram_tunnel::open_socks5() {
+awaitable<maybe_failure> datagram_tunnel::open_socks5() {
   {
     auto [ec] = co_await tcp_.async_connect(*plan_.entry, as_tuple_awaitable);
-    if (ec) co_return describe(ec);
+    if (ec) co_return failure{describe(ec)};
   }
   open_ = true;
   std::error_code opt_ec;
   tcp_.set_option(tcp::no_delay(true), opt_ec);
   std::string in;
-  auto read_until = [&](auto parse) -> awaitable<std::pair<std::string, std::size_t>> {
+  std::size_t used = 0;  // bytes of in the last reply took
+  auto read_until = [&](auto parse) -> awaitable<maybe_failure> {
     for (;;) {
       const auto r = parse(in);
-      if (r.invalid()) co_return std::pair{std::string(r.reason), std::size_t{0}};
-      if (r.complete()) co_return std::pair{std::string{}, r.consumed};
+      if (r.invalid()) co_return failure{std::string(r.reason)};
+      if (r.complete()) {
+        used = r.consumed;
+        co_return std::nullopt;
+      }
       auto [ec, n] = co_await tcp_.async_read_some(asio::buffer(scratch_), as_tuple_awaitable);
-      if (ec) co_return std::pair{describe(ec), std::size_t{0}};
+      if (ec) co_return failure{describe(ec)};
       in.append(scratch_.data(), n);
     }
   };
@@ -160,32 +164,28 @@ awaitable<std::string> datagram_tunnel::open_socks5() {
   {
     const std::string hello = socks5_greeting();
     auto [ec, n] = co_await asio::async_write(tcp_, asio::buffer(hello), as_tuple_awaitable);
-    if (ec) co_return describe(ec);
+    if (ec) co_return failure{describe(ec)};
   }
-  {
-    auto [err, used] = co_await read_until([](std::string_view b) { return parse_socks5_method_reply(b); });
-    if (!err.empty()) co_return err;
-    in.erase(0, used);
-  }
+  if (auto f = co_await read_until([](std::string_view b) { return parse_socks5_method_reply(b); })) co_return f;
+  in.erase(0, used);
   touch("socks5 udp associate");
   {
     const std::string req = socks5_udp_associate_request();
     auto [ec, n] = co_await asio::async_write(tcp_, asio::buffer(req), as_tuple_awaitable);
-    if (ec) co_return describe(ec);
+    if (ec) co_return failure{describe(ec)};
   }
-  auto [err, used] = co_await read_until([](std::string_view b) { return parse_socks5_connect_reply(b); });
-  if (!err.empty()) co_return err;
+  if (auto f = co_await read_until([](std::string_view b) { return parse_socks5_connect_reply(b); })) co_return f;
   const auto bound = socks5_reply_bound(std::string_view(in).substr(0, used));
   std::error_code ec;
   auto relay_addr = asio::ip::make_address(bound.host, ec);
-  if (ec) co_return "socks5: the UDP relay's address is a name (" + bound.host + "), not supported";
+  if (ec) co_return failure{"socks5: the UDP relay's address is a name (" + bound.host + "), not supported"};
   // 0.0.0.0 / :: : "the address you reached me at" (RFC 1928 leaves it open; clients do this).
   if (relay_addr.is_unspecified()) relay_addr = plan_.entry->address();
   const udp::endpoint relay(relay_addr, bound.port);
   udp_.open(relay.protocol(), ec);
   if (!ec) udp_.connect(relay, ec);
-  if (ec) co_return describe(ec);
-  co_return std::string{};
+  if (ec) co_return failure{describe(ec)};
+  co_return std::nullopt;
 }
 
 awaitable<std::error_code> datagram_tunnel::send(std::string_view datagram) {
@@ -211,12 +211,12 @@ awaitable<std::error_code> datagram_tunnel::send(std::string_view datagram) {
   co_return ec;
 }
 
-awaitable<std::string> datagram_tunnel::receive(std::string& out) {
+awaitable<maybe_failure> datagram_tunnel::receive(std::string& out) {
   const auto kind = plan_.spec->kind;
   if (mux_) {
-    if (const auto ec = co_await mux_->read_packet(sub_, packet_)) co_return describe(ec);
+    if (const auto ec = co_await mux_->read_packet(sub_, packet_)) co_return failure{describe(ec)};
     out.swap(packet_.data);
-    co_return std::string{};
+    co_return std::nullopt;
   }
   if (kind == path_kind::vless) {
     for (;;) {
@@ -224,43 +224,42 @@ awaitable<std::string> datagram_tunnel::receive(std::string& out) {
       if (p.complete()) {
         out.assign(p.value);
         stream_.erase(0, p.consumed);
-        co_return std::string{};
+        co_return std::nullopt;
       }
-      if (p.invalid()) co_return "vless udp: " + std::string(p.reason);
+      if (p.invalid()) co_return failure{"vless udp: " + std::string(p.reason)};
       std::size_t n = 0;
-      if (const auto ec = co_await vless_->read_some(scratch_.data(), scratch_.size(), n)) co_return describe(ec);
+      if (const auto ec = co_await vless_->read_some(scratch_.data(), scratch_.size(), n)) co_return failure{describe(ec)};
       stream_.append(scratch_.data(), n);
     }
   }
   auto [ec, n] = co_await udp_.async_receive(asio::buffer(scratch_), as_tuple_awaitable);
-  if (ec) co_return describe(ec);
+  if (ec) co_return failure{describe(ec)};
   const std::string_view got(scratch_.data(), n);
   if (kind == path_kind::socks5) {
     const auto r = socks5::parse_udp_datagram(got);
-    if (!r.complete()) co_return "socks5 udp relay: " + std::string(r.reason);
+    if (!r.complete()) co_return failure{"socks5 udp relay: " + std::string(r.reason)};
     out.assign(r.value.data);
   } else {
     out.assign(got);
   }
-  co_return std::string{};
+  co_return std::nullopt;
 }
 
-awaitable<std::string> datagram_tunnel::round_trip(std::string_view datagram, const matcher& mine,
+awaitable<maybe_failure> datagram_tunnel::round_trip(std::string_view datagram, const matcher& mine,
                                                    std::string& reply) {
   touch("send");
   if (const auto ec = co_await send(datagram)) {
     reusable_ = false;
-    co_return describe(ec);
+    co_return failure{describe(ec)};
   }
   touch("reply");
   // Bounded by the watchdog: a reply that never comes ends in a timeout (the sockets close).
   for (;;) {
-    auto err = co_await receive(reply);
-    if (!err.empty()) {
+    if (auto f = co_await receive(reply)) {
       reusable_ = false;
-      co_return err;
+      co_return f;
     }
-    if (mine(reply)) co_return std::string{};
+    if (mine(reply)) co_return std::nullopt;
   }
 }
 

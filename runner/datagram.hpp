@@ -15,6 +15,7 @@
 
 #include "core/net/asio_compat.hpp"
 #include "core/client/vless_client.hpp"
+#include "runner/failure.hpp"
 #include "runner/op_deadline.hpp"
 #include "runner/tunnel.hpp"
 
@@ -41,14 +42,14 @@ class datagram_tunnel : public std::enable_shared_from_this<datagram_tunnel> {
   // here) and its queued End frames. Nothing on other paths, for a new flow under
   // muxnew=connection, or under packetEncoding=xudp alone (the flow's own connection is part of
   // what open() measures).
-  awaitable<std::string> prepare(bool new_flow);
+  awaitable<maybe_failure> prepare(bool new_flow);
   // The path's setup: a UDP socket connected to the target; SOCKS5 greeting + UDP ASSOCIATE and
   // a UDP socket connected to the relay; or TCP connect + TLS (+ upgrade) of the VLESS client,
   // whose header then goes with the first datagram. On a mux path after prepare() nothing: the
-  // sub's New frame goes with the first datagram (else the flow's own mux connection first). Returns an error reason, empty on success.
-  awaitable<std::string> open();
+  // sub's New frame goes with the first datagram (else the flow's own mux connection first).
+  awaitable<maybe_failure> open();
   // Sends one datagram and waits for the reply mine() accepts; reply receives its payload.
-  awaitable<std::string> round_trip(std::string_view datagram, const matcher& mine, std::string& reply);
+  awaitable<maybe_failure> round_trip(std::string_view datagram, const matcher& mine, std::string& reply);
 
   bool reusable() const { return open_ && reusable_ && (!mux_ || mux_->usable()); }
   // A direct path's UDP socket address ("127.0.0.1:40006": the peer the target logs); empty for
@@ -59,11 +60,11 @@ class datagram_tunnel : public std::enable_shared_from_this<datagram_tunnel> {
  private:
   void touch(const char* phase);
   std::string describe(const std::error_code& ec) const;
-  awaitable<std::string> open_socks5();
-  awaitable<std::string> mux_connect();  // mux_: TCP, TLS, (header alone)
+  awaitable<maybe_failure> open_socks5();
+  awaitable<maybe_failure> mux_connect();  // mux_: TCP, TLS, (header alone)
   awaitable<std::error_code> send(std::string_view datagram);
   // The next datagram from the far side (its payload: SOCKS5 header and VLESS length removed).
-  awaitable<std::string> receive(std::string& out);
+  awaitable<maybe_failure> receive(std::string& out);
 
   const path_plan& plan_;
   tcp::socket tcp_;               // SOCKS5 control connection, or the VLESS client's connection

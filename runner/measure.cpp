@@ -82,9 +82,9 @@ void record_response(sample& s, const exchange_result& r, path_kind kind) {
     if (const auto st = r.head->find("Server-Timing")) s.timing = parse_server_timing(*st);
     s.route_mismatch = is_route_mismatch(kind, s.route.kind);
   }
-  if (!r.error.empty()) {
+  if (r.error) {
     s.ok = false;
-    s.error = r.error;
+    s.error = r.error->reason;
   } else if (s.status / 100 != 2) {
     s.ok = false;
     s.error = "status " + std::to_string(s.status);
@@ -176,11 +176,11 @@ request_plan plan_request(const state& st, std::size_t p, std::uint64_t seq, con
   return {format_get(o.target, o.run_id, seq, name), 0, 0};
 }
 
-void record_banner(sample& s, const banner_line& b, const std::string& err, path_kind kind) {
+void record_banner(sample& s, const banner_line& b, const maybe_failure& err, path_kind kind) {
   s.route = b.route;
   s.route_mismatch = is_route_mismatch(kind, s.route.kind);
-  s.ok = err.empty();
-  s.error = err;
+  s.ok = !err;
+  s.error = err ? err->reason : std::string{};
 }
 
 awaitable<sample> new_connection_sample(state& st, std::size_t p, int round) {
@@ -191,19 +191,19 @@ awaitable<sample> new_connection_sample(state& st, std::size_t p, int round) {
   auto t = std::make_shared<tunnel>(st.io.get_executor(), plan, st.opts.timeout);
   const in_flight guard(st, t);
   t->arm();
-  std::string err = co_await t->prepare(true);  // mux paths: the shared connection, off the clock
+  maybe_failure err = co_await t->prepare(true);  // mux paths: the shared connection, off the clock
   const auto t0 = std::chrono::steady_clock::now();
-  if (err.empty()) err = co_await t->open();
-  if (err.empty() && scheme == target_scheme::https) {
+  if (!err) err = co_await t->open();
+  if (!err && scheme == target_scheme::https) {
     const auto opened = std::chrono::steady_clock::now();
     err = co_await t->start_tls();
-    if (err.empty()) s.inner_tls_ns = elapsed_ns(opened, std::chrono::steady_clock::now());
+    if (!err) s.inner_tls_ns = elapsed_ns(opened, std::chrono::steady_clock::now());
   }
   if (scheme == target_scheme::banner) {
     banner_line b;
     auto first = std::chrono::steady_clock::now();
-    if (err.empty()) err = co_await t->read_banner(b, first);
-    const auto t1 = err.empty() ? first : std::chrono::steady_clock::now();
+    if (!err) err = co_await t->read_banner(b, first);
+    const auto t1 = !err ? first : std::chrono::steady_clock::now();
     t->disarm();
     t->close();
     s.ns = elapsed_ns(t0, t1);
@@ -211,11 +211,11 @@ awaitable<sample> new_connection_sample(state& st, std::size_t p, int round) {
     co_return s;
   }
   exchange_result r;
-  if (err.empty()) r = co_await t->exchange(request.head, request.upload);
+  if (!err) r = co_await t->exchange(request.head, request.upload);
   const auto t1 = std::chrono::steady_clock::now();
   t->disarm();
   t->close();
-  if (!err.empty()) r.error = std::move(err);
+  if (err) r.error = std::move(err);
   s.ns = elapsed_ns(t0, t1);
   s.bytes = request.bytes;
   record_response(s, r, plan.spec->kind);
@@ -224,24 +224,24 @@ awaitable<sample> new_connection_sample(state& st, std::size_t p, int round) {
 
 // Outside the clock: a tunnel for reused samples, with the target's TLS session (https://) and a
 // first exchange (a GET, or the banner) done, so a reused sample measures one exchange, nothing else.
-awaitable<std::string> open_reusable(state& st, std::size_t p, const sample& s, std::shared_ptr<tunnel>& t) {
+awaitable<maybe_failure> open_reusable(state& st, std::size_t p, const sample& s, std::shared_ptr<tunnel>& t) {
   const auto scheme = st.opts.target.scheme;
   t = std::make_shared<tunnel>(st.io.get_executor(), st.plans[p], st.opts.timeout);
   const in_flight guard(st, t);
   t->arm();
   auto err = co_await t->prepare(false);
-  if (err.empty()) err = co_await t->open();
-  if (err.empty() && scheme == target_scheme::https) err = co_await t->start_tls();
-  if (err.empty() && scheme == target_scheme::banner) {
+  if (!err) err = co_await t->open();
+  if (!err && scheme == target_scheme::https) err = co_await t->start_tls();
+  if (!err && scheme == target_scheme::banner) {
     banner_line b;
     auto first = std::chrono::steady_clock::now();
     err = co_await t->read_banner(b, first);
     st.banner_routes[p] = b.route;
-  } else if (err.empty()) {
+  } else if (!err) {
     // "Reused" means another request on a tunnel that already carried one: the first request
     // still pays for a VLESS header sent with it, or a proxy that dials upstream lazily.
     const auto first = co_await t->exchange(format_get(st.opts.target, st.opts.run_id, ++st.seq, s.path));
-    if (!first.error.empty()) err = "first request: " + first.error;
+    err = prefixed("first request: ", first.error);
   }
   t->disarm();
   co_return err;
@@ -251,11 +251,10 @@ awaitable<sample> reuse_sample(state& st, std::size_t p, int round, std::shared_
   const auto& plan = st.plans[p];
   sample s = start_sample(st, p, round, sample_mode::reuse);
   if (!t || !t->reusable()) {
-    auto err = co_await open_reusable(st, p, s, t);
-    if (!err.empty()) {
+    if (auto f = co_await open_reusable(st, p, s, t)) {
       t.reset();
       s.ok = false;
-      s.error = "open tunnel: " + err;
+      s.error = "open tunnel: " + f->reason;
       co_return s;
     }
   }
@@ -307,10 +306,10 @@ datagram_probe plan_datagram(const state& st, std::uint64_t seq, const std::stri
 
 // After the clock: the reply's route proof (the echo's trailer, the DNS answer's route TXT
 // record) and whether it is a success.
-void record_datagram(sample& s, target_scheme scheme, const std::string& reply, const std::string& err,
+void record_datagram(sample& s, target_scheme scheme, const std::string& reply, const maybe_failure& err,
                      path_kind kind) {
-  s.ok = err.empty();
-  s.error = err;
+  s.ok = !err;
+  s.error = err ? err->reason : std::string{};
   if (!s.ok) return;
   if (scheme == target_scheme::dns) {
     const auto r = dns::parse_response(reply);  // complete: the matcher accepted it
@@ -349,10 +348,10 @@ awaitable<sample> datagram_new_sample(state& st, std::size_t p, int round) {
   auto t = std::make_shared<datagram_tunnel>(st.io.get_executor(), plan, st.opts.timeout);
   const in_flight guard(st, t);
   t->arm();
-  std::string err = co_await t->prepare(true);  // mux=on: the shared connection, off the clock
+  maybe_failure err = co_await t->prepare(true);  // mux=on: the shared connection, off the clock
   const auto t0 = std::chrono::steady_clock::now();
-  if (err.empty()) err = co_await t->open();
-  if (err.empty()) err = co_await t->round_trip(probe.datagram, probe.mine, reply);
+  if (!err) err = co_await t->open();
+  if (!err) err = co_await t->round_trip(probe.datagram, probe.mine, reply);
   const auto t1 = std::chrono::steady_clock::now();
   t->disarm();
   s.flow = t->direct_flow();
@@ -373,18 +372,17 @@ awaitable<sample> datagram_reuse_sample(state& st, std::size_t p, int round, std
     t = std::make_shared<datagram_tunnel>(st.io.get_executor(), plan, st.opts.timeout);
     t->arm();
     auto err = co_await t->prepare(false);
-    if (err.empty()) err = co_await t->open();
-    if (err.empty()) {
+    if (!err) err = co_await t->open();
+    if (!err) {
       const auto first = plan_datagram(st, ++st.seq, s.path);
-      err = co_await t->round_trip(first.datagram, first.mine, reply);
-      if (!err.empty()) err = "first datagram: " + err;
+      err = prefixed("first datagram: ", co_await t->round_trip(first.datagram, first.mine, reply));
     }
     t->disarm();
-    if (!err.empty()) {
+    if (err) {
       t->close();
       t.reset();
       s.ok = false;
-      s.error = "open flow: " + err;
+      s.error = "open flow: " + err->reason;
       co_return s;
     }
   }

@@ -172,38 +172,38 @@ awaitable<std::error_code> tunnel::mux_open(std::string_view data) {
   co_return co_await mux_->open(plan_.mux->dest, data, sub_);
 }
 
-awaitable<std::string> tunnel::mux_connect() {
+awaitable<maybe_failure> tunnel::mux_connect() {
   touch("connect");
-  if (const auto ec = co_await mux_->connect()) co_return describe(ec);
+  if (const auto ec = co_await mux_->connect()) co_return failure{describe(ec)};
   touch("tls handshake");
-  if (const auto ec = co_await mux_->handshake()) co_return describe(ec);
+  if (const auto ec = co_await mux_->handshake()) co_return failure{describe(ec)};
   // The shared connection's header goes alone, before any sample; an own one's with the first
   // sub unless the path splits writes.
   if (!owns_mux_ || plan_.vless.split_header) {
     touch("vless header");
-    if (const auto ec = co_await mux_->send_header()) co_return describe(ec);
+    if (const auto ec = co_await mux_->send_header()) co_return failure{describe(ec)};
   }
-  co_return std::string{};
+  co_return std::nullopt;
 }
 
-awaitable<std::string> tunnel::prepare(bool new_connection) {
-  if (!plan_.mux || (new_connection && plan_.mux->fresh_per_new)) co_return std::string{};
+awaitable<maybe_failure> tunnel::prepare(bool new_connection) {
+  if (!plan_.mux || (new_connection && plan_.mux->fresh_per_new)) co_return std::nullopt;
   bool made = false;
   mux_ = shared_connection(*plan_.mux, socket_.get_executor(), plan_.vless, made);
   if (made) {
-    if (auto err = co_await mux_connect(); !err.empty()) {
+    if (auto f = co_await mux_connect()) {
       mux_->close();
       mux_.reset();
-      co_return "mux connection: " + err;
+      co_return prefixed("mux connection: ", std::move(f));
     }
   }
   touch("mux flush");
   if (const auto ec = co_await mux_->flush()) {
-    const std::string err = "mux connection: " + describe(ec);
+    failure f{"mux connection: " + describe(ec)};
     mux_.reset();
-    co_return err;
+    co_return f;
   }
-  co_return std::string{};
+  co_return std::nullopt;
 }
 
 awaitable<std::error_code> tunnel::socket_write_all(std::string_view data) {
@@ -225,7 +225,7 @@ awaitable<std::error_code> tunnel::read_more() {
   co_return ec;
 }
 
-awaitable<std::string> tunnel::read_proxy_reply() {
+awaitable<maybe_failure> tunnel::read_proxy_reply() {
   const auto kind = plan_.spec->kind;
   for (;;) {
     if (kind == path_kind::http_connect) {
@@ -233,24 +233,24 @@ awaitable<std::string> tunnel::read_proxy_reply() {
       if (r.complete()) {
         in_.erase(0, r.consumed);
         if (r.value.status / 100 != 2)
-          co_return "proxy: CONNECT answered " + std::to_string(r.value.status) + " " + r.value.reason;
-        co_return std::string{};
+          co_return failure{"proxy: CONNECT answered " + std::to_string(r.value.status) + " " + r.value.reason};
+        co_return std::nullopt;
       }
-      if (r.invalid()) co_return "proxy: bad CONNECT response: " + std::string(r.reason);
+      if (r.invalid()) co_return failure{"proxy: bad CONNECT response: " + std::string(r.reason)};
     } else {
       const auto r = parse_socks5_connect_reply(in_);
       if (r.complete()) {
         in_.erase(0, r.consumed);
-        co_return std::string{};
+        co_return std::nullopt;
       }
-      if (r.invalid()) co_return std::string(r.reason);
+      if (r.invalid()) co_return failure{std::string(r.reason)};
     }
-    if (const auto ec = co_await read_more()) co_return describe(ec);
+    if (const auto ec = co_await read_more()) co_return failure{describe(ec)};
   }
 }
 
-awaitable<std::string> tunnel::open() {
-  if (!plan_.entry) co_return plan_.entry_error;
+awaitable<maybe_failure> tunnel::open() {
+  if (!plan_.entry) co_return failure{plan_.entry_error};
   const auto kind = plan_.spec->kind;
   if (plan_.mux) {
     if (!mux_) {  // muxnew=connection: a mux connection of its own, inside the clock
@@ -258,28 +258,28 @@ awaitable<std::string> tunnel::open() {
       owns_mux_ = true;
       ++plan_.mux->connections;
       open_ = true;
-      if (auto err = co_await mux_connect(); !err.empty()) co_return err;
+      if (auto f = co_await mux_connect()) co_return f;
     }
     open_ = true;
-    co_return std::string{};
+    co_return std::nullopt;
   }
   touch("connect");
   if (kind == path_kind::vless || kind == path_kind::tls) {
     // The client applies the path's socket policy: only it may play Nagle-prone.
     vless_.emplace(socket_, plan_.vless);
-    if (const auto ec = co_await vless_->connect()) co_return describe(ec);
+    if (const auto ec = co_await vless_->connect()) co_return failure{describe(ec)};
     open_ = true;
     touch("tls handshake");
-    if (const auto ec = co_await vless_->handshake()) co_return describe(ec);
+    if (const auto ec = co_await vless_->handshake()) co_return failure{describe(ec)};
     if (vless_->splits_header()) {
       touch("vless header");
-      if (const auto ec = co_await vless_->send_header()) co_return describe(ec);
+      if (const auto ec = co_await vless_->send_header()) co_return failure{describe(ec)};
     }
-    co_return std::string{};
+    co_return std::nullopt;
   }
   {
     auto [ec] = co_await socket_.async_connect(*plan_.entry, as_tuple_awaitable);
-    if (ec) co_return describe(ec);
+    if (ec) co_return failure{describe(ec)};
   }
   open_ = true;
   // The runner's own sockets send at once.
@@ -288,28 +288,28 @@ awaitable<std::string> tunnel::open() {
 
   if (kind == path_kind::http_connect) {
     touch("proxy connect");
-    if (const auto ec = co_await write_all(plan_.proxy_request)) co_return describe(ec);
-    if (auto err = co_await read_proxy_reply(); !err.empty()) co_return err;
+    if (const auto ec = co_await write_all(plan_.proxy_request)) co_return failure{describe(ec)};
+    if (auto f = co_await read_proxy_reply()) co_return f;
   } else if (kind == path_kind::socks5) {
     touch("socks5 greeting");
-    if (const auto ec = co_await write_all(socks5_greeting())) co_return describe(ec);
+    if (const auto ec = co_await write_all(socks5_greeting())) co_return failure{describe(ec)};
     for (;;) {
       const auto r = parse_socks5_method_reply(in_);
-      if (r.invalid()) co_return std::string(r.reason);
+      if (r.invalid()) co_return failure{std::string(r.reason)};
       if (r.complete()) {
         in_.erase(0, r.consumed);
         break;
       }
-      if (const auto ec = co_await read_more()) co_return describe(ec);
+      if (const auto ec = co_await read_more()) co_return failure{describe(ec)};
     }
     touch("socks5 connect");
-    if (const auto ec = co_await write_all(plan_.proxy_request)) co_return describe(ec);
-    if (auto err = co_await read_proxy_reply(); !err.empty()) co_return err;
+    if (const auto ec = co_await write_all(plan_.proxy_request)) co_return failure{describe(ec)};
+    if (auto f = co_await read_proxy_reply()) co_return f;
   }
-  co_return std::string{};
+  co_return std::nullopt;
 }
 
-awaitable<std::string> tunnel::start_tls() {
+awaitable<maybe_failure> tunnel::start_tls() {
   touch("inner tls handshake");
   tls_ = std::make_unique<inner_tls>(
       *plan_.inner_tls_context, plan_.inner_tls, [this](std::string_view d) { return raw_write_all(d); },
@@ -318,21 +318,21 @@ awaitable<std::string> tunnel::start_tls() {
   if (const auto ec = co_await tls_->handshake()) {
     reusable_ = false;
     const std::string why = tls_->last_error();
-    co_return describe(ec) + (why.empty() ? "" : " (" + why + ")");
+    co_return failure{describe(ec) + (why.empty() ? "" : " (" + why + ")")};
   }
-  co_return std::string{};
+  co_return std::nullopt;
 }
 
-awaitable<std::string> tunnel::read_banner(banner_line& out, clock::time_point& first_byte) {
+awaitable<maybe_failure> tunnel::read_banner(banner_line& out, clock::time_point& first_byte) {
   if (vless_ && !wrote_ && !vless_->splits_header() && !plan_.vless.header.empty()) {
     touch("vless header");
     wrote_ = true;
-    if (const auto ec = co_await vless_->write({})) co_return describe(ec);  // the header alone
+    if (const auto ec = co_await vless_->write({})) co_return failure{describe(ec)};  // the header alone
   }
   if (mux_ && !sub_open_) {
     touch("mux new");
     wrote_ = true;
-    if (const auto ec = co_await mux_open({})) co_return describe(ec);  // a New frame without data
+    if (const auto ec = co_await mux_open({})) co_return failure{describe(ec)};  // a New frame without data
   }
   touch("banner");
   bool first = in_.empty();
@@ -342,15 +342,15 @@ awaitable<std::string> tunnel::read_banner(banner_line& out, clock::time_point& 
     if (r.complete()) {
       out = r.value;
       in_.erase(0, r.consumed);
-      co_return std::string{};
+      co_return std::nullopt;
     }
     if (r.invalid()) {
       reusable_ = false;
-      co_return "bad banner: " + std::string(r.reason);
+      co_return failure{"bad banner: " + std::string(r.reason)};
     }
     if (const auto ec = co_await read_more()) {
       reusable_ = false;
-      co_return describe(ec);
+      co_return failure{describe(ec)};
     }
     if (first) {
       first = false;
@@ -359,25 +359,25 @@ awaitable<std::string> tunnel::read_banner(banner_line& out, clock::time_point& 
   }
 }
 
-awaitable<std::string> tunnel::echo(std::string_view line) {
+awaitable<maybe_failure> tunnel::echo(std::string_view line) {
   touch("echo");
   if (const auto ec = co_await write_all(line)) {
     reusable_ = false;
-    co_return describe(ec);
+    co_return failure{describe(ec)};
   }
   while (in_.size() < line.size()) {
     if (const auto ec = co_await read_more()) {
       reusable_ = false;
-      co_return describe(ec);
+      co_return failure{describe(ec)};
     }
   }
   const bool same = std::string_view(in_).substr(0, line.size()) == line;
   in_.erase(0, line.size());
   if (!same) {
     reusable_ = false;
-    co_return std::string("echo: the bytes that came back differ");
+    co_return failure{"echo: the bytes that came back differ"};
   }
-  co_return std::string{};
+  co_return std::nullopt;
 }
 
 awaitable<exchange_result> tunnel::exchange(const std::string& request, std::uint64_t upload_bytes) {
@@ -386,7 +386,7 @@ awaitable<exchange_result> tunnel::exchange(const std::string& request, std::uin
   // On a vless path the first request carries the VLESS header in the same TLS record.
   if (const auto ec = co_await write_all(request)) {
     reusable_ = false;
-    out.error = describe(ec);
+    out.error = failure{describe(ec)};
     co_return out;
   }
   if (upload_bytes > 0) {
@@ -396,7 +396,7 @@ awaitable<exchange_result> tunnel::exchange(const std::string& request, std::uin
       const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(left, block.size()));
       if (const auto ec = co_await write_all(std::string_view(block.data(), n))) {
         reusable_ = false;
-        out.error = describe(ec);
+        out.error = failure{describe(ec)};
         co_return out;
       }
       left -= n;
@@ -416,17 +416,17 @@ awaitable<exchange_result> tunnel::exchange(const std::string& request, std::uin
     }
     if (r.invalid()) {
       reusable_ = false;
-      out.error = "bad response: " + std::string(r.reason);
+      out.error = failure{"bad response: " + std::string(r.reason)};
       co_return out;
     }
     if (in_.size() > http::max_head_bytes) {
       reusable_ = false;
-      out.error = "bad response: head too large";
+      out.error = failure{"bad response: head too large"};
       co_return out;
     }
     if (const auto rec = co_await read_more()) {
       reusable_ = false;
-      out.error = describe(rec);
+      out.error = failure{describe(rec)};
       co_return out;
     }
   }
@@ -437,7 +437,7 @@ awaitable<exchange_result> tunnel::exchange(const std::string& request, std::uin
   if (!no_body && !head.content_length) {
     // The daemon always sends Content-Length; anything else would make reuse ambiguous.
     reusable_ = false;
-    out.error = head.chunked ? "response is chunked (unsupported)" : "response has no Content-Length";
+    out.error = failure{head.chunked ? "response is chunked (unsupported)" : "response has no Content-Length"};
     co_return out;
   }
   const std::uint64_t body = no_body ? 0 : *head.content_length;
@@ -454,7 +454,7 @@ awaitable<exchange_result> tunnel::exchange(const std::string& request, std::uin
     const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(remaining, scratch_size));
     if (const auto rec = co_await read_some(scratch_.get(), want, n)) {
       reusable_ = false;
-      out.error = describe(rec);
+      out.error = failure{describe(rec)};
       co_return out;
     }
     remaining -= n;

@@ -12,6 +12,7 @@
 #include "core/wire/http_parser.hpp"
 #include "core/wire/route_header.hpp"
 #include "core/client/vless_client.hpp"
+#include "runner/failure.hpp"
 #include "runner/inner_tls.hpp"
 #include "runner/mux_tunnel.hpp"
 #include "runner/op_deadline.hpp"
@@ -47,7 +48,7 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
                     const vless_client_options& defaults);
 
 struct exchange_result {
-  std::string error;  // empty: a complete response was read
+  maybe_failure error;  // none: a complete response was read
   std::optional<http::response> head;
 };
 
@@ -68,22 +69,22 @@ class tunnel : public std::enable_shared_from_this<tunnel> {
   // Before the clock, after arm(): on a mux path, the shared mux connection (made or remade
   // here) and its queued End frames; nothing on other paths, and nothing for a new-connection
   // sample under muxnew=connection (its own mux connection is part of what it measures).
-  awaitable<std::string> prepare(bool new_connection);
-  // TCP connect plus the path's setup. Returns an error reason, empty on success. On a mux path
+  awaitable<maybe_failure> prepare(bool new_connection);
+  // TCP connect plus the path's setup. On a mux path
   // after prepare() nothing goes on the wire: the sub's New frame goes with the first write.
-  awaitable<std::string> open();
+  awaitable<maybe_failure> open();
   // https:// targets, after open(): the TLS handshake with the target inside the tunnel; every
   // later read and write goes through that session.
-  awaitable<std::string> start_tls();
+  awaitable<maybe_failure> start_tls();
   // Writes the request (after the VLESS header when it is still pending), then upload_bytes of
   // body (POST /sink), and reads one whole response: head, then exactly Content-Length body bytes.
   awaitable<exchange_result> exchange(const std::string& request, std::uint64_t upload_bytes = 0);
   // banner:// targets, after open(): reads the server's first line; first_byte is when its first
   // byte arrived. A VLESS path that has not written yet sends its header alone first (the
   // built-in client does not wait for the application).
-  awaitable<std::string> read_banner(banner_line& out, clock::time_point& first_byte);
+  awaitable<maybe_failure> read_banner(banner_line& out, clock::time_point& first_byte);
   // banner:// reuse: writes line and reads the same number of bytes back.
-  awaitable<std::string> echo(std::string_view line);
+  awaitable<maybe_failure> echo(std::string_view line);
 
   bool reusable() const { return open_ && reusable_ && (!mux_ || mux_->usable()); }
   void close();
@@ -101,8 +102,8 @@ class tunnel : public std::enable_shared_from_this<tunnel> {
   awaitable<std::error_code> socket_write_all(std::string_view data);
   awaitable<std::error_code> socket_read_some(char* data, std::size_t size, std::size_t& n);
   awaitable<std::error_code> read_more();  // appends to in_
-  awaitable<std::string> read_proxy_reply();
-  awaitable<std::string> mux_connect();                        // mux_: TCP, TLS, header alone
+  awaitable<maybe_failure> read_proxy_reply();
+  awaitable<maybe_failure> mux_connect();                        // mux_: TCP, TLS, header alone
   awaitable<std::error_code> mux_open(std::string_view data);  // the sub's New frame with data
 
   const path_plan& plan_;
