@@ -97,9 +97,12 @@ bool parse_size(std::string_view text, std::uint64_t& out) {
   if (text.empty()) return false;
   std::uint64_t unit = 1;
   switch (text.back()) {
-    case 'k': case 'K': unit = 1ull << 10; break;
-    case 'm': case 'M': unit = 1ull << 20; break;
-    case 'g': case 'G': unit = 1ull << 30; break;
+    case 'k':
+    case 'K': unit = 1ull << 10; break;
+    case 'm':
+    case 'M': unit = 1ull << 20; break;
+    case 'g':
+    case 'G': unit = 1ull << 30; break;
     default: break;
   }
   if (unit != 1) text.remove_suffix(1);
@@ -213,8 +216,8 @@ int do_run(const run_args& a, const std::string& command_line) {
   o.vless_defaults.writes = a.vless_writes == "split" ? write_mode::split : write_mode::one;
   std::random_device rd;
   o.seed = a.seed ? *a.seed : (static_cast<std::uint64_t>(rd()) << 32 | rd());
-  o.run_id = make_run_id(o.seed ^ static_cast<std::uint64_t>(
-                                      std::chrono::system_clock::now().time_since_epoch().count()));
+  o.run_id =
+      make_run_id(o.seed ^ static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()));
   o.progress = isatty(STDERR_FILENO) == 1;
   o.progress_every_s = a.progress_every_s;
   o.handle_signals = true;
@@ -225,8 +228,8 @@ int do_run(const run_args& a, const std::string& command_line) {
   meta.seed = o.seed;
   meta.version = VLESSBENCH_VERSION;
   meta.tls_library = OpenSSL_version(OPENSSL_VERSION);
-  meta.asio_version = std::to_string(ASIO_VERSION / 100000) + "." +
-                      std::to_string(ASIO_VERSION / 100 % 1000) + "." + std::to_string(ASIO_VERSION % 100);
+  meta.asio_version = std::to_string(ASIO_VERSION / 100000) + "." + std::to_string(ASIO_VERSION / 100 % 1000) + "." +
+                      std::to_string(ASIO_VERSION % 100);
   meta.host = host_name();
   meta.time_utc = utc_now();
   meta.command_line = command_line;
@@ -241,8 +244,8 @@ int do_run(const run_args& a, const std::string& command_line) {
 
   const std::filesystem::path out = a.out;
   std::filesystem::create_directories(out);
-  std::cout << "vlessbench run " << o.run_id << ": " << plural(o.paths.size(), "path", "paths") << ", "
-            << o.new_count << " new + " << o.reuse_count << " reused samples each after "
+  std::cout << "vlessbench run " << o.run_id << ": " << plural(o.paths.size(), "path", "paths") << ", " << o.new_count
+            << " new + " << o.reuse_count << " reused samples each after "
             << plural(static_cast<std::size_t>(o.warmup), "warm-up", "warm-ups") << ", target " << a.target
             << std::endl;
 
@@ -276,8 +279,8 @@ int do_run(const run_args& a, const std::string& command_line) {
   write_file(out / "report.svg", render_svg(meta, results));
   if (!a.export_markdown.empty()) write_file(a.export_markdown, format_markdown(meta, results));
   std::cout << format_table(results);
-  std::cout << "\nrun " << o.run_id << " in " << std::fixed << std::setprecision(1) << meta.duration_s
-            << " s; wrote " << (out / "samples.csv").string() << ", summary.json, report.svg"
+  std::cout << "\nrun " << o.run_id << " in " << std::fixed << std::setprecision(1) << meta.duration_s << " s; wrote "
+            << (out / "samples.csv").string() << ", summary.json, report.svg"
             << (a.export_markdown.empty() ? "" : ", " + a.export_markdown) << "\n";
   std::cout.flush();
 
@@ -344,9 +347,9 @@ struct verify_args {
 int do_verify(const verify_args& a) {
   const std::filesystem::path d = a.dir;
   if (!a.daemon.empty()) {
-    const auto report = verify_against_daemon(read_file(d / "summary.json"), read_file(d / "samples.csv"),
-                                              d / "daemon-log.jsonl", a.daemon, admin_token(a.token),
-                                              std::chrono::seconds(a.wait_s), std::cerr);
+    const auto report =
+        verify_against_daemon(read_file(d / "summary.json"), read_file(d / "samples.csv"), d / "daemon-log.jsonl",
+                              a.daemon, admin_token(a.token), std::chrono::seconds(a.wait_s), std::cerr);
     std::cout << format_verify_report(report);
     return report.ok() ? exit_ok : exit_failed;
   }
@@ -375,13 +378,15 @@ int run_cli(int argc, char** argv) {
   run->add_option("--bulk", ra.bulk,
                   "bulk run: every path becomes NAME/down (GET /bytes/SIZE) and NAME/up (POST /sink), "
                   "throughput in MB/s; SIZE like 64M or 1G (default counts 3 new + 5 reused after 1)");
-  run->add_option("--path", ra.paths,
-                  "NAME=SPEC; SPEC is direct, http://H:P (CONNECT), socks5://H:P (UDP ASSOCIATE for udp:// and dns://), "
-                  "tcp://H:P, tls://H:P (a bare TLS terminator), tun, tun://H:P or a vless:// link "
-                  "(extra query parameters nodelay=on|off and writes=one|split set that path's client)")
+  run->add_option(
+         "--path", ra.paths,
+         "NAME=SPEC; SPEC is direct, http://H:P (CONNECT), socks5://H:P (UDP ASSOCIATE for udp:// and dns://), "
+         "tcp://H:P, tls://H:P (a bare TLS terminator), tun, tun://H:P or a vless:// link "
+         "(extra query parameters nodelay=on|off and writes=one|split set that path's client)")
       ->take_all();
-  run->add_option("--profile", ra.profile, "default counts: seed (300 new + 500 reused after 20) "
-                                           "or vless (100 + 200 after 10)")
+  run->add_option("--profile", ra.profile,
+                  "default counts: seed (300 new + 500 reused after 20) "
+                  "or vless (100 + 200 after 10)")
       ->check(CLI::IsMember({"seed", "vless"}))
       ->capture_default_str();
   run->add_option("--new", ra.new_count, "new-connection samples per path")->check(CLI::Range(0, 1000000));
@@ -397,7 +402,9 @@ int run_cli(int argc, char** argv) {
                   "rounds; 0 = never")
       ->check(CLI::Range(0, 1000000))
       ->capture_default_str();
-  run->add_option("--pause-ms", ra.pause_ms, "pause between samples")->check(CLI::Range(0, 60000))->capture_default_str();
+  run->add_option("--pause-ms", ra.pause_ms, "pause between samples")
+      ->check(CLI::Range(0, 60000))
+      ->capture_default_str();
   run->add_option("--vless-nodelay", ra.vless_nodelay, "built-in VLESS client: TCP_NODELAY (off = Linux default Nagle)")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
@@ -447,9 +454,10 @@ int run_cli(int argc, char** argv) {
       "--daemon", va.daemon, "or fetch the run's lines from the daemon's admin listener, http://HOST:PORT");
   verify_log->excludes(verify_daemon);
   verify->add_option("--token", va.token, "the admin listener's token (default: $VLESSBENCH_ADMIN_TOKEN)");
-  verify->add_option("--wait", va.wait_s,
-                     "with --daemon: fetch again every 2 s for up to S seconds while samples are missing (lines "
-                     "the daemon writes later: a UDP flow's at its idle timeout)")
+  verify
+      ->add_option("--wait", va.wait_s,
+                   "with --daemon: fetch again every 2 s for up to S seconds while samples are missing (lines "
+                   "the daemon writes later: a UDP flow's at its idle timeout)")
       ->check(CLI::Range(0, 3600));
   verify->callback([&] {
     if (va.log.empty() && va.daemon.empty())
@@ -458,14 +466,17 @@ int run_cli(int argc, char** argv) {
 
   clients_args ca;
   auto* clients = app.add_subcommand(
-      "clients", "the seed's comparison with the real cores you have: each core (mihomo, sing-box, xray, v2ray) "
-                 "gets a local HTTP entry to the node, then one run measures direct, the built-in client and "
-                 "every core; any option not listed here goes to `run` (e.g. --new 50 --reuse 100)");
+      "clients",
+      "the seed's comparison with the real cores you have: each core (mihomo, sing-box, xray, v2ray) "
+      "gets a local HTTP entry to the node, then one run measures direct, the built-in client and "
+      "every core; any option not listed here goes to `run` (e.g. --new 50 --reuse 100)");
   clients->add_option("--link", ca.links, "the node: a vless:// link (repeatable)");
-  clients->add_option("--links", ca.links_file, "a file whose vless:// lines are the nodes (`vlessbenchd links` output)")
+  clients
+      ->add_option("--links", ca.links_file, "a file whose vless:// lines are the nodes (`vlessbenchd links` output)")
       ->check(CLI::ExistingFile);
-  clients->add_option("--core", ca.core_paths, "NAME=PATH: a core's binary (default: found on PATH), "
-                                              "e.g. --core mihomo='/Applications/Clash Verge.app/Contents/MacOS/verge-mihomo'");
+  clients->add_option("--core", ca.core_paths,
+                      "NAME=PATH: a core's binary (default: found on PATH), "
+                      "e.g. --core mihomo='/Applications/Clash Verge.app/Contents/MacOS/verge-mihomo'");
   clients->add_option("--cores", ca.only, "only these cores (comma-separated)")->delimiter(',');
   clients->add_flag("--no-builtin", ca.no_builtin, "leave the built-in client out");
   clients->add_option("--out", ca.out, "output directory (the run's files; the cores' configs and logs in cores/)")

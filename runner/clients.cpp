@@ -232,7 +232,8 @@ std::string config_text(const core_kind& k, const share_link& link, std::uint16_
   if (name == "mihomo") {
     return "mixed-port: " + std::to_string(port) +
            "\nbind-address: 127.0.0.1\nallow-lan: false\nmode: rule\nlog-level: warning\nipv6: false\n"
-           "proxies:\n" + mihomo_proxy(link) + "rules:\n  - MATCH," + link.name + "\n";
+           "proxies:\n" +
+           mihomo_proxy(link) + "rules:\n  - MATCH," + link.name + "\n";
   }
   nlohmann::ordered_json cfg;
   if (name == "sing-box") {
@@ -241,7 +242,8 @@ std::string config_text(const core_kind& k, const share_link& link, std::uint16_
     cfg["outbounds"] = {nlohmann::ordered_json::parse(singbox_outbound(link))};
   } else {
     cfg["log"] = {{"loglevel", "warning"}};
-    cfg["inbounds"] = {{{"listen", "127.0.0.1"}, {"port", port}, {"protocol", "http"}, {"settings", nlohmann::json::object()}}};
+    cfg["inbounds"] = {
+        {{"listen", "127.0.0.1"}, {"port", port}, {"protocol", "http"}, {"settings", nlohmann::json::object()}}};
     cfg["outbounds"] = {nlohmann::ordered_json::parse(v2ray_outbound(link))};
   }
   return cfg.dump(2) + "\n";
@@ -318,10 +320,12 @@ int do_clients(const clients_args& a, const std::string& self) {
       if (eq == std::string::npos) throw std::runtime_error("--core " + cp + ": expected NAME=PATH");
       if (cp.substr(0, eq) == k.name) exe = fs::path(cp.substr(eq + 1));
     }
-    if (exe && ::access(exe->c_str(), X_OK) != 0) throw std::runtime_error("--core " + std::string(k.name) + "=" + exe->string() + ": not an executable file");
+    if (exe && ::access(exe->c_str(), X_OK) != 0)
+      throw std::runtime_error("--core " + std::string(k.name) + "=" + exe->string() + ": not an executable file");
     if (!exe) exe = on_path(k.name);
     if (!exe) {
-      std::cerr << "vlessbench clients: " << k.name << " not found (on PATH, or --core " << k.name << "=PATH): left out\n";
+      std::cerr << "vlessbench clients: " << k.name << " not found (on PATH, or --core " << k.name
+                << "=PATH): left out\n";
       continue;
     }
     cores.emplace_back(&k, *exe);
@@ -331,7 +335,9 @@ int do_clients(const clients_args& a, const std::string& self) {
     if (std::none_of(core_kinds().begin(), core_kinds().end(), [&](const core_kind& k) { return n == k.name; }))
       throw std::runtime_error("--core " + cp + ": unknown core (mihomo, sing-box, xray, v2ray)");
   }
-  if (cores.empty()) throw std::runtime_error("no core found: pass --core mihomo=PATH, --core sing-box=PATH, --core xray=PATH or --core v2ray=PATH");
+  if (cores.empty())
+    throw std::runtime_error(
+        "no core found: pass --core mihomo=PATH, --core sing-box=PATH, --core xray=PATH or --core v2ray=PATH");
 
   const fs::path out = a.out;
   const fs::path work = out / "cores";
@@ -372,7 +378,8 @@ int do_clients(const clients_args& a, const std::string& self) {
       }
       if (!rc || *rc != 0) {
         std::cerr << "vlessbench clients: " << kind->name << " refused its config for " << node.name << " ("
-                  << config.string() << "): left out\n" << tail_of(check_log, 5);
+                  << config.string() << "): left out\n"
+                  << tail_of(check_log, 5);
         continue;
       }
       const std::string version = first_line_of_output(exe, kind->version, dir);
@@ -394,7 +401,9 @@ int do_clients(const clients_args& a, const std::string& self) {
         std::this_thread::sleep_for(50ms);
       }
       if (!up) {
-        if (p->pid > 0) std::cerr << "vlessbench clients: " << kind->name << ": 127.0.0.1:" << p->port << " not open after 20 s: left out\n";
+        if (p->pid > 0)
+          std::cerr << "vlessbench clients: " << kind->name << ": 127.0.0.1:" << p->port
+                    << " not open after 20 s: left out\n";
         continue;
       }
       // An open port is not a ready core: mihomo answered a first request 502 without dialling
@@ -411,18 +420,23 @@ int do_clients(const clients_args& a, const std::string& self) {
           std::this_thread::sleep_for(100ms);
         } while (tries < 100);
         if (why) {
-          std::cerr << "vlessbench clients: " << name << ": no request carried through its entry within 10 s ("
-                    << tries << " tries, last: " << why->reason << "): left out\n" << tail_of(p->log, 5);
+          std::cerr << "vlessbench clients: " << name << ": no request carried through its entry within 10 s (" << tries
+                    << " tries, last: " << why->reason << "): left out\n"
+                    << tail_of(p->log, 5);
           continue;
         }
         if (tries > 1)
-          std::cerr << "vlessbench clients: " << name << ": ready after " << tries << " tries (the first "
-                    << tries - 1 << " not carried)\n";
+          std::cerr << "vlessbench clients: " << name << ": ready after " << tries << " tries (the first " << tries - 1
+                    << " not carried)\n";
       }
-      std::cerr << "vlessbench clients: " << name << " (" << version << ", " << exe.string() << ") entry http://127.0.0.1:"
-                << p->port << "\n";
-      listing.push_back({{"path", name}, {"core", kind->name}, {"version", version}, {"binary", exe.string()},
-                         {"node", node.name}, {"entry", "http://127.0.0.1:" + std::to_string(p->port)},
+      std::cerr << "vlessbench clients: " << name << " (" << version << ", " << exe.string()
+                << ") entry http://127.0.0.1:" << p->port << "\n";
+      listing.push_back({{"path", name},
+                         {"core", kind->name},
+                         {"version", version},
+                         {"binary", exe.string()},
+                         {"node", node.name},
+                         {"entry", "http://127.0.0.1:" + std::to_string(p->port)},
                          {"config", config.string()}});
       paths.push_back(name + "=http://127.0.0.1:" + std::to_string(p->port));
       running.push_back(std::move(p));
@@ -445,7 +459,8 @@ int do_clients(const clients_args& a, const std::string& self) {
   // Each core that died during the run says so (its samples failed with their reasons).
   for (const auto& p : running)
     if (const auto exited = wait_for(p->pid, 0ms)) {
-      std::cerr << "vlessbench clients: " << p->name << " exited (" << *exited << ") during the run:\n" << tail_of(p->log, 8);
+      std::cerr << "vlessbench clients: " << p->name << " exited (" << *exited << ") during the run:\n"
+                << tail_of(p->log, 8);
       p->pid = -1;
     }
   return rc;

@@ -18,7 +18,7 @@ struct clients_args {
   std::vector<std::string> only;        // the cores to use (default: every one found)
   bool no_builtin = false;              // leave the built-in client out
   std::string out = "results/clients";
-  std::vector<std::string> run_args;    // passed on to `vlessbench run`
+  std::vector<std::string> run_args;  // passed on to `vlessbench run`
 };
 
 int do_clients(const clients_args& a, const std::string& self);

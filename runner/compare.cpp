@@ -14,8 +14,7 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-std::string cell(const json& paths, const std::string& path, const char* mode, const char* key,
-                 bool sign) {
+std::string cell(const json& paths, const std::string& path, const char* mode, const char* key, bool sign) {
   if (!paths.contains(path)) return "-";
   const auto& p = paths[path];
   if (std::string_view(key).starts_with("paired") && p.value("baseline", false)) return "baseline";
@@ -38,8 +37,7 @@ std::string stall_cell(const json& paths, const std::string& path) {
   const auto& s = paths[path]["stall"];
   const std::string verdict = s.value("verdict", "-");
   if (verdict == "no-data") return "no-data";
-  return verdict + " " + std::to_string(s.value("stalled", 0)) + "/" +
-         std::to_string(s.value("with_timing", 0));
+  return verdict + " " + std::to_string(s.value("stalled", 0)) + "/" + std::to_string(s.value("with_timing", 0));
 }
 
 std::string pad(const std::string& s, std::size_t w, bool right) {
@@ -58,8 +56,8 @@ std::string format_comparison(const std::vector<std::pair<std::string, std::stri
     if (j.is_discarded() || !j.contains("paths") || !j.contains("run"))
       throw std::runtime_error(runs[i].first + ": not a vlessbench summary.json");
     const auto& run = j["run"];
-    out += "[" + std::to_string(i + 1) + "] " + runs[i].first + ": run " + run.value("id", "?") +
-           ", " + run.value("time_utc", "?") + ", target " + run.value("target", "?") + "\n";
+    out += "[" + std::to_string(i + 1) + "] " + runs[i].first + ": run " + run.value("id", "?") + ", " +
+           run.value("time_utc", "?") + ", target " + run.value("target", "?") + "\n";
     for (const auto& [name, p] : j["paths"].items()) {
       (void)p;
       if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
@@ -72,8 +70,7 @@ std::string format_comparison(const std::vector<std::pair<std::string, std::stri
   std::string head = pad("path", name_w, false) + "  " + pad("metric (ms)", 18, false);
   for (std::size_t i = 0; i < runs.size(); ++i) head += pad("[" + std::to_string(i + 1) + "]", col_w, true);
   // Each later run against the first: [2]-[1], [3]-[1], ...
-  for (std::size_t i = 1; i < runs.size(); ++i)
-    head += pad("[" + std::to_string(i + 1) + "]-[1]", col_w, true);
+  for (std::size_t i = 1; i < runs.size(); ++i) head += pad("[" + std::to_string(i + 1) + "]-[1]", col_w, true);
   out += "\n" + head + "\n";
   struct metric {
     const char* label;

@@ -228,7 +228,8 @@ awaitable<maybe_failure> datagram_tunnel::receive(std::string& out) {
       }
       if (p.invalid()) co_return failure{"vless udp: " + std::string(p.reason)};
       std::size_t n = 0;
-      if (const auto ec = co_await vless_->read_some(scratch_.data(), scratch_.size(), n)) co_return failure{describe(ec)};
+      if (const auto ec = co_await vless_->read_some(scratch_.data(), scratch_.size(), n))
+        co_return failure{describe(ec)};
       stream_.append(scratch_.data(), n);
     }
   }
@@ -246,7 +247,7 @@ awaitable<maybe_failure> datagram_tunnel::receive(std::string& out) {
 }
 
 awaitable<maybe_failure> datagram_tunnel::round_trip(std::string_view datagram, const matcher& mine,
-                                                   std::string& reply) {
+                                                     std::string& reply) {
   touch("send");
   if (const auto ec = co_await send(datagram)) {
     reusable_ = false;

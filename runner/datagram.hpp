@@ -67,15 +67,15 @@ class datagram_tunnel : public std::enable_shared_from_this<datagram_tunnel> {
   awaitable<maybe_failure> receive(std::string& out);
 
   const path_plan& plan_;
-  tcp::socket tcp_;               // SOCKS5 control connection, or the VLESS client's connection
-  asio::ip::udp::socket udp_;     // direct and SOCKS5
+  tcp::socket tcp_;            // SOCKS5 control connection, or the VLESS client's connection
+  asio::ip::udp::socket udp_;  // direct and SOCKS5
   std::optional<vless::client> vless_;
   op_deadline deadline_;
   bool open_ = false;
   bool reusable_ = true;
   std::string stream_;  // VLESS: bytes read, not yet a whole packet
   std::string scratch_;
-  std::string frame_;   // the framed datagram being sent
+  std::string frame_;                     // the framed datagram being sent
   std::shared_ptr<mux::connection> mux_;  // mux paths: the connection this flow's sub is on
   bool owns_mux_ = false;                 // its own (muxnew=connection, xudp alone): closed with it
   bool sub_open_ = false;                 // the New frame went out: sub_ is ours to End

@@ -57,9 +57,12 @@ class progress_bar {
   static std::string clock_text(double seconds) {
     const auto s = std::llround(seconds);
     char buf[32];
-    if (s >= 3600) std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, s / 60 % 60);
-    else if (s >= 60) std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
-    else std::snprintf(buf, sizeof buf, "%llds", s);
+    if (s >= 3600)
+      std::snprintf(buf, sizeof buf, "%lldh%02lldm", s / 3600, s / 60 % 60);
+    else if (s >= 60)
+      std::snprintf(buf, sizeof buf, "%lldm%02llds", s / 60, s % 60);
+    else
+      std::snprintf(buf, sizeof buf, "%llds", s);
     return buf;
   }
   bool terminal_;
@@ -133,8 +136,7 @@ bool give_up(state& st, bool any_ok, const std::string& last_error) {
   st.failed_rounds = any_ok ? 0 : st.failed_rounds + 1;
   const int limit = st.opts.abort_after_failed_rounds;
   if (limit <= 0 || st.failed_rounds < limit) return false;
-  st.aborted = "every path failed in " + std::to_string(limit) + " consecutive rounds (last error: " +
-               last_error + ")";
+  st.aborted = "every path failed in " + std::to_string(limit) + " consecutive rounds (last error: " + last_error + ")";
   return true;
 }
 
@@ -402,8 +404,8 @@ awaitable<sample> datagram_reuse_sample(state& st, std::size_t p, int round, std
 // One phase: rounds [first, count) of every path in a fresh random order; negative rounds are
 // warm-ups. Returns false when the run gave up (every path failing round after round).
 template <class TakeSample>
-awaitable<bool> run_rounds(state& st, std::vector<std::size_t>& order, int first, int count,
-                           const std::string& mode, TakeSample take_sample) {
+awaitable<bool> run_rounds(state& st, std::vector<std::size_t>& order, int first, int count, const std::string& mode,
+                           TakeSample take_sample) {
   for (int round = first; round < count; ++round) {
     shuffle_order(order, st.rng);
     bool any_ok = false;
@@ -433,25 +435,22 @@ awaitable<void> run_all(state& st) {
                                         [&st](std::size_t p, int round) { return datagram_new_sample(st, p, round); });
     if (!go || o.reuse_count <= 0) co_return;
     std::vector<std::shared_ptr<datagram_tunnel>> flows(n);
-    (void)co_await run_rounds(st, order, -o.warmup, o.reuse_count, "reuse",
-                              [&st, &flows](std::size_t p, int round) {
-                                return datagram_reuse_sample(st, p, round, flows[p]);
-                              });
+    (void)co_await run_rounds(st, order, -o.warmup, o.reuse_count, "reuse", [&st, &flows](std::size_t p, int round) {
+      return datagram_reuse_sample(st, p, round, flows[p]);
+    });
     for (auto& f : flows)
       if (f) f->close();
     co_return;
   }
 
-  const bool go_on = co_await run_rounds(st, order, o.new_count > 0 ? -o.warmup : 0, o.new_count, "new",
-                                         [&st](std::size_t p, int round) {
-                                           return new_connection_sample(st, p, round);
-                                         });
+  const bool go_on =
+      co_await run_rounds(st, order, o.new_count > 0 ? -o.warmup : 0, o.new_count, "new",
+                          [&st](std::size_t p, int round) { return new_connection_sample(st, p, round); });
   if (!go_on || o.reuse_count <= 0) co_return;
   std::vector<std::shared_ptr<tunnel>> tunnels(n);
-  (void)co_await run_rounds(st, order, -o.warmup, o.reuse_count, "reuse",
-                            [&st, &tunnels](std::size_t p, int round) {
-                              return reuse_sample(st, p, round, tunnels[p]);
-                            });
+  (void)co_await run_rounds(st, order, -o.warmup, o.reuse_count, "reuse", [&st, &tunnels](std::size_t p, int round) {
+    return reuse_sample(st, p, round, tunnels[p]);
+  });
   for (auto& t : tunnels)
     if (t) t->close();
 }
@@ -518,8 +517,18 @@ std::vector<sample> measure(const measure_options& opts, measure_end* end) {
   const auto phase = [&](int count) { return count > 0 ? count + opts.warmup : 0; };
   const auto per_path =
       static_cast<std::size_t>(phase(opts.new_count)) + static_cast<std::size_t>(phase(opts.reuse_count));
-  state st{opts, io, {}, std::vector<route_label>(opts.paths.size()), {}, 0, stats::prng(opts.seed),
-           progress_bar(opts.progress, opts.progress_every_s, per_path * opts.paths.size()), 0, {}, end, 0,
+  state st{opts,
+           io,
+           {},
+           std::vector<route_label>(opts.paths.size()),
+           {},
+           0,
+           stats::prng(opts.seed),
+           progress_bar(opts.progress, opts.progress_every_s, per_path * opts.paths.size()),
+           0,
+           {},
+           end,
+           0,
            nullptr};
   st.plans.reserve(opts.paths.size());
   for (const auto& p : opts.paths) st.plans.push_back(make_plan(io, p, opts.target, opts.vless_defaults));

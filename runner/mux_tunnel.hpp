@@ -24,13 +24,13 @@
 namespace vlessbench::runner {
 
 struct mux_path {
-  mux::target dest;                         // the target, as every sub's New frame names it
-  bool fresh_per_new = false;               // muxnew=connection
-  bool xudp = false;                        // packetEncoding=xudp (UDP subs only)
-  bool own_per_flow = false;                // xudp without mux=on: no shared connection
+  mux::target dest;                                    // the target, as every sub's New frame names it
+  bool fresh_per_new = false;                          // muxnew=connection
+  bool xudp = false;                                   // packetEncoding=xudp (UDP subs only)
+  bool own_per_flow = false;                           // xudp without mux=on: no shared connection
   std::mt19937_64 global_ids{std::random_device{}()};  // XUDP GlobalIDs, one per flow
-  std::shared_ptr<mux::connection> shared;  // nullptr until the first sample needs it
-  std::uint64_t connections = 0;            // mux connections made for this path (shared or own)
+  std::shared_ptr<mux::connection> shared;             // nullptr until the first sample needs it
+  std::uint64_t connections = 0;                       // mux connections made for this path (shared or own)
 };
 
 // The shared connection when it is usable; else a new one (not connected yet:

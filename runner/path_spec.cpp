@@ -144,8 +144,7 @@ std::string_view to_string(target_scheme s) {
 
 bool is_datagram(target_scheme s) { return s == target_scheme::udp || s == target_scheme::dns; }
 
-bool check_paths_for_target(const std::vector<path_spec>& paths, const target_url& target,
-                            std::string& reason) {
+bool check_paths_for_target(const std::vector<path_spec>& paths, const target_url& target, std::string& reason) {
   if (!is_datagram(target.scheme)) return true;
   for (const auto& p : paths) {
     if (p.kind == path_kind::direct || p.kind == path_kind::socks5 || p.kind == path_kind::vless) continue;
@@ -229,20 +228,23 @@ std::optional<target_url> parse_target_url(std::string_view text, std::string& r
       }
     }
     if (!ok || label == 0) {
-      reason = "a dns:// target is dns://HOST[:PORT]/NAME with NAME a DNS name (labels of 1-63 letters, digits, '-' or '_'), got '" +
-               std::string(text) + "'";
+      reason =
+          "a dns:// target is dns://HOST[:PORT]/NAME with NAME a DNS name (labels of 1-63 letters, digits, '-' or "
+          "'_'), got '" +
+          std::string(text) + "'";
       return std::nullopt;
     }
     url.dns_name = std::move(name);
   }
-  url.path = slash == std::string_view::npos || url.scheme == target_scheme::dns ? "/" : std::string(rest.substr(slash));
+  url.path =
+      slash == std::string_view::npos || url.scheme == target_scheme::dns ? "/" : std::string(rest.substr(slash));
   if (authority.find('@') != std::string_view::npos) {
     reason = "credentials in the target URL are not supported";
     return std::nullopt;
   }
-  const bool has_port = !authority.empty() &&
-                        (authority.front() == '[' ? authority.find("]:") != std::string_view::npos
-                                                  : authority.find(':') != std::string_view::npos);
+  const bool has_port =
+      !authority.empty() && (authority.front() == '[' ? authority.find("]:") != std::string_view::npos
+                                                      : authority.find(':') != std::string_view::npos);
   if (has_port) {
     auto hp = parse_host_port(authority, host_rule::name_or_address, reason);
     if (!hp) {
@@ -337,7 +339,8 @@ std::optional<path_spec> parse_path_arg(std::string_view arg, std::string& reaso
     p.port = parsed->port;
     p.link = std::move(parsed);
   } else {
-    reason = "path '" + p.name + "': SPEC must be direct, http://H:P, socks5://H:P, tcp://H:P, tls://H:P, tun, tun://H:P or vless://...";
+    reason = "path '" + p.name +
+             "': SPEC must be direct, http://H:P, socks5://H:P, tcp://H:P, tls://H:P, tun, tun://H:P or vless://...";
     return std::nullopt;
   }
   return p;
@@ -350,8 +353,8 @@ std::optional<std::size_t> finalize_paths(std::vector<path_spec>& paths, std::st
         reason = "path name '" + paths[i].name + "' is used twice";
         return std::nullopt;
       }
-  const auto it = std::find_if(paths.begin(), paths.end(),
-                               [](const path_spec& p) { return p.kind == path_kind::direct; });
+  const auto it =
+      std::find_if(paths.begin(), paths.end(), [](const path_spec& p) { return p.kind == path_kind::direct; });
   if (it != paths.end()) return static_cast<std::size_t>(it - paths.begin());
   if (std::any_of(paths.begin(), paths.end(), [](const path_spec& p) { return p.name == "direct"; })) {
     reason = "a non-direct path is named 'direct'; the baseline needs that name";
@@ -364,11 +367,9 @@ std::optional<std::size_t> finalize_paths(std::vector<path_spec>& paths, std::st
   return 0;
 }
 
-bool apply_nagle_paths(std::vector<path_spec>& paths, const std::vector<std::string>& names,
-                       std::string& reason) {
+bool apply_nagle_paths(std::vector<path_spec>& paths, const std::vector<std::string>& names, std::string& reason) {
   for (const auto& name : names) {
-    const auto it = std::find_if(paths.begin(), paths.end(),
-                                 [&](const path_spec& p) { return p.name == name; });
+    const auto it = std::find_if(paths.begin(), paths.end(), [&](const path_spec& p) { return p.name == name; });
     if (it == paths.end() || it->kind != path_kind::vless) {
       reason = "'" + name + "' is not the name of a vless:// --path";
       return false;

@@ -46,8 +46,8 @@ struct path_spec {
   std::string name;
   bulk_direction bulk = bulk_direction::none;
   path_kind kind = path_kind::direct;
-  std::string spec;        // as given, for the report
-  std::string host;        // proxy, VLESS server or tun://H:P address; empty for direct and tun
+  std::string spec;  // as given, for the report
+  std::string host;  // proxy, VLESS server or tun://H:P address; empty for direct and tun
   std::uint16_t port = 0;
   std::optional<share_link> link;  // vless only
   // Per-path overrides of --vless-nodelay / --vless-writes, given as extra query parameters of
@@ -79,7 +79,7 @@ struct target_url {
   std::string host;  // without brackets
   std::uint16_t port = 80;
   std::string path = "/";
-  std::string dns_name;  // dns:// only: the name queried (lower case, no final dot)
+  std::string dns_name;           // dns:// only: the name queried (lower case, no final dot)
   std::string authority() const;  // for Host and CONNECT: "host:port", IPv6 in brackets
 };
 
@@ -90,8 +90,7 @@ std::optional<target_url> parse_target_url(std::string_view text, std::string& r
 
 // UDP and DNS targets travel as datagrams: only direct, socks5:// (UDP ASSOCIATE) and vless://
 // (command 2) paths carry them; any other kind is a usage error naming the path.
-bool check_paths_for_target(const std::vector<path_spec>& paths, const target_url& target,
-                            std::string& reason);
+bool check_paths_for_target(const std::vector<path_spec>& paths, const target_url& target, std::string& reason);
 
 // --bulk: every path becomes NAME/down and NAME/up (in that order, baseline's first).
 std::vector<path_spec> bulk_paths(const std::vector<path_spec>& paths);
@@ -105,8 +104,7 @@ std::optional<path_spec> parse_path_arg(std::string_view arg, std::string& reaso
 std::optional<std::size_t> finalize_paths(std::vector<path_spec>& paths, std::string& reason);
 
 // --nagle-paths: the named vless paths get nodelay=off and writes=split; any other name is an error.
-bool apply_nagle_paths(std::vector<path_spec>& paths, const std::vector<std::string>& names,
-                       std::string& reason);
+bool apply_nagle_paths(std::vector<path_spec>& paths, const std::vector<std::string>& names, std::string& reason);
 
 bool parse_on_off(std::string_view text, bool& out);
 

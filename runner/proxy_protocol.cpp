@@ -118,8 +118,16 @@ parse_result<bool> parse_socks5_connect_reply(std::string_view buffer) {
 }
 
 std::string socks5_udp_associate_request() {
-  return std::string{static_cast<char>(socks_version), static_cast<char>(cmd_udp_associate), 0,
-                     static_cast<char>(atyp_ipv4), 0, 0, 0, 0, 0, 0};
+  return std::string{static_cast<char>(socks_version),
+                     static_cast<char>(cmd_udp_associate),
+                     0,
+                     static_cast<char>(atyp_ipv4),
+                     0,
+                     0,
+                     0,
+                     0,
+                     0,
+                     0};
 }
 
 socks5_bound socks5_reply_bound(std::string_view complete_reply) {

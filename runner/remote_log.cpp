@@ -152,15 +152,18 @@ fetched_log fetch_run_log(const std::string& daemon, const std::string& token, c
     got.scanned_bytes = end.value("scanned_bytes", std::uint64_t{0});
     got.file = end.value("file", std::string());
   };
-  asio::co_spawn(io, [&]() -> awaitable<void> {
-    co_await (work() || watchdog(deadline, [&] {
-                timed_out = true;
-                std::error_code ignored;
-                socket.close(ignored);
-              }));
-  }, [&](std::exception_ptr e) {
-    if (e) std::rethrow_exception(e);
-  });
+  asio::co_spawn(
+      io,
+      [&]() -> awaitable<void> {
+        co_await (work() || watchdog(deadline, [&] {
+                    timed_out = true;
+                    std::error_code ignored;
+                    socket.close(ignored);
+                  }));
+      },
+      [&](std::exception_ptr e) {
+        if (e) std::rethrow_exception(e);
+      });
   io.run();
   if (timed_out) throw std::runtime_error(where + ": no answer within " + std::to_string(idle.count()) + " ms");
   if (!error.empty()) throw std::runtime_error(error);
@@ -180,11 +183,10 @@ verify_report verify_against_daemon(const std::string& summary, const std::strin
     std::ifstream lines(copy);
     auto report = verify_run(summary, samples, lines);
     report.daemon = daemon + " (" + got.file + ")";
-    notes << "verify: fetched " << got.selected << " line(s) of run " << q.run << " from " << daemon << " ("
-          << got.file << ", " << got.scanned_bytes << " bytes scanned) into " << copy.string() << "\n";
+    notes << "verify: fetched " << got.selected << " line(s) of run " << q.run << " from " << daemon << " (" << got.file
+          << ", " << got.scanned_bytes << " bytes scanned) into " << copy.string() << "\n";
     if (report.ok() || std::chrono::steady_clock::now() + retry_every > give_up) return report;
-    notes << "verify: not every sample is in the daemon's log yet (attempt " << attempt
-          << "); fetching again in 2 s\n";
+    notes << "verify: not every sample is in the daemon's log yet (attempt " << attempt << "); fetching again in 2 s\n";
     std::this_thread::sleep_for(retry_every);
   }
 }

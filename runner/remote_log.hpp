@@ -23,12 +23,11 @@ struct fetched_log {
 // to do: unreachable, 401 (no or wrong token), 409 (the log goes to stdout), an answer cut short
 // (no log.end line) or one the daemon cut at its cap. `idle` bounds every connect, write and read.
 fetched_log fetch_run_log(const std::string& daemon, const std::string& token, const log_query& q,
-                          const std::filesystem::path& out,
-                          std::chrono::milliseconds idle = std::chrono::seconds(10));
+                          const std::filesystem::path& out, std::chrono::milliseconds idle = std::chrono::seconds(10));
 
 // verify_run for a run (its summary.json and samples.csv texts) against the lines fetched from
-// the daemon (kept in `copy`, the run folder's daemon-log.jsonl). Lines a daemon writes later (a UDP flow's at its idle timeout, a banner
-// connection's at close) may be missing at first: while the report is not OK and `wait` has not
+// the daemon (kept in `copy`, the run folder's daemon-log.jsonl). Lines a daemon writes later (a UDP flow's at its idle
+// timeout, a banner connection's at close) may be missing at first: while the report is not OK and `wait` has not
 // passed, fetches again every 2 s (at most 1 + wait/2 fetches). Progress notes go to `notes`.
 struct verify_report;
 verify_report verify_against_daemon(const std::string& summary, const std::string& samples,

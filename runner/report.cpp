@@ -59,8 +59,9 @@ std::string_view to_string(stall_verdict::kind k) {
 stall_verdict stall_not_applicable() {
   stall_verdict v;
   v.verdict = stall_verdict::kind::not_applicable;
-  v.text = "not applicable: a UDP flow's VLESS header goes with its first datagram, so the server "
-           "times no TLS-done -> VLESS-header wait (see methodology.md, UDP and DNS)";
+  v.text =
+      "not applicable: a UDP flow's VLESS header goes with its first datagram, so the server "
+      "times no TLS-done -> VLESS-header wait (see methodology.md, UDP and DNS)";
   return v;
 }
 
@@ -142,7 +143,8 @@ stall_verdict judge_stall(std::span<const sample> samples) {
     v.text = through_vless > 0
                  ? "no server timing: " + std::to_string(through_vless) +
                        " new connections went through the daemon's VLESS listener (see routes), but their answers "
-                       "carried no phases (this target kind sends no Server-Timing)" + foreign
+                       "carried no phases (this target kind sends no Server-Timing)" +
+                       foreign
                  : "no server timing: new connections did not pass the vlessbench daemon's VLESS listener";
     return v;
   }
@@ -165,15 +167,16 @@ stall_verdict judge_stall(std::span<const sample> samples) {
     v.verdict = stall_verdict::kind::stall;
     v.text = "STALL: " + count +
              " new connections waited >= 30 ms between TLS done and VLESS header complete "
-             "(median phases of those " + std::to_string(v.stalled) + ": " + phases +
-             "): the client holds its first data until the server ACKs";
+             "(median phases of those " +
+             std::to_string(v.stalled) + ": " + phases + "): the client holds its first data until the server ACKs";
     // The daemon says which ACK policy the listener had (Server-Timing ack): with QUICKACK on its
     // ACKs leave at once, so a client still waiting for one is not talking to it directly.
     if (quickack_stalled * 2 >= v.stalled) {
       v.terminated_in_between = true;
-      v.text += "; the listener has QUICKACK on, so the daemon's ACKs do not reach the client: something "
-                "between client and daemon terminates TCP (a user-space port forward such as qemu hostfwd, "
-                "VirtualBox NAT, socat: docs/methodology.md)";
+      v.text +=
+          "; the listener has QUICKACK on, so the daemon's ACKs do not reach the client: something "
+          "between client and daemon terminates TCP (a user-space port forward such as qemu hostfwd, "
+          "VirtualBox NAT, socat: docs/methodology.md)";
     } else {
       v.text += " (Nagle meets delayed ACK; a listener with quickack = \"on\" removes it)";
     }
@@ -185,18 +188,19 @@ stall_verdict judge_stall(std::span<const sample> samples) {
   } else {
     v.verdict = stall_verdict::kind::none;
     v.text = "no stall: " + count + " new connections with a VLESS header wait >= 30 ms (max " +
-             fmt_ms(v.max_vless_ms) + " ms; median phases of all " + std::to_string(v.with_timing) + ": " +
-             phases + ")";
+             fmt_ms(v.max_vless_ms) + " ms; median phases of all " + std::to_string(v.with_timing) + ": " + phases +
+             ")";
   }
   v.text += foreign;
   if (shared > 0)
-    v.text += "; " + std::to_string(shared) + " samples on shared mux sessions left out (their phases are the session's)";
+    v.text +=
+        "; " + std::to_string(shared) + " samples on shared mux sessions left out (their phases are the session's)";
   return v;
 }
 
 std::vector<path_result> analyze(const std::vector<path_spec>& paths, std::size_t baseline,
-                                 const std::vector<sample>& samples,
-                                 const vless_client_options& defaults, std::uint64_t seed) {
+                                 const std::vector<sample>& samples, const vless_client_options& defaults,
+                                 std::uint64_t seed) {
   // Per path and mode: latency by round (nullopt = failed) for the pairing.
   struct by_round {
     std::vector<std::optional<double>> fresh, reuse;
@@ -256,15 +260,15 @@ std::vector<path_result> analyze(const std::vector<path_spec>& paths, std::size_
       const auto& base = mode == 0 ? rounds[baseline].fresh : rounds[baseline].reuse;
       m.paired_deltas = stats::paired_differences(mine, base);
       m.paired_delta_median = stats::median(m.paired_deltas);
-      m.paired_delta_ci =
-          stats::bootstrap_median_ci(m.paired_deltas, mix_seed(seed, r.name, mode + 2));
+      m.paired_delta_ci = stats::bootstrap_median_ci(m.paired_deltas, mix_seed(seed, r.name, mode + 2));
     }
     r.stall = judge_stall(fresh_samples[i]);
     // Vision pads the first writes (docs/runner.md "Vision"): the verdict reads the server's
     // phases as before, and says what the padding changes for a Nagle-prone client.
     if (paths[i].link && !paths[i].link->flow.empty() && r.stall.verdict != stall_verdict::kind::no_data)
-      r.stall.text += "; Vision: the first write is padded (900-1399 bytes with a TLS handshake inside, "
-                      "0-255 without), so past one TCP segment its tail waits for an ACK under Nagle";
+      r.stall.text +=
+          "; Vision: the first write is padded (900-1399 bytes with a TLS handshake inside, "
+          "0-255 without), so past one TCP segment its tail waits for an ACK under Nagle";
   }
   return out;
 }
@@ -284,18 +288,15 @@ std::string format_table(const std::vector<path_result>& results) {
     while (!line.empty() && line.back() == ' ') line.pop_back();
     t += line + "\n";
   };
-  row({"path", "mode", "n", "fail", "median", "median 95% CI", "p95", "min", "max", "paired d",
-       "paired d 95% CI"});
+  row({"path", "mode", "n", "fail", "median", "median 95% CI", "p95", "min", "max", "paired d", "paired d 95% CI"});
   for (const auto& r : results) {
     for (int mode = 0; mode < 2; ++mode) {
       const auto& m = mode == 0 ? r.fresh : r.reuse;
       if (m.attempted == 0) continue;
       const auto& l = m.latency;
-      row({r.name, mode == 0 ? "new" : "reuse", std::to_string(l ? l->n : 0),
-           std::to_string(m.failed), fmt_ms(l ? std::optional(l->median) : std::nullopt),
-           fmt_ci(l ? l->median_ci : std::nullopt),
-           fmt_ms(l ? std::optional(l->p95) : std::nullopt),
-           fmt_ms(l ? std::optional(l->min) : std::nullopt),
+      row({r.name, mode == 0 ? "new" : "reuse", std::to_string(l ? l->n : 0), std::to_string(m.failed),
+           fmt_ms(l ? std::optional(l->median) : std::nullopt), fmt_ci(l ? l->median_ci : std::nullopt),
+           fmt_ms(l ? std::optional(l->p95) : std::nullopt), fmt_ms(l ? std::optional(l->min) : std::nullopt),
            fmt_ms(l ? std::optional(l->max) : std::nullopt),
            r.baseline ? "baseline" : fmt_ms(m.paired_delta_median, true),
            r.baseline ? "" : fmt_ci(m.paired_delta_ci, true)});
@@ -306,8 +307,7 @@ std::string format_table(const std::vector<path_result>& results) {
   std::string routes;
   for (const auto& r : results) {
     std::string counts;
-    for (const auto& [route, n] : r.routes)
-      counts += (counts.empty() ? "" : ", ") + route + " " + std::to_string(n);
+    for (const auto& [route, n] : r.routes) counts += (counts.empty() ? "" : ", ") + route + " " + std::to_string(n);
     routes += "  " + pad(r.name, name_w) + "  " + (counts.empty() ? "no responses" : counts);
     if (r.route_mismatches > 0)
       routes += "  ROUTE MISMATCH x" + std::to_string(r.route_mismatches) +
@@ -316,14 +316,15 @@ std::string format_table(const std::vector<path_result>& results) {
                                              : " (proxy path answered directly)");
     routes += "\n";
   }
-  t += "\nroutes (as the target named them: X-Vlessbench-Route, banner line, UDP echo trailer, DNS route TXT):\n" + routes;
+  t += "\nroutes (as the target named them: X-Vlessbench-Route, banner line, UDP echo trailer, DNS route TXT):\n" +
+       routes;
 
   std::string failures;
   for (const auto& r : results)
     for (int mode = 0; mode < 2; ++mode)
       for (const auto& [why, n] : (mode == 0 ? r.fresh : r.reuse).errors)
-        failures += "  " + pad(r.name, name_w) + "  " + (mode == 0 ? "new  " : "reuse") + "  " +
-                    std::to_string(n) + " x " + why + "\n";
+        failures += "  " + pad(r.name, name_w) + "  " + (mode == 0 ? "new  " : "reuse") + "  " + std::to_string(n) +
+                    " x " + why + "\n";
   if (!failures.empty()) t += "\nfailures:\n" + failures;
 
   std::string inner, bulk;
@@ -401,15 +402,12 @@ std::string samples_csv(const std::vector<sample>& samples) {
       "upstream_ms,route_mismatch,inner_tls_ms,bytes,mbps,transport,upgrade_ms,flow\n";
   auto opt = [](const std::optional<double>& v) { return v ? fmt_ms(v) : std::string(); };
   for (const auto& s : samples) {
-    out += std::to_string(s.round) + ',' + csv_field(s.path) + ',' + std::string(to_string(s.mode)) +
-           ',' + std::to_string(s.seq) + ',' + std::to_string(s.ns) + ',' +
-           (s.ok ? "1" : "0") + ',' + csv_field(s.error) + ',' +
-           (s.status ? std::to_string(s.status) : std::string()) + ',' +
-           std::string(to_string(s.route.kind)) + ',' +
-           (s.route.session ? std::to_string(*s.route.session) : std::string()) + ',' +
-           csv_field(s.route.user) + ',' + opt(s.timing.tls) + ',' + opt(s.timing.vless) + ',' +
-           opt(s.timing.resolve) + ',' + opt(s.timing.upstream) + ',' +
-           (s.route_mismatch ? "1" : "0") + ',' +
+    out += std::to_string(s.round) + ',' + csv_field(s.path) + ',' + std::string(to_string(s.mode)) + ',' +
+           std::to_string(s.seq) + ',' + std::to_string(s.ns) + ',' + (s.ok ? "1" : "0") + ',' + csv_field(s.error) +
+           ',' + (s.status ? std::to_string(s.status) : std::string()) + ',' + std::string(to_string(s.route.kind)) +
+           ',' + (s.route.session ? std::to_string(*s.route.session) : std::string()) + ',' + csv_field(s.route.user) +
+           ',' + opt(s.timing.tls) + ',' + opt(s.timing.vless) + ',' + opt(s.timing.resolve) + ',' +
+           opt(s.timing.upstream) + ',' + (s.route_mismatch ? "1" : "0") + ',' +
            (s.inner_tls_ns >= 0 ? fmt_ms(static_cast<double>(s.inner_tls_ns) / 1e6) : std::string()) + ',' +
            (s.bytes ? std::to_string(s.bytes) : std::string()) + ',' +
            (s.bytes && s.ok ? fmt_ms(s.mbps()) : std::string()) + ',' +
@@ -567,9 +565,9 @@ std::string format_failing_paths(const std::vector<failing_path>& failing, doubl
   for (const auto& f : failing) {
     out += "vlessbench: path " + f.name + ": " + std::to_string(f.failed) + "/" + std::to_string(f.attempted) +
            " samples failed" +
-           (f.failed == f.attempted ? " (no successful sample)"
-                                    : " (more than " + std::to_string(std::lround(max_failed_share * 100)) +
-                                          "%, --max-failed)") +
+           (f.failed == f.attempted
+                ? " (no successful sample)"
+                : " (more than " + std::to_string(std::lround(max_failed_share * 100)) + "%, --max-failed)") +
            "; last error: " + f.last_error + "\n";
     if (!f.hint.empty()) out += "  hint: " + f.hint + "\n";
   }
@@ -599,9 +597,8 @@ std::string redact_links(std::string_view text) {
 
 std::string format_markdown(const run_metadata& meta, const std::vector<path_result>& results) {
   std::string t = "vlessbench run `" + meta.run_id + "`, target `" + meta.target + "`, " + meta.time_utc + ", " +
-                  std::to_string(meta.new_count) + " new" + " + " +
-                  std::to_string(meta.reuse_count) + " reused per path after " +
-                  plural(static_cast<std::size_t>(meta.warmup), "warm-up", "warm-ups") +
+                  std::to_string(meta.new_count) + " new" + " + " + std::to_string(meta.reuse_count) +
+                  " reused per path after " + plural(static_cast<std::size_t>(meta.warmup), "warm-up", "warm-ups") +
                   (meta.interrupted.empty() ? "" : " (interrupted by " + meta.interrupted + ")") + "\n\n";
   t += "| path | mode | n | fail | median ms | median 95% CI | p95 ms | paired Δ ms | paired Δ 95% CI |\n";
   t += "|:---|:---|---:|---:|---:|:---:|---:|---:|:---:|\n";
@@ -615,10 +612,10 @@ std::string format_markdown(const run_metadata& meta, const std::vector<path_res
       const auto& m = mode == 0 ? r.fresh : r.reuse;
       if (m.attempted == 0) continue;
       const auto& l = m.latency;
-      t += "| " + cell(r.name) + " | " + (mode == 0 ? "new" : "reuse") + " | " + std::to_string(l ? l->n : 0) +
-           " | " + std::to_string(m.failed) + " | " + fmt_ms(l ? std::optional(l->median) : std::nullopt) + " | " +
-           fmt_ci(l ? l->median_ci : std::nullopt) + " | " + fmt_ms(l ? std::optional(l->p95) : std::nullopt) +
-           " | " + (r.baseline ? "baseline" : fmt_ms(m.paired_delta_median, true)) + " | " +
+      t += "| " + cell(r.name) + " | " + (mode == 0 ? "new" : "reuse") + " | " + std::to_string(l ? l->n : 0) + " | " +
+           std::to_string(m.failed) + " | " + fmt_ms(l ? std::optional(l->median) : std::nullopt) + " | " +
+           fmt_ci(l ? l->median_ci : std::nullopt) + " | " + fmt_ms(l ? std::optional(l->p95) : std::nullopt) + " | " +
+           (r.baseline ? "baseline" : fmt_ms(m.paired_delta_median, true)) + " | " +
            (r.baseline ? "" : fmt_ci(m.paired_delta_ci, true)) + " |\n";
     }
   t += "\npaired Δ: median over rounds of (this path − the baseline in the same round).\n";

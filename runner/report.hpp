@@ -14,7 +14,6 @@
 
 namespace vlessbench::runner {
 
-
 struct stall_verdict {
   // not_applicable: udp:// and dns:// targets (no TLS-done -> VLESS-header phase is timed per
   // datagram, and a flow's first datagram carries the header with it).
@@ -29,9 +28,9 @@ struct stall_verdict {
   // samples with timing otherwise. A phase longer than its own sample is never counted or quoted.
   bool phases_of_stalled = false;
   std::optional<double> tls_ms, vless_ms, upstream_ms;
-  std::size_t foreign_phases = 0;  // phases left out: longer than their whole sample
+  std::size_t foreign_phases = 0;          // phases left out: longer than their whole sample
   std::size_t shared_session_samples = 0;  // left out: one session answered several (mux subs)
-  std::vector<double> vless_sorted_ms;  // the counted VLESS header waits, sorted (the stall plot)
+  std::vector<double> vless_sorted_ms;     // the counted VLESS header waits, sorted (the stall plot)
   std::optional<double> max_vless_ms;
   std::string text;  // one line for the table
 };
@@ -118,8 +117,8 @@ std::string redact_links(std::string_view text);
 std::string format_markdown(const run_metadata& meta, const std::vector<path_result>& results);
 
 std::vector<path_result> analyze(const std::vector<path_spec>& paths, std::size_t baseline,
-                                 const std::vector<sample>& samples,
-                                 const vless_client_options& defaults, std::uint64_t seed);
+                                 const std::vector<sample>& samples, const vless_client_options& defaults,
+                                 std::uint64_t seed);
 
 std::string format_table(const std::vector<path_result>& results);
 // ns is the time to completion, or to the failure for ok = 0 (e.g. how long a timeout took).

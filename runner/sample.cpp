@@ -2,9 +2,7 @@
 
 namespace vlessbench::runner {
 
-std::string_view to_string(sample_mode m) {
-  return m == sample_mode::new_connection ? "new" : "reuse";
-}
+std::string_view to_string(sample_mode m) { return m == sample_mode::new_connection ? "new" : "reuse"; }
 
 bool is_route_mismatch(path_kind kind, route_kind route) {
   // A port forward or a TLS terminator may lead through VLESS (a client's dokodemo-door) or not

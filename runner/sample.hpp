@@ -27,8 +27,8 @@ struct sample {
   std::uint64_t seq = 0;
   std::int64_t ns = 0;  // elapsed until the response was read, or until the failure
   bool ok = false;
-  std::string error;    // why not ok: "connect: Connection refused", "status 502", ...
-  int status = 0;       // HTTP status when a response head arrived
+  std::string error;  // why not ok: "connect: Connection refused", "status 502", ...
+  int status = 0;     // HTTP status when a response head arrived
   route_label route;
   server_phases_ms timing;
   bool route_mismatch = false;
@@ -50,4 +50,3 @@ struct sample {
 bool is_route_mismatch(path_kind kind, route_kind route);
 
 }  // namespace vlessbench::runner
-

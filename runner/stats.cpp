@@ -43,8 +43,8 @@ std::optional<double> median(std::span<const double> values) {
   return median_in_place(v);
 }
 
-std::optional<interval> bootstrap_median_ci(std::span<const double> values, std::uint64_t seed,
-                                            int resamples, double level) {
+std::optional<interval> bootstrap_median_ci(std::span<const double> values, std::uint64_t seed, int resamples,
+                                            double level) {
   if (values.empty() || resamples < 1 || !(level > 0 && level < 1)) return std::nullopt;
   prng rng(seed);
   std::vector<double> medians;

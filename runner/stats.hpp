@@ -19,8 +19,8 @@ struct interval {
 };
 // Percentile bootstrap 95% CI of the median: `resamples` resamples with a fixed-seed PRNG so the
 // same data and seed give the same interval.
-std::optional<interval> bootstrap_median_ci(std::span<const double> values, std::uint64_t seed,
-                                            int resamples = 2000, double level = 0.95);
+std::optional<interval> bootstrap_median_ci(std::span<const double> values, std::uint64_t seed, int resamples = 2000,
+                                            double level = 0.95);
 
 struct summary {
   std::size_t n = 0;

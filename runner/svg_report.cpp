@@ -41,8 +41,8 @@ void draw_title(std::string& svg, const panel& p, const std::string& title, cons
          "\" text-anchor=\"middle\" font-size=\"15\" font-weight=\"bold\">" + esc(title) + "</text>\n";
   svg += "<text x=\"" + num(p.x + p.w / 2) + "\" y=\"" + num(p.y - 10) +
          "\" text-anchor=\"middle\" font-size=\"11\" fill=\"#555\" class=\"caption\">" + esc(note) + "</text>\n";
-  svg += "<rect x=\"" + num(p.x) + "\" y=\"" + num(p.y) + "\" width=\"" + num(p.w) + "\" height=\"" +
-         num(p.h) + "\" fill=\"none\" stroke=\"#888\"/>\n";
+  svg += "<rect x=\"" + num(p.x) + "\" y=\"" + num(p.y) + "\" width=\"" + num(p.w) + "\" height=\"" + num(p.h) +
+         "\" fill=\"none\" stroke=\"#888\"/>\n";
 }
 
 std::string stroke(std::size_t i) {
@@ -67,10 +67,10 @@ void draw_cdf(std::string& svg, const panel& p, const std::vector<const std::vec
   // y axis: share of samples
   for (int pct = 0; pct <= 100; pct += 25) {
     const double yy = p.y + p.h - p.h * pct / 100.0;
-    svg += "<line x1=\"" + num(p.x) + "\" y1=\"" + num(yy) + "\" x2=\"" + num(p.x + p.w) + "\" y2=\"" +
-           num(yy) + "\" stroke=\"#ddd\"" + (pct == 50 ? " stroke-dasharray=\"4 3\"" : "") + "/>\n";
-    svg += "<text x=\"" + num(p.x - 6) + "\" y=\"" + num(yy + 4) +
-           "\" text-anchor=\"end\" font-size=\"11\">" + std::to_string(pct) + "%</text>\n";
+    svg += "<line x1=\"" + num(p.x) + "\" y1=\"" + num(yy) + "\" x2=\"" + num(p.x + p.w) + "\" y2=\"" + num(yy) +
+           "\" stroke=\"#ddd\"" + (pct == 50 ? " stroke-dasharray=\"4 3\"" : "") + "/>\n";
+    svg += "<text x=\"" + num(p.x - 6) + "\" y=\"" + num(yy + 4) + "\" text-anchor=\"end\" font-size=\"11\">" +
+           std::to_string(pct) + "%</text>\n";
   }
   svg += "<text transform=\"translate(" + num(p.x - 44) + "," + num(p.y + p.h / 2) +
          ") rotate(-90)\" text-anchor=\"middle\" font-size=\"12\">share of samples &#8804; x</text>\n";
@@ -92,15 +92,15 @@ void draw_cdf(std::string& svg, const panel& p, const std::vector<const std::vec
   for (double t : log_ticks(std::pow(10.0, dlo), std::pow(10.0, dhi))) {
     const double xx = xpos(t);
     const bool decade = std::abs(std::log10(t) - std::round(std::log10(t))) < 1e-9;
-    svg += "<line x1=\"" + num(xx) + "\" y1=\"" + num(p.y) + "\" x2=\"" + num(xx) + "\" y2=\"" +
-           num(p.y + p.h) + "\" stroke=\"" + (decade ? "#ccc" : "#eee") + "\"/>\n";
-    svg += "<text x=\"" + num(xx) + "\" y=\"" + num(p.y + p.h + 16) +
-           "\" text-anchor=\"middle\" font-size=\"11\">" + tick_label(t) + "</text>\n";
+    svg += "<line x1=\"" + num(xx) + "\" y1=\"" + num(p.y) + "\" x2=\"" + num(xx) + "\" y2=\"" + num(p.y + p.h) +
+           "\" stroke=\"" + (decade ? "#ccc" : "#eee") + "\"/>\n";
+    svg += "<text x=\"" + num(xx) + "\" y=\"" + num(p.y + p.h + 16) + "\" text-anchor=\"middle\" font-size=\"11\">" +
+           tick_label(t) + "</text>\n";
   }
   if (threshold_ms > 0) {
     const double xx = xpos(threshold_ms);
-    svg += "<line class=\"threshold\" x1=\"" + num(xx) + "\" y1=\"" + num(p.y) + "\" x2=\"" + num(xx) +
-           "\" y2=\"" + num(p.y + p.h) + "\" stroke=\"#c00\" stroke-width=\"1.5\" stroke-dasharray=\"5 3\"/>\n";
+    svg += "<line class=\"threshold\" x1=\"" + num(xx) + "\" y1=\"" + num(p.y) + "\" x2=\"" + num(xx) + "\" y2=\"" +
+           num(p.y + p.h) + "\" stroke=\"#c00\" stroke-width=\"1.5\" stroke-dasharray=\"5 3\"/>\n";
     svg += "<text x=\"" + num(xx - 4) + "\" y=\"" + num(p.y + 14) +
            "\" text-anchor=\"end\" font-size=\"11\" fill=\"#c00\">stall threshold " + tick_label(threshold_ms) +
            " ms</text>\n";
@@ -118,8 +118,7 @@ void draw_cdf(std::string& svg, const panel& p, const std::vector<const std::vec
       prev_y = yy;
     }
     svg += "<polyline class=\"" + std::string(css_class) + "\" fill=\"none\" stroke-width=\"2\"" + stroke(i) +
-           " points=\"" + pts + "\"><title>" +
-           esc(names[i]) + "</title></polyline>\n";
+           " points=\"" + pts + "\"><title>" + esc(names[i]) + "</title></polyline>\n";
   }
 }
 
@@ -180,7 +179,8 @@ void draw_throughput_panel(std::string& svg, const panel& p, const std::string& 
     const int c = static_cast<int>(i % palette_size);
     for (double v : m.sorted_mbps)
       svg += "<circle cx=\"" + num(xpos(v), 2) + "\" cy=\"" + num(yy) + "\" r=\"4\" fill=\"" + palette[c] +
-             "\" fill-opacity=\"0.6\"><title>" + esc(results[i].name + " " + num(v, 1) + " MB/s") + "</title></circle>\n";
+             "\" fill-opacity=\"0.6\"><title>" + esc(results[i].name + " " + num(v, 1) + " MB/s") +
+             "</title></circle>\n";
     if (m.mbps)
       svg += "<line x1=\"" + num(xpos(m.mbps->median)) + "\" y1=\"" + num(yy - 9) + "\" x2=\"" +
              num(xpos(m.mbps->median)) + "\" y2=\"" + num(yy + 9) + "\" stroke-width=\"3\"" + stroke(i) + "/>\n";
@@ -196,9 +196,10 @@ captions captions_for(const run_metadata& meta) {
   const std::string_view t = meta.target;
   if (meta.bulk_bytes > 0) {
     const std::uint64_t b = meta.bulk_bytes;
-    const std::string size = b % (1ull << 30) == 0   ? std::to_string(b >> 30) + " GiB (" + std::to_string(b) + " bytes)"
-                             : b % (1ull << 20) == 0 ? std::to_string(b >> 20) + " MiB (" + std::to_string(b) + " bytes)"
-                                                     : std::to_string(b) + " bytes";
+    const std::string size = b % (1ull << 30) == 0 ? std::to_string(b >> 30) + " GiB (" + std::to_string(b) + " bytes)"
+                             : b % (1ull << 20) == 0
+                                 ? std::to_string(b >> 20) + " MiB (" + std::to_string(b) + " bytes)"
+                                 : std::to_string(b) + " bytes";
     return {"connect + path setup + GET /bytes/N (down) or POST /sink (up), " + size,
             "the same transfer of " + size + " on a tunnel kept open",
             "vlessbench: bulk throughput per path, " + size + " per sample"};
@@ -238,9 +239,8 @@ std::string render_svg(const run_metadata& meta, const std::vector<path_result>&
   const bool bulk = meta.bulk_bytes > 0;
   const std::string_view t = meta.target;
   const bool datagram = t.starts_with("udp://") || t.starts_with("dns://");
-  const bool stall_plot = !bulk && std::any_of(results.begin(), results.end(), [](const path_result& r) {
-    return !r.stall.vless_sorted_ms.empty();
-  });
+  const bool stall_plot = !bulk && std::any_of(results.begin(), results.end(),
+                                               [](const path_result& r) { return !r.stall.vless_sorted_ms.empty(); });
   const captions cap = captions_for(meta);
   const double width = 1200;
   const double stall_top = 580, stall_h = 200;
@@ -248,16 +248,15 @@ std::string render_svg(const run_metadata& meta, const std::vector<path_result>&
   const double height = legend_top + 30 + 20.0 * static_cast<double>(results.size()) + 20;
   std::string svg;
   svg += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width, 0) + "\" height=\"" +
-         num(height, 0) + "\" viewBox=\"0 0 " + num(width, 0) + " " + num(height, 0) +
+  svg += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width, 0) + "\" height=\"" + num(height, 0) +
+         "\" viewBox=\"0 0 " + num(width, 0) + " " + num(height, 0) +
          "\" font-family=\"Helvetica, Arial, sans-serif\">\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   svg += "<text x=\"20\" y=\"30\" font-size=\"18\" font-weight=\"bold\">" + esc(cap.title) + "</text>\n";
   svg += "<text x=\"20\" y=\"52\" font-size=\"12\" fill=\"#333\">" +
-         esc("run " + meta.run_id + " · " + meta.time_utc + " · host " + meta.host + " · target " +
-             meta.target + " · " + std::to_string(meta.new_count) + " new + " +
-             std::to_string(meta.reuse_count) + " reused per path after " +
-             plural(static_cast<std::size_t>(meta.warmup), "warm-up", "warm-ups") +
+         esc("run " + meta.run_id + " · " + meta.time_utc + " · host " + meta.host + " · target " + meta.target +
+             " · " + std::to_string(meta.new_count) + " new + " + std::to_string(meta.reuse_count) +
+             " reused per path after " + plural(static_cast<std::size_t>(meta.warmup), "warm-up", "warm-ups") +
              ", paths interleaved at random each round") +
          "</text>\n";
   std::string note = bulk ? "A dot further right is faster; the bar is the median. Each dot is one sample."
@@ -301,8 +300,8 @@ std::string render_svg(const run_metadata& meta, const std::vector<path_result>&
   for (std::size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];
     const double yy = legend_top + 32 + 20.0 * static_cast<double>(i);
-    svg += "<line x1=\"24\" y1=\"" + num(yy - 4) + "\" x2=\"54\" y2=\"" + num(yy - 4) +
-           "\" stroke-width=\"3\"" + stroke(i) + "/>\n";
+    svg += "<line x1=\"24\" y1=\"" + num(yy - 4) + "\" x2=\"54\" y2=\"" + num(yy - 4) + "\" stroke-width=\"3\"" +
+           stroke(i) + "/>\n";
     auto med = [bulk](const mode_result& m) {
       if (bulk) return m.mbps ? num(m.mbps->median, 1) : std::string("-");
       return m.latency ? num(m.latency->median, 3) : std::string("-");

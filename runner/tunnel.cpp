@@ -32,8 +32,7 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
     const auto results = resolver.resolve(host, std::to_string(port));
     // Prefer IPv4 like most clients' happy-eyeballs winners on loopback setups.
     for (const auto& r : results)
-      if (!plan.entry || (r.endpoint().address().is_v4() && plan.entry->address().is_v6()))
-        plan.entry = r.endpoint();
+      if (!plan.entry || (r.endpoint().address().is_v4() && plan.entry->address().is_v6())) plan.entry = r.endpoint();
     if (!plan.entry) plan.entry_error = "resolve " + host + ": no addresses";
   } catch (const std::system_error& e) {
     plan.entry_error = "resolve " + host + ": " + e.code().message();
@@ -43,12 +42,8 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
     case path_kind::forward:  // the forwarder dials the target; HTTP goes as if direct
     case path_kind::tun:      // the OS hands the socket to the client's TUN; HTTP as if direct
       break;
-    case path_kind::http_connect:
-      plan.proxy_request = format_connect_request(plan.target_authority);
-      break;
-    case path_kind::socks5:
-      plan.proxy_request = socks5_connect_request(target.host, target.port);
-      break;
+    case path_kind::http_connect: plan.proxy_request = format_connect_request(plan.target_authority); break;
+    case path_kind::socks5: plan.proxy_request = socks5_connect_request(target.host, target.port); break;
     case path_kind::tls: {
       // The terminator's certificate is not checked (self-signed on a bench): what is measured
       // is the handshake's cost, not its trust.
@@ -63,7 +58,8 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
       tls::client_options tls;
       tls.verify = !link.allow_insecure;
       tls.sni = !link.sni.empty() ? link.sni : (is_ip_literal(link.host) ? "" : link.host);
-      if (link.transport.kind == transport_kind::grpc) tls.alpn = "h2";  // gRPC is HTTP/2 (the server refuses http/1.1 there)
+      if (link.transport.kind == transport_kind::grpc)
+        tls.alpn = "h2";  // gRPC is HTTP/2 (the server refuses http/1.1 there)
       // mux=on: a command 3 connection; every sample a sub to the target (runner/mux_tunnel.hpp).
       // packetEncoding=xudp alone: UDP flows as one XUDP sub each on a connection of their own.
       const bool datagram = is_datagram(target.scheme);
@@ -97,8 +93,7 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
 }
 
 tunnel::tunnel(asio::any_io_executor ex, const path_plan& plan, std::chrono::milliseconds timeout)
-    : plan_(plan), socket_(ex), deadline_(ex, timeout),
-      scratch_(std::make_unique<char[]>(scratch_size)) {
+    : plan_(plan), socket_(ex), deadline_(ex, timeout), scratch_(std::make_unique<char[]>(scratch_size)) {
   in_.reserve(16 * 1024);
 }
 

@@ -29,7 +29,7 @@ struct path_plan {
   std::string target_authority;        // host:port of the HTTP target
   std::string target_host;             // the target as given (SOCKS5 UDP headers name it)
   std::uint16_t target_port = 0;
-  std::string proxy_request;           // CONNECT request or SOCKS5 CONNECT request
+  std::string proxy_request;  // CONNECT request or SOCKS5 CONNECT request
   // vless paths: TLS context, header, socket policy; for udp:// and dns:// targets the header
   // asks for the UDP command (2) to the target. tls paths: the same client, no header.
   vless::client_plan vless;
@@ -103,14 +103,14 @@ class tunnel : public std::enable_shared_from_this<tunnel> {
   awaitable<std::error_code> socket_read_some(char* data, std::size_t size, std::size_t& n);
   awaitable<std::error_code> read_more();  // appends to in_
   awaitable<maybe_failure> read_proxy_reply();
-  awaitable<maybe_failure> mux_connect();                        // mux_: TCP, TLS, header alone
+  awaitable<maybe_failure> mux_connect();                      // mux_: TCP, TLS, header alone
   awaitable<std::error_code> mux_open(std::string_view data);  // the sub's New frame with data
 
   const path_plan& plan_;
   tcp::socket socket_;
   std::optional<vless::client> vless_;  // vless paths, and tls paths (a bare TLS plan: no header)
-  std::unique_ptr<inner_tls> tls_;  // https:// targets, after start_tls()
-  bool wrote_ = false;              // anything written since open()
+  std::unique_ptr<inner_tls> tls_;      // https:// targets, after start_tls()
+  bool wrote_ = false;                  // anything written since open()
   op_deadline deadline_;
   bool open_ = false;
   bool reusable_ = true;

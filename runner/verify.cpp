@@ -31,8 +31,8 @@ struct log_entry {
 };
 
 std::optional<path_kind> kind_from_string(const std::string& s) {
-  for (auto k : {path_kind::direct, path_kind::http_connect, path_kind::socks5, path_kind::vless,
-                 path_kind::forward, path_kind::tun, path_kind::tls})
+  for (auto k : {path_kind::direct, path_kind::http_connect, path_kind::socks5, path_kind::vless, path_kind::forward,
+                 path_kind::tun, path_kind::tls})
     if (to_string(k) == s) return k;
   return std::nullopt;
 }
@@ -55,8 +55,7 @@ std::optional<std::uint64_t> as_u64(const nlohmann::json& j) {
 
 }  // namespace
 
-verify_report verify_run(const std::string& summary_json, const std::string& samples_csv,
-                         std::istream& access_log) {
+verify_report verify_run(const std::string& summary_json, const std::string& samples_csv, std::istream& access_log) {
   verify_report rep;
   const auto summary = nlohmann::json::parse(summary_json, nullptr, false);
   if (summary.is_discarded() || !summary.contains("run") || !summary["run"].contains("id"))
@@ -233,8 +232,7 @@ verify_report verify_run(const std::string& summary_json, const std::string& sam
     const auto kind = kinds.find(path);
     if (kind != kinds.end() && is_route_mismatch(kind->second, route_from_string(e.route))) {
       ++rep.route_mismatches;
-      problem(where + ": " + std::string(to_string(kind->second)) + " path, but the server saw route " +
-              e.route);
+      problem(where + ": " + std::string(to_string(kind->second)) + " path, but the server saw route " + e.route);
     }
     bool disagrees = false;
     if (e.path_label != path) {
@@ -282,8 +280,8 @@ verify_report verify_run(const std::string& summary_json, const std::string& sam
             std::to_string(datagrams_direct) + " direct datagrams");
   }
   for (auto& [path, views] : bulk)
-    rep.bulk.push_back({path, views.first.size(), stats::median(views.first).value_or(0),
-                        stats::median(views.second).value_or(0)});
+    rep.bulk.push_back(
+        {path, views.first.size(), stats::median(views.first).value_or(0), stats::median(views.second).value_or(0)});
   return rep;
 }
 
@@ -313,8 +311,7 @@ log_query run_log_query(const std::string& summary_json, std::chrono::seconds si
 std::string format_verify_report(const verify_report& r) {
   std::ostringstream o;
   o << "run " << r.run_id << ": " << r.samples << " samples, " << r.matched << " found in the access log";
-  if (r.datagram_event.empty())
-    o << " (" << r.log_requests << " logged requests of this run, warm-ups included)";
+  if (r.datagram_event.empty()) o << " (" << r.log_requests << " logged requests of this run, warm-ups included)";
   o << "\n";
   o << "  ok samples the server never saw: " << r.unseen_ok << "\n";
   o << "  failed samples the server never saw: " << r.unseen_failed << "\n";

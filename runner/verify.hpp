@@ -15,14 +15,14 @@ struct verify_report {
   std::string run_id;
   std::size_t samples = 0;
   std::size_t matched = 0;
-  std::size_t unseen_ok = 0;      // ok samples the server never logged: a problem
-  std::size_t unseen_failed = 0;  // failed samples the server never saw: expected for some failures
-  std::size_t route_mismatches = 0;  // the log's route contradicts the path's kind
-  std::size_t disagreements = 0;     // log and sample disagree on path, route, session or status
-  std::size_t log_requests = 0;      // http.request lines of this run
-  std::size_t log_unparsed = 0;      // lines that are not JSON
+  std::size_t unseen_ok = 0;          // ok samples the server never logged: a problem
+  std::size_t unseen_failed = 0;      // failed samples the server never saw: expected for some failures
+  std::size_t route_mismatches = 0;   // the log's route contradicts the path's kind
+  std::size_t disagreements = 0;      // log and sample disagree on path, route, session or status
+  std::size_t log_requests = 0;       // http.request lines of this run
+  std::size_t log_unparsed = 0;       // lines that are not JSON
   std::vector<std::string> problems;  // first few, human-readable
-  std::string daemon;  // set when the lines came from a daemon's GET /api/log: its URL and file
+  std::string daemon;                 // set when the lines came from a daemon's GET /api/log: its URL and file
   // banner:// runs: banner.connection lines (matched by the session each banner named; direct
   // samples by count, as a direct banner connection carries no label).
   std::size_t log_banners = 0;
@@ -41,15 +41,12 @@ struct verify_report {
   };
   std::vector<bulk_view> bulk;
 
-  bool ok() const {
-    return samples > 0 && unseen_ok == 0 && route_mismatches == 0 && disagreements == 0;
-  }
+  bool ok() const { return samples > 0 && unseen_ok == 0 && route_mismatches == 0 && disagreements == 0; }
 };
 
 // summary_json: the run's summary.json (run id and path kinds); samples_csv: its samples.csv.
 // Throws std::runtime_error when the run files are unusable.
-verify_report verify_run(const std::string& summary_json, const std::string& samples_csv,
-                         std::istream& access_log);
+verify_report verify_run(const std::string& summary_json, const std::string& samples_csv, std::istream& access_log);
 std::string format_verify_report(const verify_report& r);
 
 // What to ask a daemon's GET /api/log for this run (summary_json: its summary.json): the run's

@@ -51,7 +51,8 @@ awaitable<void> stream_log(tcp::socket& socket, const std::string& file, const l
   };
   auto work = [&]() -> awaitable<void> {
     if (f.fd < 0 || end < 0) {
-      const std::string body = "cannot read the access log " + file + ": " + std::strerror(f.fd < 0 ? open_errno : errno) + "\n";
+      const std::string body =
+          "cannot read the access log " + file + ": " + std::strerror(f.fd < 0 ? open_errno : errno) + "\n";
       co_await send(response_head(503, "text/plain", body.size()) + (head_only ? std::string() : body));
       co_return;
     }

@@ -167,15 +167,16 @@ awaitable<void> admin_server::accept_loop(std::shared_ptr<tcp::acceptor> accepto
       refused("evicted", "the oldest pending connection", "closed to admit " + format_endpoint(remote));
     asio::co_spawn(io_, handle(pending_, std::move(socket), std::move(ticket), limits.header_timeout),
                    [this, source](std::exception_ptr e) {
-      --connections_;
-      if (auto it = per_source_.find(source); it != per_source_.end() && --it->second == 0) per_source_.erase(it);
-      if (!e) return;
-      try {
-        std::rethrow_exception(e);
-      } catch (const std::exception& ex) {
-        spdlog::error("admin connection: unexpected exception: {}", ex.what());
-      }
-    });
+                     --connections_;
+                     if (auto it = per_source_.find(source); it != per_source_.end() && --it->second == 0)
+                       per_source_.erase(it);
+                     if (!e) return;
+                     try {
+                       std::rethrow_exception(e);
+                     } catch (const std::exception& ex) {
+                       spdlog::error("admin connection: unexpected exception: {}", ex.what());
+                     }
+                   });
   }
 }
 
@@ -201,10 +202,10 @@ void admin_server::log_refusal(const std::string& peer, std::string_view why) {
   refused_since_warning_ = 0;
 }
 
-awaitable<void> admin_server::handle(std::shared_ptr<pending_set> set, tcp::socket socket,
-                                     pending_set::ticket admitted, std::chrono::milliseconds head_timeout) {
+awaitable<void> admin_server::handle(std::shared_ptr<pending_set> set, tcp::socket socket, pending_set::ticket admitted,
+                                     std::chrono::milliseconds head_timeout) {
   pending_set::ticket ticket = std::move(admitted);  // leaves before the socket closes
-  (void)set;  // only kept alive
+  (void)set;                                         // only kept alive
   std::error_code ec;
   const auto remote = socket.remote_endpoint(ec);
   const std::string peer = ec ? std::string("?") : format_endpoint(remote);
@@ -297,10 +298,10 @@ awaitable<void> admin_server::handle(std::shared_ptr<pending_set> set, tcp::sock
       } else if (const auto why = log_unreadable(cfg->log.access)) {
         reply = response(409, "text/plain", *why, head);
       } else if (log_streams_ >= max_log_streams) {
-        reply = response(503, "text/plain",
-                         fmt::format("{} /api/log answers are streaming already: try again when they end\n",
-                                     log_streams_),
-                         head, "Retry-After: 5\r\n");
+        reply =
+            response(503, "text/plain",
+                     fmt::format("{} /api/log answers are streaming already: try again when they end\n", log_streams_),
+                     head, "Retry-After: 5\r\n");
       } else {
         log_request = q.value;
         log_file = cfg->log.access;

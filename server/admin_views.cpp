@@ -93,7 +93,9 @@ std::string format_metrics(const hub_snapshot& s, std::string_view version) {
   m.family("vlessbench_udp_echo_datagrams_total", "counter",
            "Datagrams the UDP echo took, by answer: full (route trailer), short (too short for it), none.");
   // Each family for the listeners it concerns: one that took a datagram, one that judged a query.
-  const auto echo_seen = [](const udp_answer_counters& c) { return c.echo_full + c.echo_short + c.echo_unanswered > 0; };
+  const auto echo_seen = [](const udp_answer_counters& c) {
+    return c.echo_full + c.echo_short + c.echo_unanswered > 0;
+  };
   const auto rrl_seen = [](const udp_answer_counters& c) { return c.rrl_answered + c.rrl_slipped + c.rrl_dropped > 0; };
   for (const auto& [name, c] : s.udp_answers) {
     if (!echo_seen(c)) continue;
@@ -128,8 +130,9 @@ std::string format_metrics(const hub_snapshot& s, std::string_view version) {
 
   // One series per configured listener, its kind and socket policy as labels (value 1), to join
   // the counters below on `listener`.
-  m.family("vlessbench_listener_info", "gauge",
-           "Always 1 per configured listener; labels: kind, address, socket policy (accepted and upstream), transport.");
+  m.family(
+      "vlessbench_listener_info", "gauge",
+      "Always 1 per configured listener; labels: kind, address, socket policy (accepted and upstream), transport.");
   for (const auto& l : s.listeners)
     m.sample("vlessbench_listener_info",
              label("listener", l.name) + "," + label("kind", l.kind) + "," + label("listen", l.listen) + "," +
@@ -161,7 +164,8 @@ std::string format_metrics(const hub_snapshot& s, std::string_view version) {
   for (const auto& [name, c] : s.counters)
     for (const auto& [reason, n] : c.rejects)
       m.sample("vlessbench_rejects_total", label("listener", name) + "," + label("reason", reason), std::to_string(n));
-  m.family("vlessbench_bytes_total", "counter", "Payload bytes, by direction (up: towards the daemon): relayed by VLESS sessions that closed; a target's "
+  m.family("vlessbench_bytes_total", "counter",
+           "Payload bytes, by direction (up: towards the daemon): relayed by VLESS sessions that closed; a target's "
            "requests and answers.");
   for (const auto& [name, c] : s.counters) {
     m.sample("vlessbench_bytes_total", label("listener", name) + ",direction=\"up\"", std::to_string(c.bytes_up));

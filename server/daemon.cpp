@@ -82,7 +82,8 @@ awaitable<void> memory_loop(runtime& rt, bool trims_heap) {
     const auto t0 = steady_clock::now();
     const int returned = ::malloc_trim(0);
     spdlog::debug("heap trim: {} pooled block(s) freed, {} connection(s) closed since the last; {} in {} us",
-                  buffer_pool::released() - released, peak - open, returned != 0 ? "memory returned" : "nothing to return",
+                  buffer_pool::released() - released, peak - open,
+                  returned != 0 ? "memory returned" : "nothing to return",
                   std::chrono::duration_cast<std::chrono::microseconds>(steady_clock::now() - t0).count());
     released = buffer_pool::released();
     peak = open;
@@ -104,8 +105,7 @@ daemon::daemon(std::shared_ptr<const config> cfg, std::optional<std::filesystem:
   target_.own_udp_ports = [this] { return own_udp_ports(); };
   // The index page reads the running config (bound ports, this generation's users and listeners) at
   // each request, on io_ as reloads are: a reload that renames or adds a listener shows at once.
-  target_.index = [this, cache = std::make_shared<index_cache>()](std::string_view target_name,
-                                                                   std::string_view host) {
+  target_.index = [this, cache = std::make_shared<index_cache>()](std::string_view target_name, std::string_view host) {
     try {
       return cache->get(rt_.cfg, target_name, host);
     } catch (const std::exception& e) {
@@ -123,10 +123,11 @@ daemon::daemon(std::shared_ptr<const config> cfg, std::optional<std::filesystem:
   // wildcard [[target]] is reachable through VLESS on loopback only, and a generated certificate
   // names loopback only.
   if (const int err = read_machine_addresses().error; err != 0)
-    spdlog::error("cannot read this machine's addresses (getifaddrs: {}): VLESS sessions to a [[target]] on a "
-                  "wildcard address will be refused (dest_not_allowed) except through loopback; under systemd "
-                  "the unit's RestrictAddressFamilies must include AF_NETLINK",
-                  std::strerror(err));
+    spdlog::error(
+        "cannot read this machine's addresses (getifaddrs: {}): VLESS sessions to a [[target]] on a "
+        "wildcard address will be refused (dest_not_allowed) except through loopback; under systemd "
+        "the unit's RestrictAddressFamilies must include AF_NETLINK",
+        std::strerror(err));
   if (tls::ensure_certificate(rt_.cfg->tls))
     spdlog::info("generated a self-signed certificate: {} (key {})", rt_.cfg->tls.cert, rt_.cfg->tls.key);
   tls_ = std::make_shared<asio::ssl::context>(tls::make_server_context(rt_.cfg->tls));
@@ -204,9 +205,8 @@ std::shared_ptr<daemon::listener> daemon::open_listener(const planned_listener& 
 }
 
 void daemon::start_accepting(const std::shared_ptr<listener>& l) {
-  asio::co_spawn(io_, accept_loop(l), [name = l->state->name](std::exception_ptr e) {
-    log_exception(e, "accept loop " + name);
-  });
+  asio::co_spawn(io_, accept_loop(l),
+                 [name = l->state->name](std::exception_ptr e) { log_exception(e, "accept loop " + name); });
 }
 
 awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
@@ -233,8 +233,7 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
       const auto now = steady_clock::now();
       if (!out_of_fds || now - last_shed_warning_ >= std::chrono::seconds(1)) {
         spdlog::warn("{} {}: accept: {}{}", to_string(state->kind), state->name, ec.message(),
-                     shed_count_ ? fmt::format(" ({} connection(s) closed at once since the last warning)",
-                                               shed_count_)
+                     shed_count_ ? fmt::format(" ({} connection(s) closed at once since the last warning)", shed_count_)
                                  : std::string());
         if (out_of_fds) {
           last_shed_warning_ = now;
@@ -248,18 +247,17 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
       continue;
     }
     if (state->kind == listener_kind::banner) {
-      asio::co_spawn(io_,
-                     target::serve_banner(target_, state, std::move(socket), peer,
-                                          admit_pending(*state, io_.get_executor())),
-                     [](std::exception_ptr e) { log_exception(e, "banner connection"); });
+      asio::co_spawn(
+          io_, target::serve_banner(target_, state, std::move(socket), peer, admit_pending(*state, io_.get_executor())),
+          [](std::exception_ptr e) { log_exception(e, "banner connection"); });
       continue;
     }
     if (!vless) {
-      asio::co_spawn(io_,
-                     target::serve_connection(target_, state, std::move(socket), peer,
-                                              admit_pending(*state, io_.get_executor()),
-                                              state->kind == listener_kind::https ? tls_ : nullptr),
-                     [](std::exception_ptr e) { log_exception(e, "target connection"); });
+      asio::co_spawn(
+          io_,
+          target::serve_connection(target_, state, std::move(socket), peer, admit_pending(*state, io_.get_executor()),
+                                   state->kind == listener_kind::https ? tls_ : nullptr),
+          [](std::exception_ptr e) { log_exception(e, "target connection"); });
       continue;
     }
     // Only authorised sessions count against max_sessions (silent connections wait in the pending
@@ -319,9 +317,10 @@ pending_set::ticket daemon::admit_pending(const listener_runtime& l, const asio:
     evicted_count_ += evicted;
     // At most once a second: under a flood of silent connections this would be a line each.
     if (const auto now = steady_clock::now(); now - last_evict_warning_ >= std::chrono::seconds(1)) {
-      spdlog::warn("{} {}: {} pending connection(s) closed to admit newer ones (pending cap {}: [limits] "
-                   "max_pending, at most half the descriptor limit)",
-                   to_string(l.kind), l.name, evicted_count_, cap);
+      spdlog::warn(
+          "{} {}: {} pending connection(s) closed to admit newer ones (pending cap {}: [limits] "
+          "max_pending, at most half the descriptor limit)",
+          to_string(l.kind), l.name, evicted_count_, cap);
       last_evict_warning_ = now;
       evicted_count_ = 0;
     }
@@ -353,10 +352,8 @@ bool daemon::shed_connection(listener& l) {
       peer.resize(len);
     }
     const auto client = format_endpoint(peer);
-    const vless_reject_event event{.listener = l.state->name,
-                                   .client = client,
-                                   .reason = to_string(reject_code::fd_exhausted),
-                                   .phase = "accept"};
+    const vless_reject_event event{
+        .listener = l.state->name, .client = client, .reason = to_string(reject_code::fd_exhausted), .phase = "accept"};
     rt_.events.emit(event);
   }
   return true;
@@ -381,15 +378,19 @@ void daemon::publish_listeners() {
   std::vector<listener_view> views;
   for (const auto& l : listeners_) {
     const auto& st = *l->state;
-    listener_view v{std::string(to_string(st.kind)), st.name, format_endpoint(st.endpoint), policy_text(st.tcp.load()),
-                    st.kind == listener_kind::vless ? policy_text(st.upstream_tcp.load()) : std::string(), ""};
+    listener_view v{std::string(to_string(st.kind)),
+                    st.name,
+                    format_endpoint(st.endpoint),
+                    policy_text(st.tcp.load()),
+                    st.kind == listener_kind::vless ? policy_text(st.upstream_tcp.load()) : std::string(),
+                    ""};
     if (st.kind == listener_kind::vless) v.transport = std::string(to_string(st.transport.kind));
     views.push_back(std::move(v));
   }
   // The UDP listeners have no TCP socket policy; the DNS responder's TCP half shares its port.
   for (const auto& u : udp_targets_)
-    views.push_back({"udp", u->name(), format_endpoint(tcp::endpoint(u->endpoint().address(), u->endpoint().port())),
-                     "", "", ""});
+    views.push_back(
+        {"udp", u->name(), format_endpoint(tcp::endpoint(u->endpoint().address(), u->endpoint().port())), "", "", ""});
   for (const auto& d : dns_) views.push_back({"dns", d->name(), format_endpoint(d->endpoint()), "", "", ""});
   rt_.hub.set_listeners(rt_.generation, std::move(views));
 }
@@ -418,18 +419,19 @@ void daemon::write_ports_file() const {
 std::vector<std::string> daemon::describe_listeners() const {
   std::vector<std::string> out;
   for (const auto& l : listeners_)
-    out.push_back(std::string(to_string(l->state->kind)) + " " + l->state->name + " " + format_endpoint(l->state->endpoint));
+    out.push_back(std::string(to_string(l->state->kind)) + " " + l->state->name + " " +
+                  format_endpoint(l->state->endpoint));
   for (const auto& d : dns_) out.push_back("dns " + d->name() + " " + format_endpoint(d->endpoint()));
   for (const auto& u : udp_targets_)
-    out.push_back("udp_target " + u->name() + " " + format_endpoint(tcp::endpoint(u->endpoint().address(), u->endpoint().port())));
+    out.push_back("udp_target " + u->name() + " " +
+                  format_endpoint(tcp::endpoint(u->endpoint().address(), u->endpoint().port())));
   return out;
 }
 
 int daemon::run() {
   {
     const auto& written = *rt_.cfg;
-    for (const auto& l : listeners_of(written))
-      listeners_.push_back(open_listener(l));
+    for (const auto& l : listeners_of(written)) listeners_.push_back(open_listener(l));
     for (const auto& u : written.udp_target) udp_targets_.push_back(open_udp_target(u));
     for (const auto& d : written.dns) dns_.push_back(open_dns(d));
   }

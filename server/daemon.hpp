@@ -88,8 +88,8 @@ class daemon {
   std::vector<std::unique_ptr<worker>> workers_;
   std::size_t next_context_ = 0;
   runtime rt_;
-  target::target_context target_{rt_.log, rt_.routes, rt_.connections, rt_.stopping,
-                                 [this] { return rt_.cfg->limits; }, rt_.hub};
+  target::target_context target_{rt_.log, rt_.routes, rt_.connections, rt_.stopping, [this] { return rt_.cfg->limits; },
+                                 rt_.hub};
   std::vector<std::uint16_t> own_udp_ports() const;
   std::optional<std::filesystem::path> config_file_;
   std::optional<std::filesystem::path> ports_file_;

@@ -43,8 +43,7 @@ std::shared_ptr<target::udp_echo_target> daemon::open_udp_target(const udp_liste
   if (!ec) sock.bind(c.listen, ec);
   if (ec)
     throw std::runtime_error(fmt::format("udp_target listener \"{}\" cannot bind {}: {}", c.name,
-                                         format_endpoint(as_tcp(c.listen)),
-                                         ec.message()));
+                                         format_endpoint(as_tcp(c.listen)), ec.message()));
   return std::make_shared<target::udp_echo_target>(target_, c.name, std::move(sock));
 }
 

@@ -29,8 +29,8 @@ share_link listener_link(const vless_listener_config& l, const user_config& u, c
 }
 
 target::qr_matrix qr_modules(const std::string& text) {
-  std::unique_ptr<QRcode, void (*)(QRcode*)> qr(
-      QRcode_encodeString(text.c_str(), 0, QR_ECLEVEL_L, QR_MODE_8, 1), QRcode_free);
+  std::unique_ptr<QRcode, void (*)(QRcode*)> qr(QRcode_encodeString(text.c_str(), 0, QR_ECLEVEL_L, QR_MODE_8, 1),
+                                                QRcode_free);
   if (!qr) throw std::runtime_error("QR encoding failed for a " + std::to_string(text.size()) + "-byte link");
   target::qr_matrix m;
   m.width = qr->width;
@@ -57,8 +57,8 @@ std::string terminal_qr(const std::string& text) {
 }
 
 std::string transport_words(const transport_spec& t) {
-  const bool wrapped = t.kind == transport_kind::ws || t.kind == transport_kind::httpupgrade ||
-                       t.kind == transport_kind::grpc;
+  const bool wrapped =
+      t.kind == transport_kind::ws || t.kind == transport_kind::httpupgrade || t.kind == transport_kind::grpc;
   return std::string(to_string(t.kind)) + (wrapped && !t.tls ? " over plain TCP" : "");
 }
 
@@ -91,8 +91,10 @@ target::index_content index_content_of(const config& cfg, std::string_view liste
   if (t == cfg.target.end() || !t->index_links) return c;
   c.links = true;
   c.host = t->index_host.empty() ? std::string(host) : t->index_host;
-  if (cfg.vless.empty()) c.problem = "this daemon has no [[vless]] listener";
-  else if (cfg.users.empty()) c.problem = "this daemon has no [[users]]";
+  if (cfg.vless.empty())
+    c.problem = "this daemon has no [[vless]] listener";
+  else if (cfg.users.empty())
+    c.problem = "this daemon has no [[users]]";
   for (const auto& l : cfg.vless) {
     if (l.listen.port() == 0) continue;  // not bound (a config not yet running): no port to dial
     for (const auto& [user, link] : listener_links(l, cfg, c.host, links_options{}.sni)) {
@@ -160,12 +162,13 @@ void print_links(std::ostream& out, const config& cfg, const links_options& opts
       client_entry_options entry;
       entry.fingerprint = fingerprint;
       if (fingerprint.empty() && !cfg.tls.cert.empty())
-        entry.fingerprint_note = "none yet: " + cfg.tls.cert +
-                                 " is made at the daemon's first start; run links again after it for the pin";
+        entry.fingerprint_note =
+            "none yet: " + cfg.tls.cert + " is made at the daemon's first start; run links again after it for the pin";
       out << "Clash / mihomo (proxies:):\n" << mihomo_proxy(link, entry) << "\n";
       out << "sing-box (outbounds):\n" << singbox_outbound(link, entry) << "\n\n";
       // v2ray (v2fly) has no Vision: the entry is Xray's alone.
-      out << (with_flow ? "Xray (outbounds):\n" : "v2ray / Xray (outbounds):\n") << v2ray_outbound(link, entry) << "\n\n";
+      out << (with_flow ? "Xray (outbounds):\n" : "v2ray / Xray (outbounds):\n") << v2ray_outbound(link, entry)
+          << "\n\n";
     }
   }
 }

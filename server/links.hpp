@@ -15,9 +15,9 @@
 namespace vlessbench {
 
 struct links_options {
-  std::string host;        // address clients dial; empty: the listener's own (must not be 0.0.0.0)
+  std::string host;  // address clients dial; empty: the listener's own (must not be 0.0.0.0)
   std::string sni = "localhost";
-  bool qr = true;          // terminal QR code of each share link
+  bool qr = true;  // terminal QR code of each share link
 };
 
 // The share link of one listener for one user: its transport's type, path, host and early data.
@@ -48,8 +48,7 @@ target::index_content index_content_of(const config& cfg, std::string_view liste
 // new one), target and host, so a browser's reloads of the page cost a copy, not the QR codes.
 class index_cache {
  public:
-  target::index_content get(const std::shared_ptr<const config>& cfg, std::string_view listener,
-                            std::string_view host);
+  target::index_content get(const std::shared_ptr<const config>& cfg, std::string_view listener, std::string_view host);
 
  private:
   struct entry {

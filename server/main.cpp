@@ -38,8 +38,12 @@ void inject_fault_at_start() {
   injected_block = std::malloc(4096);  // the only pointer to it is dropped: LeakSanitizer at exit
   injected_block = nullptr;
 #elif defined(VLESSBENCH_INJECT_FAULT_RACE)
-  std::thread a([] { for (int i = 0; i < 1000; ++i) injected_counter = injected_counter + 1; });
-  std::thread b([] { for (int i = 0; i < 1000; ++i) injected_counter = injected_counter + 1; });
+  std::thread a([] {
+    for (int i = 0; i < 1000; ++i) injected_counter = injected_counter + 1;
+  });
+  std::thread b([] {
+    for (int i = 0; i < 1000; ++i) injected_counter = injected_counter + 1;
+  });
   a.join();
   b.join();
 #endif
@@ -64,8 +68,10 @@ int check(const std::string& file) {
       std::cerr << file << ": " << cert.message << "\n";
       return 1;
     }
-    if (cert.result == state::will_generate) std::cerr << file << ": " << cert.message << "\n";
-    else (void)vlessbench::tls::make_server_context(cfg.tls);
+    if (cert.result == state::will_generate)
+      std::cerr << file << ": " << cert.message << "\n";
+    else
+      (void)vlessbench::tls::make_server_context(cfg.tls);
   } catch (const vlessbench::config_error& e) {
     for (const auto& err : e.errors()) std::cerr << err << "\n";
     return 1;
@@ -105,9 +111,10 @@ void resolve_from_ports_file(vlessbench::config& cfg, const std::string& path) {
 }
 
 int run(int argc, char** argv) {
-  CLI::App app{"vlessbenchd: the VLESS side of proxy-client tests: VLESS listeners (TLS, WebSocket, HTTPUpgrade, "
-               "gRPC) with per-listener TCP_NODELAY/TCP_QUICKACK policies and the targets they reach (HTTP, HTTPS, "
-               "banner, UDP echo, DNS), with an access log that proves each answer's route"};
+  CLI::App app{
+      "vlessbenchd: the VLESS side of proxy-client tests: VLESS listeners (TLS, WebSocket, HTTPUpgrade, "
+      "gRPC) with per-listener TCP_NODELAY/TCP_QUICKACK policies and the targets they reach (HTTP, HTTPS, "
+      "banner, UDP echo, DNS), with an access log that proves each answer's route"};
   std::string config_file;
   bool check_only = false;
   app.add_option("-c,--config", config_file, "TOML config file (default: embedded loopback default)");

@@ -248,8 +248,7 @@ class mux_relay {
             c->wake.cancel();
         }
         break;
-      case mux::action::ignore:
-        break;
+      case mux::action::ignore: break;
       case mux::action::refuse:
         log_refusal(f, d.reason);
         emit_end(f.id, true);

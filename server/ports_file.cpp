@@ -31,16 +31,20 @@ std::vector<std::string> resolve_ports(config& c, const bound_ports& bound) {
   std::vector<std::string> missing;
   auto resolve = [&](const std::string& name, auto& listen) {
     if (listen.port() != 0) return;
-    if (const auto ep = bound_under(bound, name)) listen.port(ep->port());
-    else missing.push_back(name);
+    if (const auto ep = bound_under(bound, name))
+      listen.port(ep->port());
+    else
+      missing.push_back(name);
   };
   for (auto& v : c.vless) resolve(v.name, v.listen);
   for (auto& t : c.target) resolve(t.name, t.listen);
   for (auto& u : c.udp_target) resolve(u.name, u.listen);
   for (auto& d : c.dns) resolve(d.name, d.listen);
   if (c.admin.listen && c.admin.listen->port() == 0) {
-    if (bound.admin) c.admin.listen->port(bound.admin->port());
-    else missing.emplace_back("admin");
+    if (bound.admin)
+      c.admin.listen->port(bound.admin->port());
+    else
+      missing.emplace_back("admin");
   }
   return missing;
 }

@@ -33,8 +33,9 @@ bool clash(const bound_socket& a, const bound_socket& b) {
 
 template <class Endpoint>
 bound_socket socket_of(int protocols, std::string_view kind, const std::string& name, const Endpoint& ep) {
-  return {protocols, ep.address(), ep.port(),
-          fmt::format("{} \"{}\" on {}", kind, name, format_endpoint(asio::ip::tcp::endpoint(ep.address(), ep.port())))};
+  return {
+      protocols, ep.address(), ep.port(),
+      fmt::format("{} \"{}\" on {}", kind, name, format_endpoint(asio::ip::tcp::endpoint(ep.address(), ep.port())))};
 }
 
 // New sockets are bound before the commit, old ones closed at it: a new one on the port of one the
@@ -52,9 +53,10 @@ std::optional<std::string> blocked_by_closing(const reload_plan& plan) {
   for (const auto& o : opening)
     for (const auto& c : closing)
       if (clash(o, c))
-        return fmt::format("{} needs the port of {}, which this reload closes: close that one in a reload "
-                           "of its own first",
-                           o.what, c.what);
+        return fmt::format(
+            "{} needs the port of {}, which this reload closes: close that one in a reload "
+            "of its own first",
+            o.what, c.what);
   return std::nullopt;
 }
 
@@ -89,7 +91,9 @@ std::vector<std::ptrdiff_t> match_listeners(const std::vector<Listener>& running
 template <class Listener>
 void plan_sockets(const std::vector<Listener>& running, const std::vector<Listener>& wanted, std::string_view kind,
                   reload_plan::socket_changes<Listener>& out, std::vector<std::string>& changes) {
-  auto endpoint_text = [](const Listener& l) { return format_endpoint(asio::ip::tcp::endpoint(l.listen.address(), l.listen.port())); };
+  auto endpoint_text = [](const Listener& l) {
+    return format_endpoint(asio::ip::tcp::endpoint(l.listen.address(), l.listen.port()));
+  };
   const auto match = match_listeners(running, wanted);
   std::vector<bool> kept(running.size(), false);
   for (std::size_t w = 0; w < wanted.size(); ++w) {
@@ -162,11 +166,11 @@ reload_plan plan_reload(const config& current, const config& next) {
     // policies, which it leaves as they were.
     const bool transport = from.transport != to.transport;
     if (from.tcp != to.tcp || from.upstream_tcp != to.upstream_tcp || from.name != to.name || transport)
-      plan.changes.push_back(fmt::format(
-          "{} \"{}\" on {}: {} -> {}{}{}", to_string(from.kind), to.name, format_endpoint(from.listen),
-          policy_text(from.tcp), policy_text(to.tcp),
-          from.kind == listener_kind::vless ? " (upstream " + policy_text(to.upstream_tcp) + ")" : "",
-          transport ? "; transport " + describe(from.transport) + " -> " + describe(to.transport) : ""));
+      plan.changes.push_back(
+          fmt::format("{} \"{}\" on {}: {} -> {}{}{}", to_string(from.kind), to.name, format_endpoint(from.listen),
+                      policy_text(from.tcp), policy_text(to.tcp),
+                      from.kind == listener_kind::vless ? " (upstream " + policy_text(to.upstream_tcp) + ")" : "",
+                      transport ? "; transport " + describe(from.transport) + " -> " + describe(to.transport) : ""));
   }
   for (const auto& [from, to] : plan.take_over)
     plan.changes.push_back(fmt::format("{} \"{}\" on {} is now {} \"{}\" ({})", to_string(from.kind), from.name,
@@ -174,8 +178,8 @@ reload_plan plan_reload(const config& current, const config& next) {
   for (const auto& l : plan.close)
     plan.changes.push_back(fmt::format("closed {} \"{}\" on {}", to_string(l.kind), l.name, format_endpoint(l.listen)));
   for (const auto& l : plan.open)
-    plan.changes.push_back(
-        fmt::format("opened {} \"{}\" on {} ({})", to_string(l.kind), l.name, format_endpoint(l.listen), policy_text(l.tcp)));
+    plan.changes.push_back(fmt::format("opened {} \"{}\" on {} ({})", to_string(l.kind), l.name,
+                                       format_endpoint(l.listen), policy_text(l.tcp)));
 
   plan_sockets(current.udp_target, next.udp_target, "udp_target", plan.udp_targets, plan.changes);
   plan_sockets(current.dns, next.dns, "dns", plan.dns, plan.changes);
@@ -192,8 +196,7 @@ reload_plan plan_reload(const config& current, const config& next) {
   const bool admin_kept = next.admin.listen && current.admin.listen && next.admin.listen->port() == 0 &&
                           next.admin.listen->address() == current.admin.listen->address();
   plan.admin_rebind = !admin_kept && next.admin.listen != current.admin.listen;
-  if (plan.admin_rebind)
-    plan.changes.push_back("admin " + admin_text(current.admin) + " -> " + admin_text(next.admin));
+  if (plan.admin_rebind) plan.changes.push_back("admin " + admin_text(current.admin) + " -> " + admin_text(next.admin));
   if (next.admin.token != current.admin.token) plan.changes.emplace_back("admin token changed");
   if (next.admin.header_timeout != current.admin.header_timeout ||
       next.admin.max_connections != current.admin.max_connections ||

@@ -20,7 +20,7 @@ struct planned_listener {
   std::string name;
   asio::ip::tcp::endpoint listen;
   tcp_policy tcp;
-  tcp_policy upstream_tcp;  // a target's is its tcp (it dials nothing)
+  tcp_policy upstream_tcp;   // a target's is its tcp (it dials nothing)
   transport_spec transport;  // a vless listener's (applies to connections accepted after a reload)
   bool operator==(const planned_listener&) const = default;
 };
@@ -74,8 +74,8 @@ struct reload_plan {
   bool log_queue_changed = false;
 
   // What the "reload ok" line lists, in order: listeners updated, taken over, closed, opened, admin
-  // listener and token, then log queue, log level, user count. The daemon appends what only applying can tell (sessions of
-  // removed users ended).
+  // listener and token, then log queue, log level, user count. The daemon appends what only applying can tell (sessions
+  // of removed users ended).
   std::vector<std::string> changes;
 };
 

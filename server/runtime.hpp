@@ -34,7 +34,7 @@ struct runtime {
   pending_set pending;                // thread-safe: connections not yet admitted ([limits] max_pending)
   std::atomic<std::uint64_t> next_session_id{1};
   std::atomic<std::size_t> vless_sessions{0};  // authorised sessions ([limits] max_sessions)
-  refusal_tally refusals;   // thread-safe: vless refusals for the human log (server/refusal_log.hpp)
+  refusal_tally refusals;                      // thread-safe: vless refusals for the human log (server/refusal_log.hpp)
   client_registry clients;  // thread-safe: per source address and connection ([limits] max_*_per_client)
   std::atomic<bool> stopping{false};
 };

@@ -1,14 +1,15 @@
 #pragma once
 // sing-mux (sing-box's and mihomo's multiplex; a VLESS TCP request to sp.mux.sing-box.arpa) inside a session
 // (server/vless_session.hpp; docs/sessions.md "sing-mux"): the pure translator core/runtime/sing_mux_bridge.hpp
-// turns the client's smux/yamux/h2mux streams (h2mux's HTTP/2 on server/sing_mux_h2.hpp) into the Mux.Cool frames the relay of server/mux_session.hpp serves,
-// and that relay's frames back. So every stream is a sub of the session as a Mux.Cool sub is, through the same
-// dialer, destination policy, per-sub bounds, client budget, vless.sub line and `sub=N` route; only the wire
-// differs. This file moves bytes: the relay reads and writes a stream of Mux.Cool bytes (relay_stream) whose
-// other side is the client's transport, one reader of the client (see reader() for when it waits), one
-// writer towards the client (the relay's frames and the translator's own answers: yamux ACKs, pongs,
-// window updates), and the translator's refusals as vless.sub lines. A write waits while the translator holds more than sing_mux_held_limit bytes for windows the client
-// has not opened: the relay's writer then waits too, as it does for a client that reads slowly.
+// turns the client's smux/yamux/h2mux streams (h2mux's HTTP/2 on server/sing_mux_h2.hpp) into the Mux.Cool frames the
+// relay of server/mux_session.hpp serves, and that relay's frames back. So every stream is a sub of the session as a
+// Mux.Cool sub is, through the same dialer, destination policy, per-sub bounds, client budget, vless.sub line and
+// `sub=N` route; only the wire differs. This file moves bytes: the relay reads and writes a stream of Mux.Cool bytes
+// (relay_stream) whose other side is the client's transport, one reader of the client (see reader() for when it waits),
+// one writer towards the client (the relay's frames and the translator's own answers: yamux ACKs, pongs, window
+// updates), and the translator's refusals as vless.sub lines. A write waits while the translator holds more than
+// sing_mux_held_limit bytes for windows the client has not opened: the relay's writer then waits too, as it does for a
+// client that reads slowly.
 #include <memory>
 #include <string>
 #include <utility>
@@ -78,7 +79,7 @@ class sing_mux_relay {
     std::uint64_t& bytes_down;
     bool& down_writing;
     relay_stream client;
-    std::vector<char> buf = std::vector<char>(1);  // the relay takes no payload of its own: the bridge has it
+    std::vector<char> buf = std::vector<char>(1);        // the relay takes no payload of its own: the bridge has it
     static constexpr bool ends_after_client_end = true;  // a stream half-closed by the client still gets a FIN
     void touch() { s.touch(); }
     std::int64_t now_us() const { return s.now_us(); }
@@ -92,8 +93,8 @@ class sing_mux_relay {
                 [max = s.cfg->limits.max_mux_subs] {
                   return std::make_unique<sing_mux_h2>(static_cast<std::uint32_t>(max));
                 }),
-        view_{s,        s.rt,     s.listener, s.cfg,       s.listener_name, s.info, s.budget, s.reason, s.bytes_up,
-              s.bytes_down, s.down_writing, relay_stream(*this)},
+        view_{s,        s.rt,     s.listener, s.cfg,        s.listener_name, s.info,
+              s.budget, s.reason, s.bytes_up, s.bytes_down, s.down_writing,  relay_stream(*this)},
         relay_(view_, 0),
         ready_(ex_, steady_clock::time_point::max()),
         written_(ex_, steady_clock::time_point::max()),
@@ -264,8 +265,8 @@ class sing_mux_relay {
       } else {
         bytes = bridge_.seal(std::move(bytes));
       }
-      auto [ec, n] = co_await asio::async_write(s_.client, asio::buffer(bytes), transfer_all_unchunked{},
-                                                as_tuple_awaitable);
+      auto [ec, n] =
+          co_await asio::async_write(s_.client, asio::buffer(bytes), transfer_all_unchunked{}, as_tuple_awaitable);
       if (ec) {
         if (s_.reason == close_reason::client_eof) s_.reason = close_reason::client_error;
         stop();
@@ -301,14 +302,14 @@ class sing_mux_relay {
   sing_mux::bridge bridge_;
   view view_;
   mux_relay<view> relay_;
-  asio::steady_timer ready_;        // the writer waits here for bytes
-  asio::steady_timer written_;      // writes from the relay wait here for theirs to go
+  asio::steady_timer ready_;            // the writer waits here for bytes
+  asio::steady_timer written_;          // writes from the relay wait here for theirs to go
   asio::steady_timer for_relay_ready_;  // the relay's reads wait here for translated bytes
   asio::steady_timer reader_wake_;      // the reader (without windows) waits here for the relay to read
   asio::steady_timer tasks_done_;       // join() waits here for the writer and the reader
-  std::string first_;               // the payload that came with the VLESS header
-  std::string for_relay_;           // Mux.Cool bytes the relay has not read yet
-  std::string out_;                 // bytes for the client
+  std::string first_;                   // the payload that came with the VLESS header
+  std::string for_relay_;               // Mux.Cool bytes the relay has not read yet
+  std::string out_;                     // bytes for the client
   std::uint64_t queued_ = 0, written_seq_ = 0;
   std::size_t relay_header_left_ = vless::response_header.size();
   std::size_t tasks_ = 0;

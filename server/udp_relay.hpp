@@ -26,14 +26,13 @@ using udp = asio::ip::udp;
 // The UDP side of a session. The route entry goes before the socket, as for TCP
 // upstreams.
 struct udp_upstream {
-  explicit udp_upstream(const asio::any_io_executor &ex) : socket(ex) {}
+  explicit udp_upstream(const asio::any_io_executor& ex) : socket(ex) {}
   udp::socket socket;
   std::optional<route_registration> reg;
-  std::uint64_t packets_up = 0;   // datagrams sent to the destination
-  std::uint64_t packets_down = 0; // datagrams relayed back to the client
+  std::uint64_t packets_up = 0;    // datagrams sent to the destination
+  std::uint64_t packets_down = 0;  // datagrams relayed back to the client
   void close() {
-    if (reg)
-      reg->release();
+    if (reg) reg->release();
     std::error_code ignored;
     socket.close(ignored);
   }
@@ -43,9 +42,9 @@ struct udp_upstream {
 // A length over the cap or a stream that ends inside a packet ends the session
 // with that reason.
 template <class Session>
-awaitable<void> udp_client_to_upstream(Session &s, std::size_t pending) {
-  auto &up = *s.udp_up;
-  std::string acc(s.buf.data(), pending); // bounded: < one packet + one read
+awaitable<void> udp_client_to_upstream(Session& s, std::size_t pending) {
+  auto& up = *s.udp_up;
+  std::string acc(s.buf.data(), pending);  // bounded: < one packet + one read
   std::vector<char>().swap(s.buf);
   for (;;) {
     std::size_t at = 0;
@@ -56,14 +55,11 @@ awaitable<void> udp_client_to_upstream(Session &s, std::size_t pending) {
         up.close();
         co_return;
       }
-      if (!p.complete())
-        break;
+      if (!p.complete()) break;
       at += p.consumed;
       s.touch();
-      auto [ec, n] = co_await up.socket.async_send(
-          asio::buffer(p.value.data(), p.value.size()), as_tuple_awaitable);
-      if (ec == asio::error::connection_refused)
-        continue; // an ICMP error for an earlier datagram
+      auto [ec, n] = co_await up.socket.async_send(asio::buffer(p.value.data(), p.value.size()), as_tuple_awaitable);
+      if (ec == asio::error::connection_refused) continue;  // an ICMP error for an earlier datagram
       if (ec) {
         s.reason = s.upstream_ended(close_reason::upstream_error);
         std::error_code ignored;
@@ -74,11 +70,10 @@ awaitable<void> udp_client_to_upstream(Session &s, std::size_t pending) {
       s.bytes_up += n;
     }
     acc.erase(0, at);
-    if (s.upstream_done)
-      co_return;
+    if (s.upstream_done) co_return;
     buffer_pool::block block = buffer_pool::get();
-    auto [ec, n] = co_await s.client.async_read_some(
-        asio::buffer(block.get(), buffer_pool::block_size), as_tuple_awaitable);
+    auto [ec, n] =
+        co_await s.client.async_read_some(asio::buffer(block.get(), buffer_pool::block_size), as_tuple_awaitable);
     if (ec) {
       if (is_eof(ec) && !acc.empty())
         s.reason = close_reason::udp_truncated_packet;
@@ -93,21 +88,18 @@ awaitable<void> udp_client_to_upstream(Session &s, std::size_t pending) {
 
 // Destination -> client: each datagram framed and written; the response header
 // leaves with the first one (or alone when the relay ends without any).
-template <class Session> awaitable<void> udp_upstream_to_client(Session &s) {
-  auto &up = *s.udp_up;
+template <class Session>
+awaitable<void> udp_upstream_to_client(Session& s) {
+  auto& up = *s.udp_up;
   bool header_sent = false;
   constexpr std::size_t room = header_room + vless::udp_length_bytes;
   for (;;) {
-    auto [ec] = co_await up.socket.async_wait(udp::socket::wait_read,
-                                              as_tuple_awaitable);
-    if (ec)
-      break;
+    auto [ec] = co_await up.socket.async_wait(udp::socket::wait_read, as_tuple_awaitable);
+    if (ec) break;
     auto block = buffer_pool::get();
-    char *const down = block.get();
-    const std::size_t n =
-        up.socket.receive(asio::buffer(down + room, 65'535), 0, ec);
-    if (ec == asio::error::would_block || ec == asio::error::try_again ||
-        ec == asio::error::connection_refused)
+    char* const down = block.get();
+    const std::size_t n = up.socket.receive(asio::buffer(down + room, 65'535), 0, ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again || ec == asio::error::connection_refused)
       continue;
     if (ec) {
       if (s.reason == close_reason::client_eof && !s.client_closed)
@@ -115,10 +107,9 @@ template <class Session> awaitable<void> udp_upstream_to_client(Session &s) {
       break;
     }
     s.touch();
-    if (s.info->phases.first_upstream_byte < 0)
-      s.info->phases.first_upstream_byte = s.now_us();
+    if (s.info->phases.first_upstream_byte < 0) s.info->phases.first_upstream_byte = s.now_us();
     vless::put_udp_length(down + header_room, n);
-    const char *start = down + header_room;
+    const char* start = down + header_room;
     std::size_t len = n + vless::udp_length_bytes;
     if (!header_sent) {
       down[0] = vless::response_header[0];
@@ -128,8 +119,7 @@ template <class Session> awaitable<void> udp_upstream_to_client(Session &s) {
       s.info->phases.first_client_byte = s.now_us();
     }
     s.down_writing = true;
-    auto [wec, wn] = co_await asio::async_write(
-        s.client, asio::buffer(start, len), as_tuple_awaitable);
+    auto [wec, wn] = co_await asio::async_write(s.client, asio::buffer(start, len), as_tuple_awaitable);
     s.down_writing = false;
     if (wec) {
       s.reason = close_reason::client_error;
@@ -140,11 +130,8 @@ template <class Session> awaitable<void> udp_upstream_to_client(Session &s) {
     s.bytes_down += n;
   }
   if (!header_sent && !s.timed_out && s.client_socket().is_open()) {
-    auto [wec, wn] =
-        co_await asio::async_write(s.client,
-                                   asio::buffer(vless::response_header.data(),
-                                                vless::response_header.size()),
-                                   as_tuple_awaitable);
+    auto [wec, wn] = co_await asio::async_write(
+        s.client, asio::buffer(vless::response_header.data(), vless::response_header.size()), as_tuple_awaitable);
     (void)wec;
     (void)wn;
   }
@@ -153,4 +140,4 @@ template <class Session> awaitable<void> udp_upstream_to_client(Session &s) {
   s.client_socket().cancel(ignored);
 }
 
-} // namespace vlessbench::vless_server::detail
+}  // namespace vlessbench::vless_server::detail

@@ -26,8 +26,8 @@ bool start_flow(Session& s, std::size_t& pending) {
     }
     return true;
   } else {
-    s.reject("flow_unsupported", std::string(s.header.flow) + " runs on raw TLS only, not over " +
-                                     std::string(s.client.facts().transport));
+    s.reject("flow_unsupported",
+             std::string(s.header.flow) + " runs on raw TLS only, not over " + std::string(s.client.facts().transport));
     return false;
   }
 }

@@ -43,10 +43,11 @@ awaitable<void> serve_upgraded(runtime& rt, session_start start, tcp::socket soc
           return Stream<tls_stream>(t, policy_stream(std::move(s), &l.tcp), tls);
         });
   }
-  return detail::serve<Stream<plain_stream>>(rt, std::move(start), std::move(socket),
-                                             [t = std::move(t)](listener_runtime& l, asio::ssl::context&, tcp::socket s) {
-                                               return Stream<plain_stream>(t, policy_stream(std::move(s), &l.tcp));
-                                             });
+  return detail::serve<Stream<plain_stream>>(
+      rt, std::move(start), std::move(socket),
+      [t = std::move(t)](listener_runtime& l, asio::ssl::context&, tcp::socket s) {
+        return Stream<plain_stream>(t, policy_stream(std::move(s), &l.tcp));
+      });
 }
 
 // A connection's place in the pending set ends with its coroutine however that ends (the hooks
@@ -80,7 +81,7 @@ awaitable<void> serve_grpc_on(runtime& rt, std::shared_ptr<session_start> start,
   // its reject), every later line takes a new one: each id in the log, none without a line.
   auto ids = std::make_shared<connection_ids>(start->session_id);
   hooks.serve_stream = [&rt, start, ex, ids](tcp::socket end, const transport::facts& facts,
-                                        std::shared_ptr<const grpc::h2_stream> stream) {
+                                             std::shared_ptr<const grpc::h2_stream> stream) {
     session_start s{start->listener,
                     start->tls,
                     start->cfg,
@@ -93,14 +94,15 @@ awaitable<void> serve_grpc_on(runtime& rt, std::shared_ptr<session_start> start,
                     start->client,
                     rt.pending.admit(ex, pending_cap(start->cfg->limits.max_pending, nofile_limit()))};
     s.budget = start->budget;  // the connection's streams share its budget ([limits] max_upstreams_per_connection)
-    asio::co_spawn(ex,
-                   detail::serve<grpc_stream>(rt, std::move(s), std::move(end),
-                                              [facts, stream](listener_runtime& l, asio::ssl::context&, tcp::socket sock) {
-                                                return grpc_stream(policy_stream(std::move(sock), &l.tcp), facts, stream);
-                                              }),
-                   [](std::exception_ptr e) {
-                     if (e) spdlog::error("grpc stream session: unexpected exception");
-                   });
+    asio::co_spawn(
+        ex,
+        detail::serve<grpc_stream>(rt, std::move(s), std::move(end),
+                                   [facts, stream](listener_runtime& l, asio::ssl::context&, tcp::socket sock) {
+                                     return grpc_stream(policy_stream(std::move(sock), &l.tcp), facts, stream);
+                                   }),
+        [](std::exception_ptr e) {
+          if (e) spdlog::error("grpc stream session: unexpected exception");
+        });
   };
   hooks.reject = [&rt, start, ids](std::string_view reason, std::string_view detail) {
     const auto client = format_endpoint(start->client);
@@ -113,8 +115,8 @@ awaitable<void> serve_grpc_on(runtime& rt, std::shared_ptr<session_start> start,
     spdlog::debug("vless {} grpc connection from {}: {} ({})", start->listener_name, client, reason, detail);
   };
   hooks.first_stream = [start] { start->pending.leave(); };
-  auto conn = std::make_shared<grpc::connection<Lower>>(std::move(service_name), limits, std::move(hooks),
-                                                        std::move(lower)...);
+  auto conn =
+      std::make_shared<grpc::connection<Lower>>(std::move(service_name), limits, std::move(hooks), std::move(lower)...);
   if constexpr (std::is_same_v<Lower, tls_stream>) tls::offer_h2(conn->lower().native_handle());
   if (auto err = apply_on_open(conn->socket().native_handle(), start->policy))
     spdlog::warn("vless {}: setsockopt: {}", start->listener_name, err.message());

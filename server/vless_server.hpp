@@ -15,16 +15,16 @@ namespace vlessbench::vless_server {
 
 // Why a session ended; recorded in the vless.session / vless.reject log lines.
 enum class close_reason {
-  client_eof,      // the client closed first (its side done, upstream drained)
-  upstream_eof,    // the destination closed first
-  client_error,    // reset or I/O error on the client side
-  upstream_error,  // reset or I/O error on the upstream side
-  timeout,         // a phase deadline passed (which one: the phase field)
-  rejected,        // header refused (the reason field says why)
-  drain,           // ended by a SIGTERM drain: at its start (no request yet), by the destination
-                   // closing during it (our target closes idle connections), or at its deadline
-  user_removed,    // a reload removed the session's user
-  slow_transfer,   // a peer did not take what was written to it at [limits] min_rate_*
+  client_eof,            // the client closed first (its side done, upstream drained)
+  upstream_eof,          // the destination closed first
+  client_error,          // reset or I/O error on the client side
+  upstream_error,        // reset or I/O error on the upstream side
+  timeout,               // a phase deadline passed (which one: the phase field)
+  rejected,              // header refused (the reason field says why)
+  drain,                 // ended by a SIGTERM drain: at its start (no request yet), by the destination
+                         // closing during it (our target closes idle connections), or at its deadline
+  user_removed,          // a reload removed the session's user
+  slow_transfer,         // a peer did not take what was written to it at [limits] min_rate_*
   udp_packet_too_large,  // command 2: a packet's length prefix over the largest datagram
   udp_truncated_packet,  // command 2: the client's stream ended inside a packet
   mux_error,             // command 3: a frame the Mux.Cool framing does not allow (mux_error says which)
@@ -64,12 +64,12 @@ struct session_start {
   std::shared_ptr<asio::ssl::context> tls;  // keeps the context alive across a reload
   std::shared_ptr<const config> cfg;
   std::string listener_name;
-  transport_spec transport;    // the listener's at accept (a reload applies to later connections)
-  tcp_policy policy;           // the listener's, with the generation they belong to
+  transport_spec transport;  // the listener's at accept (a reload applies to later connections)
+  tcp_policy policy;         // the listener's, with the generation they belong to
   tcp_policy upstream_policy;
   std::uint64_t generation = 0;
   std::uint64_t session_id = 0;
-  tcp::endpoint client;  // from accept: the socket's peer is gone once the client resets
+  tcp::endpoint client;         // from accept: the socket's peer is gone once the client resets
   pending_set::ticket pending;  // until the header is authorised
   // The client connection's budget (core/runtime/client_budget.hpp), shared by a gRPC connection's
   // streams; empty: the session takes one of its own for its client's address.

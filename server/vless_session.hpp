@@ -40,8 +40,8 @@ struct session : session_core {
   Transport client;
   policy_stream upstream;
   std::optional<route_registration> reg;
-  std::optional<udp_upstream> udp_up;  // command 2 (UDP): the socket to the destination
-  std::unique_ptr<mux_relay<session>> mux;  // command 3 (Mux.Cool): its sub-connections
+  std::optional<udp_upstream> udp_up;                 // command 2 (UDP): the socket to the destination
+  std::unique_ptr<mux_relay<session>> mux;            // command 3 (Mux.Cool): its sub-connections
   std::unique_ptr<sing_mux_relay<session>> sing_mux;  // sp.mux.sing-box.arpa: its streams, as Mux.Cool subs
   upstream_dialer dialer;  // the destination's lookup and connect (server/upstream_dialer.hpp)
 
@@ -138,8 +138,8 @@ struct session : session_core {
     buf.resize(header_buffer);
     std::size_t used = 0;
     for (;;) {
-      auto [ec, n] = co_await client.async_read_some(asio::buffer(buf.data() + used, buf.size() - used),
-                                                     as_tuple_awaitable);
+      auto [ec, n] =
+          co_await client.async_read_some(asio::buffer(buf.data() + used, buf.size() - used), as_tuple_awaitable);
       if (ec) {
         // A TLS-level failure (a renegotiation attempt, a bad record) is not a short header.
         const bool tls_failed = !timed_out && !is_eof(ec) && ec.category() == asio::error::get_ssl_category();
@@ -355,8 +355,7 @@ struct session : session_core {
           reason = upstream_ended(is_eof(ec) ? close_reason::upstream_eof : close_reason::upstream_error);
         if (!header_sent) {
           // Nothing came back at all: the client still gets its response header.
-          auto [wec, wn] = co_await asio::async_write(client, asio::buffer(down, header_room),
-                                                      as_tuple_awaitable);
+          auto [wec, wn] = co_await asio::async_write(client, asio::buffer(down, header_room), as_tuple_awaitable);
           (void)wec;
           (void)wn;
         }
@@ -456,7 +455,6 @@ struct session : session_core {
     r.vision = vision_of(client);
     session_core::finish(t, r);
   }
-
 };
 
 // make is taken by value: the coroutine starts after the caller's temporaries are gone.

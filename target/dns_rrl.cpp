@@ -54,8 +54,7 @@ void response_rate_limiter::make_room(clock::time_point now, const rrl_settings&
   for (auto it = by_age.begin(); it != cut; ++it) accounts_.erase(it->second);
 }
 
-rrl_action response_rate_limiter::check(const asio::ip::address& source, const rrl_settings& s,
-                                        clock::time_point now) {
+rrl_action response_rate_limiter::check(const asio::ip::address& source, const rrl_settings& s, clock::time_point now) {
   if (s.responses_per_second == 0) return rrl_action::answer;
   const double rate = s.responses_per_second;
   const double burst = std::max(1.0, rate * std::chrono::duration<double>(s.window).count());

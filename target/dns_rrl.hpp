@@ -18,8 +18,8 @@
 namespace vlessbench::target {
 
 struct rrl_settings {
-  std::uint32_t responses_per_second = 0;  // 0: no limit
-  std::uint32_t slip = 2;                  // every slip-th limited answer truncated; 0: all dropped
+  std::uint32_t responses_per_second = 0;   // 0: no limit
+  std::uint32_t slip = 2;                   // every slip-th limited answer truncated; 0: all dropped
   std::chrono::milliseconds window{1'000};  // the burst: responses_per_second x window / 1 s
 };
 

@@ -109,7 +109,7 @@ struct connection {
   std::vector<char> buf;  // received, unparsed bytes: [0, used)
   std::size_t used = 0;
   watchdog_deadline deadline;
-  bool busy = false;  // between a complete request head and the end of its response
+  bool busy = false;            // between a complete request head and the end of its response
   pending_set::ticket pending;  // until the first request head is complete
   steady_clock::time_point accepted = steady_clock::now();
   // While a body is being received: when the next min_rate_bytes are due ([limits] min_rate_*).
@@ -121,7 +121,7 @@ struct connection {
   bool writing = false;
   delivery_watch to_peer{};
   bool handshaking = is_tls;  // a TLS target before its handshake completed
-  std::string ja4;  // HTTPS: the client's TLS fingerprint, read once its handshake completed
+  std::string ja4;            // HTTPS: the client's TLS fingerprint, read once its handshake completed
 
   limits_config limits() const { return ctx.limits(); }
 
@@ -233,8 +233,8 @@ struct connection {
   // Reads more bytes into buf; returns 0 on EOF/error.
   awaitable<std::size_t> read_more() {
     if (buf.size() - used < head_chunk / 2) buf.resize(std::max(buf.size() * 2, used + head_chunk));
-    auto [ec, n] = co_await stream.async_read_some(asio::buffer(buf.data() + used, buf.size() - used),
-                                                   as_tuple_awaitable);
+    auto [ec, n] =
+        co_await stream.async_read_some(asio::buffer(buf.data() + used, buf.size() - used), as_tuple_awaitable);
     if (ec) co_return 0;
     used += n;
     co_return n;
@@ -316,8 +316,7 @@ struct connection {
           const auto from = p.upgrade_done >= 0 ? p.upgrade_done : p.tls_done;
           s.vless = true;
           s.session = route->session_id;
-          if (from >= 0 && p.header_complete >= 0)
-            s.vless_ms = static_cast<double>(p.header_complete - from) / 1000.0;
+          if (from >= 0 && p.header_complete >= 0) s.vless_ms = static_cast<double>(p.header_complete - from) / 1000.0;
         }
         ctx.probe_runs_seen->observe(sample->run, sample->seq, s, started_at);
       }
@@ -397,7 +396,8 @@ struct connection {
 
       // Decided now, not when the head arrived: a drain that began during /delay must say close.
       const bool keep_alive = req.keep_alive && !ctx.stopping && !plan.close;
-      const std::string timing = route ? format_server_timing(route->phases, route->quickack, route->ja4) : std::string();
+      const std::string timing =
+          route ? format_server_timing(route->phases, route->quickack, route->ja4) : std::string();
       const std::uint64_t length = plan.content_length();
       const std::string head =
           format_head(plan, length, route_value, timing, keep_alive, route ? std::string_view(route->listener) : "");
@@ -458,9 +458,9 @@ struct connection {
     end_rate();
     const auto agent = req.find("User-Agent");
     const auto token = req.find("X-Vlessbench-Probe-Token");
-    auto outcome = handle_probe_result(body, agent ? *agent : std::string_view(), listener->name, peer, route,
-                                       *ctx.probe_runs_seen, token ? *token : std::string_view(),
-                                       probe_client(route, peer));
+    auto outcome =
+        handle_probe_result(body, agent ? *agent : std::string_view(), listener->name, peer, route,
+                            *ctx.probe_runs_seen, token ? *token : std::string_view(), probe_client(route, peer));
     if (outcome.plan.status == 403) {
       ctx.hub.probe_refused(outcome.plan.note);
       spdlog::info("probe result from {} refused: {}", peer, outcome.plan.note);
@@ -507,8 +507,9 @@ struct connection {
 template <class Stream>
 awaitable<void> serve(target_context& ctx, std::shared_ptr<listener_runtime> listener, Stream stream,
                       tcp::endpoint peer_ep, tcp::endpoint local_ep, pending_set::ticket pending) {
-  connection<Stream> c{ctx, listener, std::move(stream), endpoint_text(peer_ep), flow_id::tcp(peer_ep, local_ep),
-                       {}, {}, 0, {}, false, std::move(pending)};
+  connection<Stream> c{
+      ctx, listener, std::move(stream), endpoint_text(peer_ep), flow_id::tcp(peer_ep, local_ep), {}, {}, 0,
+      {},  false,    std::move(pending)};
   if (!c.pending.arm([&c] { c.close(); })) co_return;  // evicted before it started
   const connection_registration registered(ctx.connections, c.stream.get_executor(), [&c](bool force) {
     if (force || !c.busy) c.close();

@@ -15,8 +15,8 @@ namespace vlessbench::target {
 // `[[target]] tls = true` listener's server context (the daemon's [tls] certificate): the same
 // endpoints behind a TLS handshake bounded by [limits] handshake_timeout; TLS garbage or a timeout
 // is a target.reject line. nullptr: plain HTTP.
-awaitable<void> serve_connection(target_context& ctx, std::shared_ptr<listener_runtime> listener,
-                                 tcp::socket socket, tcp::endpoint peer_ep, pending_set::ticket pending = {},
+awaitable<void> serve_connection(target_context& ctx, std::shared_ptr<listener_runtime> listener, tcp::socket socket,
+                                 tcp::endpoint peer_ep, pending_set::ticket pending = {},
                                  std::shared_ptr<asio::ssl::context> tls = nullptr);
 
 }  // namespace vlessbench::target

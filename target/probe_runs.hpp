@@ -36,8 +36,7 @@ class probe_runs {
 
   // "" when the token is good for run and client (and spends it), else the refusal's reason:
   // no_token, bad_token, expired_token, used_token, tokens_busy.
-  std::string_view redeem(std::string_view run, std::string_view client, std::string_view token,
-                          clock::time_point now);
+  std::string_view redeem(std::string_view run, std::string_view client, std::string_view token, clock::time_point now);
 
   struct seen {
     bool vless = false;
@@ -61,7 +60,7 @@ class probe_runs {
   mutable std::mutex mutex_;
   std::string key_;
   std::map<std::string, run_notes, std::less<>> runs_;
-  std::deque<std::string> run_order_;  // oldest first
+  std::deque<std::string> run_order_;                           // oldest first
   std::map<std::string, clock::time_point, std::less<>> used_;  // spent tokens until they expire
 };
 

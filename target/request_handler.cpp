@@ -18,9 +18,7 @@ bool parse_count(std::string_view s, std::uint64_t max, std::uint64_t& value) {
   return ec == std::errc{} && p == s.data() + s.size() && value <= max;
 }
 
-std::string_view path_of(std::string_view target) {
-  return target.substr(0, target.find('?'));
-}
+std::string_view path_of(std::string_view target) { return target.substr(0, target.find('?')); }
 
 // The value of query parameter `name` (the first one), if present.
 std::optional<std::string_view> query_param(std::string_view target, std::string_view name) {
@@ -141,8 +139,7 @@ response_plan plan_response(const http::request& req) {
   if (path.starts_with("/delay/")) {
     if (!get && !head) return error_response(405, "use GET or HEAD");
     std::uint64_t ms = 0;
-    if (!parse_count(path.substr(7), max_delay_ms, ms))
-      return error_response(400, "delay: MS must be 0..60000");
+    if (!parse_count(path.substr(7), max_delay_ms, ms)) return error_response(400, "delay: MS must be 0..60000");
     p.delay = std::chrono::milliseconds(ms);
     p.body = "delayed " + std::to_string(ms) + " ms\n";
     return p;
@@ -155,9 +152,8 @@ response_plan plan_response(const http::request& req) {
   return error_response(404, "no such endpoint");
 }
 
-std::string format_head(const response_plan& plan, std::uint64_t content_length,
-                        std::string_view route_value, std::string_view timing, bool keep_alive,
-                        std::string_view node) {
+std::string format_head(const response_plan& plan, std::uint64_t content_length, std::string_view route_value,
+                        std::string_view timing, bool keep_alive, std::string_view node) {
   std::string h;
   h.reserve(256);
   h += "HTTP/1.1 ";
@@ -201,10 +197,9 @@ std::string format_head(const response_plan& plan, std::uint64_t content_length,
   return h;
 }
 
-probe_post_outcome handle_probe_result(std::string_view body, std::string_view user_agent,
-                                       std::string_view listener, std::string_view peer,
-                                       const route_info* route, probe_runs& runs, std::string_view token,
-                                       std::string_view client) {
+probe_post_outcome handle_probe_result(std::string_view body, std::string_view user_agent, std::string_view listener,
+                                       std::string_view peer, const route_info* route, probe_runs& runs,
+                                       std::string_view token, std::string_view client) {
   probe_post_outcome out;
   auto parsed = parse_probe_result(body);
   if (!parsed.complete()) {

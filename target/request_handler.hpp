@@ -43,17 +43,16 @@ std::string_view status_text(int status);
 // is the plan's note.
 struct probe_post_outcome {
   response_plan plan;
-  std::string log_line;  // empty when refused
+  std::string log_line;                // empty when refused
   std::optional<probe_record> record;  // for the admin dashboard; absent when refused
 };
 // runs: the daemon's tokens and notes (target/probe_runs.hpp); token: the post's
 // X-Vlessbench-Probe-Token; client: the address the token was issued to (probe_client()). A post
 // without a good token is a 403 whose note is the reason.
 class probe_runs;
-probe_post_outcome handle_probe_result(std::string_view body, std::string_view user_agent,
-                                       std::string_view listener, std::string_view peer,
-                                       const route_info* route, probe_runs& runs, std::string_view token,
-                                       std::string_view client);
+probe_post_outcome handle_probe_result(std::string_view body, std::string_view user_agent, std::string_view listener,
+                                       std::string_view peer, const route_info* route, probe_runs& runs,
+                                       std::string_view token, std::string_view client);
 // Whom a probe token is bound to: the VLESS client's address through a relay, else the peer's
 // (addresses without port: a page's requests come from many ports).
 std::string probe_client(const route_info* route, std::string_view peer);
@@ -68,8 +67,7 @@ std::optional<probe_sample_ref> probe_sample_of(const http::request& req);
 // Server-Timing value (omitted when empty); node, on the probe's sample answers only, the VLESS
 // listener that relayed the request (X-Vlessbench-Node, so the page names the node; omitted when
 // empty: a direct request).
-std::string format_head(const response_plan& plan, std::uint64_t content_length,
-                        std::string_view route_value, std::string_view timing, bool keep_alive,
-                        std::string_view node = {});
+std::string format_head(const response_plan& plan, std::uint64_t content_length, std::string_view route_value,
+                        std::string_view timing, bool keep_alive, std::string_view node = {});
 
 }  // namespace vlessbench::target

@@ -28,9 +28,10 @@ void udp_refusals::stop() {
 void udp_refusals::write(const refusal_tally::report& r) const {
   ctx_.log.write(format_event(
       udp_refused_event{.listener = listener_, .reason = r.reason, .datagrams = r.count, .last_peer = r.sample}));
-  spdlog::warn("{} {}: {} datagram(s) not answered: {} (last from {}; udp.refused in the access log, "
-               "vlessbench_udp_refused_total in /metrics)",
-               kind_, listener_, r.count, r.reason, r.sample);
+  spdlog::warn(
+      "{} {}: {} datagram(s) not answered: {} (last from {}; udp.refused in the access log, "
+      "vlessbench_udp_refused_total in /metrics)",
+      kind_, listener_, r.count, r.reason, r.sample);
 }
 
 // Counts held back within a second are written once it is over, even when no datagram follows.

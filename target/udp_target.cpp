@@ -14,9 +14,10 @@ namespace vlessbench::target {
 
 using udp = asio::ip::udp;
 
-udp_echo_target::udp_echo_target(target_context &ctx, std::string name,
-                                 udp::socket socket)
-    : ctx_(ctx), name_(std::move(name)), socket_(std::move(socket)),
+udp_echo_target::udp_echo_target(target_context& ctx, std::string name, udp::socket socket)
+    : ctx_(ctx),
+      name_(std::move(name)),
+      socket_(std::move(socket)),
       sweep_timer_(socket_.get_executor()),
       refusals_(std::make_shared<udp_refusals>(ctx, socket_.get_executor(), "udp_target")) {
   std::error_code ec;
@@ -35,13 +36,11 @@ udp::endpoint udp_echo_target::endpoint() const { return local_; }
 void udp_echo_target::start() {
   auto self = shared_from_this();
   auto done = [self](std::exception_ptr e) {
-    if (!e)
-      return;
+    if (!e) return;
     try {
       std::rethrow_exception(e);
-    } catch (const std::exception &ex) {
-      spdlog::error("udp_target {}: unexpected exception: {}", self->name_,
-                    ex.what());
+    } catch (const std::exception& ex) {
+      spdlog::error("udp_target {}: unexpected exception: {}", self->name_, ex.what());
     }
   };
   asio::co_spawn(socket_.get_executor(), serve(), done);
@@ -49,49 +48,38 @@ void udp_echo_target::start() {
 }
 
 void udp_echo_target::stop() {
-  if (stopped_)
-    return;
+  if (stopped_) return;
   stopped_ = true;
   std::error_code ignored;
   socket_.close(ignored);
   sweep_timer_.cancel();
   refusals_->stop();
-  for (const auto &[key, f] : flows_)
-    log_flow(key.first, f, "stop");
+  for (const auto& [key, f] : flows_) log_flow(key.first, f, "stop");
   flows_.clear();
 }
 
-void udp_echo_target::log_flow(const udp::endpoint &peer, const flow &f,
-                               std::string_view why) {
-  const std::string peer_text =
-      format_endpoint(tcp::endpoint(peer.address(), peer.port()));
-  ctx_.log.write(format_event(udp_packet_event{
-      .listener = name_,
-      .peer = peer_text,
-      .route = f.route.get(),
-      .packets_in = f.packets_in,
-      .bytes_in = f.bytes_in,
-      .packets_out = f.packets_out,
-      .bytes_out = f.bytes_out,
-      .short_answers = f.short_answers,
-      .unanswered = f.unanswered,
-      .duration_us = std::chrono::duration_cast<std::chrono::microseconds>(
-                         f.last - f.first)
-                         .count(),
-      .close_reason = why}));
+void udp_echo_target::log_flow(const udp::endpoint& peer, const flow& f, std::string_view why) {
+  const std::string peer_text = format_endpoint(tcp::endpoint(peer.address(), peer.port()));
+  ctx_.log.write(format_event(
+      udp_packet_event{.listener = name_,
+                       .peer = peer_text,
+                       .route = f.route.get(),
+                       .packets_in = f.packets_in,
+                       .bytes_in = f.bytes_in,
+                       .packets_out = f.packets_out,
+                       .bytes_out = f.bytes_out,
+                       .short_answers = f.short_answers,
+                       .unanswered = f.unanswered,
+                       .duration_us = std::chrono::duration_cast<std::chrono::microseconds>(f.last - f.first).count(),
+                       .close_reason = why}));
   ctx_.hub.target_answered(name_, f.route != nullptr, f.packets_in, f.bytes_in, f.bytes_out);
 }
 
-udp_echo_target::flow &
-udp_echo_target::flow_for(const flow_key &key,
-                          std::chrono::steady_clock::time_point now) {
-  if (auto it = flows_.find(key); it != flows_.end())
-    return it->second;
+udp_echo_target::flow& udp_echo_target::flow_for(const flow_key& key, std::chrono::steady_clock::time_point now) {
+  if (auto it = flows_.find(key); it != flows_.end()) return it->second;
   if (flows_.size() >= max_flows) {
     auto oldest = std::min_element(flows_.begin(), flows_.end(),
-                                   [](const auto &a, const auto &b) {
-                                     return a.second.last < b.second.last;
-                                   });
+                                   [](const auto& a, const auto& b) { return a.second.last < b.second.last; });
     log_flow(oldest->first.first, oldest->second, "evicted");
     flows_.erase(oldest);
   }
@@ -110,16 +98,12 @@ awaitable<void> udp_echo_target::serve() {
     const auto ec = co_await receive_datagram(socket_, local_, asio::buffer(buf), d);
     const std::size_t n = d.size;
     const flow_key key{d.peer, d.local};
-    if (stopped_ || ec == asio::error::operation_aborted ||
-        ec == asio::error::bad_descriptor)
-      co_return;
-    if (ec)
-      continue; // an ICMP error for an earlier echo: the next datagram
+    if (stopped_ || ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor) co_return;
+    if (ec) continue;  // an ICMP error for an earlier echo: the next datagram
     // Loops from one spoofed datagram (core/runtime/udp_guard.hpp): never answer another echo's answer,
     // a reflector port or one of the daemon's own listeners.
     std::string_view refusal = udp_source_refusal(d.peer, d.local, ctx_.own_udp_ports());
-    if (refusal.empty() && is_udp_echo_answer(std::string_view(buf.data(), n)))
-      refusal = "echo_answer";
+    if (refusal.empty() && is_udp_echo_answer(std::string_view(buf.data(), n))) refusal = "echo_answer";
     if (!refusal.empty()) {
       refusals_->note(name_, refusal, d.peer);
       continue;
@@ -133,33 +117,28 @@ awaitable<void> udp_echo_target::serve() {
     // relay port one after the other too.
     if (auto it = flows_.find(key); it != flows_.end()) {
       const auto route = ctx_.routes.find(flow_id::udp(key.first, key.second));
-      const auto id = [](const std::shared_ptr<const route_info> &r) {
-        return r ? std::pair{r->session_id, r->sub}
-                 : std::pair<std::uint64_t, std::uint32_t>{};
+      const auto id = [](const std::shared_ptr<const route_info>& r) {
+        return r ? std::pair{r->session_id, r->sub} : std::pair<std::uint64_t, std::uint32_t>{};
       };
       if (id(route) != id(it->second.route)) {
         log_flow(key.first, it->second, "route_changed");
         flows_.erase(it);
       }
     }
-    flow &f = flow_for(key, now);
+    flow& f = flow_for(key, now);
     f.last = now;
     ++f.packets_in;
     f.bytes_in += n;
     // Never longer than the datagram (no amplifier): the trailer takes the datagram's last bytes.
-    const udp_echo_answer echo =
-        format_udp_echo(std::string_view(buf.data(), n), name_, f.route.get());
+    const udp_echo_answer echo = format_udp_echo(std::string_view(buf.data(), n), name_, f.route.get());
     if (echo.form == udp_echo_form::none) {
       ++f.unanswered;
       ctx_.hub.udp_echo_counted(name_, udp_echo_form::none, n, 0);
       continue;
     }
-    if (echo.form == udp_echo_form::short_form)
-      ++f.short_answers;
-    const auto sec = co_await send_datagram_from(socket_, local_, asio::buffer(echo.bytes),
-                                                 d.peer, d.local);
-    if (stopped_)
-      co_return;
+    if (echo.form == udp_echo_form::short_form) ++f.short_answers;
+    const auto sec = co_await send_datagram_from(socket_, local_, asio::buffer(echo.bytes), d.peer, d.local);
+    if (stopped_) co_return;
     ctx_.hub.udp_echo_counted(name_, echo.form, n, sec ? 0 : echo.bytes.size());
     if (!sec) {
       // The flow may have been evicted while the send waited: count only into
@@ -177,13 +156,11 @@ awaitable<void> udp_echo_target::serve() {
 awaitable<void> udp_echo_target::sweep() {
   while (!stopped_) {
     const auto idle = ctx_.limits().udp_idle_timeout;
-    sweep_timer_.expires_after(std::clamp<std::chrono::milliseconds>(
-        idle / 4, std::chrono::milliseconds(50),
-        std::chrono::milliseconds(1000)));
+    sweep_timer_.expires_after(std::clamp<std::chrono::milliseconds>(idle / 4, std::chrono::milliseconds(50),
+                                                                     std::chrono::milliseconds(1000)));
     // Cancelled only by stop(), which stopped_ tells; any other wake is a sweep.
     co_await sweep_timer_.async_wait(as_tuple_awaitable);
-    if (stopped_)
-      co_return;
+    if (stopped_) co_return;
     const auto now = std::chrono::steady_clock::now();
     for (auto it = flows_.begin(); it != flows_.end();) {
       if (now - it->second.last >= idle) {
@@ -196,4 +173,4 @@ awaitable<void> udp_echo_target::sweep() {
   }
 }
 
-} // namespace vlessbench::target
+}  // namespace vlessbench::target

@@ -20,26 +20,24 @@
 namespace vlessbench::target {
 
 class udp_echo_target : public std::enable_shared_from_this<udp_echo_target> {
-public:
+ public:
   // Flows tracked at once; beyond, the longest idle one is logged and forgotten
   // ("evicted").
   static constexpr std::size_t max_flows = 4096;
 
   // socket: bound already (the daemon binds, so a failure names the listener at
   // start).
-  udp_echo_target(target_context &ctx, std::string name,
-                  asio::ip::udp::socket socket);
-  void start(); // serves on the socket's executor until stop()
-  void stop();  // closes the socket; every open flow is logged ("stop")
-  const std::string &name() const { return name_; }
+  udp_echo_target(target_context& ctx, std::string name, asio::ip::udp::socket socket);
+  void start();  // serves on the socket's executor until stop()
+  void stop();   // closes the socket; every open flow is logged ("stop")
+  const std::string& name() const { return name_; }
   // A reload that keeps the endpoint: flows and their routes stay, later lines carry the name.
   void rename(std::string name) { name_ = std::move(name); }
   asio::ip::udp::endpoint endpoint() const;
 
-private:
+ private:
   struct flow {
-    std::shared_ptr<const route_info>
-        route; // looked up at the flow's first datagram, kept for its life
+    std::shared_ptr<const route_info> route;  // looked up at the flow's first datagram, kept for its life
     std::uint64_t packets_in = 0, bytes_in = 0, packets_out = 0, bytes_out = 0;
     // Datagrams too short for their trailer: answered in the short form, or not at all.
     std::uint64_t short_answers = 0, unanswered = 0;
@@ -49,12 +47,10 @@ private:
   awaitable<void> sweep();
   // A flow is a source and the local address it sent to (several on a wildcard socket).
   using flow_key = std::pair<asio::ip::udp::endpoint, asio::ip::udp::endpoint>;
-  flow &flow_for(const flow_key &key,
-                 std::chrono::steady_clock::time_point now);
-  void log_flow(const asio::ip::udp::endpoint &peer, const flow &f,
-                std::string_view why);
+  flow& flow_for(const flow_key& key, std::chrono::steady_clock::time_point now);
+  void log_flow(const asio::ip::udp::endpoint& peer, const flow& f, std::string_view why);
 
-  target_context &ctx_;
+  target_context& ctx_;
   std::string name_;
   asio::ip::udp::socket socket_;
   asio::ip::udp::endpoint local_;
@@ -65,4 +61,4 @@ private:
   bool stopped_ = false;
 };
 
-} // namespace vlessbench::target
+}  // namespace vlessbench::target

@@ -1,6 +1,6 @@
 // The benchmark's modes (bench/run.py): closed-loop handshakes, bulk download and upload, through
-// a VLESS+TLS server, a bare TLS terminator (--tls-server) or directly to the HTTP target, and the handshake's crypto costs. One
-// io_context per thread, every loop bounded in count and time. Prints one JSON object on stdout.
+// a VLESS+TLS server, a bare TLS terminator (--tls-server) or directly to the HTTP target, and the handshake's crypto
+// costs. One io_context per thread, every loop bounded in count and time. Prints one JSON object on stdout.
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -32,8 +32,8 @@ struct plan {
   bench_options opt;
   tcp::endpoint target;
   std::optional<vless::client_plan> vless;  // empty: straight to the target (or through the proxy);
-                                             // a bare TLS plan for --tls-server
-  std::optional<tcp::endpoint> proxy;        // HTTP proxy to CONNECT through (no VLESS client then)
+                                            // a bare TLS plan for --tls-server
+  std::optional<tcp::endpoint> proxy;       // HTTP proxy to CONNECT through (no VLESS client then)
   clock::time_point stop_at;
 };
 
@@ -205,8 +205,7 @@ awaitable<void> bulk_worker(const plan& p, totals& t, bool down) {
     while (left > 0) {
       if (clock::now() > p.stop_at) co_return t.fail("upload: time limit");
       const std::size_t k = static_cast<std::size_t>(std::min<std::uint64_t>(left, block.size()));
-      if (auto ec = co_await c.write(std::string_view(block.data(), k)))
-        co_return t.fail("upload: " + ec.message());
+      if (auto ec = co_await c.write(std::string_view(block.data(), k))) co_return t.fail("upload: " + ec.message());
       left -= k;
       t.bytes += k;
     }
@@ -246,9 +245,10 @@ int crypto_costs(int n) {
       time_us([&] { (void)ECDSA_verify(0, digest.data(), digest.size(), sig.data(), sig_len, key.get()); });
   const double keypair = time_us([&] { X25519_keypair(pub.data(), priv.data()); });
   const double x25519 = time_us([&] { (void)X25519(shared.data(), priv.data(), pub.data()); });
-  std::printf("{\"mode\": \"crypto\", \"n\": %d, \"ecdsa_p256_sign_us\": %.1f, \"ecdsa_p256_verify_us\": %.1f, "
-              "\"x25519_keypair_us\": %.1f, \"x25519_shared_us\": %.1f}\n",
-              n, sign, verify, keypair, x25519);
+  std::printf(
+      "{\"mode\": \"crypto\", \"n\": %d, \"ecdsa_p256_sign_us\": %.1f, \"ecdsa_p256_verify_us\": %.1f, "
+      "\"x25519_keypair_us\": %.1f, \"x25519_shared_us\": %.1f}\n",
+      n, sign, verify, keypair, x25519);
   return 0;
 }
 
@@ -294,10 +294,10 @@ int run_bench(const bench_options& o) {
       "{\"mode\": \"%s\", \"ok\": %llu, \"failed\": %llu, \"seconds\": %.4f, \"bytes\": %llu, "
       "\"per_second\": %.2f, \"mbytes_per_second\": %.2f, \"latency_median_us\": %.1f, "
       "\"latency_p95_us\": %.1f, \"error\": \"%s\"}\n",
-      o.mode.c_str(), static_cast<unsigned long long>(t.ok.load()),
-      static_cast<unsigned long long>(t.failed.load()), secs, static_cast<unsigned long long>(t.bytes.load()),
-      static_cast<double>(t.ok.load()) / secs, static_cast<double>(t.bytes.load()) / secs / 1e6, latency(0.5),
-      latency(0.95), json_escape(t.first_error).c_str());
+      o.mode.c_str(), static_cast<unsigned long long>(t.ok.load()), static_cast<unsigned long long>(t.failed.load()),
+      secs, static_cast<unsigned long long>(t.bytes.load()), static_cast<double>(t.ok.load()) / secs,
+      static_cast<double>(t.bytes.load()) / secs / 1e6, latency(0.5), latency(0.95),
+      json_escape(t.first_error).c_str());
   return t.failed && !t.ok ? 1 : 0;
 }
 

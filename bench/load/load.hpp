@@ -48,7 +48,7 @@ std::string json_escape(std::string_view s);
 struct bench_options {
   std::string mode;  // handshakes | down | up | crypto
   endpoints where;
-  int workers = 1;   // concurrent connections (handshakes) or sessions (down/up)
+  int workers = 1;  // concurrent connections (handshakes) or sessions (down/up)
   int threads = 1;
   double seconds = 5;                // handshakes: run time; others: hard limit
   std::uint64_t bytes = 1ull << 30;  // down/up: per session

@@ -13,8 +13,7 @@ namespace vlessbench::load {
 tcp::endpoint endpoint_arg(std::string_view flag, const std::string& text) {
   tcp::endpoint ep;
   std::string reason;
-  if (!parse_endpoint(text, ep, reason))
-    throw std::invalid_argument(std::string(flag) + " '" + text + "': " + reason);
+  if (!parse_endpoint(text, ep, reason)) throw std::invalid_argument(std::string(flag) + " '" + text + "': " + reason);
   return ep;
 }
 
@@ -24,8 +23,8 @@ vless::client_plan vless_plan(const endpoints& e, const tls::client_options& tls
   const auto target = endpoint_arg("--target", e.target);
   const auto uuid = vless::parse_uuid(e.uuid);
   if (!uuid) throw std::invalid_argument("--uuid: not a UUID");
-  auto plan = vless::make_client_plan(server, tls,
-                                      vless::tcp_request(*uuid, target.address().to_string(), target.port()));
+  auto plan =
+      vless::make_client_plan(server, tls, vless::tcp_request(*uuid, target.address().to_string(), target.port()));
   if (!e.ws_path.empty()) {
     if (e.ws_path.front() != '/') throw std::invalid_argument("--ws-path: must start with '/'");
     plan.transport.kind = transport_kind::ws;
@@ -54,8 +53,7 @@ void add_endpoints(CLI::App& app, vlessbench::load::endpoints& e, bool server_re
   auto* target = app.add_option("--target", e.target,
                                 "HTTP target, HOST:PORT: the destination in the VLESS header (direct: dialled)");
   target->capture_default_str();
-  app.add_option("--ws-path", e.ws_path, "VLESS over WebSocket on this path (TLS below; no early data)")
-      ->needs(server);
+  app.add_option("--ws-path", e.ws_path, "VLESS over WebSocket on this path (TLS below; no early data)")->needs(server);
   auto* bare = app.add_option("--tls-server", e.tls_server,
                               "instead of --server: a bare TLS terminator (HAProxy) in front of the target, "
                               "HOST:PORT: TCP, TLS, then plain HTTP (no VLESS)")

@@ -281,20 +281,21 @@ int run_mux_echo(const mux_echo_options& o) {
     const bool match = r.error.empty() && r.sent == o.bytes && r.received == o.bytes && r.sha_sent == r.sha_received;
     matching += match ? 1 : 0;
     const double mbps = r.seconds > 0 ? static_cast<double>(r.received) / r.seconds / 1e6 : 0;
-    std::printf("{\"mode\": \"mux-echo\", \"sub\": %zu, \"mux_id\": %u, \"bytes_up\": %llu, \"bytes_down\": %llu, "
-                "\"seconds\": %.4f, \"mbytes_per_second\": %.2f, \"sha256_sent\": \"%s\", "
-                "\"sha256_received\": \"%s\", \"match\": %s, \"error\": \"%s\"}\n",
-                i, r.id, static_cast<unsigned long long>(r.sent), static_cast<unsigned long long>(r.received),
-                r.seconds, mbps, r.sha_sent.c_str(), r.sha_received.c_str(), match ? "true" : "false",
-                json_escape(r.error).c_str());
+    std::printf(
+        "{\"mode\": \"mux-echo\", \"sub\": %zu, \"mux_id\": %u, \"bytes_up\": %llu, \"bytes_down\": %llu, "
+        "\"seconds\": %.4f, \"mbytes_per_second\": %.2f, \"sha256_sent\": \"%s\", "
+        "\"sha256_received\": \"%s\", \"match\": %s, \"error\": \"%s\"}\n",
+        i, r.id, static_cast<unsigned long long>(r.sent), static_cast<unsigned long long>(r.received), r.seconds, mbps,
+        r.sha_sent.c_str(), r.sha_received.c_str(), match ? "true" : "false", json_escape(r.error).c_str());
   }
   bool udp_ok = true;
   if (udp_dest && error.empty()) {
     udp_ok = udp.error.empty() && udp.echoed == o.udp_packets;
-    std::printf("{\"mode\": \"mux-echo\", \"udp_sub\": true, \"mux_id\": %u, \"packets_sent\": %llu, "
-                "\"packets_echoed\": %llu, \"route_session\": %llu, \"route_sub\": %u, \"error\": \"%s\"}\n",
-                udp.id, static_cast<unsigned long long>(udp.sent), static_cast<unsigned long long>(udp.echoed),
-                static_cast<unsigned long long>(udp.session), udp.sub, json_escape(udp.error).c_str());
+    std::printf(
+        "{\"mode\": \"mux-echo\", \"udp_sub\": true, \"mux_id\": %u, \"packets_sent\": %llu, "
+        "\"packets_echoed\": %llu, \"route_session\": %llu, \"route_sub\": %u, \"error\": \"%s\"}\n",
+        udp.id, static_cast<unsigned long long>(udp.sent), static_cast<unsigned long long>(udp.echoed),
+        static_cast<unsigned long long>(udp.session), udp.sub, json_escape(udp.error).c_str());
   }
   const bool pass = error.empty() && matching == results.size() && udp_ok;
   if (error.empty() && matching != results.size())
@@ -302,10 +303,11 @@ int run_mux_echo(const mux_echo_options& o) {
   else if (error.empty() && !udp_ok)
     error = "udp sub failed";
   const double total = static_cast<double>(matching) * static_cast<double>(o.bytes);
-  std::printf("{\"mode\": \"mux-echo\", \"pass\": %s, \"subs\": %zu, \"matching\": %zu, \"bytes_each_way\": %llu, "
-              "\"seconds\": %.4f, \"mbytes_per_second_each_way\": %.2f, \"error\": \"%s\"}\n",
-              pass ? "true" : "false", results.size(), matching, static_cast<unsigned long long>(o.bytes), secs,
-              total / secs / 1e6, json_escape(error).c_str());
+  std::printf(
+      "{\"mode\": \"mux-echo\", \"pass\": %s, \"subs\": %zu, \"matching\": %zu, \"bytes_each_way\": %llu, "
+      "\"seconds\": %.4f, \"mbytes_per_second_each_way\": %.2f, \"error\": \"%s\"}\n",
+      pass ? "true" : "false", results.size(), matching, static_cast<unsigned long long>(o.bytes), secs,
+      total / secs / 1e6, json_escape(error).c_str());
   return pass ? 0 : 1;
 }
 

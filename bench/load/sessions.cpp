@@ -118,9 +118,7 @@ struct session : std::enable_shared_from_this<session> {
     std::error_code ignored;
     socket.close(ignored);
   }
-  void touch() {
-    deadline = clock::now() + std::chrono::milliseconds(static_cast<long>(st.opt.timeout_s * 1000));
-  }
+  void touch() { deadline = clock::now() + std::chrono::milliseconds(static_cast<long>(st.opt.timeout_s * 1000)); }
   std::string describe(std::string_view phase, const std::error_code& ec) const {
     if (timed_out) return std::string(phase) + ": timeout";
     if (ec.category() == vless::client_category()) return "bad VLESS response";
@@ -209,7 +207,8 @@ struct session : std::enable_shared_from_this<session> {
     co_await st.opening.enter();
     bool ok = false;
     touch();
-    co_await ([&]() -> awaitable<void> { ok = co_await open(keep_alive); }() || watchdog(deadline, [this] { expire(); }));
+    co_await ([&]() -> awaitable<void> { ok = co_await open(keep_alive); }() ||
+                           watchdog(deadline, [this] { expire(); }));
     st.opening.leave();
     co_return ok;
   }
@@ -217,7 +216,7 @@ struct session : std::enable_shared_from_this<session> {
     step r = step::failed;
     touch();
     co_await ([&]() -> awaitable<void> { r = co_await exchange(false, keep_alive); }() ||
-              watchdog(deadline, [this] { expire(); }));
+                           watchdog(deadline, [this] { expire(); }));
     co_return r;
   }
   void expire() {
@@ -253,7 +252,8 @@ awaitable<void> active_session(shared_state& st, int index) {
   for (;;) {
     if (o.requests > 0 && done >= o.requests) break;
     if (o.requests == 0 && clock::now() >= st.active_until) break;
-    const bool fresh = !s || !keep_alive || (o.reconnect_every > 0 && since_open >= static_cast<std::uint64_t>(o.reconnect_every));
+    const bool fresh =
+        !s || !keep_alive || (o.reconnect_every > 0 && since_open >= static_cast<std::uint64_t>(o.reconnect_every));
     if (fresh) {
       if (s) s->close();
       s = std::make_shared<session>(st);
@@ -322,16 +322,16 @@ void release_idle(shared_state& st) {
 void print_line(const char* event, const shared_state& st, double elapsed_s) {
   const auto& c = st.c;
   std::string errors;
-  for (const auto& [k, v] : c.errors) errors += fmt::format("{}\"{}\":{}", errors.empty() ? "" : ",", json_escape(k), v);
+  for (const auto& [k, v] : c.errors)
+    errors += fmt::format("{}\"{}\":{}", errors.empty() ? "" : ",", json_escape(k), v);
   fmt::print(
       "{{\"event\":\"{}\",\"opened\":{},\"open_failed\":{},\"idle_open\":{},\"requests_ok\":{},"
       "\"requests_failed\":{},\"dropped\":{},\"closed_by_server\":{},\"elapsed_s\":{:.3f},"
       "\"open_ms\":{{\"p50\":{:.3f},\"p99\":{:.3f},\"max\":{:.3f}}},"
       "\"request_ms\":{{\"p50\":{:.3f},\"p99\":{:.3f},\"max\":{:.3f}}},\"errors\":{{{}}}}}\n",
-      event, c.opened, c.open_failed, st.idle_open, c.requests_ok, c.requests_failed, c.dropped,
-      c.closed_by_server, elapsed_s, quantile_ms(c.open_ms, 0.5), quantile_ms(c.open_ms, 0.99),
-      quantile_ms(c.open_ms, 1.0), quantile_ms(c.request_ms, 0.5), quantile_ms(c.request_ms, 0.99),
-      quantile_ms(c.request_ms, 1.0), errors);
+      event, c.opened, c.open_failed, st.idle_open, c.requests_ok, c.requests_failed, c.dropped, c.closed_by_server,
+      elapsed_s, quantile_ms(c.open_ms, 0.5), quantile_ms(c.open_ms, 0.99), quantile_ms(c.open_ms, 1.0),
+      quantile_ms(c.request_ms, 0.5), quantile_ms(c.request_ms, 0.99), quantile_ms(c.request_ms, 1.0), errors);
   std::fflush(stdout);
 }
 
@@ -360,10 +360,18 @@ int run_sessions(const session_options& o) {
   std::signal(SIGPIPE, SIG_IGN);
 
   asio::io_context io(1);
-  shared_state st{o, io, std::move(client),
-                  fmt::format("GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: vlessbench-load\r\n\r\n", o.path,
-                              format_endpoint(dest)),
-                  gate(io.get_executor(), o.opening), {}, false, 0, 0, clock::time_point::max(), {}};
+  shared_state st{
+      o,
+      io,
+      std::move(client),
+      fmt::format("GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: vlessbench-load\r\n\r\n", o.path, format_endpoint(dest)),
+      gate(io.get_executor(), o.opening),
+      {},
+      false,
+      0,
+      0,
+      clock::time_point::max(),
+      {}};
   const auto started = clock::now();
   auto log_exception = [](std::exception_ptr e) {
     if (!e) return;
@@ -408,7 +416,8 @@ int run_sessions(const session_options& o) {
       }
       if (o.idle > 0 && o.hold_s > 0 && !hold_armed) {
         hold_armed = true;
-        auto t = std::make_shared<asio::steady_timer>(io, std::chrono::milliseconds(static_cast<long>(o.hold_s * 1000)));
+        auto t =
+            std::make_shared<asio::steady_timer>(io, std::chrono::milliseconds(static_cast<long>(o.hold_s * 1000)));
         t->async_wait([&st, t](std::error_code) { release_idle(st); });
       }
     }

@@ -93,12 +93,9 @@ h2_client::h2_client(const request_target& target)
   nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
   nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, 16 << 20);
   const std::string path = "/" + target.service + (target.multi ? "/TunMulti" : "/Tun");
-  const nghttp2_nv fields[] = {nv(":method", "POST"),
-                           nv(":scheme", target.tls ? "https" : "http"),
-                           nv(":authority", target.authority),
-                           nv(":path", path),
-                           nv("content-type", "application/grpc"),
-                           nv("te", "trailers")};
+  const nghttp2_nv fields[] = {
+      nv(":method", "POST"), nv(":scheme", target.tls ? "https" : "http"), nv(":authority", target.authority),
+      nv(":path", path),     nv("content-type", "application/grpc"),       nv("te", "trailers")};
   nghttp2_data_provider provider{};
   provider.read_callback = callbacks::read_data;
   stream_ = nghttp2_submit_request(session_, nullptr, fields, std::size(fields), &provider, this);

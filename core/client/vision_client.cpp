@@ -47,8 +47,8 @@ awaitable<std::error_code> fd_tls::run(Op op, int& result) {
     if (result > 0) co_return std::error_code{};
     const int err = SSL_get_error(ssl_, result);
     if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE) co_return map_error(err);
-    auto [ec] = co_await socket_.async_wait(err == SSL_ERROR_WANT_READ ? tcp::socket::wait_read : tcp::socket::wait_write,
-                                            as_tuple_awaitable);
+    auto [ec] = co_await socket_.async_wait(
+        err == SSL_ERROR_WANT_READ ? tcp::socket::wait_read : tcp::socket::wait_write, as_tuple_awaitable);
     if (ec) co_return ec;
   }
 }

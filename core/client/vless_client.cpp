@@ -132,8 +132,9 @@ awaitable<std::error_code> client::h2_flush() {
 std::string client::upgrade_request(std::string_view early) const {
   const transport_spec& t = plan_.transport;
   const std::string host = http_host();
-  return ws::format_upgrade_request({t.kind == transport_kind::ws ? ws::upgrade_kind::websocket : ws::upgrade_kind::httpupgrade,
-                                     t.path, host, ws_key_, early, t.early_data_header});
+  return ws::format_upgrade_request(
+      {t.kind == transport_kind::ws ? ws::upgrade_kind::websocket : ws::upgrade_kind::httpupgrade, t.path, host,
+       ws_key_, early, t.early_data_header});
 }
 
 void client::frame_into(std::string& out, std::string_view data) {
@@ -237,7 +238,8 @@ awaitable<std::error_code> client::read_upgrade_response() {
     }
     if (r.invalid()) {
       upgrade_error_ = head.substr(0, head.find("\r\n"));
-      if (const auto body = head.find("\r\n\r\n"); body != std::string::npos) upgrade_error_ += " " + head.substr(body + 4);
+      if (const auto body = head.find("\r\n\r\n"); body != std::string::npos)
+        upgrade_error_ += " " + head.substr(body + 4);
       while (!upgrade_error_.empty() && upgrade_error_.back() == '\n') upgrade_error_.pop_back();
       co_return make_error_code(r.reason == "upgrade_refused" ? client_errc::upgrade_refused
                                                               : client_errc::bad_upgrade_response);

@@ -44,7 +44,7 @@ struct client_plan {
   bool nodelay = true;        // false: TCP_NODELAY left off, as Nagle-prone clients do
   bool split_header = false;  // true: the header is its own write (TLS record) after the handshake
   bool vision = false;        // flow xtls-rprx-vision (the header says so): raw TLS only
-  transport_spec transport;  // what carries the stream (a share link's security=, type=, path= ...)
+  transport_spec transport;   // what carries the stream (a share link's security=, type=, path= ...)
 };
 
 // A TCP (command 1) request for host:port: an IPv4 or IPv6 literal travels as an address,
@@ -126,10 +126,10 @@ class client {
   bool upgrade_deferred_ = false;  // early data: the upgrade request goes with the first write
   bool upgrade_unread_ = false;    // the 101 is still to be read
   std::string ws_key_;
-  std::string raw_in_;             // bytes read past the 101
+  std::string raw_in_;  // bytes read past the 101
   std::optional<ws::frame_decoder> decoder_;
-  bool eof_ = false;               // the server's close frame
-  std::string pong_;               // a pong for the server's ping, sent with the next write
+  bool eof_ = false;  // the server's close frame
+  std::string pong_;  // a pong for the server's ping, sent with the next write
   std::string upgrade_error_;
   std::unique_ptr<gun::h2_client> h2_;
   std::unique_ptr<fd_tls> vision_tls_;  // Vision's TLS, in place of tls_

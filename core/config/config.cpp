@@ -57,11 +57,14 @@ void read_log(const table_reader& root, log_config& out) {
     static constexpr std::string_view levels[] = {"trace", "debug", "info", "warn", "error"};
     if (std::find(std::begin(levels), std::end(levels), *level) == std::end(levels))
       r->error("level", quote(*level) + ": expected one of trace, debug, info, warn, error");
-    else out.level = *level;
+    else
+      out.level = *level;
   }
   if (auto access = r->string("access")) {
-    if (access->empty()) r->error("access", "must not be empty (\"stdout\" or a file path)");
-    else out.access = *access;
+    if (access->empty())
+      r->error("access", "must not be empty (\"stdout\" or a file path)");
+    else
+      out.access = *access;
   }
   if (auto bytes = r->integer("queue_bytes")) {
     if (*bytes < static_cast<std::int64_t>(log_config::min_queue_bytes) ||
@@ -69,13 +72,15 @@ void read_log(const table_reader& root, log_config& out) {
       r->error("queue_bytes", std::to_string(*bytes) + ": must be between " +
                                   std::to_string(log_config::min_queue_bytes) + " and " +
                                   std::to_string(log_config::max_queue_bytes));
-    else out.queue_bytes = static_cast<std::size_t>(*bytes);
+    else
+      out.queue_bytes = static_cast<std::size_t>(*bytes);
   }
   if (auto lines = r->integer("max_lines_per_second")) {
     if (*lines < 0 || *lines > static_cast<std::int64_t>(log_config::max_max_lines_per_second))
       r->error("max_lines_per_second", std::to_string(*lines) + ": must be between 0 (no bound) and " +
                                            std::to_string(log_config::max_max_lines_per_second));
-    else out.max_lines_per_second = static_cast<std::uint64_t>(*lines);
+    else
+      out.max_lines_per_second = static_cast<std::uint64_t>(*lines);
   }
 }
 
@@ -111,8 +116,10 @@ void read_tls(const table_reader& root, tls_config& out) {
   }
   if (auto b = r->boolean("session_tickets")) out.session_tickets = *b;
   if (auto v = r->string("min_version")) {
-    if (*v == "1.2" || *v == "1.3") out.min_version = *v;
-    else r->error("min_version", quote(*v) + ": expected \"1.2\" or \"1.3\"");
+    if (*v == "1.2" || *v == "1.3")
+      out.min_version = *v;
+    else
+      r->error("min_version", quote(*v) + ": expected \"1.2\" or \"1.3\"");
   }
 }
 
@@ -120,12 +127,28 @@ void read_limits(const table_reader& root, limits_config& out) {
   if (!root.find("limits")) return;
   const auto r = root.table("limits");
   if (!r) return;
-  r->reject_unknown({"handshake_timeout_ms", "header_timeout_ms", "connect_timeout_ms", "idle_timeout_ms",
-                     "drain_timeout_ms", "max_sessions", "threads", "max_pending", "pending_timeout_ms",
-                     "min_rate_bytes", "min_rate_window_ms", "probe_results_per_minute", "udp_idle_timeout_ms",
-                     "max_mux_subs", "max_sessions_per_client", "max_upstreams_per_connection",
-                     "max_upstreams_per_client", "max_buffered_per_client", "close_linger_ms",
-                     "dns_rrl_responses_per_second", "dns_rrl_slip", "dns_rrl_window_ms"});
+  r->reject_unknown({"handshake_timeout_ms",
+                     "header_timeout_ms",
+                     "connect_timeout_ms",
+                     "idle_timeout_ms",
+                     "drain_timeout_ms",
+                     "max_sessions",
+                     "threads",
+                     "max_pending",
+                     "pending_timeout_ms",
+                     "min_rate_bytes",
+                     "min_rate_window_ms",
+                     "probe_results_per_minute",
+                     "udp_idle_timeout_ms",
+                     "max_mux_subs",
+                     "max_sessions_per_client",
+                     "max_upstreams_per_connection",
+                     "max_upstreams_per_client",
+                     "max_buffered_per_client",
+                     "close_linger_ms",
+                     "dns_rrl_responses_per_second",
+                     "dns_rrl_slip",
+                     "dns_rrl_window_ms"});
   auto bounded = [&](std::string_view key, std::int64_t max, std::int64_t min = 1) -> std::optional<std::int64_t> {
     auto v = r->integer(key);
     if (!v) return std::nullopt;
@@ -150,7 +173,8 @@ void read_limits(const table_reader& root, limits_config& out) {
   if (auto v = bounded("threads", limits_config::max_threads)) out.threads = static_cast<unsigned>(*v);
   if (auto v = bounded("max_pending", 1'000'000)) out.max_pending = static_cast<std::uint32_t>(*v);
   if (auto v = bounded("max_mux_subs", 4'096)) out.max_mux_subs = static_cast<std::uint32_t>(*v);
-  if (auto v = bounded("max_sessions_per_client", 1'000'000)) out.max_sessions_per_client = static_cast<std::uint32_t>(*v);
+  if (auto v = bounded("max_sessions_per_client", 1'000'000))
+    out.max_sessions_per_client = static_cast<std::uint32_t>(*v);
   if (auto v = bounded("max_upstreams_per_connection", 1'000'000))
     out.max_upstreams_per_connection = static_cast<std::uint32_t>(*v);
   if (auto v = bounded("max_upstreams_per_client", 1'000'000))
@@ -191,8 +215,10 @@ void read_destinations(const table_reader& root, destinations_config& out) {
     const std::string& text = item.as_string()->get();
     ip_network net;
     std::string reason;
-    if (parse_ip_network(text, net, reason)) out.allow.push_back(net);
-    else r->errors().add(line, key, quote(text) + ": " + reason);
+    if (parse_ip_network(text, net, reason))
+      out.allow.push_back(net);
+    else
+      r->errors().add(line, key, quote(text) + ": " + reason);
   }
 }
 
@@ -208,19 +234,23 @@ void read_admin(const table_reader& root, admin_config& out) {
   if (auto text = r->string("listen")) {
     asio::ip::tcp::endpoint ep;
     std::string reason;
-    if (text->empty()) out.listen.reset();
-    else if (parse_endpoint(*text, ep, reason, port_zero::allowed)) out.listen = ep;
-    else r->error("listen", quote(*text) + ": " + reason);
+    if (text->empty())
+      out.listen.reset();
+    else if (parse_endpoint(*text, ep, reason, port_zero::allowed))
+      out.listen = ep;
+    else
+      r->error("listen", quote(*text) + ": " + reason);
   }
   if (auto token = r->string("token")) {
-    const bool printable = std::all_of(token->begin(), token->end(),
-                                       [](unsigned char c) { return c > 0x20 && c < 0x7f; });
+    const bool printable =
+        std::all_of(token->begin(), token->end(), [](unsigned char c) { return c > 0x20 && c < 0x7f; });
     if (token->size() < admin_config::min_token || token->size() > admin_config::max_token)
       r->error("token", "must be " + std::to_string(admin_config::min_token) + " to " +
                             std::to_string(admin_config::max_token) + " characters long");
     else if (!printable)
       r->error("token", "must be printable ASCII without spaces (it travels in a URL and a header)");
-    else out.token = *token;
+    else
+      out.token = *token;
   }
   if (const toml::node* n = r->find("hosts")) {
     if (!n->is_array()) {
@@ -238,8 +268,10 @@ void read_admin(const table_reader& root, admin_config& out) {
           continue;
         }
         std::string reason;
-        if (auto name = normalize_host_name(item.as_string()->get(), reason)) out.hosts.push_back(*name);
-        else r->errors().add(line, key, quote(item.as_string()->get()) + ": " + reason);
+        if (auto name = normalize_host_name(item.as_string()->get(), reason))
+          out.hosts.push_back(*name);
+        else
+          r->errors().add(line, key, quote(item.as_string()->get()) + ": " + reason);
       }
     }
   }
@@ -354,8 +386,8 @@ config validate(const toml::table& root_table, std::string_view source_name) {
   config cfg;
   cfg.source = std::string(source_name);
   const table_reader root(root_table, "", errors);
-  root.reject_unknown({"log", "tls", "users", "vless", "target", "banner", "udp_target", "dns", "limits", "destinations",
-                        "admin"});
+  root.reject_unknown(
+      {"log", "tls", "users", "vless", "target", "banner", "udp_target", "dns", "limits", "destinations", "admin"});
 
   read_log(root, cfg.log);
   read_tls(root, cfg.tls);
@@ -394,17 +426,18 @@ config validate(const toml::table& root_table, std::string_view source_name) {
   }
 
   // A published UUID is fine for the loopback quickstart, never for a listener the network reaches.
-  const auto exposed_vless = std::find_if(cfg.vless.begin(), cfg.vless.end(), [](const auto& v) {
-    return !unmapped(v.listen.address()).is_loopback();
-  });
+  const auto exposed_vless = std::find_if(cfg.vless.begin(), cfg.vless.end(),
+                                          [](const auto& v) { return !unmapped(v.listen.address()).is_loopback(); });
   if (exposed_vless != cfg.vless.end()) {
     for (const auto& p : published)
       errors.add(p.line, p.key,
-                 quote(p.uuid_text) + ": a UUID published in vlessbench's example configs, refused while the VLESS "
-                 "listener " + exposed_vless->name + " listens on " + format_endpoint(exposed_vless->listen) +
-                 " (off loopback): put a UUID of your own here (`vlessbenchd uuid` or `cat "
-                 "/proc/sys/kernel/random/uuid` prints one; the Debian package and `cmake --install` write one "
-                 "into /etc/vlessbench/vlessbenchd.toml when they install it)");
+                 quote(p.uuid_text) +
+                     ": a UUID published in vlessbench's example configs, refused while the VLESS "
+                     "listener " +
+                     exposed_vless->name + " listens on " + format_endpoint(exposed_vless->listen) +
+                     " (off loopback): put a UUID of your own here (`vlessbenchd uuid` or `cat "
+                     "/proc/sys/kernel/random/uuid` prints one; the Debian package and `cmake --install` write one "
+                     "into /etc/vlessbench/vlessbenchd.toml when they install it)");
   }
 
   if (!errors.empty()) throw config_error(errors.sorted());
@@ -429,7 +462,7 @@ config load_config_file(const std::filesystem::path& file) {
   // and the whole daemon); anything but a regular file is refused before it is read.
   const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) throw fail(errno);
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
     throw config_error({file.string() + ": cannot read: not a regular file"});
@@ -457,8 +490,10 @@ config default_config() {
   cfg.vless.push_back({"quickack", {loopback, 8444}, quick, quick});
   // One listener per transport (issue 13), so one batch compares them.
   cfg.vless.push_back({"ws", {loopback, 8445}, kernel, kernel, {transport_kind::ws, true, "/ws", "", 2048, ""}});
-  cfg.vless.push_back({"httpupgrade", {loopback, 8446}, kernel, kernel, {transport_kind::httpupgrade, true, "/up", "", 0, ""}});
-  cfg.vless.push_back({"grpc", {loopback, 8447}, kernel, kernel, {transport_kind::grpc, true, "/", "", 0, "", "vlessbench"}});
+  cfg.vless.push_back(
+      {"httpupgrade", {loopback, 8446}, kernel, kernel, {transport_kind::httpupgrade, true, "/up", "", 0, ""}});
+  cfg.vless.push_back(
+      {"grpc", {loopback, 8447}, kernel, kernel, {transport_kind::grpc, true, "/", "", 0, "", "vlessbench"}});
   cfg.target.push_back({"http", {loopback, 8080}, kernel});
   cfg.target.push_back({"https", {loopback, 8081}, kernel, true});
   cfg.target.push_back({"banner", {loopback, 8082}, kernel, false, true});

@@ -24,7 +24,6 @@
 
 namespace vlessbench {
 
-
 struct user_config {
   std::string name;
   uuid_bytes uuid{};
@@ -34,8 +33,8 @@ struct user_config {
 struct vless_listener_config {
   std::string name;
   asio::ip::tcp::endpoint listen;
-  tcp_policy tcp;           // accepted client sockets
-  tcp_policy upstream_tcp;  // sockets the daemon dials
+  tcp_policy tcp;            // accepted client sockets
+  tcp_policy upstream_tcp;   // sockets the daemon dials
   transport_spec transport;  // what carries the VLESS stream (core/wire/transport_spec.hpp)
   bool operator==(const vless_listener_config&) const = default;
 };
@@ -54,7 +53,9 @@ struct target_listener_config {
   // The host those links dial; empty: the one the browser used (its Host header).
   std::string index_host;
   // The listener kind the daemon logs and diffs reloads by.
-  listener_kind kind() const { return banner ? listener_kind::banner : tls ? listener_kind::https : listener_kind::target; }
+  listener_kind kind() const {
+    return banner ? listener_kind::banner : tls ? listener_kind::https : listener_kind::target;
+  }
   bool operator==(const target_listener_config&) const = default;
 };
 
@@ -80,8 +81,8 @@ struct dns_listener_config {
 };
 
 struct log_config {
-  std::string level = "info";    // trace|debug|info|warn|error
-  std::string access = "stdout"; // "stdout" or a file path (JSON lines)
+  std::string level = "info";     // trace|debug|info|warn|error
+  std::string access = "stdout";  // "stdout" or a file path (JSON lines)
   // Bytes of access-log lines held while the reader does not keep up; beyond, lines are dropped.
   static constexpr std::size_t min_queue_bytes = 64u << 10, max_queue_bytes = 1u << 30;
   std::size_t queue_bytes = default_queue_bytes;  // core/log/access_log.hpp's default too
@@ -90,7 +91,6 @@ struct log_config {
   static constexpr std::uint64_t default_max_lines_per_second = 20000, max_max_lines_per_second = 10000000;
   std::uint64_t max_lines_per_second = default_max_lines_per_second;
 };
-
 
 struct limits_config {
   std::chrono::milliseconds handshake_timeout{10'000};
@@ -167,10 +167,10 @@ struct admin_config {
   // complete and passed the Host and token checks; pending ones are capped with the oldest evicted,
   // so half-sent requests never keep an authenticated scrape out. A reload applies them to new
   // connections.
-  std::chrono::milliseconds header_timeout{5000};   // header_timeout_ms: the whole request head
-  std::uint32_t max_connections = 256;              // all together, answered ones included
-  std::uint32_t max_pending = 32;                   // at most max_connections
-  std::uint32_t max_connections_per_client = 8;     // per source address, at most max_connections
+  std::chrono::milliseconds header_timeout{5000};  // header_timeout_ms: the whole request head
+  std::uint32_t max_connections = 256;             // all together, answered ones included
+  std::uint32_t max_pending = 32;                  // at most max_connections
+  std::uint32_t max_connections_per_client = 8;    // per source address, at most max_connections
   static constexpr std::uint32_t max_max_connections = 65'536;
   bool operator==(const admin_config&) const = default;
 };

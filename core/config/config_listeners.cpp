@@ -49,15 +49,21 @@ std::optional<tcp_policy> read_tcp_policy(const table_reader& parent, std::strin
   r->reject_unknown({"nodelay", "quickack"});
   bool ok = true;
   if (r->find("nodelay")) {
-    if (auto b = r->boolean("nodelay")) policy.nodelay = *b;
-    else ok = false;
+    if (auto b = r->boolean("nodelay"))
+      policy.nodelay = *b;
+    else
+      ok = false;
   }
   if (r->find("quickack")) {
     auto s = r->string("quickack");
-    if (!s) ok = false;
-    else if (*s == "kernel") policy.quickack = quickack_mode::kernel;
-    else if (*s == "on") policy.quickack = quickack_mode::on;
-    else if (*s == "off") policy.quickack = quickack_mode::off;
+    if (!s)
+      ok = false;
+    else if (*s == "kernel")
+      policy.quickack = quickack_mode::kernel;
+    else if (*s == "on")
+      policy.quickack = quickack_mode::on;
+    else if (*s == "off")
+      policy.quickack = quickack_mode::off;
     else {
       r->error("quickack", quote(*s) + ": expected \"kernel\", \"on\" or \"off\"");
       ok = false;
@@ -80,19 +86,20 @@ struct listener_fields {
 
 struct vless_schema {
   static constexpr std::string_view table = "vless";
-  static constexpr std::array<std::string_view, 11> keys{"name", "listen", "tcp", "upstream_tcp", "transport",
-                                                         "tls",  "path",   "host", "max_early_data",
-                                                         "early_data_header", "service_name"};
+  static constexpr std::array<std::string_view, 11> keys{
+      "name",        "listen", "tcp",  "upstream_tcp",   "transport",
+      "tls",         "path",   "host", "max_early_data", "early_data_header",
+      "service_name"};
   // Reads every key of the kind (so all its errors are reported), then builds the listener.
   static std::optional<vless_listener_config> read(const table_reader& r, const listener_fields& f) {
     auto tcp = read_tcp_policy(r, "tcp");
     auto upstream = read_tcp_policy(r, "upstream_tcp");
     // The transport's keys are checked in core/wire/transport_spec.cpp.
     transport_spec transport;
-    const auto transport_errors = validate_transport({r.string("transport"), r.boolean("tls"), r.string("path"),
-                                                      r.string("host"), r.integer("max_early_data"),
-                                                      r.string("early_data_header"), r.string("service_name")},
-                                                     transport);
+    const auto transport_errors =
+        validate_transport({r.string("transport"), r.boolean("tls"), r.string("path"), r.string("host"),
+                            r.integer("max_early_data"), r.string("early_data_header"), r.string("service_name")},
+                           transport);
     for (const auto& [key, message] : transport_errors) r.error(key, message);
     if (!f.name || !f.listen || !tcp || !upstream || !transport_errors.empty()) return std::nullopt;
     return vless_listener_config{*f.name, *f.listen, *tcp, *upstream, std::move(transport)};
@@ -198,12 +205,16 @@ struct dns_schema {
 };
 
 template <class Schema>
-constexpr bool is_udp_schema = requires { Schema::udp; };
+constexpr bool is_udp_schema = requires {
+  Schema::udp;
+};
 // Which ports a listener takes: 1 TCP, 2 UDP, 3 both.
 template <class Schema>
 constexpr int protocols_of() {
-  if constexpr (requires { Schema::protocols; }) return Schema::protocols;
-  else return is_udp_schema<Schema> ? 2 : 1;
+  if constexpr (requires { Schema::protocols; })
+    return Schema::protocols;
+  else
+    return is_udp_schema<Schema> ? 2 : 1;
 }
 
 listener_fields read_listener_common(const table_reader& r) {
@@ -213,8 +224,10 @@ listener_fields read_listener_common(const table_reader& r) {
   if (auto text = r.required_string("listen")) {
     asio::ip::tcp::endpoint ep;
     std::string reason;
-    if (parse_endpoint(*text, ep, reason, port_zero::allowed)) f.listen = ep;
-    else r.error("listen", quote(*text) + ": " + reason);
+    if (parse_endpoint(*text, ep, reason, port_zero::allowed))
+      f.listen = ep;
+    else
+      r.error("listen", quote(*text) + ": " + reason);
   }
   return f;
 }
@@ -235,8 +248,9 @@ class listener_registry {
       }
     }
     if (f.listen) {
-      auto dup = std::find_if(seen_.begin(), seen_.end(),
-                              [&](auto& s) { return (s.protocols & protocols) != 0 && s.listen && endpoints_clash(*s.listen, *f.listen); });
+      auto dup = std::find_if(seen_.begin(), seen_.end(), [&](auto& s) {
+        return (s.protocols & protocols) != 0 && s.listen && endpoints_clash(*s.listen, *f.listen);
+      });
       if (dup != seen_.end()) {
         std::string what = *dup->listen == *f.listen ? "already used by " : "overlaps ";
         r.error("listen", quote(format_endpoint(*f.listen)) + ": " + what + dup->listen_key + " " +

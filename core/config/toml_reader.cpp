@@ -18,8 +18,10 @@ std::string escape_controls(std::string_view s) {
   std::string out;
   for (char ch : s) {
     auto c = static_cast<unsigned char>(ch);
-    if (c < 0x20 || c == 0x7f) append_hex_escape(out, c);
-    else out += ch;
+    if (c < 0x20 || c == 0x7f)
+      append_hex_escape(out, c);
+    else
+      out += ch;
   }
   return out;
 }
@@ -318,8 +320,10 @@ std::optional<toml_defect> find_toml_defect(std::string_view text) {
       continue;
     }
     if (c == '}' && !open.empty() && open.back() == '[') return toml_defect{toml_defect::stray_brace, i, line, ""};
-    if (c == '[' || c == '{') open += c;
-    else if ((c == ']' || c == '}') && !open.empty()) open.pop_back();
+    if (c == '[' || c == '{')
+      open += c;
+    else if ((c == ']' || c == '}') && !open.empty())
+      open.pop_back();
     ++i;
   }
   return std::nullopt;
@@ -411,12 +415,18 @@ std::optional<unicode_patch> patch_unicode(std::string_view text) {
         (c == '"' || c == '\'') && (previous == '\n' || previous == '=' || previous == '[' || previous == '{' ||
                                     previous == ',' || (previous == '.' && keys));
     if (!starts_string) {
-      if ((c == '\n' && open.empty()) || c == '{') keys = true;
-      else if (c == '=') keys = false;
-      else if (c == '[') keys = (open.empty() && previous == '\n') || (previous == '[' && keys);  // header or array
-      else if (c == ',') keys = !open.empty() && open.back() == '{';
-      if (c == '[' || c == '{') open += c;
-      else if ((c == ']' || c == '}') && !open.empty()) open.pop_back();
+      if ((c == '\n' && open.empty()) || c == '{')
+        keys = true;
+      else if (c == '=')
+        keys = false;
+      else if (c == '[')
+        keys = (open.empty() && previous == '\n') || (previous == '[' && keys);  // header or array
+      else if (c == ',')
+        keys = !open.empty() && open.back() == '{';
+      if (c == '[' || c == '{')
+        open += c;
+      else if ((c == ']' || c == '}') && !open.empty())
+        open.pop_back();
       previous = c;
       if (!placeholder_if_tripping()) copy(1);
       continue;

@@ -20,9 +20,7 @@ void add_route(json_line& line, const route_info* route) {
   if (!route) return;
   line.add("vless_session", route->session_id);
   if (route->sub != 0) line.add("vless_sub", static_cast<std::uint64_t>(route->sub));
-  line.add("vless_user", route->user)
-      .add("vless_client", route->client)
-      .add("vless_listener", route->listener);
+  line.add("vless_user", route->user).add("vless_client", route->client).add("vless_listener", route->listener);
 }
 }  // namespace
 
@@ -64,11 +62,9 @@ std::string format_event(const vless_session_event& e) {
       .add("upstream_quickack", to_string(e.upstream_policy.quickack))
       .add("generation", e.generation)
       .end_object();
-  line.begin_object("phases_us")
-      .add("tls_done", p.tls_done.get());
+  line.begin_object("phases_us").add("tls_done", p.tls_done.get());
   if (p.upgrade_done >= 0) line.add("upgrade_done", p.upgrade_done.get());
-  line.add("first_vless_byte", p.first_vless_byte.get())
-      .add("header_complete", p.header_complete.get());
+  line.add("first_vless_byte", p.first_vless_byte.get()).add("header_complete", p.header_complete.get());
   if (p.resolved >= 0) line.add("resolved", p.resolved.get());
   line.add("upstream_connected", p.upstream_connected.get())
       .add("first_upstream_byte", p.first_upstream_byte.get())
@@ -104,8 +100,7 @@ std::string format_event(const vless_session_event& e) {
     line.end_object();
   }
   add_if(line, "sing_mux", e.sing_mux);
-  line.add("duration_us", p.closed.get())
-      .add("close_reason", e.close_reason);
+  line.add("duration_us", p.closed.get()).add("close_reason", e.close_reason);
   return line.finish();
 }
 

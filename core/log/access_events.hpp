@@ -34,12 +34,12 @@ std::string format_event(const vless_reject_event& e);
 // A Vision session's (flow xtls-rprx-vision, docs/sessions.md "Vision"): when direct copy began
 // each way, the padding each way, what its detection saw inside, and a broken padding's reason.
 struct vision_facts {
-  std::int64_t direct_up_us = -1;    // client -> server went beneath the TLS (µs since accept)
-  std::int64_t direct_down_us = -1;  // server -> client
+  std::int64_t direct_up_us = -1;                  // client -> server went beneath the TLS (µs since accept)
+  std::int64_t direct_down_us = -1;                // server -> client
   std::uint64_t padding_up = 0, padding_down = 0;  // padding bytes, with frame headers and UUID
   std::uint64_t frames_up = 0;                     // the client's padded frames
-  std::string_view inner;  // "tls1.3", "tls1.2", "tls" (a ClientHello only), "none"
-  std::string_view error;  // the client's padding broke the format (a reason), else empty
+  std::string_view inner;                          // "tls1.3", "tls1.2", "tls" (a ClientHello only), "none"
+  std::string_view error;                          // the client's padding broke the format (a reason), else empty
 };
 
 struct vless_session_event {
@@ -50,26 +50,26 @@ struct vless_session_event {
   std::string_view dest;
   std::string_view cmd;  // "tcp", "udp", "mux"
   std::string_view tls_version, cipher, sni, alpn;
-  std::string_view ja4;  // the client's TLS fingerprint (core/wire/ja4.hpp)
-  std::string_view transport;  // "tls" (left out: the lines of raw TLS stay as they were), "ws", ...
+  std::string_view ja4;          // the client's TLS fingerprint (core/wire/ja4.hpp)
+  std::string_view transport;    // "tls" (left out: the lines of raw TLS stay as they were), "ws", ...
   std::uint64_t early_data = 0;  // bytes of the VLESS stream that came with the upgrade request
-  tcp_policy policy;           // the listener's policies at accept, with their generation
+  tcp_policy policy;             // the listener's policies at accept, with their generation
   tcp_policy upstream_policy;
   std::uint64_t generation = 0;
   const session_phases* phases = nullptr;  // required; "resolved" only when reached
   bool stall_suspected = false;
   std::optional<tcp_info_snapshot> tcp_info;  // the client connection's, at close
-  std::uint64_t bytes_up = 0;    // client -> destination payload
-  std::uint64_t bytes_down = 0;  // destination -> client payload
+  std::uint64_t bytes_up = 0;                 // client -> destination payload
+  std::uint64_t bytes_down = 0;               // destination -> client payload
   // cmd "udp": datagrams each way (bytes_* count their payload, without the length prefixes)
   std::optional<std::uint64_t> packets_up, packets_down;
   // cmd "mux": sub-connections opened, New frames refused (each refusal has a vless.sub line up to
   // a per-session budget), and the frame error that ended the session, if one did.
   std::optional<std::uint64_t> subs, subs_refused;
   std::string_view mux_error;
-  std::string_view flow;                     // the request's flow ("xtls-rprx-vision"), else empty
-  std::optional<vision_facts> vision;        // with flow xtls-rprx-vision
-  std::string_view sing_mux;  // a sing-mux session: its stream protocol ("smux", "yamux")
+  std::string_view flow;               // the request's flow ("xtls-rprx-vision"), else empty
+  std::optional<vision_facts> vision;  // with flow xtls-rprx-vision
+  std::string_view sing_mux;           // a sing-mux session: its stream protocol ("smux", "yamux")
   std::string_view close_reason;
 };
 std::string format_event(const vless_session_event& e);
@@ -82,15 +82,15 @@ struct vless_sub_event {
   std::uint16_t mux_id = 0;   // the id on the wire
   std::string_view listener;
   std::string_view user;
-  std::string_view net;   // "tcp", "udp"; empty when the frame named none
-  std::string_view dest;  // the New frame's target
-  bool xudp = false;      // a UDP sub-connection in XUDP form (global id, per-packet addresses)
+  std::string_view net;                        // "tcp", "udp"; empty when the frame named none
+  std::string_view dest;                       // the New frame's target
+  bool xudp = false;                           // a UDP sub-connection in XUDP form (global id, per-packet addresses)
   std::uint64_t bytes_up = 0, bytes_down = 0;  // payload, client -> destination and back
   std::optional<std::uint64_t> packets_up, packets_down, packets_dropped;  // net "udp"
   std::optional<std::int64_t> connect_us;  // New -> upstream connected (TCP) / socket ready (UDP)
   std::int64_t duration_us = 0;            // New -> close
-  std::string_view close_reason;  // "client_end", "upstream_eof", "upstream_error", "rejected", ...
-  std::string_view error;         // why, for an error close or a refusal ("dest_not_allowed", ...)
+  std::string_view close_reason;           // "client_end", "upstream_eof", "upstream_error", "rejected", ...
+  std::string_view error;                  // why, for an error close or a refusal ("dest_not_allowed", ...)
   std::string_view detail;
 };
 std::string format_event(const vless_sub_event& e);
@@ -112,12 +112,12 @@ struct http_request_event {
   std::string_view method;
   std::string_view path;
   int status = 0;
-  std::optional<std::uint64_t> bytes;     // response body bytes sent
-  std::uint64_t bytes_in = 0;             // request body bytes read (POST /sink); 0: left out
+  std::optional<std::uint64_t> bytes;  // response body bytes sent
+  std::uint64_t bytes_in = 0;          // request body bytes read (POST /sink); 0: left out
   std::optional<std::int64_t> duration_us;
   std::string_view error;
   std::string_view run, seq, path_label;  // the runner's X-Vlessbench-Run / -Seq / -Path
-  std::string_view ja4;  // HTTPS target: the fingerprint of the TLS client that reached the target
+  std::string_view ja4;                   // HTTPS target: the fingerprint of the TLS client that reached the target
 };
 std::string format_event(const http_request_event& e);
 
@@ -152,14 +152,14 @@ std::string format_event(const banner_connection_event& e);
 struct udp_packet_event {
   std::string_view listener;
   std::string_view peer;
-  const route_info* route = nullptr;  // the relaying session at the flow's first datagram; nullptr: direct
+  const route_info* route = nullptr;             // the relaying session at the flow's first datagram; nullptr: direct
   std::uint64_t packets_in = 0, bytes_in = 0;    // datagrams received from the peer
   std::uint64_t packets_out = 0, bytes_out = 0;  // echoes sent (with their trailers): bytes_out <= bytes_in
   // Datagrams too short for the route trailer (route_header.hpp format_udp_echo): answered in the
   // short form (counted in packets_out too), or not answered at all. Written when not 0.
   std::uint64_t short_answers = 0, unanswered = 0;
-  std::int64_t duration_us = 0;                  // first datagram -> last one
-  std::string_view close_reason;                 // "idle", "evicted", "stop", "route_changed"
+  std::int64_t duration_us = 0;   // first datagram -> last one
+  std::string_view close_reason;  // "idle", "evicted", "stop", "route_changed"
 };
 std::string format_event(const udp_packet_event& e);
 
@@ -167,9 +167,9 @@ std::string format_event(const udp_packet_event& e);
 // one reason: at most one line per listener and reason a second (target/udp_refusals.hpp).
 struct udp_refused_event {
   std::string_view listener;
-  std::string_view reason;       // "reflector_port", "own_listener", "echo_answer", "dns_response", ...
-  std::uint64_t datagrams = 0;   // since the previous line for this listener and reason
-  std::string_view last_peer;    // the source of the last one
+  std::string_view reason;      // "reflector_port", "own_listener", "echo_answer", "dns_response", ...
+  std::uint64_t datagrams = 0;  // since the previous line for this listener and reason
+  std::string_view last_peer;   // the source of the last one
 };
 std::string format_event(const udp_refused_event& e);
 
@@ -181,9 +181,9 @@ struct dns_query_event {
   const route_info* route = nullptr;  // the relaying session; nullptr: direct
   std::string_view name;              // the question's name, lower case; empty when malformed
   std::uint16_t qtype = 0;
-  std::string_view rcode;             // "NOERROR", "REFUSED", "FORMERR", "SERVFAIL"
-  std::uint32_t delay_ms = 0;         // the answer waited this long (NAME.delay-MS.zone)
-  std::string_view error;             // why FORMERR / SERVFAIL
+  std::string_view rcode;      // "NOERROR", "REFUSED", "FORMERR", "SERVFAIL"
+  std::uint32_t delay_ms = 0;  // the answer waited this long (NAME.delay-MS.zone)
+  std::string_view error;      // why FORMERR / SERVFAIL
 };
 std::string format_event(const dns_query_event& e);
 
@@ -192,12 +192,12 @@ std::string format_event(const dns_query_event& e);
 // second, not one per datagram. Event name "dns.rrl".
 struct dns_rrl_event {
   std::string_view listener;
-  std::int64_t period_ms = 0;        // the time these counts cover
-  std::uint64_t answered = 0;        // judged and answered in full (within the budget)
-  std::uint64_t slipped = 0;         // answered truncated (TC=1, no records)
-  std::uint64_t dropped = 0;         // not answered
-  std::uint64_t prefixes = 0;        // source prefixes limited in the period
-  std::string_view last_prefix;      // the last one limited, e.g. "192.0.2.0/24"
+  std::int64_t period_ms = 0;    // the time these counts cover
+  std::uint64_t answered = 0;    // judged and answered in full (within the budget)
+  std::uint64_t slipped = 0;     // answered truncated (TC=1, no records)
+  std::uint64_t dropped = 0;     // not answered
+  std::uint64_t prefixes = 0;    // source prefixes limited in the period
+  std::string_view last_prefix;  // the last one limited, e.g. "192.0.2.0/24"
 };
 std::string format_event(const dns_rrl_event& e);
 

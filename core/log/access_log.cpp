@@ -51,9 +51,8 @@ std::string utc_timestamp() {
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<int>(us % 1'000'000));
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(us % 1'000'000));
   return buf;
 }
 
@@ -152,7 +151,7 @@ access_log::~access_log() {
 }
 
 access_log::sink access_log::open_target(const std::string& target) {
-  struct stat st{};
+  struct stat st {};
   if (target == "stdout") {
     if (::fstat(1, &st) == 0) {
       if (S_ISREG(st.st_mode)) return {1, sink_kind::file};
@@ -290,8 +289,10 @@ void access_log::write(const std::string& line) {
     if (n > 0) {
       // The rest of a line the reader took in part goes next, whatever the bound, or the
       // stream would hold half a line.
-      if (stop_) ++dropped_lines_;  // at exit nobody is left to finish it
-      else push_locked({line.substr(static_cast<std::size_t>(n))});
+      if (stop_)
+        ++dropped_lines_;  // at exit nobody is left to finish it
+      else
+        push_locked({line.substr(static_cast<std::size_t>(n))});
       return;
     }
   }
@@ -310,8 +311,10 @@ void access_log::write(const std::string& line) {
     const auto limit = queue_limit_;
     const auto where = target_;
     lock.unlock();
-    spdlog::warn("access log: the reader of {} does not keep up: dropping lines ({} since the last warning, {} since start; queue {} bytes)",
-                 where, since, total, limit);
+    spdlog::warn(
+        "access log: the reader of {} does not keep up: dropping lines ({} since the last warning, {} since start; "
+        "queue {} bytes)",
+        where, since, total, limit);
     return;
   }
   if (pending_dropped_lines_ > 0) enqueue_dropped_event_locked();
@@ -325,8 +328,10 @@ void access_log::writer_loop() {
     while (!stop_ && queue_.empty()) {
       if (pending_rate_lines_ > 0) {
         const auto due = last_rate_report_ + std::chrono::seconds(1);
-        if (std::chrono::steady_clock::now() >= due) enqueue_rate_dropped_event_locked();
-        else wake_writer_.wait_until(lock, due);
+        if (std::chrono::steady_clock::now() >= due)
+          enqueue_rate_dropped_event_locked();
+        else
+          wake_writer_.wait_until(lock, due);
       } else {
         wake_writer_.wait_for(lock, std::chrono::seconds(1));
       }

@@ -84,7 +84,7 @@ class access_log {
   struct stats {
     std::uint64_t dropped_lines = 0;  // since start
     std::uint64_t dropped_bytes = 0;
-    std::size_t queued_bytes = 0;     // waiting for the reader now
+    std::size_t queued_bytes = 0;          // waiting for the reader now
     std::uint64_t rate_dropped_lines = 0;  // of dropped_lines: over max_lines_per_second
   };
   stats counters() const;
@@ -136,7 +136,7 @@ class access_log {
   std::uint64_t max_lines_per_second_ = 0;  // 0: no rate bound
   double rate_tokens_ = 0;
   std::chrono::steady_clock::time_point rate_refill_{};
-  std::uint64_t rate_dropped_lines_ = 0;  // since start
+  std::uint64_t rate_dropped_lines_ = 0;                           // since start
   std::uint64_t pending_rate_lines_ = 0, pending_rate_bytes_ = 0;  // not reported yet
   std::chrono::steady_clock::time_point last_rate_report_{};
   std::chrono::steady_clock::time_point last_rate_warning_{};

@@ -100,8 +100,8 @@ void state_hub::rejected(const vless_reject_event& e) {
   ++it->second;
 }
 
-void state_hub::target_answered(std::string_view listener, bool via_vless, std::uint64_t count,
-                                std::uint64_t bytes_up, std::uint64_t bytes_down) {
+void state_hub::target_answered(std::string_view listener, bool via_vless, std::uint64_t count, std::uint64_t bytes_up,
+                                std::uint64_t bytes_down) {
   const std::lock_guard lock(mutex_);
   auto* c = counters_for(listener);
   if (!c) return;
@@ -155,8 +155,8 @@ void state_hub::set_listeners(std::uint64_t generation, std::vector<listener_vie
   generation_ = generation;
   const std::int64_t now = now_unix_ms();
   for (const listener_view& l : listeners) {
-    const auto before = std::find_if(listeners_.begin(), listeners_.end(),
-                                     [&](const listener_view& o) { return o.name == l.name; });
+    const auto before =
+        std::find_if(listeners_.begin(), listeners_.end(), [&](const listener_view& o) { return o.name == l.name; });
     if (before == listeners_.end()) continue;
     if (before->policy == l.policy && before->upstream_policy == l.upstream_policy) continue;
     if (auto it = counters_.find(l.name); it != counters_.end()) {

@@ -140,12 +140,10 @@ class state_hub {
   void admin_refused(std::string_view reason);
   void probe_refused(std::string_view reason);
   // One datagram the echo took (bytes_in) and what it sent back (bytes_out, 0 when nothing).
-  void udp_echo_counted(std::string_view listener, udp_echo_form form, std::uint64_t bytes_in,
-                        std::uint64_t bytes_out);
+  void udp_echo_counted(std::string_view listener, udp_echo_form form, std::uint64_t bytes_in, std::uint64_t bytes_out);
   // UDP queries the DNS responder's rate limit (target/dns_rrl.hpp) let through, slipped (answered
   // truncated) and dropped.
-  void dns_rrl_counted(std::string_view listener, std::uint64_t answered, std::uint64_t slipped,
-                       std::uint64_t dropped);
+  void dns_rrl_counted(std::string_view listener, std::uint64_t answered, std::uint64_t slipped, std::uint64_t dropped);
   // n datagrams a UDP target did not answer. Listeners past hub_max_listeners are not counted;
   // kept across reloads (a UDP listener is not in set_listeners' list), as counters are.
   void udp_refused(std::string_view listener, std::string_view reason, std::uint64_t n = 1);

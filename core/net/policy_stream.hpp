@@ -16,8 +16,7 @@ class policy_stream {
   using next_layer_type = tcp::socket;
 
   // policy points into a listener_runtime that outlives this stream (the session holds it).
-  policy_stream(tcp::socket socket, const shared_tcp_policy* policy)
-      : socket_(std::move(socket)), policy_(policy) {}
+  policy_stream(tcp::socket socket, const shared_tcp_policy* policy) : socket_(std::move(socket)), policy_(policy) {}
 
   executor_type get_executor() { return socket_.get_executor(); }
   lowest_layer_type& lowest_layer() { return socket_.lowest_layer(); }
@@ -28,8 +27,7 @@ class policy_stream {
   template <class MutableBufferSequence, class ReadToken>
   auto async_read_some(const MutableBufferSequence& buffers, ReadToken&& token) {
     return asio::async_compose<ReadToken, void(std::error_code, std::size_t)>(
-        [this, buffers, started = false](auto& self, std::error_code ec = {},
-                                         std::size_t n = 0) mutable {
+        [this, buffers, started = false](auto& self, std::error_code ec = {}, std::size_t n = 0) mutable {
           if (!started) {
             started = true;
             socket_.async_read_some(buffers, std::move(self));

@@ -20,8 +20,7 @@ std::string_view to_string(quickack_mode m) {
 namespace {
 
 std::error_code set_int(int fd, int level, int name, int value) {
-  if (::setsockopt(fd, level, name, &value, sizeof value) != 0)
-    return {errno, std::system_category()};
+  if (::setsockopt(fd, level, name, &value, sizeof value) != 0) return {errno, std::system_category()};
   return {};
 }
 

@@ -24,9 +24,7 @@ class shared_tcp_policy {
   static std::uint32_t pack(const tcp_policy& p) {
     return (p.nodelay ? 1U : 0U) | (static_cast<std::uint32_t>(p.quickack) << 1U);
   }
-  static tcp_policy unpack(std::uint32_t b) {
-    return tcp_policy{(b & 1U) != 0, static_cast<quickack_mode>(b >> 1U)};
-  }
+  static tcp_policy unpack(std::uint32_t b) { return tcp_policy{(b & 1U) != 0, static_cast<quickack_mode>(b >> 1U)}; }
   std::atomic<std::uint32_t> bits_;
 };
 

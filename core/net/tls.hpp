@@ -18,8 +18,8 @@ asio::ssl::context make_server_context(const tls_config& cfg);
 void offer_h2(SSL* ssl);
 
 struct client_options {
-  bool verify = false;        // false = allowInsecure
-  std::string sni;            // empty = no SNI
+  bool verify = false;  // false = allowInsecure
+  std::string sni;      // empty = no SNI
   std::string alpn = "http/1.1";
   bool tls13_only = false;
 };
@@ -42,8 +42,7 @@ struct pem_pair {
   std::string cert;
   std::string key;
 };
-pem_pair make_self_signed(const std::vector<std::string>& dns_names,
-                          const std::vector<std::string>& ip_addresses);
+pem_pair make_self_signed(const std::vector<std::string>& dns_names, const std::vector<std::string>& ip_addresses);
 
 // What start will find at cfg.cert / cfg.key, judged without writing anything (`vlessbenchd
 // --check`, and make_server_context and ensure_certificate before they open a file): each file

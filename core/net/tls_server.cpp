@@ -71,8 +71,7 @@ int h2_index() {
 // Server side of ALPN: pick http/1.1 when the client offers it (h2 instead on a gRPC listener's
 // connection), otherwise negotiate none (a client that offers only h2 still gets a connection;
 // VLESS does not care).
-int select_alpn(SSL* ssl, const uint8_t** out, uint8_t* out_len, const uint8_t* in, unsigned in_len,
-                void*) {
+int select_alpn(SSL* ssl, const uint8_t** out, uint8_t* out_len, const uint8_t* in, unsigned in_len, void*) {
   const unsigned char* want = SSL_get_ex_data(ssl, h2_index()) != nullptr ? alpn_h2 : alpn_http11;
   for (unsigned i = 0; i < in_len;) {
     unsigned len = in[i];
@@ -116,14 +115,11 @@ ssl_select_cert_result_t record_ja4(const SSL_CLIENT_HELLO* hello) {
   return ssl_select_cert_success;
 }
 
-uint16_t to_protocol_version(const std::string& v) {
-  return v == "1.3" ? TLS1_3_VERSION : TLS1_2_VERSION;
-}
+uint16_t to_protocol_version(const std::string& v) { return v == "1.3" ? TLS1_3_VERSION : TLS1_2_VERSION; }
 
 }  // namespace
 
-pem_pair make_self_signed(const std::vector<std::string>& dns_names,
-                          const std::vector<std::string>& ip_addresses) {
+pem_pair make_self_signed(const std::vector<std::string>& dns_names, const std::vector<std::string>& ip_addresses) {
   ec_key_ptr ec(EC_KEY_new_by_curve_name(NID_X9_62_prime256v1));
   if (!ec || !EC_KEY_generate_key(ec.get())) fail("generating EC key");
   pkey_ptr key(EVP_PKEY_new());
@@ -143,10 +139,8 @@ pem_pair make_self_signed(const std::vector<std::string>& dns_names,
   X509_set_pubkey(cert.get(), key.get());
   X509_NAME* name = X509_get_subject_name(cert.get());
   const std::string cn = dns_names.empty() ? "vlessbench" : dns_names.front();
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                             reinterpret_cast<const uint8_t*>(cn.c_str()), -1, -1, 0);
-  X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC,
-                             reinterpret_cast<const uint8_t*>("vlessbench"), -1, -1, 0);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const uint8_t*>(cn.c_str()), -1, -1, 0);
+  X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, reinterpret_cast<const uint8_t*>("vlessbench"), -1, -1, 0);
   X509_set_issuer_name(cert.get(), name);
 
   std::string san;
@@ -200,10 +194,12 @@ std::optional<std::string> folder_problem(const char* key, const std::string& pa
   const auto st = fs::status(folder, ec);
   const std::string head = std::string("tls.") + key + ": " + quoted(path) + ": ";
   if (!fs::exists(st))
-    return head + "the folder " + folder.string() + " does not exist, so tls.generate = true cannot write there: " +
-           "create it (mkdir -p " + folder.string() + "; the package's unit has systemd make " +
+    return head + "the folder " + folder.string() +
+           " does not exist, so tls.generate = true cannot write there: " + "create it (mkdir -p " + folder.string() +
+           "; the package's unit has systemd make " +
            "/var/lib/vlessbench, its StateDirectory) or point tls.cert and tls.key into a folder that exists";
-  if (!fs::is_directory(st)) return head + folder.string() + " is not a folder: point tls.cert and tls.key into a folder";
+  if (!fs::is_directory(st))
+    return head + folder.string() + " is not a folder: point tls.cert and tls.key into a folder";
   if (::access(folder.c_str(), W_OK | X_OK) != 0)
     return head + "the folder " + folder.string() + " is not writable by this user (" + this_user() +
            "), so tls.generate = true cannot write there: make it writable by the user that runs vlessbenchd, "
@@ -229,16 +225,19 @@ file_read read_pem_file(const char* key, const std::string& path, bool generate)
       if (!std::filesystem::exists(std::filesystem::path(path).parent_path()))
         out += " (its folder " + std::filesystem::path(path).parent_path().string() + " does not exist either)";
       if (generate) return {{}, out + ": delete the other file of the pair too and the daemon makes both at start"};
-      return {{}, out + ": set tls.generate = true and the daemon makes a self-signed " + what +
-                      " there at its first start (keeping it across restarts), or point tls." + key + " at your " +
-                      what + " (PEM)"};
+      return {{},
+              out + ": set tls.generate = true and the daemon makes a self-signed " + what +
+                  " there at its first start (keeping it across restarts), or point tls." + key + " at your " + what +
+                  " (PEM)"};
     }
     if (err == EACCES)
-      return {{}, head + "not readable by this user (" + this_user() + "): make it readable by the user that runs "
+      return {{},
+              head + "not readable by this user (" + this_user() +
+                  "): make it readable by the user that runs "
                   "vlessbenchd (chown or chmod; the key may stay 0600 when that user owns it)"};
     return {{}, head + std::strerror(err)};
   }
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
     return {{}, head + "not a regular file: point tls." + key + " at a PEM file"};
@@ -297,8 +296,10 @@ certificate_check check_certificate_files(const tls_config& cfg) {
   if (cfg.generate && !(fs::exists(cfg.cert) && fs::exists(cfg.key))) {
     for (const auto& [key, path] : {std::pair{"cert", cfg.cert}, std::pair{"key", cfg.key}})
       if (auto problem = folder_problem(key, path)) return {state::problem, *problem};
-    return {state::will_generate, "tls.cert " + quoted(cfg.cert) + " does not exist yet: the daemon generates a "
-                                  "self-signed certificate there (key " + quoted(cfg.key) + ") at start"};
+    return {state::will_generate, "tls.cert " + quoted(cfg.cert) +
+                                      " does not exist yet: the daemon generates a "
+                                      "self-signed certificate there (key " +
+                                      quoted(cfg.key) + ") at start"};
   }
   const file_read cert_file = read_pem_file("cert", cfg.cert, cfg.generate);
   if (cert_file.problem) return {state::problem, *cert_file.problem};

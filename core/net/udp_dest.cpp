@@ -90,7 +90,8 @@ constexpr std::array<sock_filter, 27> forged_local_source_filter() {
 
 std::error_code drop_forged_local_sources(udp::socket& socket) {
   static constexpr auto filter = forged_local_source_filter();
-  sock_fprog prog{static_cast<unsigned short>(filter.size()), const_cast<sock_filter*>(filter.data())};  // NOLINT: the kernel copies it
+  sock_fprog prog{static_cast<unsigned short>(filter.size()),
+                  const_cast<sock_filter*>(filter.data())};  // NOLINT: the kernel copies it
   if (::setsockopt(socket.native_handle(), SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog) != 0) return last_error();
   return {};
 }
@@ -143,7 +144,7 @@ std::error_code try_send(udp::socket& socket, const udp::endpoint& own, asio::co
   const bool choose_source = own.address().is_unspecified() && !local.address().is_unspecified();
   control_buffer control{};
   msghdr msg{};
-  iovec iov{const_cast<void*>(data.data()), data.size()};  // NOLINT: sendmsg takes a non-const iovec
+  iovec iov{const_cast<void*>(data.data()), data.size()};                   // NOLINT: sendmsg takes a non-const iovec
   msg.msg_name = const_cast<void*>(static_cast<const void*>(peer.data()));  // NOLINT: likewise
   msg.msg_namelen = static_cast<socklen_t>(peer.size());
   msg.msg_iov = &iov;

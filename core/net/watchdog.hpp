@@ -33,7 +33,7 @@ class watchdog_deadline {
   friend awaitable<void> watchdog(watchdog_deadline& deadline, OnExpire on_expire);
 
   steady_clock::time_point at_{};
-  steady_clock::time_point armed_{};      // what the watchdog's timer waits for
+  steady_clock::time_point armed_{};     // what the watchdog's timer waits for
   asio::steady_timer* timer_ = nullptr;  // set while a watchdog runs
   bool moved_earlier_ = false;
 };

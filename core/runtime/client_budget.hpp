@@ -67,8 +67,8 @@ class client_registry;
 // One source address, as long as a connection of it is open.
 struct client_share {
   asio::ip::address address;
-  bounded_count sessions;   // authorised VLESS sessions
-  bounded_count upstreams;  // upstream sockets of all its connections
+  bounded_count sessions;                  // authorised VLESS sessions
+  bounded_count upstreams;                 // upstream sockets of all its connections
   std::atomic<std::uint64_t> buffered{0};  // bytes its mux sub-connections hold for their destinations
   client_registry* registry = nullptr;
   ~client_share();
@@ -91,13 +91,15 @@ class connection_budget {
     upstream_result r;
     auto c = upstreams_.try_take(per_connection);
     if (!c) {
-      r.detail = std::to_string(per_connection) + " upstream connections open on this connection "
+      r.detail = std::to_string(per_connection) +
+                 " upstream connections open on this connection "
                  "([limits] max_upstreams_per_connection)";
       return r;
     }
     auto a = client_->upstreams.try_take(per_client);
     if (!a) {
-      r.detail = std::to_string(per_client) + " upstream connections open from this address "
+      r.detail = std::to_string(per_client) +
+                 " upstream connections open from this address "
                  "([limits] max_upstreams_per_client)";
       return r;
     }

@@ -1,8 +1,8 @@
 #pragma once
 // Where a VLESS session may connect (config [destinations]): the daemon's own targets (TCP:
-// [[target]], [[banner]] and [[dns]]; UDP: [[udp_target]] and [[dns]]) and loopback addresses always, anything else only inside a configured network. A VM
-// reachable by others must not become an open relay. Never the daemon's own [[vless]] listeners:
-// a session through its own VLESS port nests another session (and two more descriptors) per level.
+// [[target]], [[banner]] and [[dns]]; UDP: [[udp_target]] and [[dns]]) and loopback addresses always, anything else
+// only inside a configured network. A VM reachable by others must not become an open relay. Never the daemon's own
+// [[vless]] listeners: a session through its own VLESS port nests another session (and two more descriptors) per level.
 #include <functional>
 #include <string_view>
 #include <vector>

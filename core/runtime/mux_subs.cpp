@@ -4,20 +4,13 @@ namespace vlessbench::mux {
 
 std::string_view to_string(action a) {
   switch (a) {
-    case action::open:
-      return "open";
-    case action::deliver:
-      return "deliver";
-    case action::end:
-      return "end";
-    case action::ignore:
-      return "ignore";
-    case action::refuse:
-      return "refuse";
-    case action::kill:
-      return "kill";
-    case action::stray:
-      return "stray";
+    case action::open: return "open";
+    case action::deliver: return "deliver";
+    case action::end: return "end";
+    case action::ignore: return "ignore";
+    case action::refuse: return "refuse";
+    case action::kill: return "kill";
+    case action::stray: return "stray";
   }
   return "unknown";
 }
@@ -38,8 +31,7 @@ void sub_table::cancel_open(std::uint16_t id) {
 decision sub_table::on_frame(const frame& f) {
   const auto it = live_.find(f.id);
   switch (f.st) {
-    case status::keep_alive:
-      return {};
+    case status::keep_alive: return {};
     case status::new_sub: {
       if (it != live_.end()) {
         const std::uint32_t sub = it->second.sub;

@@ -72,7 +72,7 @@ class sub_table {
   std::size_t max_live_;
   std::uint32_t opened_ = 0;
   std::unordered_map<std::uint16_t, sub_state> live_;
-  std::vector<bool> seen_;  // ids opened at some time in the session (8 KiB)
+  std::vector<bool> seen_;         // ids opened at some time in the session (8 KiB)
   bool seen_before_open_ = false;  // seen_ of the id last opened, before it (cancel_open)
 };
 

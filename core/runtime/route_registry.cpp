@@ -16,8 +16,8 @@ std::string to_string(const flow_id& id) {
   auto ep = [](const asio::ip::address& a, unsigned short port) {
     return (a.is_v6() ? "[" + a.to_string() + "]" : a.to_string()) + ":" + std::to_string(port);
   };
-  return std::string(id.proto == flow_id::protocol::tcp ? "tcp " : "udp ") + ep(id.from_address, id.from_port) +
-         "->" + ep(id.to_address, id.to_port);
+  return std::string(id.proto == flow_id::protocol::tcp ? "tcp " : "udp ") + ep(id.from_address, id.from_port) + "->" +
+         ep(id.to_address, id.to_port);
 }
 
 namespace {

@@ -9,7 +9,7 @@ namespace vlessbench::sing_mux {
 
 namespace {
 
-constexpr std::size_t mux_data = 0xffff;      // the most one Mux.Cool frame carries
+constexpr std::size_t mux_data = 0xffff;       // the most one Mux.Cool frame carries
 constexpr std::size_t smux_chunk = 32 * 1024;  // smux's own MaxFrameSize
 constexpr std::size_t max_ended = 4096;        // streams ended by the relay, awaiting the client's close
 constexpr std::size_t logged_refusals = 16;
@@ -57,8 +57,7 @@ std::string_view bridge::frames_up(std::string& to_relay, std::string& to_client
   std::size_t at = 0;
   while (error_.empty() && at < in_.size()) {
     const std::size_t before = at;
-    const std::string_view e = is_yamux() ? yamux_frame(to_relay, to_client, at)
-                                              : smux_frame(to_relay, to_client, at);
+    const std::string_view e = is_yamux() ? yamux_frame(to_relay, to_client, at) : smux_frame(to_relay, to_client, at);
     if (!e.empty()) error_ = e;
     if (at == before) break;  // need more
   }
@@ -111,7 +110,8 @@ std::string_view bridge::yamux_frame(std::string& to_relay, std::string& to_clie
   at += p.consumed;
   const yamux::frame& f = p.value;
   if (f.t == yamux::type::ping) {
-    if ((f.flags & yamux::flag_syn) != 0) yamux::encode_frame(to_client, yamux::type::ping, yamux::flag_ack, 0, f.length);
+    if ((f.flags & yamux::flag_syn) != 0)
+      yamux::encode_frame(to_client, yamux::type::ping, yamux::flag_ack, 0, f.length);
     return {};
   }
   if (f.t == yamux::type::go_away) return {};  // the client closes the connection next

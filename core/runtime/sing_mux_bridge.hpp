@@ -72,12 +72,12 @@ class h2_framing {
   // Empty: go on; else why the connection ends (e.g. h2_bad_preface, h2_flood, h2_goaway_sent: ...).
   virtual std::string_view feed(std::string_view in, std::vector<event>& events) = 0;
   virtual void send(std::uint32_t stream, std::string_view data) = 0;
-  virtual void finish(std::uint32_t stream) = 0;  // END_STREAM after what was sent
+  virtual void finish(std::uint32_t stream) = 0;                   // END_STREAM after what was sent
   virtual void consumed(std::uint32_t stream, std::size_t n) = 0;  // n of its DATA bytes read: window back
-  virtual std::size_t held() const = 0;                           // bytes waiting for the client's windows
+  virtual std::size_t held() const = 0;                            // bytes waiting for the client's windows
   // Frames to write, appended. Non-empty: the connection is over (a GOAWAY for a violation went out), why.
   virtual std::string_view drain(std::string& to_client) = 0;
-  virtual std::vector<rejection> take_rejected() = 0;             // streams answered with an HTTP error
+  virtual std::vector<rejection> take_rejected() = 0;  // streams answered with an HTTP error
 };
 
 class bridge {
@@ -122,9 +122,9 @@ class bridge {
     bool client_fin = false, reset = false, relay_end = false, closed_out = false;
     std::string held;  // data past the client's window
     bool fin_held = false;
-    std::uint64_t send_window = 0;                   // yamux
-    std::uint64_t sent = 0, peer_consumed = 0;       // smux v2
-    std::uint64_t peer_window = 0;                   // smux v2
+    std::uint64_t send_window = 0;              // yamux
+    std::uint64_t sent = 0, peer_consumed = 0;  // smux v2
+    std::uint64_t peer_window = 0;              // smux v2
     std::uint64_t recv_window = 0, recv_unacked = 0, consumed = 0;
   };
 
@@ -157,7 +157,7 @@ class bridge {
   std::unique_ptr<h2_framing> h2_;
   std::vector<h2_framing::event> h2_events_;
   std::string error_text_;  // error_ when it comes from h2_
-  std::string in_;  // client bytes not parsed yet (padding removed)
+  std::string in_;          // client bytes not parsed yet (padding removed)
   std::optional<request> req_;
   unpadder unpad_;
   unsigned sealed_ = 0;

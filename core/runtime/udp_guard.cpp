@@ -8,8 +8,8 @@
 namespace vlessbench {
 
 bool is_reflector_port(std::uint16_t port) {
-  static constexpr std::array<std::uint16_t, 23> ports = {0,   7,   9,   13,  17,  19,   37,   53,   69,   111,  123, 137,
-                                                          138, 161, 162, 389, 500, 514,  520,  1900, 3702, 5353, 11211};
+  static constexpr std::array<std::uint16_t, 23> ports = {
+      0, 7, 9, 13, 17, 19, 37, 53, 69, 111, 123, 137, 138, 161, 162, 389, 500, 514, 520, 1900, 3702, 5353, 11211};
   return std::find(ports.begin(), ports.end(), port) != ports.end();
 }
 

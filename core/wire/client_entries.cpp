@@ -31,12 +31,16 @@ std::string mihomo_proxy(const share_link& l, const client_entry_options& opts) 
   // mihomo has no httpupgrade network: it is ws with v2ray-http-upgrade.
   std::string out = "  - name: " + yaml_quote(l.name) + "\n" +
                     "    type: vless\n"
-                    "    server: " + yaml_quote(l.host) + "\n" +
-                    "    port: " + std::to_string(l.port) + "\n" +
-                    "    uuid: " + vless::format_uuid(l.uuid) + "\n" +
-                    "    network: " + (t.upgrades() ? "ws" : grpc ? "grpc" : "tcp") + "\n" +
+                    "    server: " +
+                    yaml_quote(l.host) + "\n" + "    port: " + std::to_string(l.port) + "\n" +
+                    "    uuid: " + vless::format_uuid(l.uuid) + "\n" + "    network: " +
+                    (t.upgrades() ? "ws"
+                     : grpc       ? "grpc"
+                                  : "tcp") +
+                    "\n" +
                     "    udp: true\n"
-                    "    tls: " + (tls ? "true" : "false") + "\n";
+                    "    tls: " +
+                    (tls ? "true" : "false") + "\n";
   if (!l.flow.empty()) out += "    flow: " + l.flow + "\n";
   if (tls) {
     out += "    servername: " + yaml_quote(l.sni) + "\n";
@@ -63,8 +67,10 @@ std::string mihomo_proxy(const share_link& l, const client_entry_options& opts) 
 std::string singbox_outbound(const share_link& l, const client_entry_options&) {
   const transport_spec& t = l.transport;
   // No "network": sing-box reads "tcp" there as TCP only ("UDP is not supported by outbound").
-  nlohmann::ordered_json sing{{"type", "vless"},      {"tag", l.name},
-                              {"server", l.host},     {"server_port", l.port},
+  nlohmann::ordered_json sing{{"type", "vless"},
+                              {"tag", l.name},
+                              {"server", l.host},
+                              {"server_port", l.port},
                               {"uuid", vless::format_uuid(l.uuid)}};
   if (!l.flow.empty()) sing["flow"] = l.flow;
   if (t.tls) sing["tls"] = {{"enabled", true}, {"server_name", l.sni}, {"insecure", l.allow_insecure}};
@@ -112,11 +118,10 @@ std::string v2ray_outbound(const share_link& l, const client_entry_options&) {
   }
   nlohmann::ordered_json user{{"id", vless::format_uuid(l.uuid)}, {"encryption", "none"}, {"level", 0}};
   if (!l.flow.empty()) user["flow"] = l.flow;
-  nlohmann::ordered_json v2{
-      {"protocol", "vless"},
-      {"tag", l.name},
-      {"settings", {{"vnext", {{{"address", l.host}, {"port", l.port}, {"users", {user}}}}}}},
-      {"streamSettings", stream}};
+  nlohmann::ordered_json v2{{"protocol", "vless"},
+                            {"tag", l.name},
+                            {"settings", {{"vnext", {{{"address", l.host}, {"port", l.port}, {"users", {user}}}}}}},
+                            {"streamSettings", stream}};
   return v2.dump(2);
 }
 

@@ -23,19 +23,11 @@ inline constexpr std::size_t header_bytes = 12;
 // to use more than a couple, and a loop must end.
 inline constexpr int max_pointers = 8;
 
-enum class rcode : std::uint8_t {
-  noerror = 0,
-  formerr = 1,
-  servfail = 2,
-  nxdomain = 3,
-  notimp = 4,
-  refused = 5
-};
-std::string_view to_string(rcode r); // "NOERROR", "FORMERR", ...
+enum class rcode : std::uint8_t { noerror = 0, formerr = 1, servfail = 2, nxdomain = 3, notimp = 4, refused = 5 };
+std::string_view to_string(rcode r);  // "NOERROR", "FORMERR", ...
 
 struct question {
-  std::string
-      name; // lower case, labels joined by '.', no final dot; "" for the root
+  std::string name;  // lower case, labels joined by '.', no final dot; "" for the root
   std::uint16_t qtype = 0;
   std::uint16_t qclass = 0;
 };
@@ -63,21 +55,17 @@ std::optional<std::uint16_t> message_id(std::string_view message);
 // answer of its type per address (4 bytes for A, 16 for AAAA), TTL ttl. Flags:
 // QR, AA, RD copied, RA clear.
 struct answer_set {
-  std::vector<std::array<std::uint8_t, 16>>
-      addresses; // A uses the first 4 bytes
+  std::vector<std::array<std::uint8_t, 16>> addresses;  // A uses the first 4 bytes
 };
 // route_txt, when not empty (the responder's route proof, format_route_txt):
 // one TXT record in the additional section, owner the question's name, class
 // IN, TTL 0 (nothing caches it), one character-string.
-std::string build_response(std::uint16_t id, bool recursion_desired,
-                           const question *q, rcode rc,
-                           const answer_set &answers = {},
-                           std::uint32_t ttl = 60,
-                           std::string_view route_txt = {});
+std::string build_response(std::uint16_t id, bool recursion_desired, const question* q, rcode rc,
+                           const answer_set& answers = {}, std::uint32_t ttl = 60, std::string_view route_txt = {});
 // Response rate limiting's "slip" (target/dns_rrl.hpp): NOERROR with TC set, the question and
 // nothing else, so a resolver retries over TCP. Never longer than the query it answers when that
 // query carried its name uncompressed (the caller checks).
-std::string build_truncated_response(std::uint16_t id, bool recursion_desired, const question &q);
+std::string build_truncated_response(std::uint16_t id, bool recursion_desired, const question& q);
 
 // The responder's route proof (docs/target.md), the DNS twin of the UDP echo's
 // trailer: "VLESSBENCH-DNS <listener> <route header value>", e.g.
@@ -87,11 +75,10 @@ std::string build_truncated_response(std::uint16_t id, bool recursion_desired, c
 inline constexpr std::string_view route_txt_prefix = "VLESSBENCH-DNS ";
 inline constexpr std::size_t max_txt_string = 255;
 inline constexpr std::uint16_t type_txt = 16;
-std::string format_route_txt(std::string_view listener,
-                             std::string_view route_value);
+std::string format_route_txt(std::string_view listener, std::string_view route_value);
 struct route_txt {
   std::string listener;
-  std::string route; // the route header value, for parse_route_header
+  std::string route;  // the route header value, for parse_route_header
 };
 // nullopt when txt is not a route proof (another prefix, no listener).
 std::optional<route_txt> parse_route_txt(std::string_view txt);
@@ -103,11 +90,11 @@ std::optional<route_txt> parse_route_txt(std::string_view txt);
 struct response {
   std::uint16_t id = 0;
   rcode rc = rcode::noerror;
-  bool truncated = false;    // TC
-  std::optional<question> q; // the first question, when there is one
+  bool truncated = false;     // TC
+  std::optional<question> q;  // the first question, when there is one
   // A (first 4 bytes used) and AAAA answers, in order; other types skipped.
   std::vector<std::array<std::uint8_t, 16>> addresses;
-  std::vector<std::uint16_t> address_types; // type_a / type_aaaa per address
+  std::vector<std::uint16_t> address_types;  // type_a / type_aaaa per address
   // TXT records of the additional section, each record's strings joined.
   std::vector<std::string> additional_txt;
 };
@@ -121,8 +108,7 @@ inline constexpr std::uint32_t max_delay_ms = 5'000;
 struct zone_rules {
   std::string zone = "vlessbench.test";
   std::array<std::uint8_t, 4> v4{127, 0, 0, 1};
-  std::array<std::uint8_t, 16> v6{0, 0, 0, 0, 0, 0, 0, 0,
-                                  0, 0, 0, 0, 0, 0, 0, 1};
+  std::array<std::uint8_t, 16> v6{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
   // Not configured: the responder puts the address each query arrived on in v4 / v6 when it
   // is of that family (target/dns_target.cpp), the defaults above otherwise.
   bool v4_from_arrival = false;
@@ -133,10 +119,9 @@ struct zone_answer {
   answer_set answers;
   std::uint32_t delay_ms = 0;
 };
-zone_answer answer_in_zone(const zone_rules &z, const question &q);
+zone_answer answer_in_zone(const zone_rules& z, const question& q);
 
 // Client side (tests, the runner): a query for name and type with id, RD set.
-std::string build_query(std::uint16_t id, std::string_view name,
-                        std::uint16_t qtype);
+std::string build_query(std::uint16_t id, std::string_view name, std::uint16_t qtype);
 
-} // namespace vlessbench::dns
+}  // namespace vlessbench::dns

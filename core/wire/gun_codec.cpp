@@ -139,12 +139,8 @@ parse_result<message> parse_message(std::string_view in, message_kind kind, std:
         if (!read_varint(in, pos, end, ignored, why)) return invalid(why);
         continue;
       }
-      case 1:
-        skip = 8;
-        break;
-      case 5:
-        skip = 4;
-        break;
+      case 1: skip = 8; break;
+      case 5: skip = 4; break;
       default:
         if (!read_varint(in, pos, end, skip, why)) return invalid(why);
         break;
@@ -220,9 +216,7 @@ stream_decoder::step stream_decoder::decode(std::string_view in, std::string& ou
         if (left_ == 0) return stop(fail("field_overruns_message"));
         field_ = static_cast<std::uint32_t>(tag >> 3);
         switch (tag & 7) {
-          case 0:
-            state_ = state::skip_varint;
-            break;
+          case 0: state_ = state::skip_varint; break;
           case 1:
             field_left_ = 8;
             state_ = state::skip_bytes;
@@ -231,9 +225,7 @@ stream_decoder::step stream_decoder::decode(std::string_view in, std::string& ou
             field_left_ = 4;
             state_ = state::skip_bytes;
             break;
-          default:
-            state_ = state::length;
-            break;
+          default: state_ = state::length; break;
         }
         if (field_left_ > left_ && state_ == state::skip_bytes) return stop(fail("field_overruns_message"));
         break;

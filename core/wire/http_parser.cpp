@@ -32,8 +32,7 @@ constexpr bool is_tchar(unsigned char c) {
 }
 
 bool is_token(std::string_view s) {
-  return !s.empty() &&
-         std::all_of(s.begin(), s.end(), [](char c) { return is_tchar(static_cast<unsigned char>(c)); });
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return is_tchar(static_cast<unsigned char>(c)); });
 }
 
 // Field values and reason phrases: VCHAR, obs-text, SP and HTAB; every other control byte
@@ -82,8 +81,8 @@ std::optional<std::uint64_t> parse_content_length(std::string_view v) {
 int parse_version(std::string_view v) {
   if (v == "HTTP/1.1") return 1;
   if (v == "HTTP/1.0") return 0;
-  if (v.size() == 8 && v.substr(0, 5) == "HTTP/" && is_digit(static_cast<unsigned char>(v[5])) &&
-      v[6] == '.' && is_digit(static_cast<unsigned char>(v[7])))
+  if (v.size() == 8 && v.substr(0, 5) == "HTTP/" && is_digit(static_cast<unsigned char>(v[5])) && v[6] == '.' &&
+      is_digit(static_cast<unsigned char>(v[7])))
     return -1;
   return -2;
 }

@@ -21,8 +21,8 @@ struct header {
 
 struct request {
   std::string method;
-  std::string target;        // request-target as sent, e.g. "/bytes/100"
-  int version_minor = 1;     // HTTP/1.x
+  std::string target;     // request-target as sent, e.g. "/bytes/100"
+  int version_minor = 1;  // HTTP/1.x
   std::vector<header> headers;
   std::uint64_t content_length = 0;  // 0 when absent
   bool keep_alive = true;            // from version and Connection

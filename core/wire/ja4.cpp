@@ -82,9 +82,7 @@ constexpr std::uint16_t ext_supported_versions = 0x002b;
 // The extension bodies JA4 reads; every other one is only counted.
 std::string_view read_extension(std::uint16_t type, reader body, client_hello& h) {
   switch (type) {
-    case ext_server_name:
-      h.has_sni = true;
-      return {};
+    case ext_server_name: h.has_sni = true; return {};
     case ext_supported_versions:
       if (!body.u16_list<false>(h.supported_versions) || body.left() != 0) return "bad supported_versions";
       return {};
@@ -102,8 +100,7 @@ std::string_view read_extension(std::uint16_t type, reader body, client_hello& h
       h.alpn_first.assign(first.begin(), first.begin() + first_len);
       return {};
     }
-    default:
-      return {};
+    default: return {};
   }
 }
 
@@ -126,9 +123,7 @@ std::string_view version_chars(const client_hello& h) {
   }
 }
 
-bool alphanumeric(std::uint8_t c) {
-  return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z');
-}
+bool alphanumeric(std::uint8_t c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
 
 constexpr char hex_digits[] = "0123456789abcdef";
 

@@ -11,8 +11,7 @@ constexpr std::size_t max_run_id = 64;
 constexpr std::size_t second_length = 19;  // YYYY-MM-DDTHH:MM:SS
 
 bool run_id_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-         c == '-';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
 }
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
@@ -116,7 +115,8 @@ bool log_line_selected(const log_query& q, std::string_view line) {
   if (std::ranges::find(q.events, event) == q.events.end()) return false;
   const auto ts = leading_string(rest, "ts");
   // The daemon's ts has microseconds (…:SS.ffffffZ): compare to the second.
-  return ts.size() >= second_length && ts.substr(0, second_length) >= std::string_view(q.since).substr(0, second_length);
+  return ts.size() >= second_length &&
+         ts.substr(0, second_length) >= std::string_view(q.since).substr(0, second_length);
 }
 
 }  // namespace vlessbench

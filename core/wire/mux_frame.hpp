@@ -40,9 +40,9 @@ struct frame {
   std::uint16_t id = 0;
   mux::status st = status::keep;
   std::uint8_t option = 0;
-  std::optional<mux::target> dest;                        // New: always; Keep: XUDP only
-  std::optional<std::array<std::uint8_t, 8>> global_id;   // XUDP New (UDP) only
-  std::string_view data;                                  // into the parsed input
+  std::optional<mux::target> dest;                       // New: always; Keep: XUDP only
+  std::optional<std::array<std::uint8_t, 8>> global_id;  // XUDP New (UDP) only
+  std::string_view data;                                 // into the parsed input
   bool has_data() const { return (option & option_data) != 0; }
   bool error() const { return (option & option_error) != 0; }
 };

@@ -19,8 +19,8 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 // Characters that end or break a URL authority, or that no host name contains.
 bool bad_name_char(char ch) {
   const auto c = static_cast<unsigned char>(ch);
-  return c <= 0x20 || c == 0x7f || ch == '/' || ch == '?' || ch == '#' || ch == '@' || ch == '[' ||
-         ch == ']' || ch == '%' || ch == '\\';
+  return c <= 0x20 || c == 0x7f || ch == '/' || ch == '?' || ch == '#' || ch == '@' || ch == '[' || ch == ']' ||
+         ch == '%' || ch == '\\';
 }
 
 std::optional<host_port> fail(std::string& reason, const char* text) {
@@ -30,8 +30,7 @@ std::optional<host_port> fail(std::string& reason, const char* text) {
 
 }  // namespace
 
-std::optional<host_port> parse_host_port(std::string_view text, host_rule rule, std::string& reason,
-                                         port_zero zero) {
+std::optional<host_port> parse_host_port(std::string_view text, host_rule rule, std::string& reason, port_zero zero) {
   const bool names = rule == host_rule::name_or_address;
   std::string_view host;
   std::string_view port;
@@ -48,10 +47,10 @@ std::optional<host_port> parse_host_port(std::string_view text, host_rule rule, 
     if (colon == std::string_view::npos) return fail(reason, names ? "expected HOST:PORT" : "expected ADDRESS:PORT");
     host = text.substr(0, colon);
     port = text.substr(colon + 1);
-    if (host.find(':') != std::string_view::npos)
-      return fail(reason, "IPv6 addresses need brackets, e.g. [::1]:8443");
+    if (host.find(':') != std::string_view::npos) return fail(reason, "IPv6 addresses need brackets, e.g. [::1]:8443");
   }
-  if (host.empty()) return fail(reason, names ? "empty host" : "missing address (use 0.0.0.0 or [::] for every address)");
+  if (host.empty())
+    return fail(reason, names ? "empty host" : "missing address (use 0.0.0.0 or [::] for every address)");
   if (port.empty()) return fail(reason, "missing port");
   if (!std::all_of(port.begin(), port.end(), is_digit)) return fail(reason, "port must be a number");
   // Leading zeros are allowed however many; the significant digits decide the range.
@@ -272,8 +271,6 @@ bool parse_ip_network(std::string_view text, ip_network& out, std::string& reaso
   return true;
 }
 
-std::string format_ip_network(const ip_network& n) {
-  return n.address.to_string() + "/" + std::to_string(n.prefix);
-}
+std::string format_ip_network(const ip_network& n) { return n.address.to_string() + "/" + std::to_string(n.prefix); }
 
 }  // namespace vlessbench

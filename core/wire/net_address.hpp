@@ -32,7 +32,8 @@ struct host_port {
 };
 
 // "HOST:PORT" or "[IPv6]:PORT": IPv6 only in brackets (and then a valid IPv6 address), port a
-// decimal number 1..65535 (0..65535 with port_zero::allowed; leading zeros allowed). nullopt with a reason that names what is wrong
+// decimal number 1..65535 (0..65535 with port_zero::allowed; leading zeros allowed). nullopt with a reason that names
+// what is wrong
 // ("port out of range", "IPv6 addresses need brackets, e.g. [::1]:8443", ...); callers add which
 // value it was.
 std::optional<host_port> parse_host_port(std::string_view text, host_rule rule, std::string& reason,

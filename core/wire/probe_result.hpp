@@ -57,7 +57,7 @@ parse_result<probe_result> parse_probe_result(std::string_view body);
 struct probe_summary {
   std::size_t ok = 0, failed = 0;
   std::size_t vless_samples = 0, direct_samples = 0;
-  std::size_t verified = 0;       // samples the daemon saw as the page says (probe_sample::verified)
+  std::size_t verified = 0;  // samples the daemon saw as the page says (probe_sample::verified)
   // VLESS and stall counts and the verdict take verified samples only.
   std::size_t stall_samples = 0;  // VLESS phase (TLS done -> header) >= stall_threshold_ms
   std::optional<double> new_median_ms, new_p95_ms, reuse_median_ms,

@@ -186,11 +186,16 @@ server_phases_ms parse_server_timing(std::string_view value) {
     if (name == "ack" && desc) t.ack = std::string(*desc);
     if (name == "ja4" && desc) t.ja4 = std::string(*desc);
     if (!dur) continue;
-    if (name == "tls") t.tls = dur;
-    else if (name == "upgrade") t.upgrade = dur;
-    else if (name == "vless") t.vless = dur;
-    else if (name == "resolve") t.resolve = dur;
-    else if (name == "upstream") t.upstream = dur;
+    if (name == "tls")
+      t.tls = dur;
+    else if (name == "upgrade")
+      t.upgrade = dur;
+    else if (name == "vless")
+      t.vless = dur;
+    else if (name == "resolve")
+      t.resolve = dur;
+    else if (name == "upstream")
+      t.upstream = dur;
   }
   return t;
 }

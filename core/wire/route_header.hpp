@@ -55,8 +55,7 @@ struct server_phases_ms {
 
 // The phases, `ack;desc=POLICY` when quickack is not empty, `ja4;desc="FINGERPRINT"` when ja4 is
 // not empty.
-std::string format_server_timing(const session_phases& p, std::string_view quickack = {},
-                                 std::string_view ja4 = {});
+std::string format_server_timing(const session_phases& p, std::string_view quickack = {}, std::string_view ja4 = {});
 // W3C Server-Timing: `name;dur=1.234, name2;desc="x";dur=2`. Unknown metrics are ignored.
 server_phases_ms parse_server_timing(std::string_view value);
 
@@ -97,7 +96,8 @@ udp_echo_answer format_udp_echo(std::string_view datagram, std::string_view list
 // The datagram size a full answer needs for this trailer.
 std::size_t udp_echo_trailer_size(std::string_view listener, const route_info* session);
 struct udp_echo {
-  std::string_view payload;  // the datagram as echoed, without the bytes the trailer took (a view into the parsed bytes)
+  std::string_view
+      payload;  // the datagram as echoed, without the bytes the trailer took (a view into the parsed bytes)
   std::string listener;
   route_label route;
   std::size_t needed = 0;  // a short answer: the datagram size a full one needs

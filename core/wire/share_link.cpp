@@ -20,9 +20,7 @@ bool iequals(std::string_view a, std::string_view b) {
 }
 
 // The server part as given, for a reason (cut short: a link may be long).
-std::string quote_host(std::string_view text) {
-  return "'" + std::string(text.substr(0, 80)) + "'";
-}
+std::string quote_host(std::string_view text) { return "'" + std::string(text.substr(0, 80)) + "'"; }
 
 std::optional<share_link> fail(std::string& reason, std::string text) {
   reason = std::move(text);

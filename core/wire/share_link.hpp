@@ -17,14 +17,14 @@ namespace vlessbench {
 
 struct share_link {
   uuid_bytes uuid{};
-  std::string host;         // without brackets for IPv6
+  std::string host;  // without brackets for IPv6
   std::uint16_t port = 0;
-  std::string sni;               // empty: none
+  std::string sni;  // empty: none
   bool allow_insecure = false;
-  std::string flow;              // empty, or xtls-rprx-vision (type=tcp, security=tls only)
+  std::string flow;  // empty, or xtls-rprx-vision (type=tcp, security=tls only)
   // security=, type=, path=, host=, ed=, serviceName=, mode= (core/wire/transport_spec.hpp)
   transport_spec transport;
-  std::string name;              // fragment, percent-decoded
+  std::string name;  // fragment, percent-decoded
   bool operator==(const share_link&) const = default;
 };
 

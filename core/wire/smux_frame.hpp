@@ -24,7 +24,7 @@ struct frame {
   std::uint8_t version = 1;
   smux::cmd c = cmd::nop;
   std::uint32_t sid = 0;
-  std::string_view data;   // PSH (and SYN/FIN/NOP, which carry none in practice)
+  std::string_view data;                   // PSH (and SYN/FIN/NOP, which carry none in practice)
   std::uint32_t consumed = 0, window = 0;  // UPD
 };
 

@@ -73,13 +73,15 @@ std::string describe(const transport_spec& t) {
   return out;
 }
 
-std::vector<std::pair<std::string, std::string>> validate_transport(const transport_keys& keys,
-                                                                    transport_spec& out) {
+std::vector<std::pair<std::string, std::string>> validate_transport(const transport_keys& keys, transport_spec& out) {
   std::vector<std::pair<std::string, std::string>> errors;
   out = transport_spec{};
   if (keys.transport) {
-    if (const auto kind = kind_named(*keys.transport, to_string)) out.kind = *kind;
-    else errors.emplace_back("transport", "\"" + *keys.transport + "\": expected \"tls\", \"ws\", \"httpupgrade\" or \"grpc\"");
+    if (const auto kind = kind_named(*keys.transport, to_string))
+      out.kind = *kind;
+    else
+      errors.emplace_back("transport",
+                          "\"" + *keys.transport + "\": expected \"tls\", \"ws\", \"httpupgrade\" or \"grpc\"");
   }
   const bool upgrade = out.kind == transport_kind::ws || out.kind == transport_kind::httpupgrade;
   auto only_upgrade = [&](const char* key, bool present) {
@@ -111,7 +113,8 @@ std::vector<std::pair<std::string, std::string>> validate_transport(const transp
   if (keys.host) out.host = *keys.host;
   if (keys.max_early_data) {
     if (*keys.max_early_data < 0 || *keys.max_early_data > transport_spec::max_early_data_limit)
-      errors.emplace_back("max_early_data", "expected 0.." + std::to_string(transport_spec::max_early_data_limit) + " bytes");
+      errors.emplace_back("max_early_data",
+                          "expected 0.." + std::to_string(transport_spec::max_early_data_limit) + " bytes");
     else
       out.max_early_data = static_cast<std::uint32_t>(*keys.max_early_data);
   }
@@ -150,8 +153,10 @@ std::optional<transport_spec> parse_transport_query(const query_params& params, 
   };
   transport_spec t;
   const std::string type = param("type") ? *param("type") : "tcp";
-  if (const auto kind = kind_named(type, link_type)) t.kind = *kind;
-  else return fail("type=" + type + " is not supported: the transports are tcp, ws, httpupgrade and grpc");
+  if (const auto kind = kind_named(type, link_type))
+    t.kind = *kind;
+  else
+    return fail("type=" + type + " is not supported: the transports are tcp, ws, httpupgrade and grpc");
   const bool grpc = t.kind == transport_kind::grpc;
   if (const auto* v = param("headerType"); v && *v != "none" && !v->empty())
     return fail("headerType=" + *v + " is not supported: no HTTP obfuscation over TCP");

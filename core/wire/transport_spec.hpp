@@ -69,8 +69,7 @@ struct transport_keys {
 };
 
 // Fills out; returns (key, message) for each problem.
-std::vector<std::pair<std::string, std::string>> validate_transport(const transport_keys& keys,
-                                                                    transport_spec& out);
+std::vector<std::pair<std::string, std::string>> validate_transport(const transport_keys& keys, transport_spec& out);
 
 // A share link's query parameters (core/wire/percent.hpp: parse_query, values decoded).
 using query_params = std::map<std::string, std::string, std::less<>>;

@@ -23,16 +23,15 @@ inline constexpr std::size_t udp_length_bytes = 2;
 // into buffer), consumed = 2 + its length; need_more: fewer bytes than the
 // prefix announces; invalid
 // ("udp_packet_too_large"): the prefix announces more than cap.
-parse_result<std::string_view>
-parse_udp_packet(std::string_view buffer, std::size_t cap = max_udp_datagram);
+parse_result<std::string_view> parse_udp_packet(std::string_view buffer, std::size_t cap = max_udp_datagram);
 
 // Appends the framed datagram to out. Throws std::length_error over
 // max_udp_datagram.
-void encode_udp_packet(std::string &out, std::string_view datagram);
+void encode_udp_packet(std::string& out, std::string_view datagram);
 // Writes the 2-byte prefix for a datagram of length n (n <= 65535) at out.
-inline void put_udp_length(char *out, std::size_t n) {
+inline void put_udp_length(char* out, std::size_t n) {
   out[0] = static_cast<char>((n >> 8) & 0xff);
   out[1] = static_cast<char>(n & 0xff);
 }
 
-} // namespace vlessbench::vless
+}  // namespace vlessbench::vless

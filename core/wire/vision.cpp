@@ -33,7 +33,8 @@ void tls_filter::observe(std::string_view packet) {
       // cipher suite after the id.
       if (packet.size() >= 79 && server_hello_left >= 79) {
         const std::size_t sid = at(packet, 43);
-        if (44 + sid + 2 <= packet.size()) cipher = static_cast<std::uint16_t>((at(packet, 44 + sid) << 8) | at(packet, 45 + sid));
+        if (44 + sid + 2 <= packet.size())
+          cipher = static_cast<std::uint16_t>((at(packet, 44 + sid) << 8) | at(packet, 45 + sid));
       }
     } else if (at(packet, 0) == handshake && at(packet, 1) == 3 && at(packet, 5) == client_hello) {
       is_tls = true;

@@ -117,8 +117,7 @@ bool parse_addons(std::string_view addons, std::string& flow) {
         }
         break;
       }
-      default:
-        return false;
+      default: return false;
     }
   }
   return true;
@@ -183,8 +182,7 @@ parse_result<request_header> parse_request(std::string_view buffer) {
       pos += n;
       break;
     }
-    default:
-      return invalid_request("bad_address_type");
+    default: return invalid_request("bad_address_type");
   }
 
   r.status = parse_status::complete;
@@ -223,16 +221,14 @@ std::string encode_request(const request_header& h) {
       out += d.address;
       break;
     case address_type::domain:
-      if (d.address.empty() || d.address.size() > 255)
-        throw std::invalid_argument("vless domain must be 1..255 bytes");
+      if (d.address.empty() || d.address.size() > 255) throw std::invalid_argument("vless domain must be 1..255 bytes");
       for (char c : d.address)
         if (bad_domain_byte(static_cast<std::uint8_t>(c)))
           throw std::invalid_argument("vless domain contains a control or space byte");
       out.push_back(static_cast<char>(d.address.size()));
       out += d.address;
       break;
-    default:
-      throw std::invalid_argument("vless address type must be ipv4, domain or ipv6");
+    default: throw std::invalid_argument("vless address type must be ipv4, domain or ipv6");
   }
   return out;
 }

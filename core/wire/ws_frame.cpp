@@ -9,9 +9,7 @@ namespace {
 
 bool is_control(std::uint8_t op) { return (op & 0x08) != 0; }
 
-bool known_opcode(std::uint8_t op) {
-  return op == 0 || op == 1 || op == 2 || op == 8 || op == 9 || op == 10;
-}
+bool known_opcode(std::uint8_t op) { return op == 0 || op == 1 || op == 2 || op == 8 || op == 9 || op == 10; }
 
 parse_result<frame_header> invalid(std::string_view why) {
   parse_result<frame_header> r;

@@ -37,8 +37,8 @@ inline constexpr std::size_t max_control_payload = 125;
 inline constexpr std::uint16_t close_normal = 1000, close_protocol_error = 1002, close_too_big = 1009;
 
 struct frame_rules {
-  bool masked = true;                       // client frames must be masked, server frames must not
-  std::uint64_t max_frame = 1u << 20;       // a data frame's payload cap (bytes)
+  bool masked = true;                  // client frames must be masked, server frames must not
+  std::uint64_t max_frame = 1u << 20;  // a data frame's payload cap (bytes)
 };
 
 // One frame header; consumed = its size. Reasons: "rsv_bits_set", "unknown_opcode",
@@ -66,8 +66,8 @@ class frame_decoder {
   explicit frame_decoder(frame_rules rules) : rules_(rules) {}
 
   struct step {
-    std::size_t payload = 0;      // data bytes now at data[0, payload)
-    std::string_view reason;      // non-empty: a violation; nothing more may be decoded
+    std::size_t payload = 0;  // data bytes now at data[0, payload)
+    std::string_view reason;  // non-empty: a violation; nothing more may be decoded
   };
   // Decodes data[0, n) (the next bytes of the stream) in place. Control frames completed on the
   // way are appended to controls(); a partial header is kept inside (at most 13 bytes).
@@ -85,11 +85,11 @@ class frame_decoder {
   std::size_t head_used_ = 0;
   bool in_payload_ = false;
   frame_header cur_{};
-  std::uint64_t done_ = 0;       // payload bytes of cur_ seen
-  bool in_message_ = false;      // a fragmented data message is open (continuations expected)
+  std::uint64_t done_ = 0;   // payload bytes of cur_ seen
+  bool in_message_ = false;  // a fragmented data message is open (continuations expected)
   bool close_received_ = false;
   bool failed_ = false;
-  std::string control_;          // payload of the control frame being read
+  std::string control_;  // payload of the control frame being read
   std::vector<control_frame> controls_;
 };
 

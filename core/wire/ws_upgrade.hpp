@@ -25,18 +25,18 @@ enum class upgrade_kind { websocket, httpupgrade };
 
 struct upgrade_rules {
   upgrade_kind kind = upgrade_kind::websocket;
-  std::string_view path = "/";        // matched against the request path (a query is ignored)
-  std::string_view host;              // empty: any Host
-  std::size_t max_early_data = 0;     // bytes; 0: early data is refused, never silently dropped
-  std::string_view early_data_header; // empty: Sec-WebSocket-Protocol
+  std::string_view path = "/";         // matched against the request path (a query is ignored)
+  std::string_view host;               // empty: any Host
+  std::size_t max_early_data = 0;      // bytes; 0: early data is refused, never silently dropped
+  std::string_view early_data_header;  // empty: Sec-WebSocket-Protocol
 };
 
 struct upgrade_request {
-  std::string path;       // as requested, query included
+  std::string path;  // as requested, query included
   std::string host;
-  std::string key;        // Sec-WebSocket-Key (websocket only)
-  std::string early_data; // decoded
-  std::string protocol;   // Sec-WebSocket-Protocol to echo in the 101 (when early data came in it)
+  std::string key;         // Sec-WebSocket-Key (websocket only)
+  std::string early_data;  // decoded
+  std::string protocol;    // Sec-WebSocket-Protocol to echo in the 101 (when early data came in it)
 };
 
 // Reasons (each a vless.reject reason): "bad_upgrade_request", "upgrade_head_too_large",

@@ -23,7 +23,8 @@ parse_result<frame> parse_frame(std::string_view in, std::uint32_t max_data) {
   if (in.empty()) return r;
   if (in[0] != 0) return parse_invalid<frame>("bad_version");
   if (in.size() < 2) return r;
-  if (static_cast<std::uint8_t>(in[1]) > static_cast<std::uint8_t>(type::go_away)) return parse_invalid<frame>("unknown_type");
+  if (static_cast<std::uint8_t>(in[1]) > static_cast<std::uint8_t>(type::go_away))
+    return parse_invalid<frame>("unknown_type");
   if (in.size() < header_size) return r;
   frame& f = r.value;
   f.t = static_cast<type>(in[1]);

@@ -246,7 +246,7 @@ void h2_server::on_request(std::int32_t id, bool end_stream) {
     // Trailers-only: the HTTP status and a gRPC status in one HEADERS frame,
     // END_STREAM.
     const nghttp2_nv fields[] = {nv(":status", http_status), nv("content-type", "application/grpc"),
-                             nv("grpc-status", "12"), nv("grpc-message", r.reason)};
+                                 nv("grpc-status", "12"), nv("grpc-message", r.reason)};
     nghttp2_submit_response(session_, id, fields, std::size(fields), nullptr);
     rejected_.push_back(std::move(r));
     return;

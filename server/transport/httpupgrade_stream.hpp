@@ -21,7 +21,8 @@ class httpupgrade_stream {
   static constexpr bool lingers_after_upstream_eof = true;
 
   template <class... Args>
-  explicit httpupgrade_stream(transport_spec t, Args&&... lower) : t_(std::move(t)), lower_(std::forward<Args>(lower)...) {}
+  explicit httpupgrade_stream(transport_spec t, Args&&... lower)
+      : t_(std::move(t)), lower_(std::forward<Args>(lower)...) {}
   httpupgrade_stream(const httpupgrade_stream&) = delete;
   httpupgrade_stream& operator=(const httpupgrade_stream&) = delete;
 

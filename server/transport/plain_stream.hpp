@@ -54,8 +54,10 @@ class plain_stream {
       apply_after_read(fd, next_.policy());
       return static_cast<std::size_t>(n);
     }
-    if (n == 0) ec = asio::error::eof;
-    else if (errno != EAGAIN && errno != EWOULDBLOCK) ec = {errno, asio::error::get_system_category()};
+    if (n == 0)
+      ec = asio::error::eof;
+    else if (errno != EAGAIN && errno != EWOULDBLOCK)
+      ec = {errno, asio::error::get_system_category()};
     return 0;
   }
 

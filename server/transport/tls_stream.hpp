@@ -64,8 +64,8 @@ class tls_stream {
   // tls_handshake_failed after a failed open(); TLS errors later are the session's to name.
   std::string_view failure() const { return failure_; }
   transport::facts facts() const {
-    return {to_string(transport_kind::tls), tls::version_name(ssl_), tls::cipher_name(ssl_), tls::sni_received(ssl_),
-            tls::alpn_selected(ssl_), tls::ja4_received(ssl_)};
+    return {to_string(transport_kind::tls), tls::version_name(ssl_),  tls::cipher_name(ssl_),
+            tls::sni_received(ssl_),        tls::alpn_selected(ssl_), tls::ja4_received(ssl_)};
   }
 
   template <class Token>
@@ -250,10 +250,8 @@ class tls_stream {
           if (r > 0) return done({}, static_cast<std::size_t>(r));
           const int err = SSL_get_error(ssl_, r);
           waited = err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE;
-          if (err == SSL_ERROR_WANT_READ)
-            return next_.socket().async_wait(tcp::socket::wait_read, std::move(self));
-          if (err == SSL_ERROR_WANT_WRITE)
-            return next_.socket().async_wait(tcp::socket::wait_write, std::move(self));
+          if (err == SSL_ERROR_WANT_READ) return next_.socket().async_wait(tcp::socket::wait_read, std::move(self));
+          if (err == SSL_ERROR_WANT_WRITE) return next_.socket().async_wait(tcp::socket::wait_write, std::move(self));
           done(map_error(err), 0);
         },
         token, next_.socket());
@@ -344,8 +342,10 @@ class tls_stream {
 
 inline awaitable<std::error_code> tls_stream::open(const transport::open_clock& clock) {
   auto [ec] = co_await async_handshake(asio::ssl::stream_base::server, as_tuple_awaitable);
-  if (ec) failure_ = "tls_handshake_failed";
-  else clock.stamp(&session_phases::tls_done);
+  if (ec)
+    failure_ = "tls_handshake_failed";
+  else
+    clock.stamp(&session_phases::tls_done);
   co_return ec;
 }
 

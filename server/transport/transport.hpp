@@ -55,24 +55,25 @@ struct open_clock {
   session_phases& phases;
   std::chrono::steady_clock::time_point accepted;
   void stamp(phase_us session_phases::*phase) const {
-    phases.*phase = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - accepted).count();
+    phases.*phase =
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - accepted).count();
   }
 };
 
 // What the vless.session line records of the transport, read once when the session ends.
 struct facts {
-  std::string_view transport;  // to_string(transport_kind): "tls", "ws", "httpupgrade", "grpc" (over TLS or plain TCP: tls_version says)
+  std::string_view transport;  // to_string(transport_kind): "tls", "ws", "httpupgrade", "grpc" (over TLS or plain TCP:
+                               // tls_version says)
   std::string tls_version;
   std::string cipher;
   std::string sni;
   std::string alpn;
-  std::string ja4;  // the client's TLS fingerprint (core/wire/ja4.hpp); "" without TLS
+  std::string ja4;               // the client's TLS fingerprint (core/wire/ja4.hpp); "" without TLS
   std::uint64_t early_data = 0;  // bytes of the VLESS stream that came with the upgrade request
 };
 
 template <class T>
-concept client_transport = requires(T& t, const open_clock& clock, char* data, std::size_t size,
-                                    std::error_code& ec) {
+concept client_transport = requires(T& t, const open_clock& clock, char* data, std::size_t size, std::error_code& ec) {
   { t.open(clock) } -> std::same_as<awaitable<std::error_code>>;
   { t.failure() } -> std::convertible_to<std::string_view>;
   { t.read_now(data, size, ec) } -> std::same_as<std::size_t>;

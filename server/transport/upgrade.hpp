@@ -13,9 +13,9 @@
 namespace vlessbench::transport {
 
 struct upgrade_outcome {
-  std::string reason;            // the reject reason when the upgrade failed
+  std::string reason;  // the reject reason when the upgrade failed
   ws::upgrade_request request;
-  std::string rest;              // bytes after the head: frames (ws) or the VLESS stream (httpupgrade)
+  std::string rest;  // bytes after the head: frames (ws) or the VLESS stream (httpupgrade)
 };
 
 inline ws::upgrade_rules upgrade_rules_for(const transport_spec& t) {
@@ -36,8 +36,8 @@ awaitable<std::error_code> open_upgraded(Lower& lower, const transport_spec& t, 
   std::string head(http::max_head_bytes, '\0');
   std::size_t used = 0;
   for (;;) {
-    auto [ec, n] = co_await lower.async_read_some(asio::buffer(head.data() + used, head.size() - used),
-                                                  as_tuple_awaitable);
+    auto [ec, n] =
+        co_await lower.async_read_some(asio::buffer(head.data() + used, head.size() - used), as_tuple_awaitable);
     if (ec) {
       out.reason = used == 0 ? "no_upgrade_request" : "truncated_upgrade_request";
       co_return ec;

@@ -228,8 +228,10 @@ class vision_stream {
       apply_after_read(fd, tls_.next_layer().policy());
       return static_cast<std::size_t>(r);
     }
-    if (r == 0) ec = asio::error::eof;
-    else if (errno != EAGAIN && errno != EWOULDBLOCK) ec = {errno, asio::error::get_system_category()};
+    if (r == 0)
+      ec = asio::error::eof;
+    else if (errno != EAGAIN && errno != EWOULDBLOCK)
+      ec = {errno, asio::error::get_system_category()};
     return 0;
   }
 

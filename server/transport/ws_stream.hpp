@@ -145,7 +145,8 @@ class ws_stream {
           if (started) return self.complete(ec);
           started = true;
           if (!pending_.empty() || eof_pending_)
-            return asio::post(lower_.get_executor(), [s = std::move(self)]() mutable { s.complete(std::error_code{}); });
+            return asio::post(lower_.get_executor(),
+                              [s = std::move(self)]() mutable { s.complete(std::error_code{}); });
           lower_.async_wait_readable(std::move(self));
         },
         token, lower_.socket());
@@ -266,13 +267,13 @@ class ws_stream {
   transport_spec t_;
   Lower lower_;
   ws::frame_decoder decoder_;
-  asio::steady_timer idle_;          // a data write waits on it while the reader's pong is written
+  asio::steady_timer idle_;  // a data write waits on it while the reader's pong is written
   std::string failure_;
-  std::string pending_;         // payload decoded ahead of the caller (early data, frames behind the head)
-  bool eof_pending_ = false;    // a close frame came with payload still to hand over
-  std::string control_out_;     // a pong to send
-  std::string control_wire_;    // the control frame being written
-  buffer_pool::block out_;      // the data frame being written
+  std::string pending_;       // payload decoded ahead of the caller (early data, frames behind the head)
+  bool eof_pending_ = false;  // a close frame came with payload still to hand over
+  std::string control_out_;   // a pong to send
+  std::string control_wire_;  // the control frame being written
+  buffer_pool::block out_;    // the data frame being written
   bool writing_ = false;
   bool close_sent_ = false;
   std::uint16_t close_code_ = ws::close_normal;

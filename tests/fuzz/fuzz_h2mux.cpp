@@ -36,7 +36,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   for (std::size_t at = 0; at < client.size();) {
     if (client.size() - at < 9) __builtin_trap();
-    const auto byte = [&](std::size_t i) { return static_cast<std::size_t>(static_cast<unsigned char>(client[at + i])); };
+    const auto byte = [&](std::size_t i) {
+      return static_cast<std::size_t>(static_cast<unsigned char>(client[at + i]));
+    };
     at += 9 + ((byte(0) << 16) | (byte(1) << 8) | byte(2));
     if (at > client.size()) __builtin_trap();
   }

@@ -23,7 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (char c : h->host)
     if (c >= 'A' && c <= 'Z') __builtin_trap();
   std::string again_reason;
-  const auto again = normalize_host_name(h->address && h->address->is_v6() ? "[" + h->host + "]" : h->host, again_reason);
+  const auto again =
+      normalize_host_name(h->address && h->address->is_v6() ? "[" + h->host + "]" : h->host, again_reason);
   if (!again || *again != h->host) __builtin_trap();
   return 0;
 }

@@ -15,8 +15,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const auto& x = a.value;
         const auto& y = b.value;
         return fuzz::same_common(a, b) && x.status == y.status && x.reason == y.reason &&
-               x.version_minor == y.version_minor && x.content_length == y.content_length &&
-               x.chunked == y.chunked && x.keep_alive == y.keep_alive;
+               x.version_minor == y.version_minor && x.content_length == y.content_length && x.chunked == y.chunked &&
+               x.keep_alive == y.keep_alive;
       });
   return 0;
 }

@@ -39,7 +39,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           __builtin_trap();
         break;
       case udp_echo_form::short_form:
-        if (a.bytes.size() != input.size() || !back.invalid() || back.value.needed != udp_echo_trailer_size("udp", route))
+        if (a.bytes.size() != input.size() || !back.invalid() ||
+            back.value.needed != udp_echo_trailer_size("udp", route))
           __builtin_trap();
         break;
       case udp_echo_form::none:

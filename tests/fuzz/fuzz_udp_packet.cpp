@@ -14,8 +14,7 @@ using namespace vlessbench;
 
 namespace {
 
-constexpr std::size_t cap =
-    1024; // small, so that the fuzzer reaches the cap too
+constexpr std::size_t cap = 1024;  // small, so that the fuzzer reaches the cap too
 
 struct outcome {
   std::string datagrams;
@@ -29,22 +28,17 @@ outcome run(std::string_view input, std::size_t split) {
     buf.append(part);
     for (;;) {
       const auto r = vless::parse_udp_packet(buf, cap);
-      if (r.consumed > buf.size())
-        __builtin_trap();
+      if (r.consumed > buf.size()) __builtin_trap();
       if (r.invalid()) {
-        if (r.reason.empty())
-          __builtin_trap();
+        if (r.reason.empty()) __builtin_trap();
         o.reason = r.reason;
         return o;
       }
-      if (r.need_more())
-        break;
-      if (r.value.size() > cap)
-        __builtin_trap();
+      if (r.need_more()) break;
+      if (r.value.size() > cap) __builtin_trap();
       std::string again;
       vless::encode_udp_packet(again, r.value);
-      if (again != std::string_view(buf).substr(0, r.consumed))
-        __builtin_trap();
+      if (again != std::string_view(buf).substr(0, r.consumed)) __builtin_trap();
       o.datagrams += std::to_string(r.value.size()) + ":";
       o.datagrams.append(r.value);
       buf.erase(0, r.consumed);
@@ -53,14 +47,12 @@ outcome run(std::string_view input, std::size_t split) {
   return o;
 }
 
-} // namespace
+}  // namespace
 
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data,
-                                      std::size_t size) {
-  const std::string_view input(reinterpret_cast<const char *>(data), size);
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view input(reinterpret_cast<const char*>(data), size);
   const outcome whole = run(input, size);
   const outcome split = run(input, size / 2);
-  if (whole.reason != split.reason || whole.datagrams != split.datagrams)
-    __builtin_trap();
+  if (whole.reason != split.reason || whole.datagrams != split.datagrams) __builtin_trap();
   return 0;
 }

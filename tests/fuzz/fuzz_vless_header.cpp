@@ -20,14 +20,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!r.complete() && r.consumed != 0) __builtin_trap();
   if (r.complete()) {
     const auto header_only = vless::parse_request(input.substr(0, r.consumed));
-    if (!header_only.complete() || header_only.consumed != r.consumed ||
-        !(header_only.value == r.value))
+    if (!header_only.complete() || header_only.consumed != r.consumed || !(header_only.value == r.value))
       __builtin_trap();
 
     const std::string wire = vless::encode_request(r.value);  // must not throw on parsed values
     const auto again = vless::parse_request(wire);
-    if (!again.complete() || again.consumed != wire.size() || !(again.value == r.value))
-      __builtin_trap();
+    if (!again.complete() || again.consumed != wire.size() || !(again.value == r.value)) __builtin_trap();
     // Encoding is canonical, so it can only be as long as or shorter than what was parsed.
     if (wire.size() > r.consumed) __builtin_trap();
   }

@@ -57,24 +57,25 @@ TEST_CASE("http.request: relayed with the runner's labels, and a refused head", 
   session.user = "bob";
   session.client = "192.0.2.2:6000";
   session.listener = "quick";
-  CHECK(without_ts(format_event(http_request_event{.listener = "http",
-                                                   .peer = "127.0.0.1:40000",
-                                                   .route = &session,
-                                                   .method = "POST",
-                                                   .path = "/sink",
-                                                   .status = 200,
-                                                   .bytes = 5,
-                                                   .bytes_in = 1000,
-                                                   .duration_us = 77,
-                                                   .run = "r1",
-                                                   .seq = "3",
-                                                   .path_label = "ctl",
-                                                   .ja4 = "t13d1812h1_85036bcba153_d41ae481755e"})) ==
-        R"({"event":"http.request","ts":"T","listener":"http","peer":"127.0.0.1:40000","route":"vless",)"
-        R"("vless_session":9,"vless_user":"bob","vless_client":"192.0.2.2:6000","vless_listener":"quick",)"
-        R"("ja4":"t13d1812h1_85036bcba153_d41ae481755e","method":"POST","path":"/sink","status":200,"bytes":5,"bytes_in":1000,"duration_us":77,"run":"r1",)"
-        R"("seq":"3","path_label":"ctl"})"
-        "\n");
+  CHECK(
+      without_ts(format_event(http_request_event{.listener = "http",
+                                                 .peer = "127.0.0.1:40000",
+                                                 .route = &session,
+                                                 .method = "POST",
+                                                 .path = "/sink",
+                                                 .status = 200,
+                                                 .bytes = 5,
+                                                 .bytes_in = 1000,
+                                                 .duration_us = 77,
+                                                 .run = "r1",
+                                                 .seq = "3",
+                                                 .path_label = "ctl",
+                                                 .ja4 = "t13d1812h1_85036bcba153_d41ae481755e"})) ==
+      R"({"event":"http.request","ts":"T","listener":"http","peer":"127.0.0.1:40000","route":"vless",)"
+      R"("vless_session":9,"vless_user":"bob","vless_client":"192.0.2.2:6000","vless_listener":"quick",)"
+      R"("ja4":"t13d1812h1_85036bcba153_d41ae481755e","method":"POST","path":"/sink","status":200,"bytes":5,"bytes_in":1000,"duration_us":77,"run":"r1",)"
+      R"("seq":"3","path_label":"ctl"})"
+      "\n");
   CHECK(without_ts(format_event(http_request_event{
             .listener = "http", .peer = "127.0.0.1:40001", .status = 400, .error = "bad request line"})) ==
         R"({"event":"http.request","ts":"T","listener":"http","peer":"127.0.0.1:40001","route":"direct",)"
@@ -124,12 +125,13 @@ TEST_CASE("vless.session: policies, phases (resolved only when reached), tcp_inf
                           "\n";
   CHECK(without_ts(format_event(e)) == head + tail + end);
   p.resolved = 1000;
-  e.tcp_info = tcp_info_snapshot{.rtt_us = 50, .rttvar_us = 25, .ato_us = 40000, .retransmits = 0, .unacked = 0,
-                                 .delivery_rate = 1000000};
+  e.tcp_info = tcp_info_snapshot{
+      .rtt_us = 50, .rttvar_us = 25, .ato_us = 40000, .retransmits = 0, .unacked = 0, .delivery_rate = 1000000};
   CHECK(without_ts(format_event(e)) ==
         head + R"("resolved":1000,)" + tail +
             R"("tcp_info":{"rtt_us":50,"rttvar_us":25,"ato_us":40000,"retransmits":0,"unacked":0,)"
-            R"("delivery_rate":1000000},)" + end);
+            R"("delivery_rate":1000000},)" +
+            end);
   // UDP (command 2): the same line with cmd "udp" and the datagram counts after the bytes.
   e.tcp_info.reset();
   e.cmd = "udp";
@@ -145,18 +147,19 @@ TEST_CASE("vless.session: policies, phases (resolved only when reached), tcp_inf
 }
 
 TEST_CASE("target.reject: TLS garbage with the library's reason, a handshake timeout without", "[access_log]") {
-  CHECK(without_ts(format_event(target_reject_event{.listener = "https",
-                                                    .peer = "127.0.0.1:40002",
-                                                    .reason = "tls_handshake_failed",
-                                                    .bytes_seen = 17,
-                                                    .detail = "WRONG_VERSION_NUMBER",
-                                                    .duration_us = 120,
-                                                    .ja4 = "t12i280600_d943125447b4_e7e480e5a997"})) ==
-        R"({"event":"target.reject","ts":"T","listener":"https","peer":"127.0.0.1:40002",)"
-        R"("reason":"tls_handshake_failed","bytes_seen":17,"ja4":"t12i280600_d943125447b4_e7e480e5a997","detail":"WRONG_VERSION_NUMBER","duration_us":120})"
-        "\n");
-  CHECK(without_ts(format_event(target_reject_event{
-            .listener = "https", .peer = "127.0.0.1:40003", .reason = "handshake_timeout"})) ==
+  CHECK(
+      without_ts(format_event(target_reject_event{.listener = "https",
+                                                  .peer = "127.0.0.1:40002",
+                                                  .reason = "tls_handshake_failed",
+                                                  .bytes_seen = 17,
+                                                  .detail = "WRONG_VERSION_NUMBER",
+                                                  .duration_us = 120,
+                                                  .ja4 = "t12i280600_d943125447b4_e7e480e5a997"})) ==
+      R"({"event":"target.reject","ts":"T","listener":"https","peer":"127.0.0.1:40002",)"
+      R"("reason":"tls_handshake_failed","bytes_seen":17,"ja4":"t12i280600_d943125447b4_e7e480e5a997","detail":"WRONG_VERSION_NUMBER","duration_us":120})"
+      "\n");
+  CHECK(without_ts(format_event(
+            target_reject_event{.listener = "https", .peer = "127.0.0.1:40003", .reason = "handshake_timeout"})) ==
         R"({"event":"target.reject","ts":"T","listener":"https","peer":"127.0.0.1:40003",)"
         R"("reason":"handshake_timeout","bytes_seen":0})"
         "\n");
@@ -180,10 +183,8 @@ TEST_CASE("banner.connection: relayed with its session, and a direct one cut bef
         R"("vless_session":4,"vless_user":"carol","vless_client":"192.0.2.3:7000","vless_listener":"kernel",)"
         R"("bytes_in":6,"bytes_out":50,"banner_us":30,"duration_us":900,"close_reason":"peer_eof"})"
         "\n");
-  CHECK(without_ts(format_event(banner_connection_event{.listener = "banner",
-                                                        .peer = "127.0.0.1:40005",
-                                                        .duration_us = 5000,
-                                                        .close_reason = "slow_transfer"})) ==
+  CHECK(without_ts(format_event(banner_connection_event{
+            .listener = "banner", .peer = "127.0.0.1:40005", .duration_us = 5000, .close_reason = "slow_transfer"})) ==
         R"({"event":"banner.connection","ts":"T","listener":"banner","peer":"127.0.0.1:40005","route":"direct",)"
         R"("bytes_in":0,"bytes_out":0,"duration_us":5000,"close_reason":"slow_transfer"})"
         "\n");
@@ -317,20 +318,19 @@ TEST_CASE("udp.packet: one line per flow, relayed or direct", "[access_log]") {
         "\n");
   // A Mux.Cool sub-connection's flow names the sub after the session.
   session.sub = 4;
-  CHECK(without_ts(format_event(udp_packet_event{.listener = "udp", .peer = "127.0.0.1:40006", .route = &session,
-                                                 .close_reason = "idle"}))
+  CHECK(without_ts(format_event(udp_packet_event{
+                       .listener = "udp", .peer = "127.0.0.1:40006", .route = &session, .close_reason = "idle"}))
             .find(R"("vless_session":9,"vless_sub":4,"vless_user":"dave")") != std::string::npos);
-  CHECK(without_ts(format_event(udp_packet_event{.listener = "udp", .peer = "127.0.0.1:40007", .close_reason = "stop"})) ==
+  CHECK(without_ts(
+            format_event(udp_packet_event{.listener = "udp", .peer = "127.0.0.1:40007", .close_reason = "stop"})) ==
         R"({"event":"udp.packet","ts":"T","listener":"udp","peer":"127.0.0.1:40007","route":"direct",)"
         R"("packets_in":0,"bytes_in":0,"packets_out":0,"bytes_out":0,"duration_us":0,"close_reason":"stop"})"
         "\n");
 }
 
 TEST_CASE("udp.refused: datagrams a UDP target did not answer, one line per reason", "[access_log]") {
-  CHECK(without_ts(format_event(udp_refused_event{.listener = "udp",
-                                                  .reason = "forged_relay_source",
-                                                  .datagrams = 12,
-                                                  .last_peer = "10.77.23.1:40000"})) ==
+  CHECK(without_ts(format_event(udp_refused_event{
+            .listener = "udp", .reason = "forged_relay_source", .datagrams = 12, .last_peer = "10.77.23.1:40000"})) ==
         R"({"event":"udp.refused","ts":"T","listener":"udp","reason":"forged_relay_source","datagrams":12,)"
         R"("last_peer":"10.77.23.1:40000"})"
         "\n");
@@ -370,8 +370,16 @@ TEST_CASE("probe.run: the page's samples with the daemon's summary", "[access_lo
   r.new_count = 1;
   r.reuse_count = 1;
   r.verdict = "no_stall";
-  r.samples.push_back(probe_sample{.seq = 2, .path = "target", .mode = "new", .ok = true, .ms = 3.5,
-                                   .route = "vless", .session = 17, .tls = 1.25, .vless = 0.05, .upstream = 0.1,
+  r.samples.push_back(probe_sample{.seq = 2,
+                                   .path = "target",
+                                   .mode = "new",
+                                   .ok = true,
+                                   .ms = 3.5,
+                                   .route = "vless",
+                                   .session = 17,
+                                   .tls = 1.25,
+                                   .vless = 0.05,
+                                   .upstream = 0.1,
                                    .verified = true});
   r.samples.push_back(probe_sample{.seq = 4, .path = "target", .mode = "reuse", .ok = false, .route = "unknown"});
   const probe_summary sum = summarize_probe(r);

@@ -151,7 +151,8 @@ TEST_CASE("access_log: a stalled reader: bounded queue, drops counted and report
 }
 
 TEST_CASE("access_log: max_lines_per_second drops a flood, counts it and reports it with reason rate", "[access_log]") {
-  const auto path = std::filesystem::temp_directory_path() / ("vlessbench-rate-" + std::to_string(::getpid()) + ".jsonl");
+  const auto path =
+      std::filesystem::temp_directory_path() / ("vlessbench-rate-" + std::to_string(::getpid()) + ".jsonl");
   std::filesystem::remove(path);
   {
     access_log log;

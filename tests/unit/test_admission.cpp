@@ -55,14 +55,13 @@ TEST_CASE("admission keys: defaults, bounds, 0 turns the rate rule off", "[confi
   CHECK(limit_error("max_pending = 0") == "x.toml:2: limits.max_pending: 0: must be between 1 and 1000000");
   CHECK(limit_error("pending_timeout_ms = 0") ==
         "x.toml:2: limits.pending_timeout_ms: 0: must be between 1 and 3600000");
-  CHECK(limit_error("min_rate_bytes = -1") ==
-        "x.toml:2: limits.min_rate_bytes: -1: must be between 0 and 1073741824");
+  CHECK(limit_error("min_rate_bytes = -1") == "x.toml:2: limits.min_rate_bytes: -1: must be between 0 and 1073741824");
   CHECK(limit_error("min_rate_window_ms = 0") ==
         "x.toml:2: limits.min_rate_window_ms: 0: must be between 1 and 3600000");
   CHECK(limit_error("max_pendng = 3") == "x.toml:2: limits.max_pendng: unknown key");
   // The example file shows every default.
-  const config example = load_config_file(std::filesystem::path(VLESSBENCH_SOURCE_DIR) / "config" /
-                                          "vlessbenchd.example.toml");
+  const config example =
+      load_config_file(std::filesystem::path(VLESSBENCH_SOURCE_DIR) / "config" / "vlessbenchd.example.toml");
   CHECK(example.limits.max_pending == d.limits.max_pending);
   CHECK(example.limits.pending_timeout == d.limits.pending_timeout);
   CHECK(example.limits.min_rate_bytes == d.limits.min_rate_bytes);
@@ -170,7 +169,7 @@ TEST_CASE("delivery watch: a write the peer does not take for a whole window is 
     for (int i = 0; i < 5; ++i) CHECK(w.on_window(false, 0, 1000));
   }
   SECTION("waiting, then no progress over the next window") {
-    CHECK(w.on_window(true, 5000, 1000));   // the first sample only arms
+    CHECK(w.on_window(true, 5000, 1000));  // the first sample only arms
     CHECK_FALSE(w.on_window(true, 5999, 1000));
   }
   SECTION("waiting with enough progress every window") {

@@ -19,7 +19,8 @@ constexpr const char* uuid = "1b3f1c8e-2f5a-4c3e-9a1d-0e2b4c6d8f10";
 }  // namespace
 
 TEST_CASE("client entries: raw TLS leaves UDP on in every family", "[client_entries]") {
-  const auto l = link_of(std::string("vless://") + uuid + "@10.0.0.2:8443?encryption=none&security=tls&sni=localhost"
+  const auto l = link_of(std::string("vless://") + uuid +
+                         "@10.0.0.2:8443?encryption=none&security=tls&sni=localhost"
                          "&allowInsecure=1&type=tcp#tls-me");
   const std::string m = mihomo_proxy(l);
   CHECK(m.find("  - name: \"tls-me\"\n") == 0);
@@ -53,7 +54,8 @@ TEST_CASE("client entries: ws early data, httpupgrade and grpc keep their option
   CHECK(nlohmann::json::parse(singbox_outbound(up))["transport"]["type"] == "httpupgrade");
   CHECK(nlohmann::json::parse(v2ray_outbound(up))["streamSettings"]["security"] == "none");
 
-  const auto g = link_of(std::string("vless://") + uuid + "@h:1?security=tls&sni=s&type=grpc&serviceName=vb&mode=multi#g");
+  const auto g =
+      link_of(std::string("vless://") + uuid + "@h:1?security=tls&sni=s&type=grpc&serviceName=vb&mode=multi#g");
   CHECK(mihomo_proxy(g).find("      grpc-service-name: \"vb\"\n") != std::string::npos);
   const auto v2 = nlohmann::json::parse(v2ray_outbound(g));
   CHECK(v2["streamSettings"]["grpcSettings"]["serviceName"] == "vb");

@@ -30,9 +30,7 @@ std::string error_of(std::string_view text, std::string_view file = "x.toml") {
   return "<accepted>";
 }
 
-asio::ip::tcp::endpoint ep(const char* addr, unsigned short port) {
-  return {asio::ip::make_address(addr), port};
-}
+asio::ip::tcp::endpoint ep(const char* addr, unsigned short port) { return {asio::ip::make_address(addr), port}; }
 
 bool is_canonical_v4_uuid(const std::string& s) {
   if (s.size() != 36 || s[14] != '4') return false;
@@ -126,8 +124,8 @@ tcp = { nodelay = false, quickack = "kernel" }
   REQUIRE(c.users.size() == 2);
   CHECK(c.users[0].name == "mac");
   CHECK(c.users[0].uuid_text == "9d2e4c1a-6b7f-4e3d-a5c8-0f1e2d3c4b5a");
-  CHECK(c.users[0].uuid == uuid_bytes{0x9d, 0x2e, 0x4c, 0x1a, 0x6b, 0x7f, 0x4e, 0x3d, 0xa5, 0xc8, 0x0f,
-                                      0x1e, 0x2d, 0x3c, 0x4b, 0x5a});
+  CHECK(c.users[0].uuid ==
+        uuid_bytes{0x9d, 0x2e, 0x4c, 0x1a, 0x6b, 0x7f, 0x4e, 0x3d, 0xa5, 0xc8, 0x0f, 0x1e, 0x2d, 0x3c, 0x4b, 0x5a});
   CHECK(c.users[1].name == "phone");
   CHECK(c.users[1].uuid[15] == 0x01);
 
@@ -244,7 +242,8 @@ TEST_CASE("non-ASCII text outside strings is a syntax error naming the character
       "uuid = \"0bc2f2bd-f35f-4c1e-8b9b-befe527996d0\"\n",
       "ok.toml");
   CHECK(c.target[0].name == "x\xC3\xA9");
-  CHECK(error_of("[[a.'\xC3\xA9']]\n") == "x.toml:1: a: unknown key\nx.toml:1: vless: no listeners: add at least one [[vless]] or [[target]] entry");
+  CHECK(error_of("[[a.'\xC3\xA9']]\n") ==
+        "x.toml:1: a: unknown key\nx.toml:1: vless: no listeners: add at least one [[vless]] or [[target]] entry");
   CHECK(c.users[0].name == "\xD0\x96");
 }
 
@@ -272,7 +271,8 @@ TEST_CASE("unknown keys are errors at every level", "[config]") {
         "x.toml:5: vless[0].path: \"ws\": expected a path starting with '/', without query or spaces");
   CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\ntransport = \"httpupgrade\"\n"
                  "max_early_data = 10\n") ==
-        "x.toml:5: vless[0].max_early_data: only for transport = \"ws\" (httpupgrade clients send early data after the head)");
+        "x.toml:5: vless[0].max_early_data: only for transport = \"ws\" (httpupgrade clients send early data after the "
+        "head)");
   CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\ntcp = { nodely = false }\n") ==
         "x.toml:4: vless[0].tcp.nodely: unknown key");
   CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\n[vless.upstream_tcp]\nquick_ack = \"on\"\n") ==
@@ -280,8 +280,7 @@ TEST_CASE("unknown keys are errors at every level", "[config]") {
   // A target dials nothing, so it has no upstream policy.
   CHECK(error_of(std::string(loopback_target) + "upstream_tcp = { nodelay = true }\n") ==
         "x.toml:4: target[0].upstream_tcp: unknown key");
-  CHECK(error_of(std::string("\"log level\" = 1\n") + loopback_target) ==
-        "x.toml:1: \"log level\": unknown key");
+  CHECK(error_of(std::string("\"log level\" = 1\n") + loopback_target) == "x.toml:1: \"log level\": unknown key");
 }
 
 TEST_CASE("wrong types name the expected type", "[config]") {
@@ -325,8 +324,10 @@ TEST_CASE("enumerated values list what is accepted", "[config]") {
 
 TEST_CASE("log max_lines_per_second: default 20000, 0 is no bound, range checked", "[config]") {
   CHECK(parse_config(loopback_target, "x.toml").log.max_lines_per_second == 20000);
-  CHECK(parse_config(std::string("[log]\nmax_lines_per_second = 0\n") + loopback_target, "x.toml").log.max_lines_per_second == 0);
-  CHECK(parse_config(std::string("[log]\nmax_lines_per_second = 500\n") + loopback_target, "x.toml").log.max_lines_per_second == 500);
+  CHECK(parse_config(std::string("[log]\nmax_lines_per_second = 0\n") + loopback_target, "x.toml")
+            .log.max_lines_per_second == 0);
+  CHECK(parse_config(std::string("[log]\nmax_lines_per_second = 500\n") + loopback_target, "x.toml")
+            .log.max_lines_per_second == 500);
   CHECK(error_of(std::string("[log]\nmax_lines_per_second = -1\n") + loopback_target) ==
         "x.toml:2: log.max_lines_per_second: -1: must be between 0 (no bound) and 10000000");
   CHECK(error_of(std::string("[log]\nmax_lines_per_second = 10000001\n") + loopback_target) ==
@@ -335,12 +336,14 @@ TEST_CASE("log max_lines_per_second: default 20000, 0 is no bound, range checked
 
 TEST_CASE("listen addresses: IPv4 or [IPv6] with a port in range, no hostnames", "[config]") {
   auto listen_error = [](const char* listen) {
-    return error_of(std::string("[[target]]\nname = \"http\"\nlisten = \"") + listen + "\"\n",
-                    "vlessbenchd.toml");
+    return error_of(std::string("[[target]]\nname = \"http\"\nlisten = \"") + listen + "\"\n", "vlessbenchd.toml");
   };
-  CHECK(listen_error("127.0.0.1:99999") == "vlessbenchd.toml:3: target[0].listen: \"127.0.0.1:99999\": port out of range");
-  CHECK(listen_error("127.0.0.1:65536") == "vlessbenchd.toml:3: target[0].listen: \"127.0.0.1:65536\": port out of range");
-  CHECK(listen_error("127.0.0.1:http") == "vlessbenchd.toml:3: target[0].listen: \"127.0.0.1:http\": port must be a number");
+  CHECK(listen_error("127.0.0.1:99999") ==
+        "vlessbenchd.toml:3: target[0].listen: \"127.0.0.1:99999\": port out of range");
+  CHECK(listen_error("127.0.0.1:65536") ==
+        "vlessbenchd.toml:3: target[0].listen: \"127.0.0.1:65536\": port out of range");
+  CHECK(listen_error("127.0.0.1:http") ==
+        "vlessbenchd.toml:3: target[0].listen: \"127.0.0.1:http\": port must be a number");
   CHECK(listen_error("127.0.0.1:") == "vlessbenchd.toml:3: target[0].listen: \"127.0.0.1:\": missing port");
   CHECK(listen_error("127.0.0.1") == "vlessbenchd.toml:3: target[0].listen: \"127.0.0.1\": expected ADDRESS:PORT");
   CHECK(listen_error(":8080") ==
@@ -348,7 +351,8 @@ TEST_CASE("listen addresses: IPv4 or [IPv6] with a port in range, no hostnames",
   CHECK(listen_error("localhost:8080") ==
         "vlessbenchd.toml:3: target[0].listen: \"localhost:8080\": hostnames are not accepted, use an IP "
         "address (e.g. 127.0.0.1 or [::1])");
-  CHECK(listen_error("300.1.1.1:80") == "vlessbenchd.toml:3: target[0].listen: \"300.1.1.1:80\": not a valid IPv4 address");
+  CHECK(listen_error("300.1.1.1:80") ==
+        "vlessbenchd.toml:3: target[0].listen: \"300.1.1.1:80\": not a valid IPv4 address");
   CHECK(listen_error("::1:8080") ==
         "vlessbenchd.toml:3: target[0].listen: \"::1:8080\": IPv6 addresses need brackets, e.g. [::1]:8443");
   CHECK(listen_error("[::1") == "vlessbenchd.toml:3: target[0].listen: \"[::1\": missing ']' after the IPv6 address");
@@ -376,7 +380,8 @@ TEST_CASE("port 0 in a listen address: the port the kernel gives at bind, never 
   CHECK(*c.admin.listen == ep("127.0.0.1", 0));
   // Next to a wildcard listener too: 0 is not that listener's port.
   CHECK(parse_config("[[target]]\nname = \"a\"\nlisten = \"[::1]:0\"\n[[target]]\nname = \"b\"\nlisten = \"[::1]:0\"\n",
-                     "z.toml").target.size() == 2);
+                     "z.toml")
+            .target.size() == 2);
   // Still refused where a client dials: the runner's paths and share links (parse_host_port's default).
   std::string reason;
   asio::ip::tcp::endpoint out;
@@ -430,9 +435,10 @@ TEST_CASE("listener names, endpoints and users must be unique", "[config]") {
           "x.toml:6: target[0].name: \"edge\": duplicate listener name (first used by vless[0].name on line 2)");
   }
   SECTION("the same endpoint twice") {
-    CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:8443\"\n"
-                   "[[vless]]\nname = \"b\"\nlisten = \"127.0.0.1:8443\"\n") ==
-          "x.toml:6: vless[1].listen: \"127.0.0.1:8443\": already used by vless[0].listen \"127.0.0.1:8443\" on line 3");
+    CHECK(
+        error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:8443\"\n"
+                 "[[vless]]\nname = \"b\"\nlisten = \"127.0.0.1:8443\"\n") ==
+        "x.toml:6: vless[1].listen: \"127.0.0.1:8443\": already used by vless[0].listen \"127.0.0.1:8443\" on line 3");
   }
   SECTION("a wildcard address overlaps a specific one on the same port") {
     CHECK(error_of("[[users]]\nname = \"u\"\nuuid = \"9d2e4c1a-6b7f-4e3d-a5c8-0f1e2d3c4b5a\"\n"
@@ -483,7 +489,8 @@ TEST_CASE("users need a name and a well-formed UUID", "[config]") {
 
 TEST_CASE("listeners need a name and a listen address", "[config]") {
   CHECK(error_of("[[vless]]\nlisten = \"127.0.0.1:1\"\n") == "x.toml:1: vless[0].name: missing");
-  CHECK(error_of("[[target]]\nname = \"\"\nlisten = \"127.0.0.1:1\"\n") == "x.toml:2: target[0].name: must not be empty");
+  CHECK(error_of("[[target]]\nname = \"\"\nlisten = \"127.0.0.1:1\"\n") ==
+        "x.toml:2: target[0].name: must not be empty");
   CHECK(error_of("\n[[target]]\nname = \"t\"\n") == "x.toml:2: target[0].listen: missing");
   CHECK(error_of("[[target]]\nname = \"t\"\nlisten = \"\"\n") == "x.toml:3: target[0].listen: must not be empty");
   CHECK(error_of("vless = [ { name = \"a\\nb\", listen = \"127.0.0.1:1\" } ]\n") ==
@@ -524,16 +531,21 @@ TEST_CASE("tls cert and key come together", "[config]") {
 }
 
 TEST_CASE("limits are bounded positive integers", "[config]") {
-  auto limit_error = [](const char* line) { return error_of(std::string("[limits]\n") + line + "\n" + loopback_target); };
-  CHECK(limit_error("handshake_timeout_ms = 0") == "x.toml:2: limits.handshake_timeout_ms: 0: must be between 1 and 3600000");
-  CHECK(limit_error("header_timeout_ms = -5") == "x.toml:2: limits.header_timeout_ms: -5: must be between 1 and 3600000");
+  auto limit_error = [](const char* line) {
+    return error_of(std::string("[limits]\n") + line + "\n" + loopback_target);
+  };
+  CHECK(limit_error("handshake_timeout_ms = 0") ==
+        "x.toml:2: limits.handshake_timeout_ms: 0: must be between 1 and 3600000");
+  CHECK(limit_error("header_timeout_ms = -5") ==
+        "x.toml:2: limits.header_timeout_ms: -5: must be between 1 and 3600000");
   CHECK(limit_error("connect_timeout_ms = 3600001") ==
         "x.toml:2: limits.connect_timeout_ms: 3600001: must be between 1 and 3600000");
   CHECK(limit_error("drain_timeout_ms = 2.5") ==
         "x.toml:2: limits.drain_timeout_ms: expected an integer, got a floating-point number");
   CHECK(limit_error("max_mux_subs = 0") == "x.toml:2: limits.max_mux_subs: 0: must be between 1 and 4096");
   CHECK(limit_error("max_sessions = 0") == "x.toml:2: limits.max_sessions: 0: must be between 1 and 1000000");
-  CHECK(limit_error("max_sessions = 1000001") == "x.toml:2: limits.max_sessions: 1000001: must be between 1 and 1000000");
+  CHECK(limit_error("max_sessions = 1000001") ==
+        "x.toml:2: limits.max_sessions: 1000001: must be between 1 and 1000000");
   CHECK(limit_error("threads = 0") == "x.toml:2: limits.threads: 0: must be between 1 and 64");
   CHECK(limit_error("threads = 65") == "x.toml:2: limits.threads: 65: must be between 1 and 64");
   CHECK(parse_config(std::string("[limits]\nidle_timeout_ms = 1\nmax_sessions = 1\n") + loopback_target, "x.toml")
@@ -546,12 +558,15 @@ TEST_CASE("limits: DNS response rate limiting, on by default, 0 turns it off", "
   CHECK(d.limits.dns_rrl_slip == 2);
   CHECK(d.limits.dns_rrl_window == 1000ms);
   const config c = parse_config(std::string("[limits]\ndns_rrl_responses_per_second = 0\ndns_rrl_slip = 1\n"
-                                            "dns_rrl_window_ms = 5000\n") + loopback_target,
+                                            "dns_rrl_window_ms = 5000\n") +
+                                    loopback_target,
                                 "x.toml");
   CHECK(c.limits.dns_rrl_responses_per_second == 0);
   CHECK(c.limits.dns_rrl_slip == 1);
   CHECK(c.limits.dns_rrl_window == 5000ms);
-  auto limit_error = [](const char* line) { return error_of(std::string("[limits]\n") + line + "\n" + loopback_target); };
+  auto limit_error = [](const char* line) {
+    return error_of(std::string("[limits]\n") + line + "\n" + loopback_target);
+  };
   CHECK(limit_error("dns_rrl_responses_per_second = -1") ==
         "x.toml:2: limits.dns_rrl_responses_per_second: -1: must be between 0 and 1000000");
   CHECK(limit_error("dns_rrl_slip = 11") == "x.toml:2: limits.dns_rrl_slip: 11: must be between 0 and 10");
@@ -565,7 +580,8 @@ TEST_CASE("destinations.allow: CIDR networks or single addresses", "[config]") {
   }
   SECTION("networks and hosts, both families") {
     auto c = parse_config(std::string("[destinations]\nallow = [\"10.0.0.0/8\", \"192.0.2.7\", \"fd00::/8\", "
-                                      "\"0.0.0.0/0\", \"::/0\", \"2001:db8::1\"]\n") + loopback_target,
+                                      "\"0.0.0.0/0\", \"::/0\", \"2001:db8::1\"]\n") +
+                              loopback_target,
                           "x.toml");
     const auto& a = c.destinations.allow;
     REQUIRE(a.size() == 6);
@@ -580,7 +596,8 @@ TEST_CASE("destinations.allow: CIDR networks or single addresses", "[config]") {
     auto err = [](const char* list) {
       return error_of(std::string("[destinations]\nallow = [\n  ") + list + "\n]\n" + loopback_target);
     };
-    CHECK(err("\"10.0.0.0/33\"") == "x.toml:3: destinations.allow[0]: \"10.0.0.0/33\": prefix length out of range (0..32)");
+    CHECK(err("\"10.0.0.0/33\"") ==
+          "x.toml:3: destinations.allow[0]: \"10.0.0.0/33\": prefix length out of range (0..32)");
     CHECK(err("\"::/129\"") == "x.toml:3: destinations.allow[0]: \"::/129\": prefix length out of range (0..128)");
     CHECK(err("\"10.0.0.1/8\"") ==
           "x.toml:3: destinations.allow[0]: \"10.0.0.1/8\": host bits set past the prefix (did you mean "
@@ -1048,10 +1065,13 @@ TEST_CASE("admin hosts: names the Host header may carry, normalised, bad ones na
   CHECK(default_config().admin.hosts.empty());
   const config c = parse_config(t + "[admin]\nhosts = [\"VM.Example.\", \"[fd00::7]\", \"192.0.2.1\"]\n", "x.toml");
   CHECK(c.admin.hosts == std::vector<std::string>{"vm.example", "fd00::7", "192.0.2.1"});
-  CHECK(error_of(t + "[admin]\nhosts = \"vm.example\"\n") == "x.toml:5: admin.hosts: expected an array of strings, got a string");
+  CHECK(error_of(t + "[admin]\nhosts = \"vm.example\"\n") ==
+        "x.toml:5: admin.hosts: expected an array of strings, got a string");
   CHECK(error_of(t + "[admin]\nhosts = [\"vm.example:9090\"]\n") ==
-        "x.toml:5: admin.hosts[0]: \"vm.example:9090\": not a host name (a port does not belong here) nor an IPv6 address");
-  CHECK(error_of(t + "[admin]\nhosts = [\"*.example\"]\n") == "x.toml:5: admin.hosts[0]: \"*.example\": bad character in host name");
+        "x.toml:5: admin.hosts[0]: \"vm.example:9090\": not a host name (a port does not belong here) nor an IPv6 "
+        "address");
+  CHECK(error_of(t + "[admin]\nhosts = [\"*.example\"]\n") ==
+        "x.toml:5: admin.hosts[0]: \"*.example\": bad character in host name");
   CHECK(error_of(t + "[admin]\nhosts = [1]\n") == "x.toml:5: admin.hosts[0]: expected a string, got an integer");
 }
 
@@ -1078,13 +1098,16 @@ TEST_CASE("a UUID published in the example configs is refused on a VLESS listene
       "they install it)";
   CHECK(error_of(with("00000000-0000-4000-8000-000000000000", "0.0.0.0:8443")) ==
         "x.toml:3: users[0].uuid: \"00000000-0000-4000-8000-000000000000\": a UUID published in vlessbench's example "
-        "configs, refused while the VLESS listener node listens on 0.0.0.0:8443" + hint);
+        "configs, refused while the VLESS listener node listens on 0.0.0.0:8443" +
+            hint);
   // Any case spells the same UUID; the example config's UUID is as public as the placeholder.
   CHECK(error_of(with("0BC2F2BD-F35F-4C1E-8B9B-BEFE527996D0", "192.0.2.7:8443")) ==
         "x.toml:3: users[0].uuid: \"0bc2f2bd-f35f-4c1e-8b9b-befe527996d0\": a UUID published in vlessbench's example "
-        "configs, refused while the VLESS listener node listens on 192.0.2.7:8443" + hint);
-  CHECK(error_of(with("00000000-0000-4000-8000-000000000000", "[::]:8443")).find("listens on [::]:8443 (off loopback)") !=
-        std::string::npos);
+        "configs, refused while the VLESS listener node listens on 192.0.2.7:8443" +
+            hint);
+  CHECK(
+      error_of(with("00000000-0000-4000-8000-000000000000", "[::]:8443")).find("listens on [::]:8443 (off loopback)") !=
+      std::string::npos);
   // The loopback quickstart keeps working with either.
   CHECK(parse_config(with("00000000-0000-4000-8000-000000000000", "127.0.0.1:8443"), "x.toml").users.size() == 1);
   CHECK(parse_config(with("0bc2f2bd-f35f-4c1e-8b9b-befe527996d0", "[::1]:8443"), "x.toml").users.size() == 1);

@@ -9,9 +9,7 @@ using namespace vlessbench;
 
 namespace {
 
-asio::ip::tcp::endpoint ep(const char* addr, unsigned short port) {
-  return {asio::ip::make_address(addr), port};
-}
+asio::ip::tcp::endpoint ep(const char* addr, unsigned short port) { return {asio::ip::make_address(addr), port}; }
 
 }  // namespace
 
@@ -45,15 +43,15 @@ listen = "127.0.0.1:8080"
 
   SECTION("on any local address, whatever the listener is bound to") {
     CHECK(verdict(c, "127.0.0.1", 8443) == own);
-    CHECK(verdict(c, "127.0.0.2", 8443) == own);         // another loopback address, same port
+    CHECK(verdict(c, "127.0.0.2", 8443) == own);  // another loopback address, same port
     CHECK(verdict(c, "::1", 8443) == own);
     CHECK(verdict(c, "::ffff:127.0.0.1", 8443) == own);  // v4-mapped
     CHECK(verdict(c, "0.0.0.0", 8443) == own);           // connect() to 0.0.0.0 is the local host
     CHECK(verdict(c, "::", 8445) == own);
-    CHECK(verdict(c, "192.0.2.10", 8444) == own);        // the listener's own address
+    CHECK(verdict(c, "192.0.2.10", 8444) == own);  // the listener's own address
     CHECK(verdict(c, "::ffff:192.0.2.10", 8444) == own);
-    CHECK(verdict(c, "127.0.0.1", 8444) == own);         // loopback, though it listens on the LAN
-    CHECK(verdict(c, "192.0.2.10", 8443) == own);        // a machine address, though it listens on loopback
+    CHECK(verdict(c, "127.0.0.1", 8444) == own);   // loopback, though it listens on the LAN
+    CHECK(verdict(c, "192.0.2.10", 8443) == own);  // a machine address, though it listens on loopback
     CHECK(verdict(c, "2001:db8::4", 8445) == own);
   }
   SECTION("the reason the log gives") {

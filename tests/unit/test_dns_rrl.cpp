@@ -13,9 +13,12 @@ asio::ip::address addr(const char* text) { return asio::ip::make_address(text); 
 struct tally {
   int answer = 0, slip = 0, drop = 0;
   void add(rrl_action a) {
-    if (a == rrl_action::answer) ++answer;
-    else if (a == rrl_action::slip) ++slip;
-    else ++drop;
+    if (a == rrl_action::answer)
+      ++answer;
+    else if (a == rrl_action::slip)
+      ++slip;
+    else
+      ++drop;
   }
 };
 }  // namespace
@@ -41,8 +44,8 @@ TEST_CASE("dns rrl: prefixes are /24 and /56, each with its own budget", "[dns_r
   const rrl_settings s{.responses_per_second = 3, .slip = 0, .window = 1000ms};
   const auto t0 = response_rate_limiter::clock::time_point{} + 100s;
   for (int i = 0; i < 3; ++i) CHECK(rrl.check(addr("198.51.100.1"), s, t0) == rrl_action::answer);
-  CHECK(rrl.check(addr("198.51.100.99"), s, t0) == rrl_action::drop);  // slip 0: all dropped
-  CHECK(rrl.check(addr("198.51.101.1"), s, t0) == rrl_action::answer);  // another /24
+  CHECK(rrl.check(addr("198.51.100.99"), s, t0) == rrl_action::drop);        // slip 0: all dropped
+  CHECK(rrl.check(addr("198.51.101.1"), s, t0) == rrl_action::answer);       // another /24
   CHECK(rrl.check(addr("::ffff:198.51.100.5"), s, t0) == rrl_action::drop);  // v4-mapped is the v4 prefix
   for (int i = 0; i < 3; ++i) CHECK(rrl.check(addr("2001:db8:0:1ff::1"), s, t0) == rrl_action::answer);
   CHECK(rrl.check(addr("2001:db8:0:100::2"), s, t0) == rrl_action::drop);  // the same /56

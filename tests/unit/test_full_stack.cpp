@@ -31,8 +31,8 @@ const asio::ip::address loopback = asio::ip::make_address("127.0.0.1");
 struct stack {
   asio::io_context io;
   runtime rt;
-  target::target_context target_ctx{rt.log, rt.routes, rt.connections, rt.stopping,
-                                    [this] { return rt.cfg->limits; }, rt.hub};
+  target::target_context target_ctx{rt.log, rt.routes, rt.connections, rt.stopping, [this] { return rt.cfg->limits; },
+                                    rt.hub};
   std::shared_ptr<asio::ssl::context> tls =
       std::make_shared<asio::ssl::context>(tls::make_server_context(tls_config{}));
   std::shared_ptr<listener_runtime> vless_listener = std::make_shared<listener_runtime>();
@@ -52,8 +52,8 @@ struct stack {
     target_listener->name = "http";
     target_listener->kind = listener_kind::target;
     target_listener->endpoint = target_acceptor.local_endpoint();
-    log_path = std::filesystem::temp_directory_path() /
-               ("vlessbench-full-stack-" + std::to_string(::getpid()) + ".jsonl");
+    log_path =
+        std::filesystem::temp_directory_path() / ("vlessbench-full-stack-" + std::to_string(::getpid()) + ".jsonl");
     std::filesystem::remove(log_path);
     rt.log.open(log_path.string());
   }
@@ -244,8 +244,8 @@ TEST_CASE("full stack: a request through the VLESS session proves its route and 
   CHECK(log.find("\"tls_version\":\"TLSv1.3\"") != std::string::npos);
   if (phases.ja4) CHECK(log.find("\"ja4\":\"" + *phases.ja4 + "\"") != std::string::npos);
   std::size_t vless_requests = 0;
-  for (std::size_t at = 0; (at = log.find("\"route\":\"vless\",\"vless_session\":1,\"vless_user\":\"alice\"", at)) !=
-                           std::string::npos;
+  for (std::size_t at = 0;
+       (at = log.find("\"route\":\"vless\",\"vless_session\":1,\"vless_user\":\"alice\"", at)) != std::string::npos;
        ++at)
     ++vless_requests;
   CHECK(vless_requests == 2);

@@ -20,18 +20,17 @@ bool same_headers(const std::vector<http::header>& a, const std::vector<http::he
 }
 
 bool same_request(const parse_result<http::request>& a, const parse_result<http::request>& b) {
-  return a.status == b.status && a.consumed == b.consumed && a.reason == b.reason &&
-         a.value.method == b.value.method && a.value.target == b.value.target &&
-         a.value.version_minor == b.value.version_minor && same_headers(a.value.headers, b.value.headers) &&
-         a.value.content_length == b.value.content_length && a.value.keep_alive == b.value.keep_alive;
+  return a.status == b.status && a.consumed == b.consumed && a.reason == b.reason && a.value.method == b.value.method &&
+         a.value.target == b.value.target && a.value.version_minor == b.value.version_minor &&
+         same_headers(a.value.headers, b.value.headers) && a.value.content_length == b.value.content_length &&
+         a.value.keep_alive == b.value.keep_alive;
 }
 
 bool same_response(const parse_result<http::response>& a, const parse_result<http::response>& b) {
-  return a.status == b.status && a.consumed == b.consumed && a.reason == b.reason &&
-         a.value.status == b.value.status && a.value.reason == b.value.reason &&
-         a.value.version_minor == b.value.version_minor && same_headers(a.value.headers, b.value.headers) &&
-         a.value.content_length == b.value.content_length && a.value.chunked == b.value.chunked &&
-         a.value.keep_alive == b.value.keep_alive;
+  return a.status == b.status && a.consumed == b.consumed && a.reason == b.reason && a.value.status == b.value.status &&
+         a.value.reason == b.value.reason && a.value.version_minor == b.value.version_minor &&
+         same_headers(a.value.headers, b.value.headers) && a.value.content_length == b.value.content_length &&
+         a.value.chunked == b.value.chunked && a.value.keep_alive == b.value.keep_alive;
 }
 
 std::string_view request_reason(std::string_view text) {
@@ -173,7 +172,7 @@ TEST_CASE("bad header lines", "[http]") {
   const std::string start = "GET / HTTP/1.1\r\n";
   CHECK(request_reason(start + "Host : a\r\n\r\n") == "bad header");
   CHECK(request_reason(start + "Host\t: a\r\n\r\n") == "bad header");
-  CHECK(request_reason(start + " Host: a\r\n\r\n") == "bad header");  // whitespace before the first field
+  CHECK(request_reason(start + " Host: a\r\n\r\n") == "bad header");           // whitespace before the first field
   CHECK(request_reason(start + "X-A: one\r\n two\r\n\r\n") == "bad header");   // obs-fold
   CHECK(request_reason(start + "X-A: one\r\n\ttwo\r\n\r\n") == "bad header");  // obs-fold with HTAB
   CHECK(request_reason(start + "X-A one\r\n\r\n") == "bad header");

@@ -90,8 +90,9 @@ TEST_CASE("index page: qr_svg paints exactly the matrix's dark modules", "[index
   CHECK(modules_of(svg, 3, 4).dark == m.dark);
 
   // A real code (libqrencode's, as the daemon makes it) read back from its SVG is the same code.
-  const std::string link = "vless://7d3c1f3e-58a8-4a6b-9a53-5d2b8f0a1c11@10.77.0.2:8443?encryption=none&"
-                           "security=tls&sni=localhost&allowInsecure=1&type=tcp#default-ack-mac";
+  const std::string link =
+      "vless://7d3c1f3e-58a8-4a6b-9a53-5d2b8f0a1c11@10.77.0.2:8443?encryption=none&"
+      "security=tls&sni=localhost&allowInsecure=1&type=tcp#default-ack-mac";
   const auto qr = qr_modules(link);
   REQUIRE(qr.width >= 21);
   CHECK((qr.width - 17) % 4 == 0);  // a QR version's size
@@ -110,8 +111,8 @@ TEST_CASE("index page: only a browser's GET / gets it, the runner's / is unchang
   CHECK(target::plan_response(get("/", "*/*")).body == "vlessbench target\n");
   CHECK(target::plan_response(get("/", "application/json")).body == "vlessbench target\n");
 
-  const auto page = target::plan_response(
-      get("/", "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,*/*;q=0.8"));
+  const auto page =
+      target::plan_response(get("/", "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,*/*;q=0.8"));
   CHECK(page.index_page);
   CHECK(page.body.empty());  // filled by the connection from the daemon's nodes
   CHECK(page.content_type == "text/html; charset=utf-8");
@@ -124,8 +125,7 @@ TEST_CASE("index page: only a browser's GET / gets it, the runner's / is unchang
   CHECK(target::plan_response(get("/", "text/html", "POST")).status == 405);
 
   const std::string page_head = target::format_head(page, 100, "direct", "", true);
-  CHECK(page_head.find("Content-Security-Policy: default-src 'none'; style-src 'unsafe-inline';") !=
-        std::string::npos);
+  CHECK(page_head.find("Content-Security-Policy: default-src 'none'; style-src 'unsafe-inline';") != std::string::npos);
   CHECK(page_head.find("Vary: Accept\r\n") != std::string::npos);
   CHECK(page_head.find("Cache-Control: no-store\r\n") != std::string::npos);
   const std::string plain_head = target::format_head(plain, plain.body.size(), "direct", "", true);
@@ -219,8 +219,8 @@ TEST_CASE("index page: index_links and index_host are checked", "[index_page][co
     return "<accepted>";
   };
   CHECK_THAT(error_of(base + "index_links = \"yes\"\n"), Catch::Contains("index_links"));
-  CHECK_THAT(error_of(base + "index_host = \"<b>\"\n"), Catch::Contains("index_host") &&
-                                                          Catch::Contains("bad character in host name"));
+  CHECK_THAT(error_of(base + "index_host = \"<b>\"\n"),
+             Catch::Contains("index_host") && Catch::Contains("bad character in host name"));
   CHECK_THAT(error_of(base + "index_host = \"vm:8080\"\n"), Catch::Contains("index_host"));
   CHECK(parse_config(base + "index_host = \"[fd00::2]\"\n", "x.toml").target.at(0).index_host == "fd00::2");
   CHECK_THAT(error_of("[[banner]]\nname = \"b\"\nlisten = \"127.0.0.1:8080\"\nindex_links = true\n"),
@@ -229,8 +229,9 @@ TEST_CASE("index page: index_links and index_host are checked", "[index_page][co
 
 TEST_CASE("index page: nodes are capped, and cached per config, target and host", "[index_page]") {
   // 33 users on one raw TLS listener: 66 nodes (each with its Vision twin), 64 shown.
-  std::string text = "[[vless]]\nname = \"v\"\nlisten = \"127.0.0.1:8443\"\n[[target]]\nname = \"t\"\n"
-                     "listen = \"127.0.0.1:8080\"\nindex_links = true\n";
+  std::string text =
+      "[[vless]]\nname = \"v\"\nlisten = \"127.0.0.1:8443\"\n[[target]]\nname = \"t\"\n"
+      "listen = \"127.0.0.1:8080\"\nindex_links = true\n";
   for (int i = 0; i < 33; ++i)
     text += "[[users]]\nname = \"u" + std::to_string(i) + "\"\nuuid = \"7d3c1f3e-58a8-4a6b-9a53-5d2b8f0a1c" +
             (i < 10 ? "0" : "") + std::to_string(i) + "\"\n";

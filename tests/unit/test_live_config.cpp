@@ -20,8 +20,7 @@ std::shared_ptr<const config> with_users(std::initializer_list<uuid_bytes> ids) 
 
 }  // namespace
 
-TEST_CASE("live_config: admission follows the published users, a publish ends removed users' sessions",
-          "[reload]") {
+TEST_CASE("live_config: admission follows the published users, a publish ends removed users' sessions", "[reload]") {
   asio::io_context io;
   live_config live;
   const auto alice = vless::random_uuid();

@@ -27,8 +27,7 @@ TEST_CASE("parse_log_query takes a run id and skips the admin token", "[log_quer
   CHECK(r.value.since.empty());
 }
 
-TEST_CASE("parse_log_query takes label-less events with since, and round-trips with format_log_query",
-          "[log_query]") {
+TEST_CASE("parse_log_query takes label-less events with since, and round-trips with format_log_query", "[log_query]") {
   const auto r = parse_log_query("run=ab12&events=udp.packet,dns.query,udp.packet&since=2026-12-02T03:40:00Z");
   REQUIRE(r.complete());
   CHECK(r.value.run == "ab12");
@@ -66,7 +65,8 @@ TEST_CASE("log_line_selected picks the run's lines by their exact run value", "[
   CHECK_FALSE(log_line_selected(q, R"({"event":"http.request","ts":"2026-12-02T03:40:01.000001Z","run":"ab123"})"));
   CHECK_FALSE(log_line_selected(q, R"({"event":"http.request","ts":"2026-12-02T03:40:01.000001Z","run":"xab12"})"));
   // A hostile value that spells the key inside another field arrives escaped: never a match.
-  CHECK_FALSE(log_line_selected(q, R"({"event":"http.request","ts":"2026-12-02T03:40:01Z","path":"\"run\":\"ab12\""})"));
+  CHECK_FALSE(
+      log_line_selected(q, R"({"event":"http.request","ts":"2026-12-02T03:40:01Z","path":"\"run\":\"ab12\""})"));
   CHECK_FALSE(log_line_selected(q, R"({"event":"udp.packet","ts":"2026-12-02T03:40:01.000001Z"})"));
 }
 

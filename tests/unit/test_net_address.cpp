@@ -58,8 +58,7 @@ TEST_CASE("parse_host_port refuses with a reason that names the problem", "[net_
   CHECK(refusal("[::1]80", names) == "expected [IPv6]:PORT");
   CHECK(refusal("[not-ip]:80", names) == "not a valid IPv6 address");
   CHECK(refusal("a b:80", names) == "bad character in host");
-  CHECK(refusal("localhost:80", ips) ==
-        "hostnames are not accepted, use an IP address (e.g. 127.0.0.1 or [::1])");
+  CHECK(refusal("localhost:80", ips) == "hostnames are not accepted, use an IP address (e.g. 127.0.0.1 or [::1])");
   CHECK(refusal("300.1.1.1:80", ips) == "not a valid IPv4 address");
 }
 

@@ -76,14 +76,13 @@ TEST_CASE("the ports file round-trips, and a file that is not one is refused wit
                           ep("127.0.0.1", 40005)};
   REQUIRE(resolve_ports(c, bound).empty());
   const std::string text = format_ports_file(c, 3);
-  CHECK(text ==
-        R"({"admin":"127.0.0.1:40005","generation":3,"listeners":[)"
-        R"({"kind":"vless","listen":"127.0.0.1:40001","name":"v","protocols":"tcp"},)"
-        R"({"kind":"vless","listen":"127.0.0.1:8443","name":"fixed","protocols":"tcp"},)"
-        R"({"kind":"banner","listen":"[::1]:40002","name":"b","protocols":"tcp"},)"
-        R"({"kind":"udp_target","listen":"127.0.0.1:40003","name":"u","protocols":"udp"},)"
-        R"({"kind":"dns","listen":"127.0.0.1:40004","name":"d","protocols":"tcp+udp"}]})"
-        "\n");
+  CHECK(text == R"({"admin":"127.0.0.1:40005","generation":3,"listeners":[)"
+                R"({"kind":"vless","listen":"127.0.0.1:40001","name":"v","protocols":"tcp"},)"
+                R"({"kind":"vless","listen":"127.0.0.1:8443","name":"fixed","protocols":"tcp"},)"
+                R"({"kind":"banner","listen":"[::1]:40002","name":"b","protocols":"tcp"},)"
+                R"({"kind":"udp_target","listen":"127.0.0.1:40003","name":"u","protocols":"udp"},)"
+                R"({"kind":"dns","listen":"127.0.0.1:40004","name":"d","protocols":"tcp+udp"}]})"
+                "\n");
   std::string reason;
   const auto back = parse_ports_file(text, reason);
   REQUIRE(back);

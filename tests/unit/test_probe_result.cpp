@@ -200,8 +200,8 @@ TEST_CASE(
   CHECK(none.plan.status == 403);
   CHECK(none.plan.note == "no_token");
   CHECK(none.log_line.empty());
-  const auto ok =
-      target::handle_probe_result(body, "Mozilla/5.0 test", "http", "127.0.0.1:5000", &session, runs, t.token, "10.0.0.7");
+  const auto ok = target::handle_probe_result(body, "Mozilla/5.0 test", "http", "127.0.0.1:5000", &session, runs,
+                                              t.token, "10.0.0.7");
   CHECK(ok.plan.status == 200);
   CHECK(ok.plan.body == "logged run " + t.run + ": no_vless\n");  // the daemon saw none of these samples
   CHECK(ok.log_line.find(R"("event":"probe.run")") != std::string::npos);
@@ -237,7 +237,7 @@ TEST_CASE("probe runs: samples verified against the requests the daemon served",
   const auto t0 = probe_runs::clock::now();
   const auto a = runs.issue("10.0.0.7", t0);
   runs.observe(a.run, 1, {.vless = true, .session = 17, .vless_ms = 0.25}, t0);
-  runs.observe(a.run, 2, {}, t0);                          // direct
+  runs.observe(a.run, 2, {}, t0);                                     // direct
   runs.observe("neverissued", 3, {.vless = true, .session = 5}, t0);  // ignored
   probe_result r;
   r.run = a.run;

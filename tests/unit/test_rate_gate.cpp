@@ -20,15 +20,14 @@ int taken(token_bucket& b, std::chrono::steady_clock::time_point at, std::uint32
 TEST_CASE("token bucket: a minute's burst, then the rate", "[rate_gate]") {
   token_bucket b;
   const auto t0 = std::chrono::steady_clock::time_point{} + seconds(1000);
-  CHECK(taken(b, t0, 60, 100) == 60);             // the burst
+  CHECK(taken(b, t0, 60, 100) == 60);                   // the burst
   CHECK(taken(b, t0 + milliseconds(500), 60, 5) == 0);  // half a token back
-  CHECK(taken(b, t0 + seconds(1), 60, 5) == 1);    // one a second
+  CHECK(taken(b, t0 + seconds(1), 60, 5) == 1);         // one a second
   CHECK(taken(b, t0 + seconds(11), 60, 20) == 10);
   CHECK(taken(b, t0 + seconds(3600), 60, 100) == 60);  // refills to the burst, never beyond
 }
 
-TEST_CASE("token bucket: zero refuses, a lowered rate caps what was saved, time going back is ignored",
-          "[rate_gate]") {
+TEST_CASE("token bucket: zero refuses, a lowered rate caps what was saved, time going back is ignored", "[rate_gate]") {
   token_bucket b;
   const auto t0 = std::chrono::steady_clock::time_point{} + seconds(1000);
   CHECK_FALSE(b.take(t0, 0));

@@ -296,8 +296,7 @@ TEST_CASE("the admin listener moves when its endpoint changes and a token change
   const reload_plan off = plan_reload(c, parse(std::string(base) + "[admin]\nenabled = false\n"));
   CHECK(off.admin_rebind);
   CHECK(off.changes == std::vector<std::string>{"admin 127.0.0.1:9090 -> off"});
-  const reload_plan token =
-      plan_reload(c, parse(std::string(base) + "[admin]\ntoken = \"0123456789abcdef\"\n"));
+  const reload_plan token = plan_reload(c, parse(std::string(base) + "[admin]\ntoken = \"0123456789abcdef\"\n"));
   CHECK_FALSE(token.admin_rebind);
   CHECK(token.changes == std::vector<std::string>{"admin token changed"});
   const reload_plan limits = plan_reload(c, parse(std::string(base) + "[admin]\nmax_connections_per_client = 2\n"));
@@ -321,19 +320,19 @@ TEST_CASE("[[udp_target]] and [[dns]] open, close and update in place by endpoin
   CHECK(added.udp_targets.open[0].name == "u");
   REQUIRE(added.dns.open.size() == 1);
   CHECK(added.open.empty());  // no TCP listener of the ordinary kinds: [[dns]]'s TCP half is its own
-  CHECK(added.changes == std::vector<std::string>{"opened udp_target \"u\" on 127.0.0.1:9053",
-                                                  "opened dns \"d\" on 127.0.0.1:9054"});
+  CHECK(added.changes ==
+        std::vector<std::string>{"opened udp_target \"u\" on 127.0.0.1:9053", "opened dns \"d\" on 127.0.0.1:9054"});
 
   const reload_plan removed = plan_reload(both, parse(base));
   CHECK(removed.udp_targets.close.size() == 1);
   CHECK(removed.dns.close.size() == 1);
-  CHECK(removed.changes == std::vector<std::string>{"closed udp_target \"u\" on 127.0.0.1:9053",
-                                                    "closed dns \"d\" on 127.0.0.1:9054"});
+  CHECK(removed.changes ==
+        std::vector<std::string>{"closed udp_target \"u\" on 127.0.0.1:9053", "closed dns \"d\" on 127.0.0.1:9054"});
 
   // Same endpoints, another name and zone: updated in place, nothing bound or closed.
-  const reload_plan updated = plan_reload(
-      both, parse(std::string(base) + "[[udp_target]]\nname = \"echo\"\nlisten = \"127.0.0.1:9053\"\n" +
-                  "[[dns]]\nname = \"d\"\nlisten = \"127.0.0.1:9054\"\nzone = \"example.test\"\n"));
+  const reload_plan updated =
+      plan_reload(both, parse(std::string(base) + "[[udp_target]]\nname = \"echo\"\nlisten = \"127.0.0.1:9053\"\n" +
+                              "[[dns]]\nname = \"d\"\nlisten = \"127.0.0.1:9054\"\nzone = \"example.test\"\n"));
   CHECK(updated.udp_targets.open.empty());
   CHECK(updated.udp_targets.close.empty());
   REQUIRE(updated.udp_targets.keep.size() == 1);
@@ -350,7 +349,6 @@ TEST_CASE("[[udp_target]] and [[dns]] open, close and update in place by endpoin
   CHECK(moved.udp_targets.close.size() == 1);
 }
 
-
 TEST_CASE("a new listener on the port of one this reload closes is refused with both named", "[reload_plan]") {
   const std::string wild = "[[udp_target]]\nname = \"u\"\nlisten = \"0.0.0.0:9053\"\n";
   // 0.0.0.0:P is still bound while 127.0.0.1:P would be: Linux refuses that bind.
@@ -363,9 +361,8 @@ TEST_CASE("a new listener on the port of one this reload closes is refused with 
         "closes: close that one in a reload of its own first");
   CHECK(moved.udp_targets.open.empty());
   // [[dns]] takes UDP and TCP: the endpoint of a closing [[udp_target]] is in its way too.
-  const reload_plan swapped =
-      plan_reload(parse(std::string(base) + wild),
-                  parse(std::string(base) + "[[dns]]\nname = \"d\"\nlisten = \"0.0.0.0:9053\"\n"));
+  const reload_plan swapped = plan_reload(
+      parse(std::string(base) + wild), parse(std::string(base) + "[[dns]]\nname = \"d\"\nlisten = \"0.0.0.0:9053\"\n"));
   REQUIRE(swapped.refused);
   CHECK(swapped.refused->find("dns \"d\" on 0.0.0.0:9053 needs the port of udp_target \"u\"") == 0);
   // Another address on another port, or a specific address beside another specific one: fine.
@@ -491,13 +488,15 @@ listen = "127.0.0.1:40001"
   CHECK(kind.take_over[0].to.kind == listener_kind::target);
 
   // The admin listener on another address, port 0: rebound.
-  CHECK(plan_reload(running, parse("[[target]]\nname = \"http\"\nlisten = \"127.0.0.1:0\"\n[admin]\nlisten = \"127.0.0.2:0\"\n"))
+  CHECK(plan_reload(running,
+                    parse("[[target]]\nname = \"http\"\nlisten = \"127.0.0.1:0\"\n[admin]\nlisten = \"127.0.0.2:0\"\n"))
             .admin_rebind);
 }
 
 TEST_CASE("a port-0 listener never waits for a socket this reload closes", "[reload_plan]") {
-  const reload_plan p = plan_reload(parse(std::string(base) + "[[udp_target]]\nname = \"u\"\nlisten = \"0.0.0.0:9053\"\n"),
-                                    parse(std::string(base) + "[[dns]]\nname = \"d\"\nlisten = \"0.0.0.0:0\"\n"));
+  const reload_plan p =
+      plan_reload(parse(std::string(base) + "[[udp_target]]\nname = \"u\"\nlisten = \"0.0.0.0:9053\"\n"),
+                  parse(std::string(base) + "[[dns]]\nname = \"d\"\nlisten = \"0.0.0.0:0\"\n"));
   CHECK_FALSE(p.refused);
   CHECK(p.dns.open.size() == 1);
   CHECK(p.udp_targets.close.size() == 1);

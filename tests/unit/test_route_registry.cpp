@@ -8,9 +8,7 @@ using namespace vlessbench;
 
 namespace {
 
-asio::ip::tcp::endpoint ep(const char* addr, unsigned short port) {
-  return {asio::ip::make_address(addr), port};
-}
+asio::ip::tcp::endpoint ep(const char* addr, unsigned short port) { return {asio::ip::make_address(addr), port}; }
 
 std::shared_ptr<route_info> session(std::uint64_t id, const char* user) {
   auto info = std::make_shared<route_info>();

@@ -206,7 +206,8 @@ TEST_CASE("target URL parsing", "[runner]") {
 
 TEST_CASE("bulk runs: each path becomes NAME/down and NAME/up, downloads first", "[runner]") {
   std::string reason;
-  std::vector<path_spec> paths{*parse_path_arg("direct=direct", reason), *parse_path_arg("p=http://127.0.0.1:1", reason)};
+  std::vector<path_spec> paths{*parse_path_arg("direct=direct", reason),
+                               *parse_path_arg("p=http://127.0.0.1:1", reason)};
   const auto bulk = bulk_paths(paths);
   REQUIRE(bulk.size() == 4);
   CHECK(bulk[0].name == "direct/down");
@@ -229,8 +230,7 @@ TEST_CASE("the direct baseline is always present and names are unique", "[runner
   CHECK(paths[0].name == "direct");
   CHECK(paths[0].kind == path_kind::direct);
 
-  std::vector<path_spec> given{*parse_path_arg("a=http://127.0.0.1:1", reason),
-                               *parse_path_arg("lan=direct", reason)};
+  std::vector<path_spec> given{*parse_path_arg("a=http://127.0.0.1:1", reason), *parse_path_arg("lan=direct", reason)};
   base = finalize_paths(given, reason);
   REQUIRE(base);
   CHECK(*base == 1);
@@ -246,10 +246,9 @@ TEST_CASE("the direct baseline is always present and names are unique", "[runner
 
 TEST_CASE("nagle-paths option turns named vless paths Nagle-prone", "[runner]") {
   std::string reason;
-  std::vector<path_spec> paths{
-      *parse_path_arg(std::string("a=vless://") + uuid_text + "@h:1?security=tls", reason),
-      *parse_path_arg(std::string("b=vless://") + uuid_text + "@h:2?security=tls", reason),
-      *parse_path_arg("c=http://h:3", reason)};
+  std::vector<path_spec> paths{*parse_path_arg(std::string("a=vless://") + uuid_text + "@h:1?security=tls", reason),
+                               *parse_path_arg(std::string("b=vless://") + uuid_text + "@h:2?security=tls", reason),
+                               *parse_path_arg("c=http://h:3", reason)};
   REQUIRE(apply_nagle_paths(paths, {"b"}, reason));
   CHECK_FALSE(paths[0].nodelay.has_value());
   REQUIRE(paths[1].nodelay);
@@ -301,8 +300,8 @@ TEST_CASE("only direct, socks5 and vless paths carry udp:// and dns:// targets",
   for (const char* arg : {"direct=direct", "s=socks5://127.0.0.1:1080"}) ok.push_back(*parse_path_arg(arg, reason));
   ok.push_back(*parse_path_arg(std::string("v=vless://") + uuid_text + "@127.0.0.1:8443?security=tls", reason));
   CHECK(check_paths_for_target(ok, udp, reason));
-  for (const char* arg : {"h=http://127.0.0.1:1", "f=tcp://127.0.0.1:1", "t=tun", "t2=tun://127.0.0.1:1",
-                          "tl=tls://127.0.0.1:1"}) {
+  for (const char* arg :
+       {"h=http://127.0.0.1:1", "f=tcp://127.0.0.1:1", "t=tun", "t2=tun://127.0.0.1:1", "tl=tls://127.0.0.1:1"}) {
     INFO(arg);
     auto paths = ok;
     paths.push_back(*parse_path_arg(arg, reason));

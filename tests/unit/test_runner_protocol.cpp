@@ -15,8 +15,7 @@ using namespace vlessbench::runner;
 TEST_CASE("SOCKS5 requests follow RFC 1928", "[runner]") {
   CHECK(socks5_greeting() == bytes({5, 1, 0}));
   CHECK(socks5_connect_request("127.0.0.1", 8080) == bytes({5, 1, 0, 1, 127, 0, 0, 1, 0x1f, 0x90}));
-  CHECK(socks5_connect_request("example.com", 80) ==
-        bytes({5, 1, 0, 3, 11}) + "example.com" + bytes({0, 80}));
+  CHECK(socks5_connect_request("example.com", 80) == bytes({5, 1, 0, 3, 11}) + "example.com" + bytes({0, 80}));
   const auto v6 = socks5_connect_request("::1", 443);
   REQUIRE(v6.size() == 4 + 16 + 2);
   CHECK(v6[3] == 4);
@@ -32,8 +31,7 @@ TEST_CASE("SOCKS5 replies: need more, success, failure codes", "[runner]") {
   CHECK(auth.reason == "socks5: server requires authentication");
 
   const auto ok = bytes({5, 0, 0, 1, 127, 0, 0, 1, 0x1f, 0x90});
-  for (std::size_t cut = 0; cut < ok.size(); ++cut)
-    CHECK(parse_socks5_connect_reply(ok.substr(0, cut)).need_more());
+  for (std::size_t cut = 0; cut < ok.size(); ++cut) CHECK(parse_socks5_connect_reply(ok.substr(0, cut)).need_more());
   auto r = parse_socks5_connect_reply(ok + "HTTP/1.1");
   REQUIRE(r.complete());
   CHECK(r.consumed == 10);  // the bytes after the reply belong to the tunnel
@@ -49,8 +47,7 @@ TEST_CASE("SOCKS5 replies: need more, success, failure codes", "[runner]") {
 }
 
 TEST_CASE("HTTP CONNECT and GET requests", "[runner]") {
-  CHECK(format_connect_request("127.0.0.1:8080") ==
-        "CONNECT 127.0.0.1:8080 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n");
+  CHECK(format_connect_request("127.0.0.1:8080") == "CONNECT 127.0.0.1:8080 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n");
   target_url t;
   t.host = "127.0.0.1";
   t.port = 8080;
@@ -232,6 +229,5 @@ TEST_CASE("socks5: UDP ASSOCIATE request and the relay address of its reply", "[
   const std::string named = bytes({5, 0, 0, 3, 5}) + "relay" + bytes({0, 7});
   CHECK(socks5_reply_bound(named).host == "relay");
   CHECK(socks5_reply_bound(named).port == 7);
-  CHECK(parse_socks5_connect_reply(bytes({5, 7, 0, 1, 0, 0, 0, 0, 0, 0})).reason ==
-        "socks5: command not supported");
+  CHECK(parse_socks5_connect_reply(bytes({5, 7, 0, 1, 0, 0, 0, 0, 0, 0})).reason == "socks5: command not supported");
 }

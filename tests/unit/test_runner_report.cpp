@@ -22,8 +22,7 @@ path_spec make_path(std::string name, path_kind kind) {
   return p;
 }
 
-sample make_sample(std::string path, sample_mode mode, int round, std::uint64_t seq, double ms,
-                   bool ok = true) {
+sample make_sample(std::string path, sample_mode mode, int round, std::uint64_t seq, double ms, bool ok = true) {
   sample s;
   s.path = std::move(path);
   s.mode = mode;
@@ -97,8 +96,8 @@ TEST_CASE("stall verdict only when the data shows it", "[runner][stats]") {
   std::vector<sample> no_timing{make_sample("p", sample_mode::new_connection, 0, 1, 5)};
   CHECK(judge_stall(no_timing).verdict == stall_verdict::kind::no_data);
 
-  std::vector<sample> stalled{with_vless_phase(40), with_vless_phase(42), with_vless_phase(0.05),
-                              with_vless_phase(45), with_vless_phase(44, false)};
+  std::vector<sample> stalled{with_vless_phase(40), with_vless_phase(42), with_vless_phase(0.05), with_vless_phase(45),
+                              with_vless_phase(44, false)};
   const auto v = judge_stall(stalled);
   CHECK(v.verdict == stall_verdict::kind::stall);
   CHECK(v.with_timing == 4);  // the failed sample does not count
@@ -287,9 +286,11 @@ TEST_CASE("verify matches samples to the access log by run id and seq", "[runner
   std::vector<sample> s{f.samples[0], f.samples[1], f.samples[2]};
   const auto csv = samples_csv(s);
   std::istringstream log(
-      "{\"event\":\"http.request\",\"run\":\"run9\",\"seq\":\"1\",\"path_label\":\"direct\",\"route\":\"direct\",\"status\":200}\n"
+      "{\"event\":\"http.request\",\"run\":\"run9\",\"seq\":\"1\",\"path_label\":\"direct\",\"route\":\"direct\","
+      "\"status\":200}\n"
       "not json\n"
-      "{\"event\":\"http.request\",\"run\":\"other\",\"seq\":\"2\",\"path_label\":\"proxy\",\"route\":\"vless\",\"status\":200}\n"
+      "{\"event\":\"http.request\",\"run\":\"other\",\"seq\":\"2\",\"path_label\":\"proxy\",\"route\":\"vless\","
+      "\"status\":200}\n"
       "{\"event\":\"vless.session\",\"id\":3}\n");
   auto r = verify_run(summary, csv, log);
   CHECK(r.samples == 3);
@@ -305,16 +306,20 @@ TEST_CASE("verify matches samples to the access log by run id and seq", "[runner
              Catch::Contains("not one sample of run run9 is in this log: it may be the wrong file"));
 
   std::istringstream log2(
-      "{\"event\":\"http.request\",\"run\":\"run9\",\"seq\":\"1\",\"path_label\":\"direct\",\"route\":\"vless\",\"vless_session\":4,\"status\":200}\n"
-      "{\"event\":\"http.request\",\"run\":\"run9\",\"seq\":\"2\",\"path_label\":\"proxy\",\"route\":\"vless\",\"status\":200}\n");
+      "{\"event\":\"http.request\",\"run\":\"run9\",\"seq\":\"1\",\"path_label\":\"direct\",\"route\":\"vless\","
+      "\"vless_session\":4,\"status\":200}\n"
+      "{\"event\":\"http.request\",\"run\":\"run9\",\"seq\":\"2\",\"path_label\":\"proxy\",\"route\":\"vless\","
+      "\"status\":200}\n");
   r = verify_run(summary, csv, log2);
   CHECK(r.matched == 2);
   CHECK(r.route_mismatches == 1);  // the direct baseline went through VLESS
   CHECK(r.unseen_ok == 0);
 
   std::istringstream log3(
-      "{\"event\":\"http.request\",\"run\":\"run9\",\"seq\":\"1\",\"path_label\":\"direct\",\"route\":\"direct\",\"status\":200}\n"
-      "{\"event\":\"http.request\",\"run\":\"run9\",\"seq\":\"2\",\"path_label\":\"proxy\",\"route\":\"vless\",\"status\":200}\n");
+      "{\"event\":\"http.request\",\"run\":\"run9\",\"seq\":\"1\",\"path_label\":\"direct\",\"route\":\"direct\","
+      "\"status\":200}\n"
+      "{\"event\":\"http.request\",\"run\":\"run9\",\"seq\":\"2\",\"path_label\":\"proxy\",\"route\":\"vless\","
+      "\"status\":200}\n");
   r = verify_run(summary, csv, log3);
   CHECK(r.ok());
   CHECK_THAT(format_verify_report(r), Catch::Contains("verify: OK"));
@@ -336,14 +341,16 @@ TEST_CASE("verify: banner samples by the session their banner named, bulk adds t
   auto r = verify_run(summary, csv, none);
   CHECK(r.unseen_ok == 2);
   CHECK_FALSE(r.ok());
-  std::istringstream log(
-      R"({"event":"banner.connection","listener":"banner","route":"direct","bytes_in":0})" "\n"
-      R"({"event":"banner.connection","listener":"banner","route":"vless","vless_session":5})" "\n");
+  std::istringstream log(R"({"event":"banner.connection","listener":"banner","route":"direct","bytes_in":0})"
+                         "\n"
+                         R"({"event":"banner.connection","listener":"banner","route":"vless","vless_session":5})"
+                         "\n");
   r = verify_run(summary, csv, log);
   CHECK(r.log_banners == 2);
   CHECK(r.matched == 2);
   CHECK(r.ok());
-  std::istringstream other(R"({"event":"banner.connection","route":"vless","vless_session":6})" "\n");
+  std::istringstream other(R"({"event":"banner.connection","route":"vless","vless_session":6})"
+                           "\n");
   r = verify_run(summary, csv, other);
   CHECK(r.unseen_ok == 2);  // session 5 never logged, and no direct connection at all
 
@@ -354,7 +361,8 @@ TEST_CASE("verify: banner samples by the session their banner named, bulk adds t
   k.route.kind = route_kind::direct;
   std::istringstream klog(
       R"({"event":"http.request","run":"k1","seq":"3","path_label":"direct/down","route":"direct","status":200,)"
-      R"("bytes":1000000,"duration_us":1000})" "\n");
+      R"("bytes":1000000,"duration_us":1000})"
+      "\n");
   r = verify_run(bulk_summary, samples_csv({k}), klog);
   CHECK(r.ok());
   REQUIRE(r.bulk.size() == 1);
@@ -404,26 +412,30 @@ TEST_CASE("verify: udp and dns samples by the session their reply named and its 
   auto r = verify_run(summary, csv, none);
   CHECK(r.unseen_ok == 3);
   CHECK(r.datagram_event == "udp.packet");
-  std::istringstream log(
-      R"({"event":"udp.packet","listener":"udp","route":"direct","packets_in":1})" "\n"
-      R"({"event":"udp.packet","listener":"udp","route":"vless","vless_session":9,"packets_in":3})" "\n"
-      R"({"event":"dns.query","listener":"dns","route":"vless","vless_session":4,"name":"x"})" "\n");
+  std::istringstream log(R"({"event":"udp.packet","listener":"udp","route":"direct","packets_in":1})"
+                         "\n"
+                         R"({"event":"udp.packet","listener":"udp","route":"vless","vless_session":9,"packets_in":3})"
+                         "\n"
+                         R"({"event":"dns.query","listener":"dns","route":"vless","vless_session":4,"name":"x"})"
+                         "\n");
   r = verify_run(summary, csv, log);
   CHECK(r.log_datagram_lines == 2);
   CHECK(r.matched == 3);
   CHECK(r.ok());
   CHECK_THAT(format_verify_report(r), Catch::Contains("udp.packet lines in the log: 2"));
   // The server counted fewer datagrams on session 9 than samples named it.
-  std::istringstream short_log(
-      R"({"event":"udp.packet","route":"direct","packets_in":1})" "\n"
-      R"({"event":"udp.packet","route":"vless","vless_session":9,"packets_in":1})" "\n");
+  std::istringstream short_log(R"({"event":"udp.packet","route":"direct","packets_in":1})"
+                               "\n"
+                               R"({"event":"udp.packet","route":"vless","vless_session":9,"packets_in":1})"
+                               "\n");
   r = verify_run(summary, csv, short_log);
   CHECK(r.disagreements == 1);
   CHECK_FALSE(r.ok());
   // A proxy path whose replies came back direct: a route mismatch.
   auto leak = make_sample("leaky", sample_mode::new_connection, 0, 4, 0.3);
   leak.route.kind = route_kind::direct;
-  std::istringstream direct_log(R"({"event":"udp.packet","route":"direct","packets_in":5})" "\n");
+  std::istringstream direct_log(R"({"event":"udp.packet","route":"direct","packets_in":5})"
+                                "\n");
   r = verify_run(summary, samples_csv({d, leak}), direct_log);
   CHECK(r.route_mismatches == 1);
   CHECK_FALSE(r.ok());
@@ -433,9 +445,10 @@ TEST_CASE("verify: udp and dns samples by the session their reply named and its 
   df.flow = "127.0.0.1:40000";
   auto df2 = df;
   df2.seq = 5;
-  std::istringstream peer_log(
-      R"({"event":"udp.packet","route":"direct","peer":"127.0.0.1:40001","packets_in":9})" "\n"
-      R"({"event":"udp.packet","route":"direct","peer":"127.0.0.1:40000","packets_in":1})" "\n");
+  std::istringstream peer_log(R"({"event":"udp.packet","route":"direct","peer":"127.0.0.1:40001","packets_in":9})"
+                              "\n"
+                              R"({"event":"udp.packet","route":"direct","peer":"127.0.0.1:40000","packets_in":1})"
+                              "\n");
   r = verify_run(summary, samples_csv({df}), peer_log);
   CHECK(r.ok());
   peer_log.clear();
@@ -443,7 +456,8 @@ TEST_CASE("verify: udp and dns samples by the session their reply named and its 
   r = verify_run(summary, samples_csv({df, df2}), peer_log);
   CHECK(r.disagreements == 1);  // two samples from the flow, one datagram logged on it
   CHECK_THAT(format_verify_report(r), Catch::Contains("flow 127.0.0.1:40000: 2 ok samples"));
-  std::istringstream elsewhere(R"({"event":"udp.packet","route":"direct","peer":"127.0.0.1:40001","packets_in":9})" "\n");
+  std::istringstream elsewhere(R"({"event":"udp.packet","route":"direct","peer":"127.0.0.1:40001","packets_in":9})"
+                               "\n");
   r = verify_run(summary, samples_csv({df}), elsewhere);
   CHECK(r.unseen_ok == 1);
 
@@ -451,9 +465,12 @@ TEST_CASE("verify: udp and dns samples by the session their reply named and its 
   const std::string dns_summary =
       R"({"run":{"id":"d1","target":"dns://127.0.0.1:8053/Host.vlessbench.test"},"paths":{"vl":{"kind":"vless"}}})";
   std::istringstream dns_log(
-      R"({"event":"dns.query","transport":"udp","route":"vless","vless_session":9,"name":"host.vlessbench.test"})" "\n"
-      R"({"event":"dns.query","transport":"tcp","route":"vless","vless_session":9,"name":"host.vlessbench.test"})" "\n"
-      R"({"event":"dns.query","transport":"udp","route":"vless","vless_session":9,"name":"other.vlessbench.test"})" "\n");
+      R"({"event":"dns.query","transport":"udp","route":"vless","vless_session":9,"name":"host.vlessbench.test"})"
+      "\n"
+      R"({"event":"dns.query","transport":"tcp","route":"vless","vless_session":9,"name":"host.vlessbench.test"})"
+      "\n"
+      R"({"event":"dns.query","transport":"udp","route":"vless","vless_session":9,"name":"other.vlessbench.test"})"
+      "\n");
   r = verify_run(dns_summary, samples_csv({v1, v2}), dns_log);
   CHECK(r.log_datagram_lines == 1);
   CHECK(r.matched == 2);
@@ -593,7 +610,8 @@ TEST_CASE("failing paths: none ok, or over the stated share", "[runner]") {
   CHECK(failing_paths(res, 0.8).empty());  // 80% is not more than 80%
   CHECK_THAT(format_failing_paths(f, 0.5), Catch::Contains("path proxy: 8/10 samples failed (more than 50%"));
 
-  CHECK_THAT(failure_hint(path_kind::vless, "response head: connection closed by peer"), Catch::Contains("unknown_user"));
+  CHECK_THAT(failure_hint(path_kind::vless, "response head: connection closed by peer"),
+             Catch::Contains("unknown_user"));
   CHECK_THAT(failure_hint(path_kind::vless, "tls handshake: certificate verify failed"),
              Catch::Contains("allowInsecure=1"));
   CHECK_THAT(failure_hint(path_kind::vless, "connect: Connection refused"), Catch::Contains("daemon's listener"));
@@ -601,7 +619,8 @@ TEST_CASE("failing paths: none ok, or over the stated share", "[runner]") {
 }
 
 TEST_CASE("summary.json keeps no UUID", "[runner]") {
-  CHECK(redact_links("vless://1b0e-uuid@127.0.0.1:8443?security=tls#a") == "vless://REDACTED@127.0.0.1:8443?security=tls#a");
+  CHECK(redact_links("vless://1b0e-uuid@127.0.0.1:8443?security=tls#a") ==
+        "vless://REDACTED@127.0.0.1:8443?security=tls#a");
   CHECK(redact_links("run --path 'vl=vless://u@h:1?x=1#n' --path p=vless://v@h:2") ==
         "run --path 'vl=vless://REDACTED@h:1?x=1#n' --path p=vless://REDACTED@h:2");
   CHECK(redact_links("socks5://user@h:1 vless://") == "socks5://user@h:1 vless://");

@@ -155,8 +155,8 @@ TEST_CASE("shared_tcp_policy round-trips every policy") {
 
 TEST_CASE("access_log: lines written from several threads never interleave") {
   access_log log;
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("vlessbench-log-" + std::to_string(::getpid()) + ".jsonl");
+  const auto path =
+      std::filesystem::temp_directory_path() / ("vlessbench-log-" + std::to_string(::getpid()) + ".jsonl");
   log.open(path.string());
   constexpr int per_thread = 500;
   auto writer = [&](char c) {

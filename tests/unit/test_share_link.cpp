@@ -12,8 +12,7 @@ namespace {
 
 constexpr const char* uuid_text = "b831381d-6324-4d53-ad4f-8cda48b30811";
 
-std::string link_with(const std::string& host_port, const std::string& query,
-                      const std::string& fragment = "") {
+std::string link_with(const std::string& host_port, const std::string& query, const std::string& fragment = "") {
   return std::string("vless://") + uuid_text + "@" + host_port + "?" + query + fragment;
 }
 
@@ -33,8 +32,7 @@ TEST_CASE("parse_share_link reads the v2rayN form", "[share_link]") {
   std::string reason = "stale";
   const auto link = parse_share_link(
       link_with("example.com:8443",
-                "encryption=none&security=tls&sni=example.com&allowInsecure=1&type=tcp&flow=",
-                "#My%20Node"),
+                "encryption=none&security=tls&sni=example.com&allowInsecure=1&type=tcp&flow=", "#My%20Node"),
       reason);
   REQUIRE(link);
   CHECK(reason.empty());
@@ -62,8 +60,8 @@ TEST_CASE("parse_share_link accepts the variants clients emit", "[share_link]") 
     CHECK(link->name.empty());
   }
   SECTION("upper-case scheme and UUID, empty path before the query") {
-    const auto link = parse_share_link(
-        "VLESS://B831381D-6324-4D53-AD4F-8CDA48B30811@127.0.0.1:8443/?security=tls", reason);
+    const auto link =
+        parse_share_link("VLESS://B831381D-6324-4D53-AD4F-8CDA48B30811@127.0.0.1:8443/?security=tls", reason);
     REQUIRE(link);
     CHECK(link->uuid == *vless::parse_uuid(uuid_text));
     CHECK(link->host == "127.0.0.1");
@@ -83,10 +81,10 @@ TEST_CASE("parse_share_link accepts the variants clients emit", "[share_link]") 
     CHECK(l->allow_insecure);
   }
   SECTION("percent-decoded values and fragment, '+' kept literally") {
-    const auto link = parse_share_link(
-        link_with("h:65535", "security=tls&sni=ex%61mple.com&type=tcp&headerType=none&fp=chrome",
-                  "#%E6%B5%8B%E8%AF%95+a%23b"),
-        reason);
+    const auto link =
+        parse_share_link(link_with("h:65535", "security=tls&sni=ex%61mple.com&type=tcp&headerType=none&fp=chrome",
+                                   "#%E6%B5%8B%E8%AF%95+a%23b"),
+                         reason);
     REQUIRE(link);
     CHECK(link->port == 65535);
     CHECK(link->sni == "example.com");
@@ -96,12 +94,10 @@ TEST_CASE("parse_share_link accepts the variants clients emit", "[share_link]") 
 
 TEST_CASE("parse_share_link refuses malformed links with a reason", "[share_link]") {
   const std::string ok_query = "security=tls";
-  CHECK_THAT(refusal(std::string("vmess://") + uuid_text + "@h:1?security=tls"),
-             Catch::Contains("vless://"));
+  CHECK_THAT(refusal(std::string("vmess://") + uuid_text + "@h:1?security=tls"), Catch::Contains("vless://"));
   CHECK_THAT(refusal("vless:/x"), Catch::Contains("vless://"));
   CHECK_THAT(refusal("vless://not-a-uuid@h:1?security=tls"), Catch::Contains("UUID"));
-  CHECK_THAT(refusal("vless://b831381d63244d53ad4f8cda48b30811@h:1?security=tls"),
-             Catch::Contains("UUID"));
+  CHECK_THAT(refusal("vless://b831381d63244d53ad4f8cda48b30811@h:1?security=tls"), Catch::Contains("UUID"));
   CHECK_THAT(refusal("vless://h:1?security=tls"), Catch::Contains("UUID@"));
   CHECK_THAT(refusal(link_with("h", ok_query)), Catch::Contains("server 'h': expected HOST:PORT"));
   CHECK_THAT(refusal(link_with("h:", ok_query)), Catch::Contains("port"));
@@ -124,27 +120,20 @@ TEST_CASE("parse_share_link refuses what the built-in client cannot do", "[share
   CHECK_THAT(refusal(link_with("h:1", "security=none")),
              Catch::Contains("security=none is not supported") && Catch::Contains("TLS only"));
   CHECK_THAT(refusal(link_with("h:1", "type=tcp")), Catch::Contains("security=none"));
-  CHECK_THAT(refusal(link_with("h:1", "security=reality")),
-             Catch::Contains("security=reality is not supported"));
+  CHECK_THAT(refusal(link_with("h:1", "security=reality")), Catch::Contains("security=reality is not supported"));
   CHECK_THAT(refusal(link_with("h:1", "security=TLS")), Catch::Contains("security=TLS"));
-  CHECK_THAT(refusal(link_with("h:1", "security=tls&type=xhttp")),
-             Catch::Contains("type=xhttp is not supported"));
+  CHECK_THAT(refusal(link_with("h:1", "security=tls&type=xhttp")), Catch::Contains("type=xhttp is not supported"));
   CHECK_THAT(refusal(link_with("h:1", "security=tls&type=httpupgrade&ed=2048")), Catch::Contains("ed= is for type=ws"));
   CHECK_THAT(refusal(link_with("h:1", "security=tls&type=ws&ed=lots")), Catch::Contains("ed=lots"));
   CHECK_THAT(refusal(link_with("h:1", "security=tls&type=ws&path=%2Fws%3Fed%3D1&ed=2")), Catch::Contains("disagree"));
   CHECK_THAT(refusal(link_with("h:1", "security=none&type=tcp")), Catch::Contains("security=none"));
-  CHECK_THAT(refusal(link_with("h:1", "security=tls&flow=xtls-rprx-direct")),
-             Catch::Contains("only xtls-rprx-vision"));
-  CHECK_THAT(refusal(link_with("h:1", "security=tls&type=ws&flow=xtls-rprx-vision")),
-             Catch::Contains("raw TLS only"));
+  CHECK_THAT(refusal(link_with("h:1", "security=tls&flow=xtls-rprx-direct")), Catch::Contains("only xtls-rprx-vision"));
+  CHECK_THAT(refusal(link_with("h:1", "security=tls&type=ws&flow=xtls-rprx-vision")), Catch::Contains("raw TLS only"));
   CHECK_THAT(refusal(link_with("h:1", "security=tls&encryption=aes-128-gcm")),
              Catch::Contains("encryption=aes-128-gcm"));
-  CHECK_THAT(refusal(link_with("h:1", "security=tls&headerType=http")),
-             Catch::Contains("headerType=http"));
-  CHECK_THAT(refusal(link_with("h:1", "security=tls&allowInsecure=yes")),
-             Catch::Contains("allowInsecure=yes"));
-  CHECK_THAT(refusal(link_with("h:1", "security=tls&allowInsecure=1&insecure=0")),
-             Catch::Contains("disagree"));
+  CHECK_THAT(refusal(link_with("h:1", "security=tls&headerType=http")), Catch::Contains("headerType=http"));
+  CHECK_THAT(refusal(link_with("h:1", "security=tls&allowInsecure=yes")), Catch::Contains("allowInsecure=yes"));
+  CHECK_THAT(refusal(link_with("h:1", "security=tls&allowInsecure=1&insecure=0")), Catch::Contains("disagree"));
 }
 
 TEST_CASE("parse_share_link refuses bad percent-encoding and repeated keys", "[share_link]") {
@@ -211,9 +200,8 @@ TEST_CASE("format_share_link emits a canonical link that parses back", "[share_l
                     "@127.0.0.1:8443?encryption=none&security=tls&sni=vlessbench.test"
                     "&allowInsecure=1&type=tcp#vlessbench%20quickack%3Don");
 
-  for (const std::string& name :
-       {std::string("a#b&c=d?e%f/g"), std::string("\xe6\xb5\x8b\xe8\xaf\x95 node"), std::string("+"),
-        std::string("")}) {
+  for (const std::string& name : {std::string("a#b&c=d?e%f/g"), std::string("\xe6\xb5\x8b\xe8\xaf\x95 node"),
+                                  std::string("+"), std::string("")}) {
     for (const std::string& host : {std::string("::1"), std::string("example.com")}) {
       share_link l = link;
       l.name = name;

@@ -84,7 +84,8 @@ TEST_CASE("sing-mux request: version 0 and version 1 with and without padding", 
   CHECK(r.consumed == 8);
   CHECK(r.value.padding);
   CHECK(sing_mux::parse_request(bytes({0x01, 0x00, 0x01, 0x00, 0x03, 9})).need_more());
-  CHECK(sing_mux::encode_request({1, sing_mux::protocol::smux, true}, 3) == bytes({0x01, 0x00, 0x01, 0x00, 0x03, 0, 0, 0}));
+  CHECK(sing_mux::encode_request({1, sing_mux::protocol::smux, true}, 3) ==
+        bytes({0x01, 0x00, 0x01, 0x00, 0x03, 0, 0, 0}));
 }
 
 TEST_CASE("sing-mux request: unknown version, protocol and padding flag are refused", "[sing_mux]") {
@@ -185,7 +186,8 @@ TEST_CASE("yamux frames: header layout, payload only on Data, and refusals", "[s
   CHECK(yamux::parse_frame(bytes({0x00, 0x04})).reason == "unknown_type");
   CHECK(yamux::parse_frame(bytes({0x00, 0x00, 0x00, 0x10, 0, 0, 0, 1, 0, 0, 0, 0})).reason == "unknown_flags");
   CHECK(yamux::parse_frame(bytes({0x00, 0x00, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0, 0})).reason == "stream_zero");
-  CHECK(yamux::parse_frame(bytes({0x00, 0x02, 0x00, 0x01, 0, 0, 0, 1, 0, 0, 0, 0})).reason == "session_frame_on_stream");
+  CHECK(yamux::parse_frame(bytes({0x00, 0x02, 0x00, 0x01, 0, 0, 0, 1, 0, 0, 0, 0})).reason ==
+        "session_frame_on_stream");
   CHECK(yamux::parse_frame(bytes({0x00, 0x00, 0x00, 0x00, 0, 0, 0, 1, 0, 4, 0, 1})).reason == "data_too_long");
 }
 
@@ -231,7 +233,8 @@ TEST_CASE("sing-mux bridge: a sub the relay refuses answers status 1 with a mess
 TEST_CASE("sing-mux bridge: yamux SYN is acknowledged at once, pings answered, windows kept", "[sing_mux]") {
   sing_mux::bridge b(4);
   std::string relay, client;
-  CHECK(b.up(bytes({0x00, 0x01}) + yamux_frame(yamux::type::window_update, yamux::flag_syn, 1, 0), relay, client).empty());
+  CHECK(b.up(bytes({0x00, 0x01}) + yamux_frame(yamux::type::window_update, yamux::flag_syn, 1, 0), relay, client)
+            .empty());
   CHECK(client == yamux_frame(yamux::type::window_update, yamux::flag_ack, 1, 0));
   client.clear();
   CHECK(b.up(yamux_frame(yamux::type::ping, yamux::flag_syn, 0, 77), relay, client).empty());
@@ -241,7 +244,8 @@ TEST_CASE("sing-mux bridge: yamux SYN is acknowledged at once, pings answered, w
   const auto id = frames(relay).at(0).id;
   // 256 KiB + 1 for the client: the window takes 256 KiB, the rest waits for the client's update.
   const std::string big((256u << 10) + 1, 'x');
-  for (std::size_t off = 0; off < big.size(); off += 0xffff) CHECK(b.down(keep(id, big.substr(off, 0xffff)), client).empty());
+  for (std::size_t off = 0; off < big.size(); off += 0xffff)
+    CHECK(b.down(keep(id, big.substr(off, 0xffff)), client).empty());
   std::size_t sent = 0;
   for (std::string_view v(client); !v.empty();) {
     const auto r = yamux::parse_frame(v);
@@ -257,7 +261,8 @@ TEST_CASE("sing-mux bridge: yamux SYN is acknowledged at once, pings answered, w
   CHECK(b.held() == 0);
 }
 
-TEST_CASE("sing-mux bridge: yamux windows are credited per 128 KiB the relay has read, data past one ends the session", "[sing_mux]") {
+TEST_CASE("sing-mux bridge: yamux windows are credited per 128 KiB the relay has read, data past one ends the session",
+          "[sing_mux]") {
   sing_mux::bridge b(4);
   std::string relay, client;
   const std::string syn = yamux_frame(yamux::type::window_update, yamux::flag_syn, 1, 0);
@@ -331,7 +336,8 @@ TEST_CASE("sing-mux bridge: UDP per-packet addresses open with the first packet'
   const std::string req = bytes({0x00, 0x03, 0x03, 20}) + "sp.mux.sing-box.arpa" + bytes({0x01, 0xbc});
   const std::string pkt1 = bytes({0x01, 127, 0, 0, 1, 0x13, 0x89, 0x00, 0x02}) + "p1";
   const std::string pkt2 = bytes({0x01, 127, 0, 0, 1, 0x13, 0x8a, 0x00, 0x02}) + "p2";
-  CHECK(b.up(bytes({0x00, 0x00}) + smux_frame(0, 1) + smux_frame(2, 1, req + pkt1 + pkt2.substr(0, 4)), relay, client).empty());
+  CHECK(b.up(bytes({0x00, 0x00}) + smux_frame(0, 1) + smux_frame(2, 1, req + pkt1 + pkt2.substr(0, 4)), relay, client)
+            .empty());
   auto f = frames(relay);
   REQUIRE(f.size() == 1);
   CHECK(f[0].st == mux::status::new_sub);

@@ -22,8 +22,14 @@ namespace {
 
 const std::string preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 // HPACK literals without indexing, static-table names: :method CONNECT, :authority localhost.
-const std::string connect_fields = "\x02\x07" "CONNECT" "\x01\x09" "localhost";
-const std::string get_fields = "\x82\x84\x87\x01\x09" "localhost";
+const std::string connect_fields =
+    "\x02\x07"
+    "CONNECT"
+    "\x01\x09"
+    "localhost";
+const std::string get_fields =
+    "\x82\x84\x87\x01\x09"
+    "localhost";
 const std::string tcp_request = bytes({0x00, 0x00, 0x01, 127, 0, 0, 1, 0x1f, 0x90});
 
 std::string h2(int type, int flags, std::uint32_t sid, const std::string& payload = {}) {
@@ -89,7 +95,8 @@ std::string relay_frame(std::uint16_t id, mux::status st, const std::string& dat
 }
 
 sing_mux::bridge h2_bridge(std::size_t max) {
-  return sing_mux::bridge(max, 1, [max] { return std::make_unique<vless_server::sing_mux_h2>(static_cast<std::uint32_t>(max)); });
+  return sing_mux::bridge(
+      max, 1, [max] { return std::make_unique<vless_server::sing_mux_h2>(static_cast<std::uint32_t>(max)); });
 }
 
 const std::string opening = bytes({0x00, 0x02}) + preface + h2(4, 0, 0) + h2(4, 1, 0);
@@ -113,7 +120,8 @@ TEST_CASE("h2mux: a CONNECT stream becomes a Mux.Cool sub, answered 200, its end
   CHECK(std::any_of(out.begin(), out.end(), [](const h2_frame& x) { return x.type == 1 && x.sid == 1; }));
   client.clear();
   relay.clear();
-  CHECK(b.down(relay_frame(id, mux::status::keep, "HTTP") + relay_frame(id, mux::status::keep, "/1.1"), client).empty());
+  CHECK(
+      b.down(relay_frame(id, mux::status::keep, "HTTP") + relay_frame(id, mux::status::keep, "/1.1"), client).empty());
   bool ended = false;
   CHECK(data_of(parse(client), 1, &ended) == "\0HTTP/1.1"s);
   CHECK(!ended);
@@ -154,7 +162,8 @@ TEST_CASE("h2mux: what the client's window does not take is held, and released b
   const std::string small_window = h2(4, 0, 0, bytes({0x00, 0x04, 0, 0, 0x03, 0xe8}));
   CHECK(b.up(bytes({0x00, 0x02}) + preface + small_window + h2(4, 1, 0) + h2(1, 4, 1, connect_fields) +
                  h2(0, 0, 1, tcp_request),
-             relay, client).empty());
+             relay, client)
+            .empty());
   const auto id = frames(relay).at(0).id;
   client.clear();
   CHECK(b.down(relay_frame(id, mux::status::keep, std::string(5000, 'y')), client).empty());
@@ -166,12 +175,13 @@ TEST_CASE("h2mux: what the client's window does not take is held, and released b
   CHECK(b.held() == 0);
 }
 
-TEST_CASE("h2mux: a GET, a stream without a valid destination and a bad preface are refused with reasons", "[sing_mux_h2]") {
+TEST_CASE("h2mux: a GET, a stream without a valid destination and a bad preface are refused with reasons",
+          "[sing_mux_h2]") {
   auto b = h2_bridge(4);
   std::string relay, client;
   const std::string bad = bytes({0x00, 0x00, 0x09, 0, 0, 0, 0, 0, 0});
-  CHECK(b.up(opening + h2(1, 5, 1, get_fields) + h2(1, 4, 3, connect_fields) + h2(0, 0, 3, bad), relay, client)
-            .empty());
+  CHECK(
+      b.up(opening + h2(1, 5, 1, get_fields) + h2(1, 4, 3, connect_fields) + h2(0, 0, 3, bad), relay, client).empty());
   CHECK(relay.empty());
   const auto refusals = b.take_refusals();
   REQUIRE(refusals.size() == 2);
@@ -199,7 +209,8 @@ TEST_CASE("h2mux: without an HTTP/2 driver the bridge refuses h2mux by name", "[
   CHECK(b.up(bytes({0x00, 0x02}) + preface, relay, client) == "h2mux_unsupported");
 }
 
-TEST_CASE("h2mux: streams closed by RST_STREAM after an answer keep the connection, resets before one end it", "[sing_mux_h2]") {
+TEST_CASE("h2mux: streams closed by RST_STREAM after an answer keep the connection, resets before one end it",
+          "[sing_mux_h2]") {
   // Go's HTTP/2 client closes every stream with RST_STREAM CANCEL; the rapid reset resets before any answer.
   // 300 of each: past the burst of 200 (grpc::h2_limits reset_burst).
   const auto run = [](bool answered) {

@@ -52,8 +52,7 @@ TEST_CASE("median of paired differences is not the difference of medians", "[sta
   const std::vector<std::optional<double>> b{0.0, 9.0, 5.0};
   const auto d = stats::paired_differences(a, b);  // {1, 1, -2}
   REQUIRE(*stats::median(d) == 1.0);
-  REQUIRE(*stats::median(std::vector<double>{1, 10, 3}) - *stats::median(std::vector<double>{0, 9, 5}) ==
-          -2.0);
+  REQUIRE(*stats::median(std::vector<double>{1, 10, 3}) - *stats::median(std::vector<double>{0, 9, 5}) == -2.0);
 }
 
 TEST_CASE("bootstrap CI is deterministic for a seed and contains the median", "[stats]") {

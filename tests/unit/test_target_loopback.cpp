@@ -29,8 +29,8 @@ struct fixture {
   fixture() {
     listener->name = "http";
     listener->kind = listener_kind::target;
-    log_path = std::filesystem::temp_directory_path() /
-               ("vlessbench-target-test-" + std::to_string(::getpid()) + ".jsonl");
+    log_path =
+        std::filesystem::temp_directory_path() / ("vlessbench-target-test-" + std::to_string(::getpid()) + ".jsonl");
     std::filesystem::remove(log_path);
     log.open(log_path.string());
   }
@@ -70,33 +70,40 @@ TEST_CASE("target marks a registered upstream endpoint as a VLESS route", "[targ
   std::string direct_reply, vless_reply;
   auto ep = f.acceptor.local_endpoint();
 
-  asio::co_spawn(f.io, [&]() -> awaitable<void> {
-    // First connection: unregistered -> direct.
-    {
-      tcp::socket s(f.io);
-      co_await s.async_connect(ep, use_awaitable);
-      direct_reply = co_await exchange(s, "GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
-    }
-    // Second: registered under its local endpoint, as a VLESS session registers its upstream.
-    tcp::socket s(f.io);
-    co_await s.async_connect(ep, use_awaitable);
-    auto info = std::make_shared<route_info>();
-    info->session_id = 42;
-    info->user = "tester";
-    info->client = "192.0.2.7:5555";
-    info->listener = "default-ack";
-    info->phases.tls_done = 1500;
-    info->phases.header_complete = 1600;
-    info->phases.upstream_connected = 1700;
-    route_registration reg(f.routes, flow_id::tcp(s.local_endpoint(), s.remote_endpoint()), info);
-    vless_reply = co_await exchange(
-        s, "GET /generate_204 HTTP/1.1\r\nHost: t\r\nX-Vlessbench-Run: r1\r\nX-Vlessbench-Seq: 7\r\n"
-           "X-Vlessbench-Path: ctl\r\nConnection: close\r\n\r\n");
-  }, asio::detached);
-  asio::co_spawn(f.io, [&]() -> awaitable<void> {
-    co_await f.accept_one();
-    co_await f.accept_one();
-  }, asio::detached);
+  asio::co_spawn(
+      f.io,
+      [&]() -> awaitable<void> {
+        // First connection: unregistered -> direct.
+        {
+          tcp::socket s(f.io);
+          co_await s.async_connect(ep, use_awaitable);
+          direct_reply = co_await exchange(s, "GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+        }
+        // Second: registered under its local endpoint, as a VLESS session registers its upstream.
+        tcp::socket s(f.io);
+        co_await s.async_connect(ep, use_awaitable);
+        auto info = std::make_shared<route_info>();
+        info->session_id = 42;
+        info->user = "tester";
+        info->client = "192.0.2.7:5555";
+        info->listener = "default-ack";
+        info->phases.tls_done = 1500;
+        info->phases.header_complete = 1600;
+        info->phases.upstream_connected = 1700;
+        route_registration reg(f.routes, flow_id::tcp(s.local_endpoint(), s.remote_endpoint()), info);
+        vless_reply =
+            co_await exchange(s,
+                              "GET /generate_204 HTTP/1.1\r\nHost: t\r\nX-Vlessbench-Run: r1\r\nX-Vlessbench-Seq: 7\r\n"
+                              "X-Vlessbench-Path: ctl\r\nConnection: close\r\n\r\n");
+      },
+      asio::detached);
+  asio::co_spawn(
+      f.io,
+      [&]() -> awaitable<void> {
+        co_await f.accept_one();
+        co_await f.accept_one();
+      },
+      asio::detached);
   f.io.run_for(std::chrono::seconds(5));
 
   CHECK(direct_reply.starts_with("HTTP/1.1 200 OK\r\n"));
@@ -105,8 +112,7 @@ TEST_CASE("target marks a registered upstream endpoint as a VLESS route", "[targ
 
   CHECK(vless_reply.starts_with("HTTP/1.1 204 No Content\r\n"));
   CHECK(vless_reply.find("X-Vlessbench-Route: vless session=42 user=tester\r\n") != std::string::npos);
-  CHECK(vless_reply.find("Server-Timing: tls;dur=1.500, vless;dur=0.100, upstream;dur=0.100\r\n") !=
-        std::string::npos);
+  CHECK(vless_reply.find("Server-Timing: tls;dur=1.500, vless;dur=0.100, upstream;dur=0.100\r\n") != std::string::npos);
   CHECK(f.routes.size() == 0);  // unregistered when the registration ended
 
   const auto log = f.log_text();
@@ -120,15 +126,19 @@ TEST_CASE("target answers pipelined requests in order and 400 closes", "[target]
   fixture f;
   std::string reply;
   auto ep = f.acceptor.local_endpoint();
-  asio::co_spawn(f.io, [&]() -> awaitable<void> {
-    tcp::socket s(f.io);
-    co_await s.async_connect(ep, use_awaitable);
-    reply = co_await exchange(s, "GET /bytes/5 HTTP/1.1\r\nHost: t\r\n\r\n"
-                                 "HEAD / HTTP/1.1\r\nHost: t\r\n\r\n"
-                                 "GET /nope HTTP/1.1\r\nHost: t\r\n\r\n"
-                                 "BROKEN\r\n\r\n"
-                                 "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
-  }, asio::detached);
+  asio::co_spawn(
+      f.io,
+      [&]() -> awaitable<void> {
+        tcp::socket s(f.io);
+        co_await s.async_connect(ep, use_awaitable);
+        reply = co_await exchange(s,
+                                  "GET /bytes/5 HTTP/1.1\r\nHost: t\r\n\r\n"
+                                  "HEAD / HTTP/1.1\r\nHost: t\r\n\r\n"
+                                  "GET /nope HTTP/1.1\r\nHost: t\r\n\r\n"
+                                  "BROKEN\r\n\r\n"
+                                  "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+      },
+      asio::detached);
   asio::co_spawn(f.io, f.accept_one(), asio::detached);
   f.io.run_for(std::chrono::seconds(5));
 

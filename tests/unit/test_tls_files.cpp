@@ -111,9 +111,10 @@ TEST_CASE("certificate files: not PEM, a wrong key, an unreadable file", "[tls]"
   write(cfg.key, pem.key);
   auto checked = tls::check_certificate_files(cfg);
   CHECK(checked.result == state::problem);
-  CHECK(checked.message == "tls.cert: \"" + cfg.cert + "\": not PEM (no \"-----BEGIN CERTIFICATE-----\" line): if it is "
-                               "DER, convert it (openssl x509 -inform der -in " + cfg.cert + " -out " + cfg.cert +
-                               ".pem) and point tls.cert at the result");
+  CHECK(checked.message == "tls.cert: \"" + cfg.cert +
+                               "\": not PEM (no \"-----BEGIN CERTIFICATE-----\" line): if it is "
+                               "DER, convert it (openssl x509 -inform der -in " +
+                               cfg.cert + " -out " + cfg.cert + ".pem) and point tls.cert at the result");
   CHECK_THROWS_WITH(tls::make_server_context(cfg), checked.message);
 
   write(cfg.cert, pem.cert);

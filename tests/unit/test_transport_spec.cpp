@@ -76,7 +76,8 @@ namespace {
 // transport_query as a link's query text (percent-encoded, joined by '&').
 std::string query_text(const transport_spec& t) {
   std::string out;
-  for (const auto& [key, value] : transport_query(t)) out += (out.empty() ? "" : "&") + std::string(key) + "=" + percent_encode(value);
+  for (const auto& [key, value] : transport_query(t))
+    out += (out.empty() ? "" : "&") + std::string(key) + "=" + percent_encode(value);
   return out;
 }
 
@@ -202,9 +203,11 @@ TEST_CASE("transport spec: parse reads the forms clients emit", "[transport][sha
 }
 
 TEST_CASE("transport spec: parse refuses with the reason the runner prints", "[transport][share_link]") {
-  CHECK(refusal("type=xhttp&security=tls") == "type=xhttp is not supported: the transports are tcp, ws, httpupgrade and grpc");
+  CHECK(refusal("type=xhttp&security=tls") ==
+        "type=xhttp is not supported: the transports are tcp, ws, httpupgrade and grpc");
   CHECK(refusal("security=tls&headerType=http") == "headerType=http is not supported: no HTTP obfuscation over TCP");
-  CHECK_THAT(refusal("type=tcp"), Catch::StartsWith("security=none is not supported: the built-in client speaks VLESS over TLS only"));
+  CHECK_THAT(refusal("type=tcp"),
+             Catch::StartsWith("security=none is not supported: the built-in client speaks VLESS over TLS only"));
   CHECK_THAT(refusal("type=ws&security=reality"), Catch::StartsWith("security=reality is not supported"));
   CHECK(refusal("security=tls&type=ws&path=ws") == "path=ws does not start with '/'");
   CHECK(refusal("security=tls&type=ws&path=%2Fws%3Fed%3D1&ed=2") == "ed= and the path's ?ed= disagree");

@@ -41,8 +41,8 @@ exchange run(const udp::endpoint& bind_at, const asio::ip::address& to, bool ena
         out.received = co_await receive_datagram(server, server.local_endpoint(), asio::buffer(buf), out.seen);
         if (out.received) co_return;
         out.payload.assign(buf.data(), out.seen.size);
-        out.sent = co_await send_datagram_from(server, server.local_endpoint(), asio::buffer(out.payload), out.seen.peer,
-                                            out.seen.local);
+        out.sent = co_await send_datagram_from(server, server.local_endpoint(), asio::buffer(out.payload),
+                                               out.seen.peer, out.seen.local);
       },
       asio::detached);
   asio::co_spawn(

@@ -9,10 +9,8 @@
 using namespace vlessbench;
 using vlessbench::test::bytes;
 
-TEST_CASE("udp framing: a packet is a big-endian length and the datagram",
-          "[udp_framing]") {
-  const std::string wire =
-      bytes({0x00, 0x05}) + "hello" + bytes({0x00, 0x00}) + bytes({0x01, 0x00});
+TEST_CASE("udp framing: a packet is a big-endian length and the datagram", "[udp_framing]") {
+  const std::string wire = bytes({0x00, 0x05}) + "hello" + bytes({0x00, 0x00}) + bytes({0x01, 0x00});
   auto r = vless::parse_udp_packet(wire);
   REQUIRE(r.complete());
   CHECK(r.value == "hello");
@@ -28,20 +26,17 @@ TEST_CASE("udp framing: a packet is a big-endian length and the datagram",
   CHECK(r.consumed == 0);
 }
 
-TEST_CASE("udp framing: need_more until the whole datagram is there",
-          "[udp_framing]") {
+TEST_CASE("udp framing: need_more until the whole datagram is there", "[udp_framing]") {
   std::string wire;
   vless::encode_udp_packet(wire, "datagram");
   for (std::size_t n = 0; n < wire.size(); ++n) {
     INFO("prefix of " << n << " bytes");
-    CHECK(vless::parse_udp_packet(std::string_view(wire).substr(0, n))
-              .need_more());
+    CHECK(vless::parse_udp_packet(std::string_view(wire).substr(0, n)).need_more());
   }
   CHECK(vless::parse_udp_packet(wire).complete());
 }
 
-TEST_CASE("udp framing: a length over the cap is invalid at once",
-          "[udp_framing]") {
+TEST_CASE("udp framing: a length over the cap is invalid at once", "[udp_framing]") {
   auto r = vless::parse_udp_packet(bytes({0xff, 0xff}));
   REQUIRE(r.invalid());
   CHECK(r.reason == "udp_packet_too_large");
@@ -64,8 +59,6 @@ TEST_CASE("udp framing: encode round trip and its limit", "[udp_framing]") {
   REQUIRE(r.complete());
   CHECK(r.value == big);
   std::string out;
-  CHECK_THROWS_AS(vless::encode_udp_packet(
-                      out, std::string(vless::max_udp_datagram + 1, 'x')),
-                  std::length_error);
+  CHECK_THROWS_AS(vless::encode_udp_packet(out, std::string(vless::max_udp_datagram + 1, 'x')), std::length_error);
   CHECK(out.empty());
 }

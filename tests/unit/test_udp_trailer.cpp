@@ -72,8 +72,7 @@ TEST_CASE("udp echo trailer: a short datagram gets a short answer no longer than
   }
 }
 
-TEST_CASE("udp echo trailer: a datagram that looks like one keeps its bytes",
-          "[udp_trailer]") {
+TEST_CASE("udp echo trailer: a datagram that looks like one keeps its bytes", "[udp_trailer]") {
   // The last marker is the daemon's: a payload that carries one itself is
   // echoed with it.
   const std::string tricky = "a\nVLESSBENCH-UDP x vless session=1 user=u";
@@ -84,8 +83,7 @@ TEST_CASE("udp echo trailer: a datagram that looks like one keeps its bytes",
   CHECK(r.value.route.kind == route_kind::direct);
 }
 
-TEST_CASE("udp echo trailer: the echo never exceeds the largest datagram",
-          "[udp_trailer]") {
+TEST_CASE("udp echo trailer: the echo never exceeds the largest datagram", "[udp_trailer]") {
   route_info s;
   s.session_id = 7;
   s.user = "u";

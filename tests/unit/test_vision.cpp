@@ -48,7 +48,8 @@ std::string server_hello(std::uint16_t cipher, bool tls13) {
                      bytes({cipher >> 8, cipher & 0xff, 0x00});
   const std::string ext = tls13 ? bytes({0x00, 0x2b, 0x00, 0x02, 0x03, 0x04}) : bytes({0xff, 0x01, 0x00, 0x01, 0x00});
   body += bytes({0x00, static_cast<int>(ext.size())}) + ext;
-  const std::string hs = bytes({0x02, 0x00, static_cast<int>(body.size() >> 8), static_cast<int>(body.size() & 0xff)}) + body;
+  const std::string hs =
+      bytes({0x02, 0x00, static_cast<int>(body.size() >> 8), static_cast<int>(body.size() & 0xff)}) + body;
   return bytes({0x16, 0x03, 0x03, static_cast<int>(hs.size() >> 8), static_cast<int>(hs.size() & 0xff)}) + hs;
 }
 

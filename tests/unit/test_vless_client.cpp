@@ -28,8 +28,7 @@ struct fixture {
     tls::client_options opts;
     opts.sni = "localhost";
     const auto uuid = vless::parse_uuid("b831381d-6324-4d53-ad4f-8cda48b30811");
-    plan = vless::make_client_plan(acceptor.local_endpoint(), opts,
-                                   vless::tcp_request(*uuid, "127.0.0.1", 8080));
+    plan = vless::make_client_plan(acceptor.local_endpoint(), opts, vless::tcp_request(*uuid, "127.0.0.1", 8080));
     plan.split_header = split;
   }
 
@@ -78,7 +77,8 @@ struct fixture {
   std::error_code run(std::vector<std::string> replies, std::string& payload, std::size_t want) {
     std::error_code result;
     asio::co_spawn(io, serve(std::move(replies)), asio::detached);
-    asio::co_spawn(io, [&]() -> awaitable<void> { result = co_await fetch(payload, want); }, asio::detached);
+    asio::co_spawn(
+        io, [&]() -> awaitable<void> { result = co_await fetch(payload, want); }, asio::detached);
     io.run_for(std::chrono::seconds(10));
     return result;
   }
@@ -86,8 +86,7 @@ struct fixture {
 
 }  // namespace
 
-TEST_CASE("vless client: header and first request in one TLS record, response header taken off",
-          "[vless_client]") {
+TEST_CASE("vless client: header and first request in one TLS record, response header taken off", "[vless_client]") {
   fixture f(false);
   std::string payload;
   REQUIRE_FALSE(f.run({bytes({0, 0}) + "HTTP/1.1 204 No Content\r\n\r\n"}, payload, 27));

@@ -15,8 +15,8 @@ using namespace vlessbench::vless;
 namespace {
 
 // b831381d-6324-4d53-ad4f-8cda48b30811
-const std::string uuid_wire = bytes({0xb8, 0x31, 0x38, 0x1d, 0x63, 0x24, 0x4d, 0x53, 0xad, 0x4f, 0x8c,
-                                     0xda, 0x48, 0xb3, 0x08, 0x11});
+const std::string uuid_wire =
+    bytes({0xb8, 0x31, 0x38, 0x1d, 0x63, 0x24, 0x4d, 0x53, 0xad, 0x4f, 0x8c, 0xda, 0x48, 0xb3, 0x08, 0x11});
 const uuid_bytes test_uuid{0xb8, 0x31, 0x38, 0x1d, 0x63, 0x24, 0x4d, 0x53,
                            0xad, 0x4f, 0x8c, 0xda, 0x48, 0xb3, 0x08, 0x11};
 
@@ -24,15 +24,13 @@ const uuid_bytes test_uuid{0xb8, 0x31, 0x38, 0x1d, 0x63, 0x24, 0x4d, 0x53,
 const std::string ipv4_header =
     bytes({0x00}) + uuid_wire + bytes({0x00, 0x01, 0x01, 0xbb, 0x01, 0x7f, 0x00, 0x00, 0x01});
 // ... cmd=TCP · port 80 · IPv6 ::1
-const std::string ipv6_header = bytes({0x00}) + uuid_wire +
-                                bytes({0x00, 0x01, 0x00, 0x50, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                       0, 0, 0, 0, 0, 0, 0x01});
+const std::string ipv6_header = bytes({0x00}) + uuid_wire + bytes({0x00, 0x01, 0x00, 0x50, 0x03, 0, 0, 0, 0, 0,   0,
+                                                                   0,    0,    0,    0,    0,    0, 0, 0, 0, 0x01});
 // ... cmd=UDP · port 8080 · domain "example.com"
-const std::string domain_header = bytes({0x00}) + uuid_wire +
-                                  bytes({0x00, 0x02, 0x1f, 0x90, 0x02, 0x0b}) + "example.com";
+const std::string domain_header =
+    bytes({0x00}) + uuid_wire + bytes({0x00, 0x02, 0x1f, 0x90, 0x02, 0x0b}) + "example.com";
 // addons = field 1 (tag 0x0a), length 16, "xtls-rprx-vision"; then TCP 443 IPv4 10.0.0.2
-const std::string flow_header = bytes({0x00}) + uuid_wire + bytes({0x12, 0x0a, 0x10}) +
-                                "xtls-rprx-vision" +
+const std::string flow_header = bytes({0x00}) + uuid_wire + bytes({0x12, 0x0a, 0x10}) + "xtls-rprx-vision" +
                                 bytes({0x01, 0x01, 0xbb, 0x01, 0x0a, 0x00, 0x00, 0x02});
 // ... addons_len=0 · cmd=Mux, nothing after the command
 const std::string mux_header = bytes({0x00}) + uuid_wire + bytes({0x00, 0x03});
@@ -170,8 +168,8 @@ TEST_CASE("parse_request rejects empty and malformed domains", "[vless]") {
     CHECK(r.reason == "empty_domain");
   }
   SECTION("control, space, NUL and DEL bytes") {
-    for (const std::string& name : {std::string("a b.com"), std::string("a\0b", 3),
-                                   std::string("x\r\n"), std::string("a\x7f"), std::string("\x1f")}) {
+    for (const std::string& name : {std::string("a b.com"), std::string("a\0b", 3), std::string("x\r\n"),
+                                    std::string("a\x7f"), std::string("\x1f")}) {
       const auto r = parse_request(prefix + bytes({static_cast<int>(name.size())}) + name);
       REQUIRE(r.invalid());
       CHECK(r.reason == "bad_domain");
@@ -193,9 +191,9 @@ TEST_CASE("parse_request rejects empty and malformed domains", "[vless]") {
 TEST_CASE("parse_request skips unknown addon fields by wire type", "[vless]") {
   // field 3 varint 150 · field 4 fixed64 · field 5 fixed32 · field 2 seed "abc" ·
   // field 15 length-delimited · flow "v" · field 1 as varint (wrong wire type: skipped)
-  const std::string addons = bytes({0x18, 0x96, 0x01, 0x21, 1, 2, 3, 4, 5, 6, 7, 8, 0x2d, 1, 2, 3, 4,
-                                    0x12, 0x03, 'a', 'b', 'c', 0x7a, 0x02, 0xff, 0xfe, 0x0a, 0x01,
-                                    'v', 0x08, 0x05});
+  const std::string addons =
+      bytes({0x18, 0x96, 0x01, 0x21, 1,   2,   3,    4,    5,    6,    7,    8,    0x2d, 1,    2,   3,
+             4,    0x12, 0x03, 'a',  'b', 'c', 0x7a, 0x02, 0xff, 0xfe, 0x0a, 0x01, 'v',  0x08, 0x05});
   const std::string h = with_addons(addons);
   const auto r = parse_request(h);
   REQUIRE(r.complete());
@@ -213,30 +211,29 @@ TEST_CASE("parse_request takes the last flow when it is repeated", "[vless]") {
 
 TEST_CASE("parse_request accepts the longest legal varint", "[vless]") {
   // field 3, value 2^64-1: nine 0xff then 0x01
-  const auto r = parse_request(
-      with_addons(bytes({0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})));
+  const auto r = parse_request(with_addons(bytes({0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})));
   CHECK(r.complete());
 }
 
 TEST_CASE("parse_request rejects malformed addons", "[vless]") {
   const std::initializer_list<std::initializer_list<int>> bad = {
-      {0x18, 0x96},                                                    // varint cut short
-      {0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02},  // varint overflows 64 bits
+      {0x18, 0x96},                                                              // varint cut short
+      {0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02},        // varint overflows 64 bits
       {0x18, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x80, 0x01},  // 11-byte varint
-      {0x0a, 0x05, 'a'},                                               // length overruns addons
-      {0x0a, 0x80},                                                    // length varint cut short
-      {0x0a},                                                          // tag with no length
-      {0x21, 1, 2, 3},                                                 // fixed64 cut short
-      {0x2d, 1, 2},                                                    // fixed32 cut short
-      {0x02, 0x00},                                                    // field number 0
-      {0x0b},                                                          // start group
-      {0x0c},                                                          // end group
-      {0x0e},                                                          // wire type 6
-      {0x0f},                                                          // wire type 7
-      {0xf8, 0xff, 0xff, 0xff, 0x7f, 0x00},                            // field number > 2^29-1
-      {0x0a, 0x01, 0xff},                                              // flow not UTF-8
-      {0x0a, 0x03, 0xed, 0xa0, 0x80},                                  // flow: UTF-8 surrogate
-      {0x0a, 0x02, 0xc0, 0x80},                                        // flow: overlong NUL
+      {0x0a, 0x05, 'a'},                                                         // length overruns addons
+      {0x0a, 0x80},                                                              // length varint cut short
+      {0x0a},                                                                    // tag with no length
+      {0x21, 1, 2, 3},                                                           // fixed64 cut short
+      {0x2d, 1, 2},                                                              // fixed32 cut short
+      {0x02, 0x00},                                                              // field number 0
+      {0x0b},                                                                    // start group
+      {0x0c},                                                                    // end group
+      {0x0e},                                                                    // wire type 6
+      {0x0f},                                                                    // wire type 7
+      {0xf8, 0xff, 0xff, 0xff, 0x7f, 0x00},                                      // field number > 2^29-1
+      {0x0a, 0x01, 0xff},                                                        // flow not UTF-8
+      {0x0a, 0x03, 0xed, 0xa0, 0x80},                                            // flow: UTF-8 surrogate
+      {0x0a, 0x02, 0xc0, 0x80},                                                  // flow: overlong NUL
   };
   for (const auto& a : bad) {
     std::string addons;
@@ -355,13 +352,13 @@ TEST_CASE("uuid text helpers", "[vless]") {
     CHECK(format_uuid(*b) == "b831381d-6324-4d53-ad4f-8cda48b30811");
   }
   SECTION("strict 8-4-4-4-12") {
-    CHECK_FALSE(parse_uuid("b831381d63244d53ad4f8cda48b30811"));           // no dashes
-    CHECK_FALSE(parse_uuid("b831381d-6324-4d53-ad4f-8cda48b3081"));        // 35 chars
-    CHECK_FALSE(parse_uuid("b831381d-6324-4d53-ad4f-8cda48b308111"));      // 37 chars
-    CHECK_FALSE(parse_uuid("b831381-d6324-4d53-ad4f-8cda48b30811"));       // dash misplaced
-    CHECK_FALSE(parse_uuid("g831381d-6324-4d53-ad4f-8cda48b30811"));       // not hex
-    CHECK_FALSE(parse_uuid("b831381d-6324-4d53-ad4f 8cda48b30811"));       // space for dash
-    CHECK_FALSE(parse_uuid("{b831381d-6324-4d53-ad4f-8cda48b3081}"));      // braces
+    CHECK_FALSE(parse_uuid("b831381d63244d53ad4f8cda48b30811"));       // no dashes
+    CHECK_FALSE(parse_uuid("b831381d-6324-4d53-ad4f-8cda48b3081"));    // 35 chars
+    CHECK_FALSE(parse_uuid("b831381d-6324-4d53-ad4f-8cda48b308111"));  // 37 chars
+    CHECK_FALSE(parse_uuid("b831381-d6324-4d53-ad4f-8cda48b30811"));   // dash misplaced
+    CHECK_FALSE(parse_uuid("g831381d-6324-4d53-ad4f-8cda48b30811"));   // not hex
+    CHECK_FALSE(parse_uuid("b831381d-6324-4d53-ad4f 8cda48b30811"));   // space for dash
+    CHECK_FALSE(parse_uuid("{b831381d-6324-4d53-ad4f-8cda48b3081}"));  // braces
     CHECK_FALSE(parse_uuid(""));
   }
   SECTION("constant-time compare still compares") {

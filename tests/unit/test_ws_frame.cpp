@@ -123,7 +123,9 @@ TEST_CASE("ws frame_decoder: payload of fragmented binary messages, any split", 
 TEST_CASE("ws frame_decoder: close, and the stream rules", "[ws]") {
   SECTION("close with a code ends the stream") {
     frame_decoder d(client_rules);
-    CHECK(decode_all(d, client_frame(opcode::binary, true, "ab") + client_frame(opcode::close, true, bytes({0x03, 0xe8})), 5) == "ab");
+    CHECK(decode_all(d,
+                     client_frame(opcode::binary, true, "ab") + client_frame(opcode::close, true, bytes({0x03, 0xe8})),
+                     5) == "ab");
     CHECK(d.close_received());
     REQUIRE(d.controls().size() == 1);
     CHECK(close_code(d.controls()[0].payload) == close_normal);
@@ -156,7 +158,8 @@ TEST_CASE("ws apply_mask: any offset and length match the byte-wise rule", "[ws]
       std::string data(n, '\0');
       for (std::size_t i = 0; i < n; ++i) data[i] = static_cast<char>(i * 7);
       std::string want = data;
-      for (std::size_t i = 0; i < n; ++i) want[i] = static_cast<char>(want[i] ^ static_cast<char>(key[(offset + i) % 4]));
+      for (std::size_t i = 0; i < n; ++i)
+        want[i] = static_cast<char>(want[i] ^ static_cast<char>(key[(offset + i) % 4]));
       apply_mask(data.data(), n, key, offset);
       CHECK(data == want);
     }

@@ -12,8 +12,10 @@ namespace {
 const std::string rfc_key = "dGhlIHNhbXBsZSBub25jZQ==";  // RFC 6455 §1.3
 
 std::string request(const std::string& path, const std::string& extra, const std::string& key = rfc_key) {
-  return "GET " + path + " HTTP/1.1\r\nHost: server.example.com\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-         "Sec-WebSocket-Key: " + key + "\r\nSec-WebSocket-Version: 13\r\n" + extra + "\r\n";
+  return "GET " + path +
+         " HTTP/1.1\r\nHost: server.example.com\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+         "Sec-WebSocket-Key: " +
+         key + "\r\nSec-WebSocket-Version: 13\r\n" + extra + "\r\n";
 }
 
 std::string reason(const std::string& text, const upgrade_rules& rules) {
@@ -38,9 +40,9 @@ TEST_CASE("ws upgrade: the RFC 6455 accept key and base64", "[ws]") {
   }
   CHECK(base64_encode("\xfb\xff", true) == "-_8");
   CHECK(base64_decode("-_8") == std::string("\xfb\xff"));
-  CHECK_FALSE(base64_decode("Zg=").has_value());   // wrong padding
+  CHECK_FALSE(base64_decode("Zg=").has_value());  // wrong padding
   CHECK_FALSE(base64_decode("Z").has_value());
-  CHECK_FALSE(base64_decode("Zh").has_value());    // non-zero leftover bits
+  CHECK_FALSE(base64_decode("Zh").has_value());  // non-zero leftover bits
   CHECK_FALSE(base64_decode("Zm9v!").has_value());
 }
 
@@ -59,7 +61,8 @@ TEST_CASE("ws upgrade: a valid request, early data in each place clients put it"
     CHECK(parse_upgrade_response(resp, upgrade_kind::websocket, rfc_key).complete());
     CHECK(parse_upgrade_response(resp, upgrade_kind::websocket, "x3JJHMbDL1EzLkh9GBhXDw==").reason == "bad_accept");
     // Every prefix of the head needs more.
-    for (std::size_t k = 0; k + 6 < text.size(); k += 13) CHECK(parse_upgrade_request(text.substr(0, k), rules).need_more());
+    for (std::size_t k = 0; k + 6 < text.size(); k += 13)
+      CHECK(parse_upgrade_request(text.substr(0, k), rules).need_more());
   }
   SECTION("Sec-WebSocket-Protocol (Xray, sing-box, mihomo), echoed") {
     const auto r = parse_upgrade_request(request("/ws?ed=2048", "Sec-WebSocket-Protocol: AAEC_w\r\n"), rules);
@@ -82,7 +85,8 @@ TEST_CASE("ws upgrade: a valid request, early data in each place clients put it"
     CHECK(r.value.early_data == "foobar");
   }
   SECTION("the client side writes what the server reads") {
-    const std::string text = format_upgrade_request({upgrade_kind::websocket, "/ws", "h.example", rfc_key, "hello", ""});
+    const std::string text =
+        format_upgrade_request({upgrade_kind::websocket, "/ws", "h.example", rfc_key, "hello", ""});
     const auto r = parse_upgrade_request(text, rules);
     REQUIRE(r.complete());
     CHECK(r.value.early_data == "hello");
@@ -103,8 +107,8 @@ TEST_CASE("ws upgrade: refusals and their HTTP status", "[ws]") {
   CHECK(reason("POST /ws HTTP/1.1\r\nHost: a\r\n\r\n", rules) == "bad_method");
   CHECK(reason(request("/ws", "", "short"), rules) == "bad_websocket_key");
   CHECK(reason(request("/ws", "Sec-WebSocket-Protocol: not*base64\r\n"), rules) == "bad_early_data");
-  CHECK(reason(request("/ws", "Sec-WebSocket-Protocol: " + base64_encode(std::string(17, 'x'), true) + "\r\n"), rules) ==
-        "early_data_too_long");
+  CHECK(reason(request("/ws", "Sec-WebSocket-Protocol: " + base64_encode(std::string(17, 'x'), true) + "\r\n"),
+               rules) == "early_data_too_long");
   CHECK(reason(request("/ws", "Sec-WebSocket-Protocol: " + std::string(5000, 'A') + "\r\n"), rules) ==
         "early_data_too_long");
   CHECK(reason("GARBAGE\r\n\r\n", rules) == "bad_upgrade_request");
