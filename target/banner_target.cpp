@@ -149,15 +149,15 @@ awaitable<void> serve_banner(target_context& ctx, std::shared_ptr<listener_runti
     c.close();
   }
   c.pending.leave();
-  ctx.log.write(format_event(banner_connection_event{.listener = listener->name,
-                                                     .peer = c.peer,
-                                                     .route = c.route.get(),
-                                                     .bytes_in = c.bytes_in,
-                                                     .bytes_out = c.bytes_out,
-                                                     .banner_us = c.banner_us,
-                                                     .duration_us = us_since(c.accepted),
-                                                     .close_reason = c.close_reason}));
-  ctx.hub.target_answered(listener->name, c.route != nullptr, 1, c.bytes_in, c.bytes_out);
+  ctx.events().emit(banner_connection_event{.listener = listener->name,
+                                            .peer = c.peer,
+                                            .route = c.route.get(),
+                                            .bytes_in = c.bytes_in,
+                                            .bytes_out = c.bytes_out,
+                                            .banner_us = c.banner_us,
+                                            .duration_us = us_since(c.accepted),
+                                            .close_reason = c.close_reason},
+                    {.bytes_up = c.bytes_in, .bytes_down = c.bytes_out});
 }
 
 }  // namespace vlessbench::target

@@ -136,16 +136,16 @@ dns_responder::outcome dns_responder::answer(std::string_view message, const rou
 void dns_responder::log(const outcome& o, std::string_view transport, const tcp::endpoint& peer,
                         const route_info* route) const {
   const std::string peer_text = format_endpoint(peer);
-  ctx_.log.write(format_event(dns_query_event{.listener = name_,
-                                              .peer = peer_text,
-                                              .transport = transport,
-                                              .route = route,
-                                              .name = o.name,
-                                              .qtype = o.qtype,
-                                              .rcode = dns::to_string(o.rc),
-                                              .delay_ms = o.delay_ms,
-                                              .error = o.error}));
-  ctx_.hub.target_answered(name_, route != nullptr, 1, 0, o.answer ? o.response.size() : 0);
+  ctx_.events().emit(dns_query_event{.listener = name_,
+                                     .peer = peer_text,
+                                     .transport = transport,
+                                     .route = route,
+                                     .name = o.name,
+                                     .qtype = o.qtype,
+                                     .rcode = dns::to_string(o.rc),
+                                     .delay_ms = o.delay_ms,
+                                     .error = o.error},
+                     {.bytes_down = o.answer ? o.response.size() : 0});
 }
 
 awaitable<void> dns_responder::serve_udp() {

@@ -260,9 +260,9 @@ struct connection {
     auto plan = error_response(status, why);
     auto head = format_head(plan, plan.body.size(), route_value, "", false);
     co_await write_all(asio::buffer(head), asio::buffer(plan.body));
-    ctx.log.write(format_event(
-        http_request_event{.listener = listener->name, .peer = peer, .route = route, .status = status, .error = why}));
-    ctx.hub.target_answered(listener->name, route != nullptr, 1, 0, head.size() + plan.body.size());
+    ctx.events().emit(
+        http_request_event{.listener = listener->name, .peer = peer, .route = route, .status = status, .error = why},
+        {.bytes_down = head.size() + plan.body.size()});
   }
 
   awaitable<void> run() {
@@ -485,22 +485,24 @@ struct connection {
       const auto v = req.find(header);
       return v ? v->substr(0, max_label) : std::string_view();
     };
-    ctx.log.write(format_event(http_request_event{
-        .listener = listener->name,
-        .peer = peer,
-        .route = route,
-        .method = req.method,
-        .path = req.target,
-        .status = status,
-        .bytes = sent,
-        .bytes_in = received,
-        .duration_us = std::chrono::duration_cast<std::chrono::microseconds>(steady_clock::now() - started_at).count(),
-        .error = complete ? note : error,
-        .run = label("X-Vlessbench-Run"),
-        .seq = label("X-Vlessbench-Seq"),
-        .path_label = label("X-Vlessbench-Path"),
-        .ja4 = ja4}));
-    ctx.hub.target_answered(listener->name, route != nullptr, 1, received, sent);
+    ctx.events().emit(
+        http_request_event{
+            .listener = listener->name,
+            .peer = peer,
+            .route = route,
+            .method = req.method,
+            .path = req.target,
+            .status = status,
+            .bytes = sent,
+            .bytes_in = received,
+            .duration_us =
+                std::chrono::duration_cast<std::chrono::microseconds>(steady_clock::now() - started_at).count(),
+            .error = complete ? note : error,
+            .run = label("X-Vlessbench-Run"),
+            .seq = label("X-Vlessbench-Seq"),
+            .path_label = label("X-Vlessbench-Path"),
+            .ja4 = ja4},
+        {.bytes_up = received, .bytes_down = sent});
   }
 };
 

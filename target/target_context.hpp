@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/log/access_log.hpp"
+#include "core/log/emit.hpp"
 #include "core/config/config.hpp"
 #include "core/runtime/connection_set.hpp"
 #include "target/rate_gate.hpp"
@@ -41,6 +42,9 @@ struct target_context {
   // one. Unset (tests): no links.
   std::function<index_content(std::string_view listener, std::string_view host)> index =
       [](std::string_view, std::string_view) { return index_content{}; };
+
+  // One call per answer: its access-log line and the dashboard's counters (core/log/emit.hpp).
+  event_emitter events() const { return {log, hub}; }
 };
 
 }  // namespace vlessbench::target

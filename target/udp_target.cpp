@@ -60,7 +60,7 @@ void udp_echo_target::stop() {
 
 void udp_echo_target::log_flow(const udp::endpoint& peer, const flow& f, std::string_view why) {
   const std::string peer_text = format_endpoint(tcp::endpoint(peer.address(), peer.port()));
-  ctx_.log.write(format_event(
+  ctx_.events().emit(
       udp_packet_event{.listener = name_,
                        .peer = peer_text,
                        .route = f.route.get(),
@@ -71,8 +71,8 @@ void udp_echo_target::log_flow(const udp::endpoint& peer, const flow& f, std::st
                        .short_answers = f.short_answers,
                        .unanswered = f.unanswered,
                        .duration_us = std::chrono::duration_cast<std::chrono::microseconds>(f.last - f.first).count(),
-                       .close_reason = why}));
-  ctx_.hub.target_answered(name_, f.route != nullptr, f.packets_in, f.bytes_in, f.bytes_out);
+                       .close_reason = why},
+      {.count = f.packets_in, .bytes_up = f.bytes_in, .bytes_down = f.bytes_out});
 }
 
 udp_echo_target::flow& udp_echo_target::flow_for(const flow_key& key, std::chrono::steady_clock::time_point now) {

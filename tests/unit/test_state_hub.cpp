@@ -6,9 +6,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 #include <vector>
 
+#include "core/log/access_log.hpp"
+#include "core/log/emit.hpp"
 #include "core/log/state_hub.hpp"
 #include "server/admin_server.hpp"
 #include "server/admin_views.hpp"
@@ -238,4 +245,47 @@ TEST_CASE("targets' answers, UDP and DNS listeners, and stalls before a policy c
   CHECK(m.find("vlessbench_listener_info{listener=\"k\",kind=\"vless\",listen=\"0.0.0.0:8443\",policy=\"" + quick +
                "\",upstream_policy=\"" + quick + "\",transport=\"tls\"} 1\n") != std::string::npos);
   CHECK(m.find("vlessbench_listener_info{listener=\"dns\",kind=\"dns\"") != std::string::npos);
+}
+
+TEST_CASE("one emit: a target's answer is its access-log line and the listener's counters", "[state_hub]") {
+  state_hub hub;
+  hub.set_listeners(1, {{"target", "http", "0.0.0.0:8080", "", "", ""},
+                        {"udp", "udp", "0.0.0.0:8083", "", "", ""},
+                        {"dns", "dns", "0.0.0.0:8053", "", "", ""},
+                        {"banner", "b", "0.0.0.0:8084", "", "", ""}});
+  const auto file = std::filesystem::temp_directory_path() / ("vlessbench-emit-" + std::to_string(::getpid()) + ".log");
+  std::filesystem::remove(file);
+  route_info via;
+  via.session_id = 9;
+  {
+    access_log log;
+    log.open(file.string());
+    event_emitter events(log, hub);
+    events.emit(http_request_event{.listener = "http", .peer = "127.0.0.1:1", .route = &via, .status = 200, .bytes = 7},
+                {.bytes_up = 3, .bytes_down = 90});
+    events.emit(http_request_event{.listener = "http", .peer = "127.0.0.1:2", .status = 400, .error = "bad_request"},
+                {.bytes_down = 50});
+    events.emit(udp_packet_event{.listener = "udp", .peer = "127.0.0.1:3", .packets_in = 4, .bytes_in = 40},
+                {.count = 4, .bytes_up = 40, .bytes_down = 80});
+    events.emit(dns_query_event{.listener = "dns", .peer = "127.0.0.1:4", .route = &via, .rcode = "NOERROR"},
+                {.bytes_down = 60});
+    events.emit(banner_connection_event{.listener = "b", .peer = "127.0.0.1:5", .bytes_in = 2, .bytes_out = 30},
+                {.bytes_up = 2, .bytes_down = 30});
+    REQUIRE(log.flush(std::chrono::seconds(5)));
+  }
+  std::ifstream in(file);
+  std::vector<std::string> events;
+  for (std::string line; std::getline(in, line);) events.push_back(nlohmann::json::parse(line).value("event", ""));
+  std::filesystem::remove(file);
+  CHECK(events ==
+        std::vector<std::string>{"http.request", "http.request", "udp.packet", "dns.query", "banner.connection"});
+  const auto s = hub.snapshot();
+  CHECK(s.counters.at("http").answers == 2);
+  CHECK(s.counters.at("http").answers_vless == 1);
+  CHECK(s.counters.at("http").bytes_up == 3);
+  CHECK(s.counters.at("http").bytes_down == 140);
+  CHECK(s.counters.at("udp").answers == 4);
+  CHECK(s.counters.at("udp").answers_vless == 0);
+  CHECK(s.counters.at("dns").answers_vless == 1);
+  CHECK(s.counters.at("b").bytes_down == 30);
 }
