@@ -368,6 +368,9 @@ samples per bin</p>
     samples = [];
     var rows = el('samples').tBodies[0];
     while (rows.firstChild) rows.removeChild(rows.firstChild);
+    // At once, before the token is asked for: the last run's "posted" must not stand over its
+    // emptied table (a reader, or a script polling the state, would take it for this run's).
+    setStatus('running', 'asking the daemon for a run id');
     var nNew = clampCount(el('n-new').value, 20), nReuse = clampCount(el('n-reuse').value, 20);
     var ticket;
     try {

@@ -72,8 +72,11 @@ def run_chromium(url: str, proxy: str | None, screenshot: str, window: str = "80
             state = browser.js(session, state_js)
         if again and state == "posted":
             # A second run on the same page load: its token comes from /probe/token.
+            # The click says "running" before it awaits its token: polled right after, the last
+            # run's "posted" would stand over the emptied table (seen under load, issue 24's landing).
             browser.js(session, "document.getElementById('start').click()")
-            state = ""
+            state = browser.js(session, state_js)
+            check(state == "running", f"right after Start the status is {state!r}, not running")
             deadline = time.monotonic() + 45
             while state not in ("posted", "post-failed") and time.monotonic() < deadline:
                 time.sleep(0.2)
