@@ -156,8 +156,7 @@ awaitable<void> serve_banner(target_context& ctx, std::shared_ptr<listener_runti
                                             .bytes_out = c.bytes_out,
                                             .banner_us = c.banner_us,
                                             .duration_us = us_since(c.accepted),
-                                            .close_reason = c.close_reason},
-                    {.bytes_up = c.bytes_in, .bytes_down = c.bytes_out});
+                                            .close_reason = c.close_reason});
 }
 
 }  // namespace vlessbench::target

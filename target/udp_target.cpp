@@ -71,8 +71,7 @@ void udp_echo_target::log_flow(const udp::endpoint& peer, const flow& f, std::st
                        .short_answers = f.short_answers,
                        .unanswered = f.unanswered,
                        .duration_us = std::chrono::duration_cast<std::chrono::microseconds>(f.last - f.first).count(),
-                       .close_reason = why},
-      {.count = f.packets_in, .bytes_up = f.bytes_in, .bytes_down = f.bytes_out});
+                       .close_reason = why});
 }
 
 udp_echo_target::flow& udp_echo_target::flow_for(const flow_key& key, std::chrono::steady_clock::time_point now) {

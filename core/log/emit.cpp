@@ -31,8 +31,12 @@ void write_answer(access_log& log, state_hub& hub, const Event& e, const event_e
 }  // namespace
 
 void event_emitter::emit(const http_request_event& e, answered a) { write_answer(log_, hub_, e, a); }
-void event_emitter::emit(const banner_connection_event& e, answered a) { write_answer(log_, hub_, e, a); }
-void event_emitter::emit(const udp_packet_event& e, answered a) { write_answer(log_, hub_, e, a); }
+void event_emitter::emit(const banner_connection_event& e) {
+  write_answer(log_, hub_, e, {.bytes_up = e.bytes_in, .bytes_down = e.bytes_out});
+}
+void event_emitter::emit(const udp_packet_event& e) {
+  write_answer(log_, hub_, e, {.count = e.packets_in, .bytes_up = e.bytes_in, .bytes_down = e.bytes_out});
+}
 void event_emitter::emit(const dns_query_event& e, answered a) { write_answer(log_, hub_, e, a); }
 
 }  // namespace vlessbench

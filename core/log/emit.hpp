@@ -37,11 +37,13 @@ class event_emitter {
     std::uint64_t bytes_up = 0;    // from the peer
     std::uint64_t bytes_down = 0;  // to the peer
   };
-  // http.request, banner.connection, udp.packet (a flow), dns.query: the line and those counters.
+  // http.request, dns.query: the line and those counters.
   void emit(const http_request_event& e, answered a);
-  void emit(const banner_connection_event& e, answered a);
-  void emit(const udp_packet_event& e, answered a);
   void emit(const dns_query_event& e, answered a);
+  // banner.connection, udp.packet (a flow): the line, and counters its own fields give (one
+  // connection or the flow's datagrams from the peer, bytes_in and bytes_out).
+  void emit(const banner_connection_event& e);
+  void emit(const udp_packet_event& e);
 
  private:
   access_log& log_;

@@ -265,12 +265,11 @@ TEST_CASE("one emit: a target's answer is its access-log line and the listener's
                 {.bytes_up = 3, .bytes_down = 90});
     events.emit(http_request_event{.listener = "http", .peer = "127.0.0.1:2", .status = 400, .error = "bad_request"},
                 {.bytes_down = 50});
-    events.emit(udp_packet_event{.listener = "udp", .peer = "127.0.0.1:3", .packets_in = 4, .bytes_in = 40},
-                {.count = 4, .bytes_up = 40, .bytes_down = 80});
+    events.emit(
+        udp_packet_event{.listener = "udp", .peer = "127.0.0.1:3", .packets_in = 4, .bytes_in = 40, .bytes_out = 80});
     events.emit(dns_query_event{.listener = "dns", .peer = "127.0.0.1:4", .route = &via, .rcode = "NOERROR"},
                 {.bytes_down = 60});
-    events.emit(banner_connection_event{.listener = "b", .peer = "127.0.0.1:5", .bytes_in = 2, .bytes_out = 30},
-                {.bytes_up = 2, .bytes_down = 30});
+    events.emit(banner_connection_event{.listener = "b", .peer = "127.0.0.1:5", .bytes_in = 2, .bytes_out = 30});
     REQUIRE(log.flush(std::chrono::seconds(5)));
   }
   std::ifstream in(file);
