@@ -32,8 +32,7 @@ admission_verdict admit_request(const config& cfg, const vless::request_header& 
     v.user = eq ? &u : v.user;
   }
   auto refuse = [&v](reject_code reason, std::string detail = {}) {
-    v.reason = to_string(reason);
-    v.detail = std::move(detail);
+    v.refused = refusal{.reason = to_string(reason), .detail = std::move(detail)};
     return v;
   };
   if (v.user == nullptr) return refuse(reject_code::unknown_user);

@@ -4,6 +4,7 @@
 // the session applies it (server/vless_server.cpp) and the unit tests pin it
 // (tests/unit/test_vless_admission.cpp). Destinations are checked later, per resolved address
 // (core/runtime/destination_policy.hpp), and live admission against reloads in core/runtime/live_config.hpp.
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -17,11 +18,16 @@ namespace vlessbench {
 inline constexpr std::string_view sing_mux_domain = "sp.mux.sing-box.arpa";
 bool is_sing_mux_request(const vless::request_header& header);
 
+// Why a request is refused: its vless.reject reason and detail.
+struct refusal {
+  std::string_view reason;
+  std::string detail;
+};
+
 struct admission_verdict {
   const user_config* user = nullptr;  // the header's user when known (also on a later refusal)
-  std::string_view reason;            // vless.reject reason; empty: admitted
-  std::string detail;                 // vless.reject detail
-  bool admitted() const { return reason.empty(); }
+  std::optional<refusal> refused;     // none: admitted
+  bool admitted() const { return !refused; }
 };
 
 // The user by UUID, in constant time over the whole list (the position of a match must not

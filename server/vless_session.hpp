@@ -181,8 +181,8 @@ struct session : session_core {
     cfg = rt.live.current();
     auto verdict = admit_request(*cfg, header);
     if (verdict.user != nullptr) info->user = verdict.user->name;
-    if (!verdict.admitted()) {
-      reject(verdict.reason, std::move(verdict.detail));
+    if (verdict.refused) {
+      reject(verdict.refused->reason, std::move(verdict.refused->detail));
       return false;
     }
     const user_config* found = verdict.user;
