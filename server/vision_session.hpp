@@ -6,6 +6,7 @@
 // the unpadded stream and counts its payload.
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include "core/log/access_events.hpp"
 #include "core/wire/vision.hpp"
@@ -18,10 +19,10 @@ namespace vlessbench::vless_server::detail {
 template <class Session>
 bool start_flow(Session& s, std::size_t& pending) {
   if (s.header.flow.empty()) return true;
-  if constexpr (requires { s.client.start_vision(s.header.uuid, s.buf.data(), pending, std::size_t{}); }) {
+  if constexpr (std::remove_cvref_t<decltype(s.client)>::can.vision) {
     const auto error = s.client.start_vision(s.header.uuid, s.buf.data(), pending, vless::response_header.size());
-    if (!error.empty()) {
-      s.reject(error, "in the padding that came with the request header");
+    if (error) {
+      s.reject(*error, "in the padding that came with the request header");
       return false;
     }
     return true;
@@ -34,7 +35,7 @@ bool start_flow(Session& s, std::size_t& pending) {
 
 template <class Transport>
 std::optional<vision_facts> vision_of(Transport& t) {
-  if constexpr (requires { t.vision_facts_now(); }) {
+  if constexpr (Transport::can.vision) {
     if (t.vision()) return t.vision_facts_now();
   }
   return std::nullopt;

@@ -110,7 +110,7 @@ struct session : session_core {
     std::uint64_t client_delivered = 0;
     // A bridged transport's socket is a socketpair, with no count of acknowledged bytes: what
     // the client's HTTP/2 flow control let through counts instead.
-    if constexpr (requires { Transport::bridged; })
+    if constexpr (Transport::can.bridged)
       client_delivered = down_writing ? client.bytes_delivered() : 0;
     else
       client_delivered = down_writing ? acked(client_socket()) : 0;
@@ -124,7 +124,7 @@ struct session : session_core {
   awaitable<bool> handshake() {
     deadline = pending_deadline(accepted + cfg->limits.handshake_timeout);
     if (const auto ec = co_await client.open(transport::open_clock{info->phases, accepted})) {
-      reject_io(reject_code::handshake_timeout, client.failure(), ec.message());
+      reject_io(reject_code::handshake_timeout, client.failure().value_or(std::string_view{}), ec.message());
       co_return false;
     }
     info->ja4 = client.facts().ja4;  // for the target's Server-Timing
@@ -144,8 +144,8 @@ struct session : session_core {
         // A TLS-level failure (a renegotiation attempt, a bad record) is not a short header.
         const bool tls_failed = !timed_out && !is_eof(ec) && ec.category() == asio::error::get_ssl_category();
         // A transport's own violation (a WebSocket frame) is the reason.
-        if (!timed_out && !client.failure().empty()) {
-          reject(client.failure(), ec.message());
+        if (const auto failed = client.failure(); failed && !timed_out) {
+          reject(*failed, ec.message());
           co_return 0;
         }
         reject_io(reject_code::header_timeout,
@@ -381,7 +381,7 @@ struct session : session_core {
     // A WebSocket or HTTPUpgrade client cannot be told of a half-close: v2ray's and Xray's ws
     // clients read our close frame as an error and drop the answer they hold (issue 28). As their
     // own servers do, wait for the client to close first, reading on, for [limits] close_linger_ms.
-    if constexpr (requires { Transport::lingers_after_upstream_eof; }) {
+    if constexpr (Transport::can.lingers_after_upstream_eof) {
       if (destination_ended && !client_closed && !rt.stopping && cfg->limits.close_linger.count() > 0) {
         lingering = true;
         linger_until = steady_clock::now() + cfg->limits.close_linger;
@@ -462,7 +462,7 @@ template <class Transport, class Make>
 awaitable<void> serve(runtime& rt, session_start start, tcp::socket socket, Make make) {
   session<Transport> s(rt, start, std::move(socket), make);
   // A bridged transport (a gRPC stream's socketpair) has no TCP options; its connection applied them.
-  if constexpr (!requires { Transport::bridged; }) {
+  if constexpr (!Transport::can.bridged) {
     if (auto err = apply_on_open(s.client_socket().native_handle(), s.policy_at_accept))
       spdlog::warn("vless {}: setsockopt: {}", s.listener_name, err.message());
   }

@@ -46,14 +46,17 @@ class grpc_stream {
   grpc_stream& operator=(const grpc_stream&) = delete;
 
   // Not a TCP connection: no socket options to apply (serve() skips them).
-  static constexpr bool bridged = true;
+  static constexpr transport::abilities can{.bridged = true};
   executor_type get_executor() { return lower_.get_executor(); }
   tcp::socket& socket() { return lower_.socket(); }
   transport::facts facts() const { return facts_; }
   // open() cannot fail (the stream was accepted before the session began). A gun framing
   // violation on the stream (the bridge then closes the session's socket): the session's reject
   // reason instead of a truncated header.
-  std::string_view failure() const { return stream_->failure; }
+  std::optional<std::string_view> failure() const {
+    if (stream_->failure.empty()) return std::nullopt;
+    return stream_->failure;
+  }
   // What the client's flow control let through of what the session wrote (the [limits]
   // min_rate rule's count on a transport without TCP_INFO): a client that never opens its
   // window makes none.
@@ -193,7 +196,7 @@ class connection : public std::enable_shared_from_this<connection<Lower>> {
 
   awaitable<void> serve() {
     if (auto ec = co_await lower_.open(transport::open_clock{phases_, steady_clock::now()})) {
-      reason_ = lower_.failure();
+      reason_ = lower_.failure().value_or(std::string_view{});
       co_return;
     }
     facts_ = lower_.facts();

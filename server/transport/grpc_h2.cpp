@@ -4,6 +4,7 @@
 #include <nghttp2/nghttp2.h>
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -228,27 +229,24 @@ void h2_server::on_request(std::int32_t id, bool end_stream) {
   // Content-Type).
   const bool grpc_type =
       ct == "application/grpc" || ct.rfind("application/grpc+", 0) == 0 || ct.rfind("application/grpc;", 0) == 0;
-  h2_rejection r{id, "", ""};
+  std::optional<h2_rejection> refused;
   std::string http_status = "404";
   if (head.path != base + "Tun" && head.path != base + "TunMulti") {
-    r.reason = "wrong_path";
-    r.detail = head.path;
+    refused = h2_rejection{id, "wrong_path", head.path};
   } else if (head.method != "POST") {
-    r.reason = "wrong_method";
-    r.detail = head.method;
+    refused = h2_rejection{id, "wrong_method", head.method};
     http_status = "405";
   } else if (!grpc_type) {
-    r.reason = "wrong_content_type";
-    r.detail = head.content_type;
+    refused = h2_rejection{id, "wrong_content_type", head.content_type};
     http_status = "415";
   }
-  if (!r.reason.empty()) {
+  if (refused) {
     // Trailers-only: the HTTP status and a gRPC status in one HEADERS frame,
     // END_STREAM.
     const nghttp2_nv fields[] = {nv(":status", http_status), nv("content-type", "application/grpc"),
-                                 nv("grpc-status", "12"), nv("grpc-message", r.reason)};
+                                 nv("grpc-status", "12"), nv("grpc-message", refused->reason)};
     nghttp2_submit_response(session_, id, fields, std::size(fields), nullptr);
-    rejected_.push_back(std::move(r));
+    rejected_.push_back(std::move(*refused));
     return;
   }
   auto st = std::make_shared<h2_stream>();

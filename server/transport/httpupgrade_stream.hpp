@@ -18,7 +18,7 @@ class httpupgrade_stream {
   using executor_type = tcp::socket::executor_type;
   // No half-close to tell the client of the destination's EOF: the session waits for the client
   // to close first (server/vless_session.hpp, [limits] close_linger_ms).
-  static constexpr bool lingers_after_upstream_eof = true;
+  static constexpr transport::abilities can{.lingers_after_upstream_eof = true};
 
   template <class... Args>
   explicit httpupgrade_stream(transport_spec t, Args&&... lower)
@@ -28,7 +28,10 @@ class httpupgrade_stream {
 
   executor_type get_executor() { return lower_.get_executor(); }
   tcp::socket& socket() { return lower_.socket(); }
-  std::string_view failure() const { return failure_; }
+  std::optional<std::string_view> failure() const {
+    if (!failure_) return std::nullopt;
+    return *failure_;
+  }
   transport::facts facts() const {
     transport::facts f = lower_.facts();
     f.transport = to_string(transport_kind::httpupgrade);
@@ -93,7 +96,7 @@ class httpupgrade_stream {
 
   transport_spec t_;
   Lower lower_;
-  std::string failure_;
+  std::optional<std::string> failure_;
   std::string pending_;  // stream bytes that came with the upgrade request
   std::size_t early_bytes_ = 0;
 };

@@ -16,6 +16,7 @@ namespace vlessbench {
 class plain_stream {
  public:
   using executor_type = tcp::socket::executor_type;
+  static constexpr transport::abilities can{};  // the byte stream only
 
   explicit plain_stream(policy_stream next) : next_(std::move(next)) {
     std::error_code ignored;
@@ -25,7 +26,7 @@ class plain_stream {
   executor_type get_executor() { return next_.get_executor(); }
   tcp::socket& socket() { return next_.socket(); }
   // open() cannot fail and the stream has no rules of its own: never a reason.
-  static std::string_view failure() { return {}; }
+  static std::optional<std::string_view> failure() { return std::nullopt; }
   static transport::facts facts() { return {"tcp", "", "", "", ""}; }
 
   // Nothing to open: the connection is accepted.

@@ -40,6 +40,7 @@ class tls_stream {
  public:
   using executor_type = tcp::socket::executor_type;
   using next_layer_type = policy_stream;
+  static constexpr transport::abilities can{};  // the byte stream only
 
   tls_stream(policy_stream next, asio::ssl::context& ctx) : next_(std::move(next)) {
     ssl_ = SSL_new(ctx.native_handle());
@@ -62,7 +63,7 @@ class tls_stream {
   SSL* native_handle() { return ssl_; }
 
   // tls_handshake_failed after a failed open(); TLS errors later are the session's to name.
-  std::string_view failure() const { return failure_; }
+  std::optional<std::string_view> failure() const { return failure_; }
   transport::facts facts() const {
     return {to_string(transport_kind::tls), tls::version_name(ssl_),  tls::cipher_name(ssl_),
             tls::sni_received(ssl_),        tls::alpn_selected(ssl_), tls::ja4_received(ssl_)};
@@ -326,7 +327,7 @@ class tls_stream {
 
   policy_stream next_;
   SSL* ssl_ = nullptr;
-  std::string_view failure_;  // failure()
+  std::optional<std::string_view> failure_;  // failure()
   // Ciphertext received and not yet given to BoringSSL: in_ points into the pooled block, or into
   // in_rest_ once release_read_ahead() moved a remainder there.
   buffer_pool::block in_block_;

@@ -11,11 +11,11 @@
 //                                           (an upgrade, a preface), stamping the phases it
 //                                           reaches on clock
 //   failure()                               the one failure accessor: the reject reason of the
-//                                           transport's own failure, else empty. After a failed
-//                                           open(), never empty when open() can fail
+//                                           transport's own failure, if it failed. After a failed
+//                                           open(), always one when open() can fail
 //                                           ("tls_handshake_failed", "wrong_path"); after a
 //                                           failed read, a violation of the transport's rules
-//                                           (a WebSocket frame, gun framing), or empty when the
+//                                           (a WebSocket frame, gun framing), or none when the
 //                                           failure was not the transport's (the session names
 //                                           it: tls_error, truncated_header ...)
 //   async_read_some / async_write_some      the VLESS stream (Asio AsyncStream), so
@@ -31,20 +31,21 @@
 //                                           close frame); the caller bounds it
 //   socket()                                the TCP connection beneath: policy, tcp_info, close
 //   facts()                                 what the log says of the transport
-// and optionally:
-//   lingers_after_upstream_eof              (static constexpr bool) no half-close in the
-//                                           transport: after the destination's EOF the session
-//                                           reads on until the client closes ([limits]
-//                                           close_linger_ms), as v2ray's and Xray's servers do
+//   can                                     (static constexpr abilities) what it can do beyond
+//                                           the byte stream (below), each ability with the
+//                                           members it brings
 #include <chrono>
 #include <concepts>
 #include <cstdint>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <system_error>
 
+#include "core/log/access_events.hpp"
 #include "core/net/asio_compat.hpp"
+#include "core/wire/uuid.hpp"
 #include "core/wire/session_info.hpp"
 #include "core/wire/transport_spec.hpp"
 
@@ -72,10 +73,40 @@ struct facts {
   std::uint64_t early_data = 0;  // bytes of the VLESS stream that came with the upgrade request
 };
 
+// What a transport can do beyond the byte stream. Every transport states all of it (a
+// `static constexpr abilities can`), and a session asks with `if constexpr (T::can.x)`.
+struct abilities {
+  // Not a TCP connection of its own (a gRPC stream's socketpair): no socket options to apply and
+  // no kernel count of acknowledged bytes; bytes_delivered() counts what the client's flow control
+  // let through instead (the [limits] min_rate rule's count).
+  bool bridged = false;
+  // No half-close in the transport (WebSocket, HTTPUpgrade): after the destination's EOF the
+  // session reads on until the client closes ([limits] close_linger_ms), as v2ray's and Xray's
+  // servers do.
+  bool lingers_after_upstream_eof = false;
+  // XTLS Vision (vision_stream.hpp): start_vision() once the header names the flow, the
+  // optional reject reason of the padding that came with the header; vision() says it is on,
+  // vision_facts_now() what the log line records of it.
+  bool vision = false;
+};
+
+template <class T>
+concept counts_delivered = requires(const T& t) {
+  { t.bytes_delivered() } -> std::convertible_to<std::uint64_t>;
+};
+
+template <class T>
+concept runs_vision = requires(T& t, const T& ct, const uuid_bytes& id, char* pending, std::size_t& n) {
+  { t.start_vision(id, pending, n, std::size_t{}) } -> std::same_as<std::optional<std::string_view>>;
+  { ct.vision() } -> std::same_as<bool>;
+  { ct.vision_facts_now() } -> std::same_as<vision_facts>;
+};
+
 template <class T>
 concept client_transport = requires(T& t, const open_clock& clock, char* data, std::size_t size, std::error_code& ec) {
+  { T::can } -> std::convertible_to<abilities>;
   { t.open(clock) } -> std::same_as<awaitable<std::error_code>>;
-  { t.failure() } -> std::convertible_to<std::string_view>;
+  { t.failure() } -> std::same_as<std::optional<std::string_view>>;
   { t.read_now(data, size, ec) } -> std::same_as<std::size_t>;
   t.release_read_ahead();
   { t.socket() } -> std::same_as<tcp::socket&>;
@@ -85,6 +116,7 @@ concept client_transport = requires(T& t, const open_clock& clock, char* data, s
   t.async_write_some(asio::const_buffer(), as_tuple_awaitable);
   t.async_wait_readable(as_tuple_awaitable);
   t.async_shutdown(as_tuple_awaitable);
-};
+}
+&&(!T::can.bridged || counts_delivered<T>)&&(!T::can.vision || runs_vision<T>);
 
 }  // namespace vlessbench::transport

@@ -29,7 +29,7 @@ template <class Lower>
 awaitable<std::error_code> open_upgraded(Lower& lower, const transport_spec& t, const open_clock& clock,
                                          upgrade_outcome& out) {
   if (auto ec = co_await lower.open(clock)) {
-    out.reason = lower.failure();
+    out.reason = lower.failure().value_or(std::string_view{});
     co_return ec;
   }
   const ws::upgrade_rules rules = upgrade_rules_for(t);

@@ -28,12 +28,13 @@ namespace vlessbench {
 class vision_stream {
  public:
   using executor_type = tls_stream::executor_type;
+  static constexpr transport::abilities can{.vision = true};
 
   vision_stream(policy_stream next, asio::ssl::context& ctx) : tls_(std::move(next), ctx) {}
 
   executor_type get_executor() { return tls_.get_executor(); }
   tcp::socket& socket() { return tls_.socket(); }
-  std::string_view failure() const { return tls_.failure(); }
+  std::optional<std::string_view> failure() const { return tls_.failure(); }
   transport::facts facts() const { return tls_.facts(); }
   awaitable<std::error_code> open(const transport::open_clock& clock) {
     accepted_ = clock.accepted;
@@ -41,13 +42,16 @@ class vision_stream {
   }
 
   // Vision from here on: pending holds the stream bytes that came with the request header; they
-  // are unpadded in place (n becomes the content among them). The result is a reject reason, or
-  // empty. response_bytes: the VLESS response header, which leaves unpadded before our frames.
-  std::string_view start_vision(const uuid_bytes& uuid, char* pending, std::size_t& n, std::size_t response_bytes) {
+  // are unpadded in place (n becomes the content among them). The result: a reject reason when
+  // that padding breaks Vision's framing. response_bytes: the VLESS response header, which
+  // leaves unpadded before our frames.
+  std::optional<std::string_view> start_vision(const uuid_bytes& uuid, char* pending, std::size_t& n,
+                                               std::size_t response_bytes) {
     v_ = std::make_unique<state>(uuid);
     v_->response_left = response_bytes;
     std::error_code ec;
     n = unpad(pending, n, ec);
+    if (v_->facts.error.empty()) return std::nullopt;  // the log line's field: empty when none
     return v_->facts.error;
   }
   bool vision() const { return v_ != nullptr; }

@@ -25,7 +25,7 @@ class ws_stream {
   using executor_type = tcp::socket::executor_type;
   // No half-close to tell the client of the destination's EOF: the session waits for the client
   // to close first (server/vless_session.hpp, [limits] close_linger_ms).
-  static constexpr bool lingers_after_upstream_eof = true;
+  static constexpr transport::abilities can{.lingers_after_upstream_eof = true};
 
   template <class... Args>
   explicit ws_stream(transport_spec t, Args&&... lower)
@@ -40,7 +40,10 @@ class ws_stream {
 
   executor_type get_executor() { return lower_.get_executor(); }
   tcp::socket& socket() { return lower_.socket(); }
-  std::string_view failure() const { return failure_; }
+  std::optional<std::string_view> failure() const {
+    if (!failure_) return std::nullopt;
+    return *failure_;
+  }
   transport::facts facts() const {
     transport::facts f = lower_.facts();
     f.transport = to_string(transport_kind::ws);
@@ -268,7 +271,7 @@ class ws_stream {
   Lower lower_;
   ws::frame_decoder decoder_;
   asio::steady_timer idle_;  // a data write waits on it while the reader's pong is written
-  std::string failure_;
+  std::optional<std::string> failure_;
   std::string pending_;       // payload decoded ahead of the caller (early data, frames behind the head)
   bool eof_pending_ = false;  // a close frame came with payload still to hand over
   std::string control_out_;   // a pong to send
