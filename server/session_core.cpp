@@ -26,6 +26,39 @@ session_core::session_core(runtime& r, session_start& start)
   info->client = format_endpoint(start.client);
 }
 
+std::string_view to_string(session_phase p) {
+  switch (p) {
+    case session_phase::tls: return "tls";
+    case session_phase::header: return "header";
+    case session_phase::resolve: return "resolve";
+    case session_phase::connect: return "connect";
+    case session_phase::relay: return "relay";
+    case session_phase::close: return "close";
+  }
+  return "unknown";
+}
+
+void session_ending::record(cause c, bool after_relay) {
+  if (what_ != cause::none) return;
+  what_ = c;
+  after_relay_ = after_relay;
+}
+
+close_reason session_ending::settle(close_reason relay) const {
+  // How the relay ended decides the reason; cutting the bounded TLS shutdown after it does not
+  // (a client that ignores close_notify was logged "timeout").
+  if (relay == close_reason::rejected || after_relay_) return relay;
+  switch (what_) {
+    case cause::timeout: return close_reason::timeout;
+    case cause::drain: return close_reason::drain;
+    case cause::user_removed: return close_reason::user_removed;
+    case cause::slow_transfer: return close_reason::slow_transfer;
+    case cause::none:
+    case cause::evicted: break;
+  }
+  return relay;
+}
+
 bool session_core::is_sing_mux() const { return is_sing_mux_request(header); }
 
 bool session_core::rate_sample_failed(steady_clock::time_point now, std::uint64_t client_delivered,
@@ -36,7 +69,7 @@ bool session_core::rate_sample_failed(steady_clock::time_point now, std::uint64_
   if (!client_ok || !upstream_ok) {
     spdlog::debug("vless {} session {}: slow_transfer towards the {}", listener_name, info->session_id,
                   client_ok ? "destination" : "client");
-    slow = true;
+    end_by(session_ending::cause::slow_transfer);
     return true;
   }
   // Keep sampling while data moves or waits; a whole window without either: idle, no samples
@@ -54,9 +87,15 @@ void session_core::reject(std::string_view why, std::string detail) {
 }
 
 void session_core::reject_io(reject_code on_timeout, std::string_view on_failure, std::string detail) {
-  if (evicted) return reject(reject_code::evicted, std::move(detail));
-  if (timed_out) return reject(on_timeout, std::move(detail));
-  if (drained) return reject(reject_code::drain);  // not the client's failure ("Operation aborted")
+  switch (ending.what()) {
+    case session_ending::cause::evicted: return reject(reject_code::evicted, std::move(detail));
+    case session_ending::cause::timeout: return reject(on_timeout, std::move(detail));
+    case session_ending::cause::drain:
+      return reject(reject_code::drain);  // not the client's failure ("Operation aborted")
+    case session_ending::cause::none:
+    case session_ending::cause::user_removed:
+    case session_ending::cause::slow_transfer: break;
+  }
   reject(on_failure, std::move(detail));
 }
 
@@ -88,18 +127,7 @@ bool session_core::admit() {
 }
 
 void session_core::finish(const transport::facts& t, const relay_summary& r) {
-  // How the relay ended decides the reason; cutting the bounded TLS shutdown after it does not
-  // (a client that ignores close_notify was logged "timeout").
-  const bool cut = !shutdown_cut && reason != close_reason::rejected;
-  if (cut && timed_out) {
-    reason = close_reason::timeout;
-  } else if (cut && drained) {
-    reason = close_reason::drain;
-  } else if (user_removed && reason != close_reason::rejected) {
-    reason = close_reason::user_removed;
-  } else if (slow) {
-    reason = close_reason::slow_transfer;
-  }
+  reason = ending.settle(reason);
   // The session's slots go back before its line is written: a client that saw the line (or
   // the close) may open the next session at once and find the slot free.
   counted_for_client.reset();
@@ -116,7 +144,7 @@ void session_core::log_reject(std::string_view ja4) {
                                  .listener = listener_name,
                                  .client = info->client,
                                  .reason = reject_reason,
-                                 .phase = phase,
+                                 .phase = to_string(phase_),
                                  .bytes_seen = header_bytes_seen,
                                  .detail = reject_detail,
                                  .user = info->user,

@@ -5,8 +5,8 @@
 // as the TCP upstreams are (so the [[udp_target]] and [[dns]] targets name the
 // session), and datagrams
 // relayed between it and the VLESS stream, framed as core/wire/udp_framing.hpp says.
-// Free templates over the session, whose fields (deadline, phases, counters,
-// close reason) they share.
+// Free templates over the session, through the operations it gives its relays
+// (server/session_core.hpp).
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,14 +44,13 @@ struct udp_upstream {
 template <class Session>
 awaitable<void> udp_client_to_upstream(Session& s, std::size_t pending) {
   auto& up = *s.udp_up;
-  std::string acc(s.buf.data(), pending);  // bounded: < one packet + one read
-  std::vector<char>().swap(s.buf);
+  std::string acc = s.take_payload(pending);  // bounded: < one packet + one read
   for (;;) {
     std::size_t at = 0;
     for (;;) {
       const auto p = vless::parse_udp_packet(std::string_view(acc).substr(at));
       if (p.invalid()) {
-        s.reason = close_reason::udp_packet_too_large;
+        s.relay_ends(close_reason::udp_packet_too_large);
         up.close();
         co_return;
       }
@@ -61,24 +60,24 @@ awaitable<void> udp_client_to_upstream(Session& s, std::size_t pending) {
       auto [ec, n] = co_await up.socket.async_send(asio::buffer(p.value.data(), p.value.size()), as_tuple_awaitable);
       if (ec == asio::error::connection_refused) continue;  // an ICMP error for an earlier datagram
       if (ec) {
-        s.reason = s.upstream_ended(close_reason::upstream_error);
+        s.relay_ends(s.upstream_ended(close_reason::upstream_error));
         std::error_code ignored;
         s.client_socket().cancel(ignored);
         co_return;
       }
       ++up.packets_up;
-      s.bytes_up += n;
+      s.count_up(n);
     }
     acc.erase(0, at);
-    if (s.upstream_done) co_return;
+    if (s.client_reads_stopped()) co_return;
     buffer_pool::block block = buffer_pool::get();
     auto [ec, n] =
         co_await s.client.async_read_some(asio::buffer(block.get(), buffer_pool::block_size), as_tuple_awaitable);
     if (ec) {
       if (is_eof(ec) && !acc.empty())
-        s.reason = close_reason::udp_truncated_packet;
-      else if (!is_eof(ec) && s.reason == close_reason::client_eof)
-        s.reason = close_reason::client_error;
+        s.relay_ends(close_reason::udp_truncated_packet);
+      else if (!is_eof(ec))
+        s.relay_fails(close_reason::client_error);
       up.close();
       co_return;
     }
@@ -102,8 +101,7 @@ awaitable<void> udp_upstream_to_client(Session& s) {
     if (ec == asio::error::would_block || ec == asio::error::try_again || ec == asio::error::connection_refused)
       continue;
     if (ec) {
-      if (s.reason == close_reason::client_eof && !s.client_closed)
-        s.reason = s.upstream_ended(close_reason::upstream_error);
+      s.destination_ends(close_reason::upstream_error);
       break;
     }
     s.touch();
@@ -118,26 +116,24 @@ awaitable<void> udp_upstream_to_client(Session& s) {
       len += header_room;
       s.info->phases.first_client_byte = s.now_us();
     }
-    s.down_writing = true;
+    s.writing_down(true);
     auto [wec, wn] = co_await asio::async_write(s.client, asio::buffer(start, len), as_tuple_awaitable);
-    s.down_writing = false;
+    s.writing_down(false);
     if (wec) {
-      s.reason = close_reason::client_error;
+      s.relay_ends(close_reason::client_error);
       break;
     }
     header_sent = true;
     ++up.packets_down;
-    s.bytes_down += n;
+    s.count_down(n);
   }
-  if (!header_sent && !s.timed_out && s.client_socket().is_open()) {
+  if (!header_sent && !s.timed_out() && s.client_socket().is_open()) {
     auto [wec, wn] = co_await asio::async_write(
         s.client, asio::buffer(vless::response_header.data(), vless::response_header.size()), as_tuple_awaitable);
     (void)wec;
     (void)wn;
   }
-  s.upstream_done = true;
-  std::error_code ignored;
-  s.client_socket().cancel(ignored);
+  s.stop_client_reads();
 }
 
 }  // namespace vlessbench::vless_server::detail

@@ -18,17 +18,17 @@ namespace vlessbench::vless_server::detail {
 // unpadded in place.
 template <class Session>
 bool start_flow(Session& s, std::size_t& pending) {
-  if (s.header.flow.empty()) return true;
+  if (s.request().flow.empty()) return true;
   if constexpr (std::remove_cvref_t<decltype(s.client)>::can.vision) {
-    const auto error = s.client.start_vision(s.header.uuid, s.buf.data(), pending, vless::response_header.size());
+    const auto error = s.client.start_vision(s.request().uuid, s.payload(), pending, vless::response_header.size());
     if (error) {
       s.reject(*error, "in the padding that came with the request header");
       return false;
     }
     return true;
   } else {
-    s.reject("flow_unsupported",
-             std::string(s.header.flow) + " runs on raw TLS only, not over " + std::string(s.client.facts().transport));
+    s.reject("flow_unsupported", std::string(s.request().flow) + " runs on raw TLS only, not over " +
+                                     std::string(s.client.facts().transport));
     return false;
   }
 }

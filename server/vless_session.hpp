@@ -78,18 +78,62 @@ struct session : session_core {
   }
 
   void on_timeout() {
-    shutdown_cut = phase == "close";
-    timed_out = true;
+    end_by(session_ending::cause::timeout);
     close_sockets();
+  }
+
+  // The destination's side is done: the client's reads stop (its pending read is cancelled, and
+  // a reader checks client_reads_stopped() before it waits again).
+  void stop_client_reads() {
+    upstream_done = true;
+    std::error_code ignored;
+    client_socket().cancel(ignored);
   }
 
   // The linger after the destination's EOF is over (its time passed, or a drain): stop reading
   // the client, as upstream_to_client does at once on other transports.
   void end_linger() {
     lingering = false;
-    upstream_done = true;
-    std::error_code ignored;
-    client_socket().cancel(ignored);
+    stop_client_reads();
+  }
+
+  // The connection set's drain: a client that has not sent its request yet (handshake or header
+  // in progress) goes at once; a relay has no request boundary: it may run until the drain
+  // deadline (force). A session lingering after its destination's EOF has nothing left to relay:
+  // its wait ends.
+  void on_drain(bool force) {
+    if (lingering) {
+      end_linger();
+      return;
+    }
+    if (!force && phase() != session_phase::tls && phase() != session_phase::header) return;
+    end_by(session_ending::cause::drain);
+    close_sockets();
+  }
+
+  // Closed while pending, to admit a newer connection.
+  void on_evicted() {
+    end_by(session_ending::cause::evicted);
+    close_sockets();
+  }
+
+  // Before run(): the client socket's options (a bridged transport's connection applied them),
+  // the eviction armed (one evicted before it started fails its handshake at once) and the
+  // first deadline. The watchdog's deadline is returned.
+  watchdog_deadline& start_watch() {
+    if constexpr (!Transport::can.bridged) {
+      if (auto err = apply_on_open(client_socket().native_handle(), policy_at_accept))
+        spdlog::warn("vless {}: setsockopt: {}", listener_name, err.message());
+    }
+    if (!admission.arm([this] { on_evicted(); })) on_evicted();
+    deadline = pending_deadline(accepted + cfg->limits.handshake_timeout);
+    return deadline;
+  }
+
+  // Mux sub-connections end with the session, before its line (which counts them).
+  awaitable<void> join_subs() {
+    if (mux) co_await mux->join();
+    if (sing_mux) co_await sing_mux->join();
   }
 
   // The watchdog's deadline passed; true: the session ends. In the relay it may be a rate sample
@@ -102,7 +146,7 @@ struct session : session_core {
       deadline = std::min(idle_at, sample_at);
       return false;
     }
-    if (phase != "relay" || now >= idle_at) {
+    if (phase() != session_phase::relay || now >= idle_at) {
       on_timeout();
       return true;
     }
@@ -133,7 +177,7 @@ struct session : session_core {
 
   // Reads until the VLESS header is complete; leaves the payload that followed it in buf.
   awaitable<std::size_t> read_header() {
-    phase = "header";
+    enter(session_phase::header);
     deadline = pending_deadline(steady_clock::now() + cfg->limits.header_timeout);
     buf.resize(header_buffer);
     std::size_t used = 0;
@@ -142,9 +186,9 @@ struct session : session_core {
           co_await client.async_read_some(asio::buffer(buf.data() + used, buf.size() - used), as_tuple_awaitable);
       if (ec) {
         // A TLS-level failure (a renegotiation attempt, a bad record) is not a short header.
-        const bool tls_failed = !timed_out && !is_eof(ec) && ec.category() == asio::error::get_ssl_category();
+        const bool tls_failed = !timed_out() && !is_eof(ec) && ec.category() == asio::error::get_ssl_category();
         // A transport's own violation (a WebSocket frame) is the reason.
-        if (const auto failed = client.failure(); failed && !timed_out) {
+        if (const auto failed = client.failure(); failed && !timed_out()) {
           reject(*failed, ec.message());
           co_return 0;
         }
@@ -188,7 +232,7 @@ struct session : session_core {
     const user_config* found = verdict.user;
     // From here on a reload that removes the user ends the session.
     auto id = rt.live.admit(found->uuid, client.get_executor(), [this] {
-      user_removed = true;
+      end_by(session_ending::cause::user_removed);
       close_sockets();
     });
     if (!id) {
@@ -203,18 +247,18 @@ struct session : session_core {
   // allowed by [destinations], then this session's upstream slot, then the connected, registered
   // socket. TCP and UDP alike; false: rejected with the reason.
   awaitable<bool> connect_upstream() {
-    phase = "connect";
+    enter(session_phase::connect);
     deadline = steady_clock::now() + cfg->limits.connect_timeout;
     dest = format_destination(header.dest);
-    if (header.dest.type == address_type::domain) phase = "resolve";
+    if (header.dest.type == address_type::domain) enter(session_phase::resolve);
     auto allowed = co_await dialer.resolve(header.dest);
     if (!allowed.ok()) {
-      if (allowed.failure.at == dial_failure::step::policy) phase = "connect";  // the lookup is done
+      if (allowed.failure.at == dial_failure::step::policy) enter(session_phase::connect);  // the lookup is done
       reject_dial(std::move(allowed.failure));
       co_return false;
     }
     if (header.dest.type == address_type::domain) info->phases.resolved = now_us();
-    phase = "connect";
+    enter(session_phase::connect);
     cfg = rt.live.current();  // as the dialer's check saw it
     auto taken = budget->take_upstream(cfg->limits.max_upstreams_per_connection, cfg->limits.max_upstreams_per_client);
     if (!taken.slot) {
@@ -228,8 +272,9 @@ struct session : session_core {
       asio::ip::udp::endpoint remote;
       failed = dialer.connect(up.socket, *allowed.value, info, up.reg, remote);
     } else {
-      failed = co_await dialer.connect(upstream.socket(), *allowed.value, listener->upstream_tcp,
-                                       upstream_policy_applied, info, reg, [this] { return timed_out || drained; });
+      failed =
+          co_await dialer.connect(upstream.socket(), *allowed.value, listener->upstream_tcp, upstream_policy_applied,
+                                  info, reg, [this] { return timed_out() || ended_by(session_ending::cause::drain); });
     }
     if (failed) {
       reject_dial(std::move(*failed));
@@ -351,8 +396,7 @@ struct session : session_core {
         std::tie(ec, n) = co_await upstream.async_read_some(asio::buffer(down + header_room, relay_block - header_room),
                                                             as_tuple_awaitable);
       if (ec) {
-        if (reason == close_reason::client_eof && !client_closed)
-          reason = upstream_ended(is_eof(ec) ? close_reason::upstream_eof : close_reason::upstream_error);
+        destination_ends(is_eof(ec) ? close_reason::upstream_eof : close_reason::upstream_error);
         if (!header_sent) {
           // Nothing came back at all: the client still gets its response header.
           auto [wec, wn] = co_await asio::async_write(client, asio::buffer(down, header_room), as_tuple_awaitable);
@@ -390,9 +434,7 @@ struct session : session_core {
       }
     }
     // The destination is done (or the client is gone): stop reading the client too.
-    upstream_done = true;
-    std::error_code ignored;
-    client_socket().cancel(ignored);
+    stop_client_reads();
   }
 
   awaitable<void> run() {
@@ -404,27 +446,27 @@ struct session : session_core {
     if (is_mux()) {
       // No destination of its own: each sub-connection dials one (server/mux_session.hpp).
       dest = header.dest.address;  // vless::mux_domain
-      phase = "relay";
+      enter(session_phase::relay);
       touch();
       mux = std::make_unique<mux_relay<session>>(*this, pending);
       co_await mux->run();
     } else if (is_sing_mux()) {
       dest = format_destination(header.dest);
-      phase = "relay";
+      enter(session_phase::relay);
       touch();
       sing_mux = std::make_unique<sing_mux_relay<session>>(*this, pending);
       co_await sing_mux->run();
     } else {
       if (!co_await connect_upstream()) co_return;
-      phase = "relay";
+      enter(session_phase::relay);
       touch();
       if (is_udp())
         co_await (udp_client_to_upstream(*this, pending) && udp_upstream_to_client(*this));
       else
         co_await (client_to_upstream(pending) && upstream_to_client());
     }
-    phase = "close";
-    if (!timed_out && client_socket().is_open()) {
+    enter(session_phase::close);
+    if (!timed_out() && client_socket().is_open()) {
       deadline = steady_clock::now() + shutdown_grace;
       auto [ec] = co_await client.async_shutdown(as_tuple_awaitable);
       (void)ec;
@@ -461,38 +503,15 @@ struct session : session_core {
 template <class Transport, class Make>
 awaitable<void> serve(runtime& rt, session_start start, tcp::socket socket, Make make) {
   session<Transport> s(rt, start, std::move(socket), make);
-  // A bridged transport (a gRPC stream's socketpair) has no TCP options; its connection applied them.
-  if constexpr (!Transport::can.bridged) {
-    if (auto err = apply_on_open(s.client_socket().native_handle(), s.policy_at_accept))
-      spdlog::warn("vless {}: setsockopt: {}", s.listener_name, err.message());
-  }
   {
-    const connection_registration registered(rt.connections, s.client.get_executor(), [&s](bool force) {
-      // A client that has not sent its request yet (handshake or header in progress) goes at
-      // once; a relay has no request boundary: it may run until the drain deadline.
-      // A session lingering after its destination's EOF has nothing left to relay: its wait ends.
-      if (s.lingering) {
-        s.end_linger();
-        return;
-      }
-      if (!force && s.phase != "tls" && s.phase != "header") return;
-      s.shutdown_cut = s.phase == "close";
-      s.drained = true;
-      s.close_sockets();
-    });
-    auto evict = [&s] {
-      s.evicted = true;
-      s.close_sockets();
-    };
-    if (!s.admission.arm(evict)) evict();  // evicted before it started: the handshake fails at once
-    s.deadline = s.pending_deadline(s.accepted + s.cfg->limits.handshake_timeout);
+    const connection_registration registered(rt.connections, s.client.get_executor(),
+                                             [&s](bool force) { s.on_drain(force); });
+    watchdog_deadline& deadline = s.start_watch();
     // clang-tidy 14 reports the moved parameter on the next line, in a function template
     // coroutine only; nothing on that line names it.
     // NOLINTNEXTLINE(bugprone-use-after-move)
-    co_await (s.run() || watchdog(s.deadline, [&s] { return s.on_deadline(); }));
-    // Mux sub-connections end with the session, before its line (which counts them).
-    if (s.mux) co_await s.mux->join();
-    if (s.sing_mux) co_await s.sing_mux->join();
+    co_await (s.run() || watchdog(deadline, [&s] { return s.on_deadline(); }));
+    co_await s.join_subs();
   }
   s.finish();
 }
