@@ -310,7 +310,8 @@ std::string render_svg(const run_metadata& meta, const std::vector<path_result>&
          "\" viewBox=\"0 0 " + num(width, 0) + " " + num(height, 0) +
          "\" font-family=\"Helvetica, Arial, sans-serif\">\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg += "<text x=\"20\" y=\"30\" font-size=\"18\" font-weight=\"bold\">" + esc(cap.title) + "</text>\n";
+  const std::string title = rows ? "vlessbench: latency per path" : cap.title;
+  svg += "<text x=\"20\" y=\"30\" font-size=\"18\" font-weight=\"bold\">" + esc(title) + "</text>\n";
   svg += "<text x=\"20\" y=\"52\" font-size=\"12\" fill=\"#333\">" +
          esc("run " + meta.run_id + " · " + meta.time_utc + " · host " + meta.host + " · target " + meta.target +
              " · " + std::to_string(meta.new_count) + " new + " + std::to_string(meta.reuse_count) +
