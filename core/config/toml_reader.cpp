@@ -487,7 +487,8 @@ std::optional<unicode_patch> patch_unicode(std::string_view text) {
 // toml++ words a string left open as a control character ("unescaped control characters other
 // than TAB ... prohibited": the line break) or as the end of the file: say it plainly.
 std::string plain_syntax_error(std::string_view text, const toml::source_region& where, const std::string& said) {
-  const bool in_string = said.find("parsing string") != std::string::npos;
+  const bool in_string =
+      said.find("parsing string") != std::string::npos || said.find("parsing literal string") != std::string::npos;
   if (in_string && said.find("end-of-file") != std::string::npos)
     return "a string is not closed: its closing quote is missing before the end of the file (toml++: " + said + ")";
   if (!in_string || said.find("control characters other than TAB") == std::string::npos) return said;
