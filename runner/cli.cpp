@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <csignal>
 #include <cstdlib>
@@ -331,6 +332,57 @@ int do_run(const run_args& a, const std::string& command_line) {
   return exit_ok;
 }
 
+// Edit distance, for "did you mean": a typo is one or two letters off.
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The closest of names to word, when it is close enough to be a typo.
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& names) {
+  std::string best;
+  std::size_t best_d = 3;
+  for (const auto& n : names)
+    if (const auto d = edit_distance(word, n); d < best_d) best_d = d, best = n;
+  return best.empty() ? "" : " (did you mean " + best + "?)";
+}
+
+// CLI11 says "A subcommand is required" for an unknown command and lists an unknown option after
+// its value ("not expected: 10 --nwe"): name the word the user typed instead, with the nearest.
+std::string explain_usage_error(const CLI::App& app, const std::vector<std::string>& args) {
+  if (args.empty() || args[0].starts_with("-")) return "";
+  std::vector<std::string> commands;
+  const CLI::App* sub = nullptr;
+  for (const auto* c : app.get_subcommands([](const CLI::App*) { return true; })) {
+    commands.push_back(c->get_name());
+    if (c->get_name() == args[0]) sub = c;
+  }
+  if (sub == nullptr)
+    return "vlessbench: unknown command '" + args[0] + "'" + did_you_mean(args[0], commands) +
+           "; the commands: run, compare, verify, clients";
+  if (sub->get_allow_extras()) return "";
+  std::vector<std::string> options{"--help"};
+  for (const auto* o : sub->get_options())
+    for (const auto& name : o->get_lnames()) options.push_back("--" + name);
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string word = args[i].substr(0, args[i].find('='));
+    if (word.starts_with("--") && word.size() > 2 && std::find(options.begin(), options.end(), word) == options.end())
+      return "vlessbench " + args[0] + ": unknown option " + word + did_you_mean(word, options) + " (vlessbench " +
+             args[0] + " --help lists them)";
+  }
+  return "";
+}
+
 int do_compare(const std::vector<std::string>& dirs) {
   std::vector<std::pair<std::string, std::string>> runs;
   runs.reserve(dirs.size());
@@ -361,19 +413,14 @@ int do_verify(const verify_args& a) {
   return report.ok() ? exit_ok : exit_failed;
 }
 
-}  // namespace
-
-int run_cli(int argc, char** argv) {
-  CLI::App app{"vlessbench: measure proxy-client latency against the vlessbench appliance"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", VLESSBENCH_VERSION);
-  app.footer(exit_codes_help);
-
-  run_args ra;
+// `run` and its options (the other commands are short enough to stay in run_cli).
+CLI::App* add_run_command(CLI::App& app, run_args& ra) {
   auto* run = app.add_subcommand("run", "measure paths, print the table, write samples.csv, summary.json, report.svg");
   run->add_option("--target", ra.target,
                   "target URL: http://H:P/PATH, https://H:P/PATH (inner TLS handshake reported as its own "
-                  "phase) or banner://H:P (the daemon's server-first target: time to first byte, echo)")
+                  "phase), banner://H:P (the daemon's server-first target: time to first byte, echo), "
+                  "udp://H:P (a datagram's round trip to the UDP echo) or dns://H:P/NAME (an A query to the "
+                  "DNS responder)")
       ->capture_default_str();
   run->add_option("--bulk", ra.bulk,
                   "bulk run: every path becomes NAME/down (GET /bytes/SIZE) and NAME/up (POST /sink), "
@@ -440,6 +487,19 @@ int run_cli(int argc, char** argv) {
   run_verify->needs(run_daemon);
   run_daemon->needs(run_verify);
   run->footer(exit_codes_help);
+  return run;
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{"vlessbench: measure proxy-client latency against the vlessbench appliance"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", VLESSBENCH_VERSION);
+  app.footer(exit_codes_help);
+
+  run_args ra;
+  auto* run = add_run_command(app, ra);
 
   std::vector<std::string> compare_dirs;
   auto* compare = app.add_subcommand("compare", "print several runs side by side");
@@ -477,7 +537,9 @@ int run_cli(int argc, char** argv) {
   clients->add_option("--core", ca.core_paths,
                       "NAME=PATH: a core's binary (default: found on PATH), "
                       "e.g. --core mihomo='/Applications/Clash Verge.app/Contents/MacOS/verge-mihomo'");
-  clients->add_option("--cores", ca.only, "only these cores (comma-separated)")->delimiter(',');
+  clients->add_option("--cores", ca.only, "only these cores (comma-separated: mihomo, sing-box, xray, v2ray)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"mihomo", "sing-box", "xray", "v2ray"}));
   clients->add_flag("--no-builtin", ca.no_builtin, "leave the built-in client out");
   clients->add_option("--out", ca.out, "output directory (the run's files; the cores' configs and logs in cores/)")
       ->capture_default_str();
@@ -488,9 +550,16 @@ int run_cli(int argc, char** argv) {
   } catch (const CLI::Success& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
+    const std::string plain = explain_usage_error(app, std::vector<std::string>(argv + 1, argv + argc));
+    if (plain.empty())
+      (void)app.exit(e);
+    else
+      std::cerr << plain << "\n";
     return exit_usage;
   }
+  if (*run && ra.paths.empty())
+    std::cerr << "vlessbench run: no --path given: measuring direct alone (add --path NAME=vless://... from "
+                 "`vlessbenchd links`, or a client's entry, --path NAME=http://H:P or socks5://H:P)\n";
 
   try {
     if (*run) {

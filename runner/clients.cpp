@@ -32,7 +32,9 @@
 #include "runner/cli.hpp"
 #include "runner/failure.hpp"
 #include "runner/path_spec.hpp"
+#include "runner/measure.hpp"
 #include "runner/proxy_protocol.hpp"
+#include "runner/report.hpp"
 
 namespace vlessbench::runner {
 namespace {
@@ -75,6 +77,20 @@ std::string tail_of(const fs::path& file, std::size_t lines) {
   std::string out;
   for (std::size_t i = all.size() > lines ? all.size() - lines : 0; i < all.size(); ++i) out += "  " + all[i] + "\n";
   return out;
+}
+
+// Why a core's checker refused its config, in one line: its last words, or for a transport it
+// does not have (v2ray 4.34: httpupgrade, grpc) just that.
+std::string refusal_reason(const fs::path& check_log) {
+  std::ifstream in(check_log);
+  std::string last;
+  for (std::string l; std::getline(in, l);)
+    if (l.find_first_not_of(" \t\r") != std::string::npos) last = l;
+  constexpr std::string_view transport = "unknown transport protocol: ";
+  if (const auto at = last.find(transport); at != std::string::npos)
+    return "it has no transport " + last.substr(at + transport.size());
+  if (last.empty()) return "it said nothing";
+  return last.size() > 240 ? last.substr(0, 240) + "..." : last;
 }
 
 // A child in a process group of its own (a terminal's Ctrl-C reaches the runner, which stops it
@@ -217,6 +233,40 @@ std::optional<target_url> run_target(const std::vector<std::string>& run_args) {
   return parse_target_url(text, reason);  // a bad one: run says why, with its usage exit
 }
 
+// Before any core starts: one request through the node with the built-in client, and one direct.
+// A node the daemon refuses (a wrong UUID: it ends the session right after the header, its log
+// says unknown_user) or a target that is down fails the whole command in a second, with what the
+// daemon logged, instead of every core's 10 s readiness wait and "no core could be started".
+void preflight(const share_link& node, const target_url& target) {
+  if (is_datagram(target.scheme)) return;
+  measure_options o;
+  o.target = target;
+  std::string reason;
+  for (const std::string& arg : {std::string("direct=direct"), "node=" + format_share_link(node)})
+    if (auto p = parse_path_arg(arg, reason)) o.paths.push_back(std::move(*p));
+  const auto baseline = finalize_paths(o.paths, reason);
+  if (o.paths.size() != 2 || !baseline || !check_paths_for_target(o.paths, o.target, reason)) return;
+  o.baseline = *baseline;
+  o.new_count = 1;
+  o.reuse_count = 0;
+  o.warmup = 0;
+  o.abort_after_failed_rounds = 0;
+  o.run_id = "preflight";
+  std::string direct_error, node_error;
+  for (const auto& smp : measure(o)) (smp.path == "direct" ? direct_error : node_error) = smp.ok ? "" : smp.error;
+  const std::string head = "node " + (node.name.empty() ? std::string("(unnamed)") : node.name) + ": ";
+  if (!direct_error.empty() && !node_error.empty())
+    throw std::runtime_error(
+        head + "the target " + target.authority() + " answers neither directly (" + direct_error +
+        ") nor through the node (" + node_error +
+        "; the daemon's log: vless.reject reason connect_failed): is the target running? no core was started");
+  if (direct_error.empty() && closed_after_header(node_error))
+    throw std::runtime_error(head + "the daemon ended the built-in client's session right after its VLESS header (" +
+                             node_error +
+                             "): it refuses the link's UUID (its access log: vless.reject reason unknown_user); "
+                             "compare the link with `vlessbenchd links`; no core was started");
+}
+
 std::vector<std::string> fill(const std::vector<std::string>& args, const fs::path& config, const fs::path& dir) {
   std::vector<std::string> out;
   for (auto a : args) {
@@ -348,6 +398,8 @@ int do_clients(const clients_args& a, const std::string& self) {
   nlohmann::ordered_json listing = nlohmann::ordered_json::array();
   const bool many = nodes.size() > 1;
   const auto target = run_target(a.run_args);
+  for (const auto& node : nodes)
+    if (target) preflight(node, *target);
   paths.emplace_back("direct=direct");
   for (const auto& node : nodes) {
     const std::string suffix = many ? "-" + path_name_part(node.name) : "";
@@ -377,9 +429,8 @@ int do_clients(const clients_args& a, const std::string& self) {
         wait_for(checker, 2s);
       }
       if (!rc || *rc != 0) {
-        std::cerr << "vlessbench clients: " << kind->name << " refused its config for " << node.name << " ("
-                  << config.string() << "): left out\n"
-                  << tail_of(check_log, 5);
+        std::cerr << "vlessbench clients: " << kind->name << " refused its config for " << node.name << ": "
+                  << refusal_reason(check_log) << ": left out (" << check_log.string() << ")\n";
         continue;
       }
       const std::string version = first_line_of_output(exe, kind->version, dir);

@@ -40,6 +40,25 @@ std::string stall_cell(const json& paths, const std::string& path) {
   return verdict + " " + std::to_string(s.value("stalled", 0)) + "/" + std::to_string(s.value("with_timing", 0));
 }
 
+// What the daemon ran for the path's answers: "kernel g1", "on g2"; "-" when it said nothing
+// (a direct path, a run from before the daemon sent its generation).
+std::string server_cell(const json& paths, const std::string& path) {
+  if (!paths.contains(path) || !paths[path].contains("server")) return "-";
+  const auto& s = paths[path]["server"];
+  auto keys = [](const json& counts, const char* prefix) {
+    std::string out;
+    if (!counts.is_object()) return out;
+    for (const auto& [k, n] : counts.items()) {
+      (void)n;
+      out += (out.empty() ? prefix : std::string("+") + prefix) + k;
+    }
+    return out;
+  };
+  const std::string ack = keys(s.value("ack", json::object()), ""),
+                    gen = keys(s.value("generation", json::object()), "g");
+  return ack.empty() && gen.empty() ? "-" : ack + (ack.empty() || gen.empty() ? "" : " ") + gen;
+}
+
 std::string pad(const std::string& s, std::size_t w, bool right) {
   if (s.size() >= w) return s;
   return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
@@ -102,6 +121,10 @@ std::string format_comparison(const std::vector<std::pair<std::string, std::stri
     std::string line = pad("", name_w, false) + "  " + pad("stall", 18, false);
     for (const auto& s : summaries) line += pad(stall_cell(s["paths"], name), col_w, true);
     out += line + "\n";
+    // The server's ACK policy and config generation each run met: a reload between runs shows.
+    line = pad("", name_w, false) + "  " + pad("server ack, gen", 18, false);
+    for (const auto& s : summaries) line += pad(server_cell(s["paths"], name), col_w, true);
+    if (line.find_first_not_of(" -", name_w + 20) != std::string::npos) out += line + "\n";
   }
   return out;
 }

@@ -4,6 +4,7 @@
 #include "runner/report.hpp"
 
 #include <algorithm>
+#include <sstream>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -198,6 +199,24 @@ stall_verdict judge_stall(std::span<const sample> samples) {
   return v;
 }
 
+namespace {
+
+// A client's entry (CONNECT, SOCKS5, TUN) over gRPC: the cores keep one HTTP/2 connection to the
+// node and open a stream per request, so a "new connection" there is a new stream on a connection
+// that exists (as a mux sub is); the built-in client opens a connection per sample.
+std::string grpc_entry_note(path_kind kind, std::span<const sample> fresh) {
+  if (kind != path_kind::http_connect && kind != path_kind::socks5 && kind != path_kind::tun) return "";
+  const auto grpc = std::count_if(fresh.begin(), fresh.end(), [](const sample& s) {
+    return s.ok && s.route.kind == route_kind::vless && s.route.transport == "grpc";
+  });
+  if (grpc == 0) return "";
+  return "; gRPC through a client: its " + std::to_string(grpc) +
+         " new-connection samples were new streams of the client's shared HTTP/2 connection (one TCP + TLS "
+         "connection for all of them), not new connections: compare them with a mux path, not with raw TLS";
+}
+
+}  // namespace
+
 std::vector<path_result> analyze(const std::vector<path_spec>& paths, std::size_t baseline,
                                  const std::vector<sample>& samples, const vless_client_options& defaults,
                                  std::uint64_t seed) {
@@ -238,6 +257,8 @@ std::vector<path_result> analyze(const std::vector<path_spec>& paths, std::size_
       r.last_error = s.error.empty() ? "unknown error" : s.error;
     }
     if (s.status != 0 || s.route.kind != route_kind::unknown) ++r.routes[std::string(to_string(s.route.kind))];
+    if (s.ok && s.timing.ack) ++r.server_acks[*s.timing.ack];
+    if (s.ok && s.timing.generation) ++r.server_generations[*s.timing.generation];
     if (s.route_mismatch) ++r.route_mismatches;
     if (fresh) fresh_samples[it->second].push_back(s);
   }
@@ -269,7 +290,25 @@ std::vector<path_result> analyze(const std::vector<path_spec>& paths, std::size_
       r.stall.text +=
           "; Vision: the first write is padded (900-1399 bytes with a TLS handshake inside, "
           "0-255 without), so past one TCP segment its tail waits for an ACK under Nagle";
+    r.stall.text += grpc_entry_note(paths[i].kind, fresh_samples[i]);
   }
+  return out;
+}
+
+std::string format_server_seen(const std::map<std::string, std::size_t>& acks,
+                               const std::map<std::uint64_t, std::size_t>& generations) {
+  auto list = [](const auto& counts) {
+    std::string out;
+    for (const auto& [key, n] : counts) {
+      std::ostringstream k;
+      k << key;
+      out += (out.empty() ? "" : " + ") + k.str() + (counts.size() > 1 ? " " + std::to_string(n) : "");
+    }
+    return out;
+  };
+  std::string out;
+  if (!acks.empty()) out = "ack " + list(acks);
+  if (!generations.empty()) out += (out.empty() ? "" : ", ") + std::string("generation ") + list(generations);
   return out;
 }
 
@@ -309,6 +348,8 @@ std::string format_table(const std::vector<path_result>& results) {
     std::string counts;
     for (const auto& [route, n] : r.routes) counts += (counts.empty() ? "" : ", ") + route + " " + std::to_string(n);
     routes += "  " + pad(r.name, name_w) + "  " + (counts.empty() ? "no responses" : counts);
+    if (const auto seen = format_server_seen(r.server_acks, r.server_generations); !seen.empty())
+      routes += " (server: " + seen + ")";
     if (r.route_mismatches > 0)
       routes += "  ROUTE MISMATCH x" + std::to_string(r.route_mismatches) +
                 (r.kind == path_kind::direct ? " (baseline went through VLESS)"
@@ -492,6 +533,11 @@ std::string summary_json(const run_metadata& meta, const std::vector<path_result
     p["route_mismatches"] = r.route_mismatches;
     p["routes"] = json::object();
     for (const auto& [route, n] : r.routes) p["routes"][route] = n;
+    if (!r.server_acks.empty() || !r.server_generations.empty()) {
+      p["server"] = {{"ack", json::object()}, {"generation", json::object()}};
+      for (const auto& [ack, n] : r.server_acks) p["server"]["ack"][ack] = n;
+      for (const auto& [gen, n] : r.server_generations) p["server"]["generation"][std::to_string(gen)] = n;
+    }
     p["stall"] = {{"verdict", std::string(to_string(r.stall.verdict))},
                   {"with_timing", r.stall.with_timing},
                   {"stalled", r.stall.stalled},
@@ -520,18 +566,32 @@ std::string plural(std::size_t n, std::string_view one, std::string_view many) {
 
 std::vector<failing_path> failing_paths(const std::vector<path_result>& results, double max_failed_share) {
   std::vector<failing_path> out;
+  // The direct path's own failure tells a VLESS path's "closed after the header" apart: the
+  // target down (the daemon's connect_failed) rather than a refused session.
+  std::string direct_error;
+  for (const auto& r : results)
+    if (r.kind == path_kind::direct && r.fresh.attempted + r.reuse.attempted > 0 &&
+        r.fresh.failed + r.reuse.failed == r.fresh.attempted + r.reuse.attempted)
+      direct_error = r.last_error;
   for (const auto& r : results) {
     const std::size_t attempted = r.fresh.attempted + r.reuse.attempted;
     const std::size_t failed = r.fresh.failed + r.reuse.failed;
     if (attempted == 0 || failed == 0) continue;
     const bool none_ok = failed == attempted;
     if (!none_ok && static_cast<double>(failed) <= max_failed_share * static_cast<double>(attempted)) continue;
-    out.push_back({r.name, attempted, failed, r.last_error, failure_hint(r.kind, r.last_error)});
+    out.push_back({r.name, attempted, failed, r.last_error, failure_hint(r.kind, r.last_error, direct_error)});
   }
   return out;
 }
 
-std::string failure_hint(path_kind kind, std::string_view error) {
+bool closed_after_header(std::string_view error) {
+  std::string e(error);
+  std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return e.find("closed by peer") != std::string::npos || e.find("end of stream") != std::string::npos ||
+         e.find("reset by peer") != std::string::npos;
+}
+
+std::string failure_hint(path_kind kind, std::string_view error, std::string_view direct_error) {
   std::string e(error);
   std::transform(e.begin(), e.end(), e.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   const auto has = [&](std::string_view what) { return e.find(what) != std::string::npos; };
@@ -549,10 +609,15 @@ std::string failure_hint(path_kind kind, std::string_view error) {
       default: return "nothing listens there: is the target (the daemon) running at that address?";
     }
   }
-  if (kind == path_kind::vless && (has("closed by peer") || has("end of stream") || has("reset by peer")))
-    return "the daemon closed the connection right after the VLESS header: usually a wrong UUID (the daemon's "
-           "access log then says vless.reject reason unknown_user); compare the link with the ones "
-           "vlessbenchd prints";
+  if (kind == path_kind::vless && closed_after_header(error)) {
+    if (!direct_error.empty())
+      return "the direct path failed too (" + std::string(direct_error) +
+             "): the target is down or unreachable, so the daemon could not connect to it either (its access log: "
+             "vless.reject reason connect_failed); check --target";
+    return "the daemon ended each session right after its VLESS header, as it does for a session it refuses: its "
+           "access log's vless.reject says why (reason unknown_user: the link's UUID is not one of its users, "
+           "compare it with `vlessbenchd links`; connect_failed: it cannot reach the target)";
+  }
   if (has("timeout"))
     return "no answer within --timeout: a firewall dropping packets, a listener that accepts but never "
            "answers, or a slow network (raise --timeout)";

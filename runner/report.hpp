@@ -72,7 +72,14 @@ struct path_result {
   std::map<std::string, std::size_t> routes;  // "direct"/"vless"/"unknown" -> count
   stall_verdict stall;
   std::string last_error;  // of the path's last failed sample, in the order they were taken
+  // What the daemon said it was running for this path's answers (Server-Timing ack and gen):
+  // samples per listener ACK policy and per config generation, so runs across a reload compare.
+  std::map<std::string, std::size_t> server_acks;
+  std::map<std::uint64_t, std::size_t> server_generations;
 };
+// "ack kernel, generation 1" (several: "ack kernel 40 + on 60"); empty when the daemon said nothing.
+std::string format_server_seen(const std::map<std::string, std::size_t>& acks,
+                               const std::map<std::uint64_t, std::size_t>& generations);
 
 struct run_metadata {
   std::string run_id;
@@ -106,7 +113,10 @@ struct failing_path {
 std::vector<failing_path> failing_paths(const std::vector<path_result>& results, double max_failed_share);
 // What an error seen on a path of this kind usually means: a wrong UUID, an untrusted
 // certificate, a proxy entry that is not running, ...
-std::string failure_hint(path_kind kind, std::string_view error);
+// direct_error: the direct path's last error when every one of its samples failed, else empty.
+std::string failure_hint(path_kind kind, std::string_view error, std::string_view direct_error = {});
+// An error that says the server closed the connection (after the VLESS header, for a vless path).
+bool closed_after_header(std::string_view error);
 std::string format_failing_paths(const std::vector<failing_path>& failing, double max_failed_share);
 
 // Share links with their UUID replaced by "REDACTED" (host, port, parameters and name stay, so

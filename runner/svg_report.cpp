@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "core/wire/markup.hpp"
+#include "core/wire/quantile.hpp"
 
 namespace vlessbench::runner {
 
@@ -122,6 +123,59 @@ void draw_cdf(std::string& svg, const panel& p, const std::vector<const std::vec
   }
 }
 
+// More paths than colours (`clients --links` with every node): one row per path instead of one
+// curve each, its name beside it: a bar from the 5th to the 95th percentile and the median as a
+// dot, on the same log axis. Sorted values in, ms.
+void draw_rows(std::string& svg, const panel& p, const std::vector<const std::vector<double>*>& series,
+               const std::vector<std::string>& names, const std::string& x_label, double threshold_ms = 0) {
+  double lo = INFINITY, hi = 0;
+  for (const auto* v : series)
+    if (!v->empty()) lo = std::min(lo, v->front()), hi = std::max(hi, v->back());
+  if (threshold_ms > 0 && hi > 0) lo = std::min(lo, threshold_ms), hi = std::max(hi, threshold_ms);
+  svg += "<text x=\"" + num(p.x + p.w / 2) + "\" y=\"" + num(p.y + p.h + 36) +
+         "\" text-anchor=\"middle\" font-size=\"12\">" + esc(x_label) +
+         "; bar: 5th-95th percentile, dot: median</text>\n";
+  if (hi <= 0) {
+    svg += "<text x=\"" + num(p.x + p.w / 2) + "\" y=\"" + num(p.y + p.h / 2) +
+           "\" text-anchor=\"middle\" font-size=\"13\" fill=\"#a00\">no successful samples</text>\n";
+    return;
+  }
+  lo = std::max(lo, 1e-3);
+  const double dlo = std::floor(std::log10(lo));
+  double dhi = std::ceil(std::log10(hi));
+  if (dhi <= dlo) dhi = dlo + 1;
+  const auto xpos = [&](double ms) { return p.x + p.w * (std::log10(std::max(ms, 1e-3)) - dlo) / (dhi - dlo); };
+  for (double t : log_ticks(std::pow(10.0, dlo), std::pow(10.0, dhi))) {
+    svg += "<line x1=\"" + num(xpos(t)) + "\" y1=\"" + num(p.y) + "\" x2=\"" + num(xpos(t)) + "\" y2=\"" +
+           num(p.y + p.h) + "\" stroke=\"#e4e4e4\"/>\n";
+    svg += "<text x=\"" + num(xpos(t)) + "\" y=\"" + num(p.y + p.h + 16) +
+           "\" text-anchor=\"middle\" font-size=\"11\">" + tick_label(t) + "</text>\n";
+  }
+  if (threshold_ms > 0)
+    svg += "<line class=\"threshold\" x1=\"" + num(xpos(threshold_ms)) + "\" y1=\"" + num(p.y) + "\" x2=\"" +
+           num(xpos(threshold_ms)) + "\" y2=\"" + num(p.y + p.h) +
+           "\" stroke=\"#c00\" stroke-width=\"1.5\" stroke-dasharray=\"5 3\"/>\n";
+  const double row = p.h / static_cast<double>(series.size());
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    const double yy = p.y + row * (static_cast<double>(i) + 0.5);
+    if (i % 2 == 1)
+      svg += "<rect x=\"" + num(p.x) + "\" y=\"" + num(yy - row / 2) + "\" width=\"" + num(p.w) + "\" height=\"" +
+             num(row) + "\" fill=\"#000\" fill-opacity=\"0.04\"/>\n";
+    svg += "<text x=\"" + num(p.x - 6) + "\" y=\"" + num(yy + 4) + "\" text-anchor=\"end\" font-size=\"11\">" +
+           esc(names[i]) + "</text>\n";
+    const auto& v = *series[i];
+    if (v.empty()) continue;
+    const double p5 = stats::sorted_quantile(v, 0.05), p95 = stats::sorted_quantile(v, 0.95);
+    const double med = stats::sorted_quantile(v, 0.5);
+    const bool over = threshold_ms > 0 && med >= threshold_ms;
+    svg += "<line class=\"row\" x1=\"" + num(xpos(p5), 2) + "\" y1=\"" + num(yy) + "\" x2=\"" + num(xpos(p95), 2) +
+           "\" y2=\"" + num(yy) + "\" stroke=\"" + (over ? "#c00" : "#0072B2") + "\" stroke-width=\"4\"/>\n";
+    svg += "<circle cx=\"" + num(xpos(med), 2) + "\" cy=\"" + num(yy) + "\" r=\"4\" fill=\"#000\"><title>" +
+           esc(names[i] + ": median " + num(med, 3) + " ms, p5 " + num(p5, 3) + ", p95 " + num(p95, 3)) +
+           "</title></circle>\n";
+  }
+}
+
 void draw_latency_panel(std::string& svg, const panel& p, const std::string& title, const std::string& note,
                         const std::vector<path_result>& results, bool fresh) {
   draw_title(svg, p, title, note);
@@ -134,6 +188,7 @@ void draw_latency_panel(std::string& svg, const panel& p, const std::string& tit
   const bool attempted = std::any_of(results.begin(), results.end(), [fresh](const path_result& r) {
     return (fresh ? r.fresh : r.reuse).attempted > 0;
   });
+  if (results.size() > palette_size) return draw_rows(svg, p, series, names, "latency, ms (log scale)");
   draw_cdf(svg, p, series, names, "latency, ms (log scale)", "latency", 0,
            attempted ? "no successful samples" : "no samples taken");
 }
@@ -243,8 +298,11 @@ std::string render_svg(const run_metadata& meta, const std::vector<path_result>&
                                                [](const path_result& r) { return !r.stall.vless_sorted_ms.empty(); });
   const captions cap = captions_for(meta);
   const double width = 1200;
-  const double stall_top = 580, stall_h = 200;
-  const double legend_top = stall_plot ? stall_top + stall_h + 70 : 560;
+  // Past the palette each path is a row of its own (draw_rows): the panels grow with them.
+  const bool rows = !bulk && results.size() > palette_size;
+  const double panel_h = rows ? std::max(360.0, 16.0 * static_cast<double>(results.size())) : 360;
+  const double stall_top = panel_h + 220, stall_h = rows ? panel_h : 200;
+  const double legend_top = stall_plot ? stall_top + stall_h + 70 : panel_h + 200;
   const double height = legend_top + 30 + 20.0 * static_cast<double>(results.size()) + 20;
   std::string svg;
   svg += "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
@@ -252,15 +310,17 @@ std::string render_svg(const run_metadata& meta, const std::vector<path_result>&
          "\" viewBox=\"0 0 " + num(width, 0) + " " + num(height, 0) +
          "\" font-family=\"Helvetica, Arial, sans-serif\">\n";
   svg += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg += "<text x=\"20\" y=\"30\" font-size=\"18\" font-weight=\"bold\">" + esc(cap.title) + "</text>\n";
+  const std::string title = rows ? "vlessbench: latency per path" : cap.title;
+  svg += "<text x=\"20\" y=\"30\" font-size=\"18\" font-weight=\"bold\">" + esc(title) + "</text>\n";
   svg += "<text x=\"20\" y=\"52\" font-size=\"12\" fill=\"#333\">" +
          esc("run " + meta.run_id + " · " + meta.time_utc + " · host " + meta.host + " · target " + meta.target +
              " · " + std::to_string(meta.new_count) + " new + " + std::to_string(meta.reuse_count) +
              " reused per path after " + plural(static_cast<std::size_t>(meta.warmup), "warm-up", "warm-ups") +
              ", paths interleaved at random each round") +
          "</text>\n";
-  std::string note = bulk ? "A dot further right is faster; the bar is the median. Each dot is one sample."
-                          : "A curve further left is faster; the dashed line is the median. Each step is one sample.";
+  std::string note = bulk   ? "A dot further right is faster; the bar is the median. Each dot is one sample."
+                     : rows ? "One row per path (more paths than colours): further left is faster."
+                            : "A curve further left is faster; the dashed line is the median. Each step is one sample.";
   if (!meta.interrupted.empty())
     note += " Interrupted by " + meta.interrupted + ": only the samples taken before it.";
   else if (!meta.aborted.empty())
@@ -270,7 +330,8 @@ std::string render_svg(const run_metadata& meta, const std::vector<path_result>&
   if (!meta.interrupted.empty())
     svg += "<text x=\"1180\" y=\"30\" text-anchor=\"end\" font-size=\"14\" font-weight=\"bold\" fill=\"#a00\">" +
            esc("interrupted by " + meta.interrupted) + "</text>\n";
-  const panel left{90, 130, 470, 360}, right{700, 130, 470, 360};
+  const panel left = rows ? panel{200, 130, 380, panel_h} : panel{90, 130, 470, 360};
+  const panel right = rows ? panel{800, 130, 380, panel_h} : panel{700, 130, 470, 360};
   if (bulk) {
     draw_throughput_panel(svg, {150, 130, 410, 360}, "New connection", cap.fresh, results, true);
     draw_throughput_panel(svg, {760, 130, 410, 360}, "Reused connection", cap.reuse, results, false);
@@ -279,7 +340,7 @@ std::string render_svg(const run_metadata& meta, const std::vector<path_result>&
     draw_latency_panel(svg, right, "Reused connection", cap.reuse, results, false);
   }
   if (stall_plot) {
-    const panel sp{90, stall_top, 1080, stall_h};
+    const panel sp = rows ? panel{200, stall_top, 980, stall_h} : panel{90, stall_top, 1080, stall_h};
     draw_title(svg, sp, "Server phase: TLS done -> VLESS header complete (new connections)",
                "the daemon's Server-Timing vless phase; at or past the red line a sample counts as stalled "
                "(Nagle meeting delayed ACK)");
@@ -289,7 +350,10 @@ std::string render_svg(const run_metadata& meta, const std::vector<path_result>&
       series.push_back(&r.stall.vless_sorted_ms);
       names.push_back(r.name);
     }
-    draw_cdf(svg, sp, series, names, "VLESS header wait, ms (log scale)", "stall", stall_threshold_ms);
+    if (rows)
+      draw_rows(svg, sp, series, names, "VLESS header wait, ms (log scale)", stall_threshold_ms);
+    else
+      draw_cdf(svg, sp, series, names, "VLESS header wait, ms (log scale)", "stall", stall_threshold_ms);
   }
 
   svg += "<text x=\"20\" y=\"" + num(legend_top + 10) + "\" font-size=\"13\" font-weight=\"bold\">" +
@@ -300,8 +364,9 @@ std::string render_svg(const run_metadata& meta, const std::vector<path_result>&
   for (std::size_t i = 0; i < results.size(); ++i) {
     const auto& r = results[i];
     const double yy = legend_top + 32 + 20.0 * static_cast<double>(i);
-    svg += "<line x1=\"24\" y1=\"" + num(yy - 4) + "\" x2=\"54\" y2=\"" + num(yy - 4) + "\" stroke-width=\"3\"" +
-           stroke(i) + "/>\n";
+    if (!rows)
+      svg += "<line x1=\"24\" y1=\"" + num(yy - 4) + "\" x2=\"54\" y2=\"" + num(yy - 4) + "\" stroke-width=\"3\"" +
+             stroke(i) + "/>\n";
     auto med = [bulk](const mode_result& m) {
       if (bulk) return m.mbps ? num(m.mbps->median, 1) : std::string("-");
       return m.latency ? num(m.latency->median, 3) : std::string("-");

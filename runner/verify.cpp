@@ -75,6 +75,7 @@ verify_report verify_run(const std::string& summary_json, const std::string& sam
     if (const auto t = parse_target_url(target_text, why)) dns_name = t->dns_name;
   }
   if (udp_run || dns_run) rep.datagram_event = udp_run ? "udp.packet" : "dns.query";
+  rep.banner_run = banner_run;
   // Datagrams the server logged, per VLESS session and for direct flows (udp.packet counts
   // packets_in of a flow; a dns.query line is one query).
   std::map<std::uint64_t, std::uint64_t> datagrams_by_session;
@@ -311,7 +312,10 @@ log_query run_log_query(const std::string& summary_json, std::chrono::seconds si
 std::string format_verify_report(const verify_report& r) {
   std::ostringstream o;
   o << "run " << r.run_id << ": " << r.samples << " samples, " << r.matched << " found in the access log";
-  if (r.datagram_event.empty()) o << " (" << r.log_requests << " logged requests of this run, warm-ups included)";
+  if (r.banner_run)
+    o << " (by their banner.connection lines: a banner connection logs no request)";
+  else if (r.datagram_event.empty())
+    o << " (" << r.log_requests << " logged requests of this run, warm-ups included)";
   o << "\n";
   o << "  ok samples the server never saw: " << r.unseen_ok << "\n";
   o << "  failed samples the server never saw: " << r.unseen_failed << "\n";

@@ -26,6 +26,7 @@ struct verify_report {
   // banner:// runs: banner.connection lines (matched by the session each banner named; direct
   // samples by count, as a direct banner connection carries no label).
   std::size_t log_banners = 0;
+  bool banner_run = false;  // proven by banner.connection lines: the run logs no http.request
   // udp:// runs: udp.packet lines (one per flow, written when the flow goes idle: run verify
   // after [limits] udp_idle_timeout_ms); dns:// runs: dns.query lines for the run's name. Matched
   // by the VLESS session each reply named (its datagram count must cover the samples that named

@@ -88,14 +88,19 @@ function histogram(title, h, buckets, threshold) {
   const bars = el("div", null, "bars"), axis = el("div", null, "axis");
   const counts = h.buckets.concat([h.count - h.buckets.reduce((a, b) => a + b, 0)]);
   const max = Math.max(1, ...counts);
+  let hot = 0;
   counts.forEach((n, i) => {
     const label = i < buckets.length ? bound(buckets[i]) : ">" + bound(buckets[buckets.length - 1]);
-    const b = el("div", null, i > 0 && buckets[i - 1] >= threshold ? "hot" : "");
-    b.style.height = Math.round(60 * n / max) + "px";
+    const past = i > 0 && buckets[i - 1] >= threshold;
+    if (past) hot += n;
+    const b = el("div", null, past ? "hot" : "");
+    // A few stalls among hundreds would be a 0-1 px sliver: any count gets a bar one can see.
+    b.style.height = (n ? Math.max(4, Math.round(60 * n / max)) : 0) + "px";
     b.title = (i < buckets.length ? "≤ " + buckets[i] : "> " + buckets[buckets.length - 1]) + " ms: " + n;
     bars.appendChild(b);
     axis.appendChild(el("span", label));
   });
+  if (hot) box.firstChild.appendChild(el("span", " \u00b7 " + hot + " stalled (\u2265 " + threshold + " ms)", "flag"));
   box.appendChild(bars);
   box.appendChild(axis);
   return box;
@@ -116,10 +121,11 @@ function render(s) {
   document.getElementById("meta").textContent = "vlessbenchd " + s.version + " \u00b7 config generation " + s.generation +
     " \u00b7 open sessions " + s.open_sessions + " \u00b7 open connections " + s.open_connections +
     " \u00b7 stall threshold " + s.stall_threshold_ms + " ms \u00b7 updated " + when(s.now_unix_ms);
-  table("listeners", ["kind", "name", "listen", "transport", "policy", "upstream policy", "sessions / answers", "stalls",
+  // Name and stalls first: on a phone they are what is on screen before the box scrolls sideways.
+  table("listeners", ["name", "stalls", "policy", "sessions / answers", "kind", "listen", "transport", "upstream policy",
     "bytes up", "bytes down"],
-    s.listeners.map(l => { const st = stalls(l); return {cls: st.since ? "stall" : "", cells: [l.kind, l.name, l.listen,
-      l.transport, l.policy, l.upstream_policy, traffic(l), st.text, l.bytes_up ?? 0, l.bytes_down ?? 0]}; }));
+    s.listeners.map(l => { const st = stalls(l); return {cls: st.since ? "stall" : "", cells: [l.name, st.text, l.policy,
+      traffic(l), l.kind, l.listen, l.transport, l.upstream_policy, l.bytes_up ?? 0, l.bytes_down ?? 0]}; }));
   const rejects = [];
   for (const l of s.listeners) for (const [reason, n] of Object.entries(l.rejects || {})) rejects.push({cells: [l.name, reason, n]});
   table("rejects", ["listener", "reason", "count"], rejects);

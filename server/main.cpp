@@ -7,11 +7,15 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <limits>
+#include <optional>
+#include <vector>
 #if defined(VLESSBENCH_INJECT_FAULT_RACE)
 #include <thread>
 #endif
 
 #include <CLI/CLI.hpp>
+#include <unistd.h>
 
 #include "server/daemon.hpp"
 #include "server/links.hpp"
@@ -57,17 +61,56 @@ void inject_fault_at_exit() {
 #endif
 }
 
-int check(const std::string& file) {
+// A folder the daemon must write in at start, or why it cannot: what to do, in one line.
+std::optional<std::string> folder_problem(const std::string& key, const std::string& path, const char* unit_dir) {
+  namespace fs = std::filesystem;
+  fs::path folder = fs::path(path).parent_path();
+  if (folder.empty()) folder = ".";
+  std::error_code ec;
+  const auto st = fs::status(folder, ec);
+  const std::string head = key + ": \"" + path + "\": ";
+  if (!fs::exists(st))
+    return head + "the folder " + folder.string() + " does not exist: create it (mkdir -p " + folder.string() +
+           "; the package's unit has systemd make " + unit_dir + ") or point " + key + " into a folder that exists";
+  if (!fs::is_directory(st)) return head + folder.string() + " is not a folder";
+  if (fs::exists(path) ? ::access(path.c_str(), W_OK) != 0 : ::access(folder.c_str(), W_OK | X_OK) != 0)
+    return head + "not writable by this user: make it writable by the user that runs vlessbenchd";
+  return std::nullopt;
+}
+
+// Everything the start opens that --check can judge without writing: the certificate files (or
+// the folder they are generated in) and the access log's folder, every problem at once.
+std::vector<std::string> start_problems(const vlessbench::config& cfg, const std::string& file,
+                                        const std::string& ports_file) {
+  std::vector<std::string> problems;
+  using state = vlessbench::tls::certificate_check::state;
+  const auto cert = vlessbench::tls::check_certificate_files(cfg.tls);
+  if (cert.result == state::problem) problems.push_back(file + ": " + cert.message);
+  if (cfg.log.access != "stdout")
+    if (auto p = folder_problem("log.access", cfg.log.access, "/var/log/vlessbench, its LogsDirectory"))
+      problems.push_back(file + ": " + *p);
+  if (!ports_file.empty())
+    if (auto p = folder_problem("--ports-file", ports_file, "nothing: the unit passes none")) problems.push_back(*p);
+  return problems;
+}
+
+// docs/configuration.md, "Exit codes", and --help list the same.
+constexpr int exit_usage = 2;
+constexpr const char* exit_codes_help =
+    "Exit codes: 0 ok (the daemon: stopped by SIGTERM or SIGINT after its drain; --check: the file is valid); "
+    "1 a config or start-up error, a failed check, links or reload (each with its reason on stderr); "
+    "2 usage error (an unknown option or subcommand, a missing value).";
+
+int check(const std::string& file, const std::string& ports_file, bool say_ok) {
   try {
     auto cfg = vlessbench::load_config_file(file);
     // What start or reload will open is checked too, without writing anything (the unit runs
-    // --check before every start): a certificate to generate needs a folder the daemon can write.
+    // --check before every start).
+    const auto problems = start_problems(cfg, file, ports_file);
+    for (const auto& p : problems) std::cerr << p << "\n";
+    if (!problems.empty()) return 1;
     using state = vlessbench::tls::certificate_check::state;
     const auto cert = vlessbench::tls::check_certificate_files(cfg.tls);
-    if (cert.result == state::problem) {
-      std::cerr << file << ": " << cert.message << "\n";
-      return 1;
-    }
     if (cert.result == state::will_generate)
       std::cerr << file << ": " << cert.message << "\n";
     else
@@ -79,22 +122,84 @@ int check(const std::string& file) {
     std::cerr << file << ": " << e.what() << "\n";
     return 1;
   }
-  std::cout << "ok\n";
+  if (say_ok) std::cout << "ok\n";
   return 0;
 }
 
-// A broken file never reaches the daemon: `systemctl reload` fails with the reason instead.
+// The process's name (/proc/PID/comm, readable for any user's process), or why there is none.
+std::optional<std::string> process_name(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+  std::string name;
+  if (!in || !std::getline(in, name)) return std::nullopt;
+  return name;
+}
+
+// A broken file never reaches the daemon: `systemctl reload` fails with the reason instead. Nor
+// does the signal reach a process that is not a vlessbenchd (SIGHUP ends most programs).
 int reload_daemon(const std::string& file, pid_t pid) {
   if (pid <= 1) {  // kill() would reach a process group, every process, or init
     std::cerr << "vlessbenchd reload: --pid " << pid << ": not a daemon's process id\n";
     return 2;
   }
-  if (const int rc = check(file); rc != 0) return rc;
+  const auto name = process_name(pid);
+  if (!name) {
+    std::cerr << "vlessbenchd reload: --pid " << pid
+              << ": no such process (the daemon is not running, or --pid names an old one)\n";
+    return 1;
+  }
+  if (*name != "vlessbenchd") {
+    std::cerr << "vlessbenchd reload: --pid " << pid << " is \"" << *name
+              << "\", not a vlessbenchd: no signal sent (the daemon's --pid-file holds its process id)\n";
+    return 1;
+  }
+  if (const int rc = check(file, "", false); rc != 0) return rc;
   if (::kill(pid, SIGHUP) != 0) {
     std::cerr << "vlessbenchd reload: SIGHUP to " << pid << ": " << std::strerror(errno) << "\n";
     return 1;
   }
+  std::cout << "ok: vlessbenchd " << pid << " reloads " << file << " (its log says the outcome)\n";
   return 0;
+}
+
+// `reload --pid-file`: the process id the daemon's --pid-file holds.
+pid_t read_pid_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("--pid-file " + path + ": " + std::strerror(errno) + " (is the daemon running?)");
+  long long pid = 0;
+  if (!(in >> pid) || pid <= 1 || pid > std::numeric_limits<pid_t>::max())
+    throw std::runtime_error("--pid-file " + path + ": no process id in it");
+  return static_cast<pid_t>(pid);
+}
+
+// The daemon's own --pid-file: written once its signal handlers are in place, removed at exit.
+class pid_file {
+ public:
+  explicit pid_file(std::string path) : path_(std::move(path)) {
+    if (path_.empty()) return;
+    const std::string tmp = path_ + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::trunc);
+      out << ::getpid() << "\n";
+      if (!out) throw std::runtime_error("--pid-file " + path_ + ": cannot write " + tmp);
+    }
+    std::filesystem::rename(tmp, path_);
+  }
+  ~pid_file() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove(path_, ec);
+  }
+  pid_file(const pid_file&) = delete;
+  pid_file& operator=(const pid_file&) = delete;
+
+ private:
+  std::string path_;
+};
+
+// A port another process holds: say who may hold it and how to find out.
+std::string start_error_hint(const std::string& what) {
+  if (what.find("Address already in use") == std::string::npos) return "";
+  return "\nvlessbenchd: another process holds that port: is another vlessbenchd running (the demo's or a "
+         "package's)? `ss -ltnup` names the process; stop it, or give this one other ports with --config";
 }
 
 // `links --ports-file`: the config's port-0 listeners take the ports the running daemon bound.
@@ -110,6 +215,63 @@ void resolve_from_ports_file(vlessbench::config& cfg, const std::string& path) {
                              "\" (a file of another config?)");
 }
 
+// `links`: the share links and client entries of the config the daemon runs with.
+int print_links_of(const std::string& config_file, const std::string& ports_file,
+                   const vlessbench::links_options& opts) {
+  if (config_file.empty()) {
+    // The embedded default makes a new UUID at each start: only the daemon's own start-up lines
+    // carry its links.
+    std::cerr << "vlessbenchd links: --config FILE is required: the config the daemon runs with (the "
+                 "package's: /etc/vlessbench/vlessbenchd.toml); a daemon on its embedded default printed "
+                 "its links at start (the demo's: in its daemon.log)\n";
+    return exit_usage;
+  }
+  try {
+    auto cfg = vlessbench::load_config_file(config_file);
+    if (!ports_file.empty()) resolve_from_ports_file(cfg, ports_file);
+    vlessbench::print_links(std::cout, cfg, opts);
+    return 0;
+  } catch (const vlessbench::config_error& e) {
+    for (const auto& err : e.errors()) std::cerr << "vlessbenchd: " << err << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "vlessbenchd links: " << e.what() << "\n";
+  }
+  return 1;
+}
+
+// The daemon itself, on --config or the embedded default, until a signal stops it.
+int start_daemon(const std::string& config_file, const std::string& ports_file, const std::string& pid_path) {
+  std::signal(SIGPIPE, SIG_IGN);
+  try {
+    std::optional<std::filesystem::path> file;
+    std::shared_ptr<const vlessbench::config> cfg;
+    if (config_file.empty()) {
+      cfg = std::make_shared<const vlessbench::config>(vlessbench::default_config());
+    } else {
+      file = config_file;
+      cfg = std::make_shared<const vlessbench::config>(vlessbench::load_config_file(config_file));
+    }
+    if (const auto problems = start_problems(*cfg, config_file, ports_file); !problems.empty()) {
+      for (const auto& p : problems) std::cerr << "vlessbenchd: " << p << "\n";
+      return 1;
+    }
+    vlessbench::setup_logging(cfg->log.level);
+    inject_fault_at_start();
+    vlessbench::daemon d(cfg, file);
+    if (!ports_file.empty()) d.set_ports_file(ports_file);
+    const pid_file pid(pid_path);
+    const int rc = d.run();
+    inject_fault_at_exit();
+    return rc;
+  } catch (const vlessbench::config_error& e) {
+    for (const auto& err : e.errors()) std::cerr << "vlessbenchd: " << err << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "vlessbenchd: error: " << e.what() << start_error_hint(e.what()) << "\n";
+    return 1;
+  }
+}
+
 int run(int argc, char** argv) {
   CLI::App app{
       "vlessbenchd: the VLESS side of proxy-client tests: VLESS listeners (TLS, WebSocket, HTTPUpgrade, "
@@ -123,12 +285,18 @@ int run(int argc, char** argv) {
   app.add_option("--ports-file", ports_file,
                  "write the bound endpoints (a listener on port 0 gets one at start) to FILE as JSON, "
                  "rewritten after each reload, removed at exit");
+  std::string pid_path;
+  app.add_option("--pid-file", pid_path,
+                 "write the daemon's process id to FILE once it takes signals, removed at exit "
+                 "(`vlessbenchd reload --pid-file FILE` without systemd)");
   app.set_version_flag("--version", std::string("vlessbenchd ") + VLESSBENCH_VERSION);
+  app.footer(exit_codes_help);
   auto* links = app.add_subcommand("links", "print share links, Clash/sing-box/v2ray entries and QR codes");
   std::string links_config;
   vlessbench::links_options links_opts;
   bool no_qr = false;
-  links->add_option("-c,--config", links_config, "TOML config file")->required();
+  links->add_option("-c,--config", links_config,
+                    "TOML config file the daemon runs with (the package's: /etc/vlessbench/vlessbenchd.toml)");
   links->add_option("--host", links_opts.host, "address clients use to reach this machine");
   links->add_option("--sni", links_opts.sni, "TLS server name the clients send")->capture_default_str();
   links->add_flag("--no-qr", no_qr, "omit the terminal QR codes");
@@ -140,65 +308,53 @@ int run(int argc, char** argv) {
   auto* reload = app.add_subcommand("reload", "check --config, then tell the daemon --pid to reload it (SIGHUP)");
   std::string reload_config;
   pid_t reload_pid = 0;
+  std::string reload_pid_file;
   reload->add_option("-c,--config", reload_config, "TOML config file the daemon runs with")->required();
-  reload->add_option("--pid", reload_pid, "the daemon's process id (systemd: $MAINPID)")->required();
+  auto* reload_by_pid = reload->add_option("--pid", reload_pid, "the daemon's process id (systemd: $MAINPID)");
+  auto* reload_by_file = reload->add_option("--pid-file", reload_pid_file, "or the file the daemon's --pid-file wrote");
+  reload_by_pid->excludes(reload_by_file);
+  reload->callback([&] {
+    if (reload_by_pid->count() + reload_by_file->count() == 0) throw CLI::RequiredError("--pid PID or --pid-file FILE");
+  });
   auto* uuid = app.add_subcommand("uuid", "print a new random user UUID (version 4) for [[users]] uuid");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    (void)app.exit(e);
+    return exit_usage;
+  }
 
   if (*uuid) {
     std::cout << vlessbench::vless::format_uuid(vlessbench::vless::random_uuid()) << "\n";
     return 0;
   }
 
-  if (*reload) return reload_daemon(reload_config, reload_pid);
+  if (*reload) {
+    try {
+      if (!reload_pid_file.empty()) reload_pid = read_pid_file(reload_pid_file);
+    } catch (const std::exception& e) {
+      std::cerr << "vlessbenchd reload: " << e.what() << "\n";
+      return 1;
+    }
+    return reload_daemon(reload_config, reload_pid);
+  }
 
   if (*links) {
     links_opts.qr = !no_qr;
-    try {
-      auto cfg = vlessbench::load_config_file(links_config);
-      if (!links_ports.empty()) resolve_from_ports_file(cfg, links_ports);
-      vlessbench::print_links(std::cout, cfg, links_opts);
-      return 0;
-    } catch (const vlessbench::config_error& e) {
-      for (const auto& err : e.errors()) std::cerr << "vlessbenchd: " << err << "\n";
-    } catch (const std::exception& e) {
-      std::cerr << "vlessbenchd links: " << e.what() << "\n";
-    }
-    return 1;
+    return print_links_of(links_config, links_ports, links_opts);
   }
 
   if (check_only) {
     if (config_file.empty()) {
       std::cerr << "vlessbenchd: --check needs --config FILE\n";
-      return 2;
+      return exit_usage;
     }
-    return check(config_file);
+    return check(config_file, ports_file, true);
   }
 
-  std::signal(SIGPIPE, SIG_IGN);
-  try {
-    std::optional<std::filesystem::path> file;
-    std::shared_ptr<const vlessbench::config> cfg;
-    if (config_file.empty()) {
-      cfg = std::make_shared<const vlessbench::config>(vlessbench::default_config());
-    } else {
-      file = config_file;
-      cfg = std::make_shared<const vlessbench::config>(vlessbench::load_config_file(config_file));
-    }
-    vlessbench::setup_logging(cfg->log.level);
-    inject_fault_at_start();
-    vlessbench::daemon d(cfg, file);
-    if (!ports_file.empty()) d.set_ports_file(ports_file);
-    const int rc = d.run();
-    inject_fault_at_exit();
-    return rc;
-  } catch (const vlessbench::config_error& e) {
-    for (const auto& err : e.errors()) std::cerr << "vlessbenchd: " << err << "\n";
-    return 1;
-  } catch (const std::exception& e) {
-    std::cerr << "vlessbenchd: error: " << e.what() << "\n";
-    return 1;
-  }
+  return start_daemon(config_file, ports_file, pid_path);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@ session_core::session_core(runtime& r, session_start& start)
   info->session_id = start.session_id;
   info->listener = listener_name;
   info->quickack = std::string(to_string(policy_at_accept.quickack));
+  info->generation = generation_at_accept;
   info->client = format_endpoint(start.client);
 }
 

@@ -397,7 +397,7 @@ struct connection {
       // Decided now, not when the head arrived: a drain that began during /delay must say close.
       const bool keep_alive = req.keep_alive && !ctx.stopping && !plan.close;
       const std::string timing =
-          route ? format_server_timing(route->phases, route->quickack, route->ja4) : std::string();
+          route ? format_server_timing(route->phases, route->quickack, route->ja4, route->generation) : std::string();
       const std::uint64_t length = plan.content_length();
       const std::string head =
           format_head(plan, length, route_value, timing, keep_alive, route ? std::string_view(route->listener) : "");

@@ -71,8 +71,9 @@ std::string index_page(const index_content& c) {
     out +=
         "<p>This is the HTTP target of a vlessbench daemon. Its share links (they carry the user's UUID) are "
         "not shown on this page: this listener's <code>index_links</code> is off.</p>\n"
-        "<p>To import the nodes into a client, run <code>vlessbenchd links --host ADDRESS</code> on the "
-        "machine (it prints each share link with its QR code), read them on the appliance's console, or "
+        "<p>To import the nodes into a client, run <code>vlessbenchd links --config FILE --host ADDRESS</code> on "
+        "the machine (FILE: the config this daemon runs with, the package's is /etc/vlessbench/vlessbenchd.toml; it "
+        "prints each share link with its QR code), read them on the appliance's console, or "
         "set <code>index_links = true</code> on this <code>[[target]]</code> and reload.</p>\n";
   } else if (c.nodes.empty()) {
     out += "<p>No node to show";
@@ -106,8 +107,8 @@ std::string index_page(const index_content& c) {
     out += "</div>\n";
     if (c.left_out > 0)
       out += "<p>And " + std::to_string(c.left_out) +
-             " more, not shown here: <code>vlessbenchd links --host ADDRESS</code> on the machine prints them "
-             "all.</p>\n";
+             " more, not shown here: <code>vlessbenchd links --config FILE --host ADDRESS</code> on the machine "
+             "(FILE: the config this daemon runs with) prints them all.</p>\n";
   }
   out += page_tail;
   return out;

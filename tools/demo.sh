@@ -7,20 +7,31 @@
 # the server-first banner (:8082, time to the first server byte), a bulk run (64 MiB each way), and
 # UDP: one datagram's round trip to the UDP echo (:8083) and an A query to the DNS responder
 # (:8053), direct vs the built-in client's UDP command (TLS and WebSocket) vs v2ray's SOCKS5 UDP.
-# Usage: tools/demo.sh [--vm] [--full]   (--full: the seed's counts instead of short ones;
+# Usage: tools/demo.sh [--vm] [--full] [--keep]   (--full: the seed's counts instead of short ones;
 #   --vm: the seed's layout, host -> VM: the daemon in a qemu guest booted by tools/vm.sh, the
 #   runner in the host-side network namespace, through the guest's virtual NIC; every run verified
-#   against the guest daemon's log fetched from its admin listener; root only, tools/deps.sh --vm)
+#   against the guest daemon's log fetched from its admin listener; root only, tools/deps.sh --vm;
+#   --keep: the daemon stays up at the end, its dashboard on http://127.0.0.1:9090/ showing the
+#   demo's sessions; verifying the UDP runs then waits about a minute for their flows' lines)
+# It ends with what it found, in five lines, and where to go next (tools/demo_summary.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${VLESSBENCH_BIN:-build/bin}
+vm=0 full=0 keep=0
+for arg in "$@"; do
+  case "$arg" in
+    --vm) vm=1 ;;
+    --full) full=1 ;;
+    --keep) keep=1 ;;
+    *) echo "tools/demo.sh: unknown argument '$arg' (--vm, --full, --keep)" >&2; exit 2 ;;
+  esac
+done
 work=$(mktemp -d /tmp/vlessbench-demo.XXXXXX)
-vm=0
-if [[ "${1:-}" == "--vm" ]]; then vm=1; shift; fi
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  # Only these: with --keep the daemon is not among them and stays up.
+  if ((${#pids[@]})); then wait "${pids[@]}" 2>/dev/null || true; fi
   if ((vm)); then tools/vm.sh stop; fi
 }
 trap cleanup EXIT
@@ -39,12 +50,20 @@ if ((vm)); then
   echo "vlessbenchd is up in the guest: VLESS+TLS on $host:8443 (default ACK) and :8444 (QUICKACK), targets on :8080 (HTTP), :8081 (HTTPS), :8082 (banner)"
 else
   "$bin/vlessbenchd" >"$work/access.jsonl" 2>"$work/daemon.log" &
-  pids+=($!)
-  for _ in $(seq 50); do
-    grep -q "ready" "$work/daemon.log" 2>/dev/null && break
+  daemon=$!
+  pids+=("$daemon")
+  # Its own line, "vlessbenchd ready (config ...": a bare "ready" also matches "Address already in use".
+  for _ in $(seq 100); do
+    grep -q "vlessbenchd ready (" "$work/daemon.log" 2>/dev/null && break
+    kill -0 "$daemon" 2>/dev/null || break
     sleep 0.1
   done
-  grep -q "ready" "$work/daemon.log" || { cat "$work/daemon.log" >&2; exit 1; }
+  if ! grep -q "vlessbenchd ready (" "$work/daemon.log"; then
+    echo "tools/demo.sh: vlessbenchd did not start; its own words ($work/daemon.log):" >&2
+    cat "$work/daemon.log" >&2
+    echo "tools/demo.sh: the demo needs the default ports free: TCP 8080-8082, 8053, 8443-8447 and 9090, UDP 8053 and 8083 (ss -ltnup shows who holds them)" >&2
+    exit 1
+  fi
   link_kernel=$(grep -o 'vless://[^ ]*#default-ack-default' "$work/daemon.log")
   link_quick=$(grep -o 'vless://[^ ]*#quickack-default' "$work/daemon.log")
   link_ws=$(grep -o 'vless://[^ ]*#ws-default' "$work/daemon.log")
@@ -75,7 +94,7 @@ JSON
   udp_paths=(--path "v2ray-socks=socks5://127.0.0.1:18081")
 fi
 counts=(--new 40 --reuse 60 --warmup 5)
-[[ "${1:-}" == "--full" ]] && counts=()
+((full)) && counts=()
 
 "${client[@]}" "$bin/vlessbench" run --target "http://$host:8080/" "${paths[@]}" "${counts[@]}" \
   --nagle-paths nagle-kernel,nagle-quickack --out "$work/run"
@@ -113,10 +132,32 @@ if ((vm)); then
   echo "Files: $runs (samples.csv, summary.json, report.svg, and daemon-log.jsonl: the run's lines from $admin)"
   status=0
   for run in $runs; do "${client[@]}" "$bin/vlessbench" verify "$run" --daemon "$admin" --wait 30 || status=1; done
+  echo
+  tools/demo_summary.py "$work/run"
   exit "$status"
 fi
 echo "Files: $runs (samples.csv, summary.json, report.svg); daemon access log: $work/access.jsonl"
 sleep 3  # banner.connection lines are written at close: v2ray closes its upstream a moment later
+if ((keep)); then
+  # The daemon stays up: its access log (its stdout, in this file) gets a UDP flow's line at the
+  # flow's idle timeout (60 s by default), so each run is verified again every 5 s until it
+  # passes, for up to 80 s; the last report is shown.
+  for run in $runs; do
+    for _ in $(seq 16); do
+      if report=$("$bin/vlessbench" verify "$run" --log "$work/access.jsonl" 2>&1); then break; fi
+      sleep 5
+    done
+    echo "$report"
+  done
+  pids=("${pids[@]:1}")
+  echo
+  tools/demo_summary.py "$work/run" --kept http://127.0.0.1:9090
+  echo "vlessbenchd stays up (pid $daemon, links and log: $work/daemon.log); stop it: kill $daemon"
+  exit 0
+fi
 # udp.packet lines are written when a flow idles (60 s by default) or when the daemon stops.
-kill -TERM "${pids[0]}" && wait "${pids[0]}" 2>/dev/null || true
+kill -TERM "$daemon" && wait "$daemon" 2>/dev/null || true
 for run in $runs; do "$bin/vlessbench" verify "$run" --log "$work/access.jsonl"; done
+echo
+tools/demo_summary.py "$work/run"
+echo "(the demo's daemon has stopped: tools/demo.sh --keep leaves one up)"

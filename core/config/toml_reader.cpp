@@ -484,6 +484,28 @@ std::optional<unicode_patch> patch_unicode(std::string_view text) {
   return out;
 }
 
+// toml++ words a string left open as a control character ("unescaped control characters other
+// than TAB ... prohibited": the line break) or as the end of the file: say it plainly.
+std::string plain_syntax_error(std::string_view text, const toml::source_region& where, const std::string& said) {
+  const bool in_string =
+      said.find("parsing string") != std::string::npos || said.find("parsing literal string") != std::string::npos;
+  if (in_string && said.find("end-of-file") != std::string::npos)
+    return "a string is not closed: its closing quote is missing before the end of the file (toml++: " + said + ")";
+  if (!in_string || said.find("control characters other than TAB") == std::string::npos) return said;
+  std::size_t start = 0;
+  for (std::uint32_t l = 1; l < where.begin.line && start != std::string_view::npos; ++l) {
+    start = text.find('\n', start);
+    if (start != std::string_view::npos) ++start;
+  }
+  if (start == std::string_view::npos) return said;
+  const auto line = text.substr(start, text.find_first_of("\r\n", start) - start);
+  const auto code_points =
+      std::count_if(line.begin(), line.end(), [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0U) != 0x80; });
+  if (static_cast<std::int64_t>(where.begin.column) <= code_points) return said;
+  return "a string is not closed on its line: its closing quote is missing (a value in \"...\" or '...' ends on "
+         "the line it starts; \"\"\"...\"\"\" spans lines)";
+}
+
 // One toml++ call; nullopt with the syntax error added to errors on failure. An error toml++
 // reports at a placeholder of patch_unicode names the code point it stands for.
 std::optional<toml::table> parse_toml(std::string_view text, std::string_view source_name, error_list& errors) {
@@ -508,7 +530,7 @@ std::optional<toml::table> parse_toml(std::string_view text, std::string_view so
         description.replace(at, 1, escaped ? fmt_escape(utf8_at(original, 0).first) : original);
       break;
     }
-    errors.add(line_of(where), "syntax", escape_controls(description));
+    errors.add(line_of(where), "syntax", escape_controls(plain_syntax_error(text, where, description)));
   };
 #if TOML_EXCEPTIONS
   try {

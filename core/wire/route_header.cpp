@@ -128,7 +128,8 @@ parse_result<banner_line> parse_banner_line(std::string_view bytes) {
   return r;
 }
 
-std::string format_server_timing(const session_phases& p, std::string_view quickack, std::string_view ja4) {
+std::string format_server_timing(const session_phases& p, std::string_view quickack, std::string_view ja4,
+                                 std::uint64_t generation) {
   std::string out;
   auto add = [&](const char* name, std::int64_t from, std::int64_t to) {
     if (from < 0 || to < 0) return;
@@ -154,6 +155,7 @@ std::string format_server_timing(const session_phases& p, std::string_view quick
     out += ja4;
     out += '"';
   }
+  if (generation > 0) out += (out.empty() ? "gen;desc=" : ", gen;desc=") + std::to_string(generation);
   return out;
 }
 
@@ -185,6 +187,11 @@ server_phases_ms parse_server_timing(std::string_view value) {
     }
     if (name == "ack" && desc) t.ack = std::string(*desc);
     if (name == "ja4" && desc) t.ja4 = std::string(*desc);
+    if (name == "gen" && desc) {
+      std::uint64_t g = 0;
+      const auto [end, ec] = std::from_chars(desc->data(), desc->data() + desc->size(), g);
+      if (ec == std::errc{} && end == desc->data() + desc->size() && g > 0) t.generation = g;
+    }
     if (!dur) continue;
     if (name == "tls")
       t.tls = dur;

@@ -4,7 +4,7 @@
 //   X-Vlessbench-Route: direct | vless session=ID [sub=N] user=NAME [transport=ws|httpupgrade]
 //   (sub=N: a Mux.Cool sub-connection of the session, route_info::sub)
 //   Server-Timing: tls;dur=1.234, [upgrade;dur=0.2,] vless;dur=0.050, resolve;dur=..., upstream;dur=0.100   (ms)
-//                  [, ack;desc=on] [, ja4;desc="t13d1516h2_8daaf6152771_e5627efa2ab1"]
+//                  [, ack;desc=on] [, ja4;desc="t13d1516h2_8daaf6152771_e5627efa2ab1"] [, gen;desc=2]
 // Raw TLS sessions (the transport before there were others) keep the lines they always had.
 // And the one stall threshold: a TLS-done -> VLESS-header gap at least this long is a suspected
 // Nagle/delayed-ACK stall, in the daemon's log and in the runner's verdict alike.
@@ -51,11 +51,14 @@ struct server_phases_ms {
   std::optional<std::string> ack;
   // The VLESS client's JA4 TLS fingerprint (`ja4;desc="t13d..."`, core/wire/ja4.hpp).
   std::optional<std::string> ja4;
+  // The config generation the session was accepted under (`gen;desc=2`): which reload a run met.
+  std::optional<std::uint64_t> generation;
 };
 
 // The phases, `ack;desc=POLICY` when quickack is not empty, `ja4;desc="FINGERPRINT"` when ja4 is
-// not empty.
-std::string format_server_timing(const session_phases& p, std::string_view quickack = {}, std::string_view ja4 = {});
+// not empty, `gen;desc=N` when generation is not 0.
+std::string format_server_timing(const session_phases& p, std::string_view quickack = {}, std::string_view ja4 = {},
+                                 std::uint64_t generation = 0);
 // W3C Server-Timing: `name;dur=1.234, name2;desc="x";dur=2`. Unknown metrics are ignored.
 server_phases_ms parse_server_timing(std::string_view value);
 

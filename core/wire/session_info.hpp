@@ -49,11 +49,12 @@ struct route_info {
   // opened (not the wire id, which is reused after End and is 0 for a single XUDP); 0: no mux.
   std::uint32_t sub = 0;
   std::string user;
-  std::string client;     // original client address "ip:port"
-  std::string listener;   // VLESS listener name
-  std::string quickack;   // the listener's ACK policy for this session: "kernel", "on", "off"
-  std::string transport;  // "tls", "ws", "httpupgrade" (the route header names all but "tls")
-  std::string ja4;        // the client's TLS fingerprint (core/wire/ja4.hpp), "" without one
+  std::string client;            // original client address "ip:port"
+  std::string listener;          // VLESS listener name
+  std::string quickack;          // the listener's ACK policy for this session: "kernel", "on", "off"
+  std::string transport;         // "tls", "ws", "httpupgrade" (the route header names all but "tls")
+  std::string ja4;               // the client's TLS fingerprint (core/wire/ja4.hpp), "" without one
+  std::uint64_t generation = 0;  // the config generation the session was accepted under
   session_phases phases;
 };
 

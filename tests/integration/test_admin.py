@@ -330,8 +330,13 @@ def open_dashboard(url: str, screenshot: Path, size: str = "1400,1100") -> dict:
                     probes_overflow: (function(b){{ return b.scrollWidth - b.clientWidth; }})(
                         document.getElementById("probes").parentElement),
                     order: Array.from(document.querySelectorAll("h2")).map(h => h.firstChild.textContent.trim()),
-                    stall_text: Array.from(document.querySelectorAll("#listeners tr")).map(r => r.textContent)
-                        .filter(t => t.startsWith("vlesskernel")),
+                    stall_text: Array.from(document.querySelectorAll("#listeners tr")).filter(r =>
+                        r.firstChild.textContent === "kernel").map(r => r.children[1].textContent),
+                    stalls_right: (function(th){{ return th ? th.getBoundingClientRect().right - window.innerWidth : 1e9; }})(
+                        Array.from(document.querySelectorAll("#listeners th")).find(h => h.textContent === "stalls")),
+                    hot_bars: Array.from(document.querySelectorAll(".bars div.hot")).filter(b => b.title.endsWith(": 0") === false)
+                        .map(b => b.getBoundingClientRect().height),
+                    hist_flags: Array.from(document.querySelectorAll(".hist .t .flag")).map(f => f.textContent),
                     axis: Array.from(document.querySelectorAll(".axis")).slice(0, 1).map(a =>
                         Array.from(a.children).map(c => [c.textContent, c.scrollWidth <= c.clientWidth]))}};
         }})()""")
@@ -398,6 +403,11 @@ def injected_html_is_shown_as_text():
     print(f"  at 390 px: page overflow {found['page_overflow']}, listeners box right edge "
           f"{found['listeners_box_overflow']:+.0f} px past the viewport")
     check(found["page_overflow"] <= 0 and found["listeners_box_overflow"] <= 0, found)
+    # The stalls column is on screen at 390 px (it was the 8th, past the right edge), and a stall
+    # minority in a phase histogram is a bar one can see, counted beside the histogram's title.
+    check(found["stalls_right"] <= 0, f"stalls column {found['stalls_right']:+.0f} px past the viewport at 390")
+    check(found["hot_bars"] and min(found["hot_bars"]) >= 4, found["hot_bars"])
+    check(any(re.fullmatch(r" · [1-9]\d* stalled \(≥ 30 ms\)", f) for f in found["hist_flags"]), found["hist_flags"])
 
 
 @suite.test

@@ -193,6 +193,16 @@ TEST_CASE("syntax errors carry file, line and toml++'s description", "[config]")
         "vlessbenchd.toml:3: syntax: Error while parsing key-value pair: expected value, saw '\\n'");
   CHECK(error_of("[log]\n[log]\n") ==
         "x.toml:2: syntax: Error while parsing table header: cannot redefine existing table 'log'");
+  // A string left open: toml++ says "unescaped control characters ... prohibited" (the line break).
+  CHECK(error_of("[log]\nlevel = \"info\naccess = \"stdout\"\n") ==
+        "x.toml:2: syntax: a string is not closed on its line: its closing quote is missing (a value in \"...\" or "
+        "'...' ends on the line it starts; \"\"\"...\"\"\" spans lines)");
+  CHECK_THAT(error_of("[log]\nlevel = 'info\n"),
+             Catch::Contains("x.toml:2: syntax: a string is not closed on its line"));
+  CHECK_THAT(error_of("[log]\nlevel = \"info"),
+             Catch::Contains("x.toml:2: syntax: a string is not closed: its closing quote is missing before the end"));
+  // A control character inside a string, before its end, keeps toml++'s words.
+  CHECK_THAT(error_of("[log]\nlevel = \"in\x01fo\"\n"), Catch::Contains("control characters"));
 }
 
 // Inputs that trip preconditions inside toml++ 3.3 (an assert in debug builds, undefined

@@ -135,6 +135,14 @@ TEST_CASE("route header and Server-Timing: what the target writes, the runner re
   const auto with_ja4 = format_server_timing(info.phases, "on", "t13d1516h2_8daaf6152771_e5627efa2ab1");
   CHECK_THAT(with_ja4, Catch::EndsWith(", ack;desc=on, ja4;desc=\"t13d1516h2_8daaf6152771_e5627efa2ab1\""));
   const auto j = parse_server_timing(with_ja4);
+  CHECK_FALSE(j.generation);
+  // The config generation the session was accepted under, for `compare` across a reload.
+  const auto with_gen = format_server_timing(info.phases, "on", "", 3);
+  CHECK_THAT(with_gen, Catch::EndsWith(", ack;desc=on, gen;desc=3"));
+  REQUIRE(parse_server_timing(with_gen).generation);
+  CHECK(*parse_server_timing(with_gen).generation == 3);
+  CHECK_FALSE(parse_server_timing("gen;desc=x").generation);
+  CHECK_FALSE(parse_server_timing("gen;desc=0").generation);
   REQUIRE(j.ja4);
   CHECK(*j.ja4 == "t13d1516h2_8daaf6152771_e5627efa2ab1");
   CHECK(*j.ack == "on");

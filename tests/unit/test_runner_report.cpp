@@ -349,6 +349,9 @@ TEST_CASE("verify: banner samples by the session their banner named, bulk adds t
   CHECK(r.log_banners == 2);
   CHECK(r.matched == 2);
   CHECK(r.ok());
+  // A banner connection logs no http.request: the report does not count requests it never has.
+  CHECK_THAT(format_verify_report(r), Catch::Contains("2 found in the access log (by their banner.connection lines") &&
+                                          !Catch::Contains("logged requests"));
   std::istringstream other(R"({"event":"banner.connection","route":"vless","vless_session":6})"
                            "\n");
   r = verify_run(summary, csv, other);
@@ -394,6 +397,22 @@ TEST_CASE("compare lays runs side by side", "[runner]") {
     if (line.starts_with("proxy") && line.find("new median") != std::string::npos) proxy_new = line;
   CHECK_THAT(proxy_new, Catch::Contains("12.500") && Catch::Contains("14.500") && Catch::EndsWith("+2.000"));
   CHECK_THROWS(format_comparison({{"bad", "{}"}}));
+  CHECK_THAT(out, !Catch::Contains("server ack, gen"));  // the daemon said nothing: no row
+
+  // A reload to QUICKACK between two runs: each run's row says what the daemon ran.
+  auto before = f.samples, after = f.samples;
+  for (auto& s : before)
+    if (s.path == "proxy") s.timing.ack = "kernel", s.timing.generation = 1;
+  for (auto& s : after)
+    if (s.path == "proxy") s.timing.ack = "on", s.timing.generation = 2;
+  const auto reload = format_comparison({{"dirA", summary_json(a, analyze(f.paths, 0, before, {}, 1))},
+                                         {"dirB", summary_json(b, analyze(f.paths, 0, after, {}, 1))}});
+  std::istringstream rl(reload);
+  std::string server_row;
+  while (std::getline(rl, line))
+    if (line.find("server ack, gen") != std::string::npos) server_row = line;
+  CHECK_THAT(server_row, Catch::Contains("kernel g1") && Catch::Contains("on g2"));
+  CHECK_THAT(format_table(analyze(f.paths, 0, after, {}, 1)), Catch::Contains("(server: ack on, generation 2)"));
 }
 
 TEST_CASE("verify: udp and dns samples by the session their reply named and its datagram count", "[runner]") {
@@ -618,6 +637,29 @@ TEST_CASE("failing paths: none ok, or over the stated share", "[runner]") {
   CHECK(failure_hint(path_kind::direct, "something new").empty());
 }
 
+TEST_CASE("failing paths: a vless path closed after its header names what the daemon may have said", "[runner]") {
+  // The daemon closes a session right after its header for a wrong UUID (unknown_user) and when it
+  // cannot reach the target (connect_failed): the direct path tells the second apart.
+  std::vector<path_spec> paths{make_path("direct", path_kind::direct), make_path("v", path_kind::vless)};
+  std::vector<sample> s;
+  for (int i = 0; i < 4; ++i) {
+    s.push_back(make_sample("direct", sample_mode::new_connection, i, 2 * i + 1, 1.0, false));
+    s.push_back(make_sample("v", sample_mode::new_connection, i, 2 * i + 2, 2.0, false));
+    s.back().error = "response head: connection closed by peer";
+  }
+  const auto down = failing_paths(analyze(paths, 0, s, {}, 1), 0.1);
+  REQUIRE(down.size() == 2);
+  CHECK(down[1].name == "v");
+  CHECK_THAT(down[1].hint, Catch::Contains("the direct path failed too (connect: Connection refused)") &&
+                               Catch::Contains("connect_failed") && !Catch::Contains("UUID"));
+  for (auto& x : s)
+    if (x.path == "direct") x.ok = true, x.error.clear(), x.status = 200;
+  const auto refused = failing_paths(analyze(paths, 0, s, {}, 1), 0.1);
+  REQUIRE(refused.size() == 1);
+  CHECK_THAT(refused[0].hint,
+             Catch::Contains("unknown_user") && Catch::Contains("connect_failed") && !Catch::Contains("usually"));
+}
+
 TEST_CASE("summary.json keeps no UUID", "[runner]") {
   CHECK(redact_links("vless://1b0e-uuid@127.0.0.1:8443?security=tls#a") ==
         "vless://REDACTED@127.0.0.1:8443?security=tls#a");
@@ -702,4 +744,57 @@ TEST_CASE("each target kind's picture says what it timed", "[runner]") {
   auto no_reuse = res;
   for (auto& r : no_reuse) r.reuse = {};
   CHECK_THAT(render_svg(stopped, no_reuse), Catch::Contains("no samples taken") && !Catch::Contains("no successful"));
+}
+
+TEST_CASE("analyze: gRPC through a client's entry says its new connections shared one connection", "[runner]") {
+  // Real cores keep one HTTP/2 connection for gRPC; the built-in client opens one per sample.
+  std::vector<path_spec> paths{make_path("direct", path_kind::direct), make_path("core", path_kind::http_connect),
+                               make_path("builtin", path_kind::vless)};
+  std::vector<sample> s;
+  for (int i = 0; i < 3; ++i) {
+    s.push_back(make_sample("direct", sample_mode::new_connection, i, 3 * i + 1, 1.0));
+    for (const char* p : {"core", "builtin"}) {
+      s.push_back(make_sample(p, sample_mode::new_connection, i, 3 * i + 2, 2.0));
+      s.back().route.kind = route_kind::vless;
+      s.back().route.session = 10 * i + (p[0] == 'c' ? 1 : 2);
+      s.back().route.transport = "grpc";
+    }
+  }
+  const auto res = analyze(paths, 0, s, {}, 1);
+  CHECK_THAT(res[1].stall.text, Catch::Contains("3 new-connection samples were new streams of the client's shared "
+                                                "HTTP/2 connection"));
+  CHECK_THAT(res[2].stall.text, !Catch::Contains("HTTP/2"));
+  CHECK_THAT(res[0].stall.text, !Catch::Contains("HTTP/2"));
+}
+
+TEST_CASE("report.svg: more paths than colours get a row each, not repeating curves", "[runner]") {
+  // `clients --links` with seven nodes: 32 paths. Eight colours repeated four times told no
+  // curve from another; a row per path, named beside it, does.
+  auto svg_for = [](int n) {
+    std::vector<path_spec> paths{make_path("direct", path_kind::direct)};
+    for (int i = 1; i < n; ++i) paths.push_back(make_path("core-" + std::to_string(i), path_kind::http_connect));
+    std::vector<sample> s;
+    for (int round = 0; round < 5; ++round)
+      for (int i = 0; i < n; ++i) {
+        s.push_back(make_sample(paths[static_cast<std::size_t>(i)].name, sample_mode::new_connection, round,
+                                static_cast<std::uint64_t>(round * n + i + 1), 1.0 + i + 0.1 * round));
+        s.push_back(make_sample(paths[static_cast<std::size_t>(i)].name, sample_mode::reuse, round,
+                                static_cast<std::uint64_t>(1000 + round * n + i), 0.5 + 0.1 * i));
+      }
+    run_metadata meta;
+    return render_svg(meta, analyze(paths, 0, s, {}, 1));
+  };
+  const auto count = [](const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  const auto many = svg_for(32);
+  CHECK(count(many, "<polyline") == 0);
+  CHECK(count(many, "stroke-dasharray=\"6 3\"") == 0);  // no colour repeated with dashes
+  CHECK(count(many, "class=\"row\"") == 64);            // 32 paths in both panels
+  CHECK_THAT(many, Catch::Contains(">core-31</text>") && Catch::Contains("One row per path"));
+  const auto few = svg_for(8);
+  CHECK(count(few, "<polyline") == 16);
+  CHECK(count(few, "class=\"row\"") == 0);
 }
