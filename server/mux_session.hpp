@@ -85,7 +85,7 @@ class mux_relay {
     spawn(down_writer());
     for (;;) {
       std::size_t at = 0;
-      for (;;) {
+      while (!stopping_) {  // stopped: the session is over, its client's frames open nothing more
         const auto p = mux::parse_mux_frame(std::string_view(acc_.data(), filled_).substr(at));
         if (p.invalid()) {
           mux_error_ = p.reason;

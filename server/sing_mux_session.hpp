@@ -22,6 +22,11 @@
 namespace vlessbench::vless_server::detail {
 
 constexpr std::size_t sing_mux_held_limit = 1u << 20;
+// Answers for the client (yamux ACKs and pongs, window updates, refusals) waiting to be written: past it
+// the client is not read until the writer has written them, so a client that sends and never reads costs
+// this much, and the minimum-rate rule ends it (slow_transfer) as it does any peer that does not take
+// what is written to it.
+constexpr std::size_t sing_mux_out_limit = 256u << 10;
 
 template <class Session>
 class sing_mux_relay {
@@ -176,6 +181,11 @@ class sing_mux_relay {
   awaitable<void> reader() {
     for (;;) {
       if (stopped_) break;
+      if (out_.size() >= sing_mux_out_limit) {  // the client reads nothing of what we answer: wait for it
+        auto [ec] = co_await written_.async_wait(as_tuple_awaitable);
+        (void)ec;
+        continue;
+      }
       if (!bridge_.windowed() && for_relay_.size() >= read_size) {
         auto [ec] = co_await reader_wake_.async_wait(as_tuple_awaitable);
         (void)ec;
@@ -199,14 +209,24 @@ class sing_mux_relay {
       enqueue(std::move(answers));
       for_relay_ready_.cancel();
       if (!e.empty()) {
-        error_ = e;
-        s_.reason = close_reason::mux_error;
-        spdlog::debug("vless {} session {}: sing-mux: {}", s_.listener_name, s_.info->session_id, e);
-        read_error_ = asio::error::invalid_argument;
+        fail(e);
         break;
       }
     }
     for_relay_ready_.cancel();
+  }
+
+  // The client broke the framing: the session ends with why, whatever the relay and the writer are
+  // doing (the relay's frames from before the error are not read: the session is over).
+  void fail(std::string_view why) {
+    error_ = why;
+    s_.reason = close_reason::mux_error;
+    spdlog::debug("vless {} session {}: sing-mux: {}", s_.listener_name, s_.info->session_id, why);
+    read_error_ = asio::error::invalid_argument;
+    for_relay_.clear();
+    stop();
+    std::error_code ignored;
+    s_.client_socket().cancel(ignored);  // the writer's write to a client that does not read
   }
 
   // The relay's frames: translated, queued, and the write done once they are on their way to the client.
@@ -265,8 +285,10 @@ class sing_mux_relay {
       } else {
         bytes = bridge_.seal(std::move(bytes));
       }
+      s_.down_writing = true;  // the minimum-rate rule watches this write
       auto [ec, n] =
           co_await asio::async_write(s_.client, asio::buffer(bytes), transfer_all_unchunked{}, as_tuple_awaitable);
+      s_.down_writing = false;
       if (ec) {
         if (s_.reason == close_reason::client_eof) s_.reason = close_reason::client_error;
         stop();

@@ -186,9 +186,17 @@ bridge::stream* bridge::open(std::uint32_t sid, std::string& to_client) {
 }
 
 void bridge::data_up(stream& s, std::string_view data, std::string& to_relay, std::string& to_client) {
+  if (data.empty()) return;
+  if (!reading(s)) return credit(s, data.size(), to_client);  // nobody reads them: no credit waits
   data_into(s, data, to_relay, to_client);
-  // Credited back once the relay has read what these bytes became (relay_consumed).
-  if (!data.empty()) credits_.push_back({produced_ + (to_relay.size() - up_base_), s.sid, data.size()});
+  // Credited back once the relay has read what these bytes became (relay_consumed); bytes the
+  // relay has read already (a refusal took them) at once.
+  const std::uint64_t end = produced_ + (to_relay.size() - up_base_);
+  if (end <= consumed_) return credit(s, data.size(), to_client);
+  if (!credits_.empty() && credits_.back().sid == s.sid && credits_.back().relay_end == end)
+    credits_.back().bytes += data.size();
+  else
+    credits_.push_back({end, s.sid, data.size()});
 }
 
 void bridge::relay_consumed(std::size_t n, std::string& to_client) {
@@ -205,7 +213,7 @@ void bridge::relay_consumed(std::size_t n, std::string& to_client) {
 }
 
 void bridge::data_into(stream& s, std::string_view data, std::string& to_relay, std::string& to_client) {
-  if (s.reset || s.relay_end || s.client_fin) return;  // nothing reads it any more
+  if (!reading(s)) return;
   if (!s.requested) {
     s.pending.append(data);
     const auto p = parse_stream_request(s.pending);
@@ -317,9 +325,9 @@ void bridge::refuse(stream& s, std::string_view reason, std::string& to_relay, s
   s.mux_id = 0;
   s.relay_end = true;
   --live_;
-  if (s.client_fin) return forget(s.sid);
-  ended_.push_back(s.sid);
   s.pending.clear();
+  if (s.client_fin) return forget(s.sid);
+  ended(s.sid);
 }
 
 std::string_view bridge::down(std::string_view in, std::string& to_client) {
@@ -361,16 +369,10 @@ std::string_view bridge::down(std::string_view in, std::string& to_client) {
       if (!s.reset) send_close(s, to_client);
       s.relay_end = true;
       --live_;
-      if (s.client_fin || s.reset) {
+      if (s.client_fin || s.reset)
         forget(s.sid);
-      } else {
-        ended_.push_back(s.sid);
-        while (ended_.size() > max_ended) {
-          const auto old = ended_.front();
-          ended_.pop_front();
-          if (auto o = streams_.find(old); o != streams_.end() && o->second.relay_end) forget(old);
-        }
-      }
+      else
+        ended(s.sid);
     }
   }
   down_in_.erase(0, at);
@@ -448,6 +450,15 @@ void bridge::credit(stream& s, std::size_t n, std::string& to_client) {
     smux::encode_upd(to_client, s.sid, static_cast<std::uint32_t>(s.consumed), smux::initial_window);
     s.recv_window += s.recv_unacked;
     s.recv_unacked = 0;
+  }
+}
+
+void bridge::ended(std::uint32_t sid) {
+  ended_.push_back(sid);
+  while (ended_.size() > max_ended) {
+    const auto old = ended_.front();
+    ended_.pop_front();
+    if (auto o = streams_.find(old); o != streams_.end() && o->second.relay_end) forget(old);
   }
 }
 

@@ -148,7 +148,11 @@ class bridge {
   void send_close(stream& s, std::string& to_client);
   void flush(stream& s, std::string& to_client);
   void credit(stream& s, std::size_t n, std::string& to_client);
+  // The relay has ended s (or it was refused) and the client has not closed it yet: kept so that
+  // what crosses the close is recognised, the latest max_ended of them only.
+  void ended(std::uint32_t sid);
   void forget(std::uint32_t sid);
+  static bool reading(const stream& s) { return !s.reset && !s.relay_end && !s.client_fin; }
   std::uint16_t free_mux_id() const;
 
   std::size_t max_streams_;

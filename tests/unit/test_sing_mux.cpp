@@ -317,6 +317,36 @@ TEST_CASE("sing-mux bridge: a stream flood past the limit is refused stream by s
   CHECK(b.live() == 2);
 }
 
+TEST_CASE("sing-mux bridge: refused streams are remembered for their close, the latest 4096 only", "[sing_mux]") {
+  sing_mux::bridge b(1);
+  std::string relay, client;
+  const auto syn = [](std::uint32_t sid) { return yamux_frame(yamux::type::window_update, yamux::flag_syn, sid, 0); };
+  std::string in = bytes({0x00, 0x01}) + syn(1) + syn(3);  // 1 live, 3 refused
+  CHECK(b.up(in, relay, client).empty());
+  CHECK(b.up(syn(3), relay, client) == "duplicate_stream");  // still known: a SYN for it again ends the session
+  sing_mux::bridge c(1);
+  in = bytes({0x00, 0x01}) + syn(1) + syn(3);
+  for (std::uint32_t sid = 5; sid < 5 + 2 * 4096; sid += 2) in += syn(sid);
+  CHECK(c.up(in, relay, client).empty());
+  CHECK(c.refused() == 4097);
+  // 4096 refused after it: stream 3 is forgotten, its id opens (and is refused) again.
+  CHECK(c.up(syn(3), relay, client).empty());
+  CHECK(c.refused() == 4098);
+}
+
+TEST_CASE("sing-mux bridge: bytes on a refused stream are credited at once", "[sing_mux]") {
+  sing_mux::bridge b(1);
+  std::string relay, client;
+  std::string in = bytes({0x00, 0x01}) + yamux_frame(yamux::type::window_update, yamux::flag_syn, 1, 0) +
+                   yamux_frame(yamux::type::window_update, yamux::flag_syn, 3, 0);
+  CHECK(b.up(in, relay, client).empty());
+  client.clear();
+  const std::string half(128u << 10, 'x');
+  CHECK(b.up(yamux_frame(yamux::type::data, 0, 3, half.size(), half), relay, client).empty());
+  CHECK(relay.empty());  // nothing for the relay, and no relay_consumed needed for the window to come back
+  CHECK(client == yamux_frame(yamux::type::window_update, 0, 3, 128u << 10));
+}
+
 TEST_CASE("sing-mux bridge: bad stream requests are refused with their reason", "[sing_mux]") {
   sing_mux::bridge b(4);
   std::string relay, client;
