@@ -394,14 +394,15 @@ int do_compare(const std::vector<std::string>& dirs) {
 struct verify_args {
   std::string dir, log, daemon, token;
   int wait_s = 0;
+  int fetch_timeout_s = static_cast<int>(default_fetch_timeout.count());
 };
 
 int do_verify(const verify_args& a) {
   const std::filesystem::path d = a.dir;
   if (!a.daemon.empty()) {
-    const auto report =
-        verify_against_daemon(read_file(d / "summary.json"), read_file(d / "samples.csv"), d / "daemon-log.jsonl",
-                              a.daemon, admin_token(a.token), std::chrono::seconds(a.wait_s), std::cerr);
+    const auto report = verify_against_daemon(
+        read_file(d / "summary.json"), read_file(d / "samples.csv"), d / "daemon-log.jsonl", a.daemon,
+        admin_token(a.token), std::chrono::seconds(a.wait_s), std::cerr, std::chrono::seconds(a.fetch_timeout_s));
     std::cout << format_verify_report(report);
     return report.ok() ? exit_ok : exit_failed;
   }
@@ -519,6 +520,9 @@ int run_cli(int argc, char** argv) {
                    "with --daemon: fetch again every 2 s for up to S seconds while samples are missing (lines "
                    "the daemon writes later: a UDP flow's at its idle timeout)")
       ->check(CLI::Range(0, 3600));
+  verify->add_option("--fetch-timeout", va.fetch_timeout_s, "with --daemon: seconds one fetch of the lines may take")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
   verify->callback([&] {
     if (va.log.empty() && va.daemon.empty())
       throw CLI::ValidationError("verify", "give the daemon's log: --log FILE, or --daemon http://HOST:PORT");

@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "core/wire/dns_message.hpp"
+#include "core/wire/server_timing.hpp"
 #include "runner/datagram.hpp"
 #include "runner/tunnel.hpp"
 
@@ -79,15 +80,22 @@ std::int64_t elapsed_ns(std::chrono::steady_clock::time_point a, std::chrono::st
 
 // Fills the server's view of the sample from the response head; after the clock stopped.
 void record_response(sample& s, const exchange_result& r, path_kind kind) {
+  std::optional<std::string> refused_timing;
   if (r.head) {
     s.status = r.head->status;
     if (const auto route = r.head->find("X-Vlessbench-Route")) s.route = parse_route_header(*route);
-    if (const auto st = r.head->find("Server-Timing")) s.timing = parse_server_timing(*st);
+    if (const auto st = r.head->find("Server-Timing")) {
+      s.timing = parse_server_timing(*st);
+      refused_timing = refused_server_timing(*st);
+    }
     s.route_mismatch = is_route_mismatch(kind, s.route.kind);
   }
   if (r.error) {
     s.ok = false;
     s.error = r.error->reason;
+  } else if (refused_timing) {
+    s.ok = false;  // a daemon that times its phases as nan or -1 ms proves nothing about them
+    s.error = "Server-Timing: " + *refused_timing;
   } else if (s.status / 100 != 2) {
     s.ok = false;
     s.error = "status " + std::to_string(s.status);

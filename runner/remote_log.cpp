@@ -1,5 +1,6 @@
 #include "runner/remote_log.hpp"
 
+#include <algorithm>
 #include <array>
 #include <fstream>
 #include <stdexcept>
@@ -25,9 +26,14 @@ std::string trimmed(std::string s) {
 }  // namespace
 
 fetched_log fetch_run_log(const std::string& daemon, const std::string& token, const log_query& q,
-                          const std::filesystem::path& out, std::chrono::milliseconds idle) {
+                          const std::filesystem::path& out, std::chrono::milliseconds idle,
+                          std::chrono::milliseconds total) {
   std::string reason;
   const auto url = parse_target_url(daemon, reason);
+  if (url && url->scheme == target_scheme::https)
+    throw std::runtime_error("--daemon: the runner fetches over plain HTTP only, not '" + daemon +
+                             "': across an untrusted network forward the admin listener over SSH (ssh -L "
+                             "9090:127.0.0.1:9090 VM) and pass --daemon http://127.0.0.1:9090 (docs/runner.md)");
   if (!url || url->scheme != target_scheme::http)
     throw std::runtime_error("--daemon: expected the admin listener as http://HOST:PORT, got '" + daemon + "'" +
                              (url ? "" : " (" + reason + ")"));
@@ -44,8 +50,12 @@ fetched_log fetch_run_log(const std::string& daemon, const std::string& token, c
   bool timed_out = false;
   std::string error;  // set on failure: the exception's text
   fetched_log got;
+  // Each step has `idle`, the whole answer `total`: a daemon that drips a byte now and then
+  // never passes the one, always the other.
+  const auto give_up = steady_clock::now() + total;
+  auto next_deadline = [&] { return std::min(steady_clock::now() + idle, give_up); };
   auto work = [&]() -> awaitable<void> {
-    deadline = steady_clock::now() + idle;
+    deadline = next_deadline();
     tcp::resolver resolver(io);
     auto [rec, endpoints] = co_await resolver.async_resolve(url->host, std::to_string(url->port), as_tuple_awaitable);
     if (rec) {
@@ -63,7 +73,7 @@ fetched_log fetch_run_log(const std::string& daemon, const std::string& token, c
                           "\r\nAccept: application/x-ndjson\r\nConnection: close\r\n";
     if (!token.empty()) request += "Authorization: Bearer " + token + "\r\n";
     request += "\r\n";
-    deadline = steady_clock::now() + idle;
+    deadline = next_deadline();
     auto [wec, wn] = co_await asio::async_write(socket, asio::buffer(request), as_tuple_awaitable);
     (void)wn;
     if (wec) {
@@ -83,13 +93,19 @@ fetched_log fetch_run_log(const std::string& daemon, const std::string& token, c
           error = where + " answered something that is not HTTP (" + std::string(head.reason) + ")";
           co_return;
         }
-        if (head.complete()) buf.erase(0, head.consumed);
+        if (head.complete()) {
+          buf.erase(0, head.consumed);
+        } else if (buf.size() > http::max_head_bytes) {  // the head alone: lines may come in the same read
+          error = where + " sent an answer head over " + std::to_string(http::max_head_bytes) + " bytes";
+          co_return;
+        }
       }
       if (head.complete() && head.value.status == 200) {
-        // Whole lines go to the file as they come; a partial one waits for its rest.
+        // Whole lines go to the file as they come; a partial one waits for its rest. Empty lines
+        // are the daemon's keep-alives during a long scan.
         std::size_t start = 0;
         for (auto nl = buf.find('\n'); nl != std::string::npos; nl = buf.find('\n', start)) {
-          last_line.assign(buf, start, nl - start);
+          if (nl > start) last_line.assign(buf, start, nl - start);
           start = nl + 1;
         }
         file.write(buf.data(), static_cast<std::streamsize>(start));
@@ -99,11 +115,16 @@ fetched_log fetch_run_log(const std::string& daemon, const std::string& token, c
           error = where + " sent more than " + std::to_string(log_answer_cap) + " bytes: stopped reading";
           co_return;
         }
+        if (buf.size() > log_line_cap) {
+          error = where + " sent a line over " + std::to_string(log_line_cap) +
+                  " bytes (the daemon never selects one): stopped reading";
+          co_return;
+        }
       } else if (head.complete() && buf.size() >= max_error_body) {
         break;  // an error's text: its start is enough
       }
       if (eof) break;
-      deadline = steady_clock::now() + idle;
+      deadline = next_deadline();
       auto [rec2, n] = co_await socket.async_read_some(asio::buffer(chunk), as_tuple_awaitable);
       if (rec2 == asio::error::eof) {
         eof = true;
@@ -114,10 +135,6 @@ fetched_log fetch_run_log(const std::string& daemon, const std::string& token, c
         co_return;
       }
       buf.append(chunk.data(), n);
-      if (!head.complete() && buf.size() > http::max_head_bytes) {
-        error = where + " sent an answer head over " + std::to_string(http::max_head_bytes) + " bytes";
-        co_return;
-      }
     }
     if (!head.complete()) {
       error = where + " closed the connection before answering";
@@ -165,6 +182,9 @@ fetched_log fetch_run_log(const std::string& daemon, const std::string& token, c
         if (e) std::rethrow_exception(e);
       });
   io.run();
+  if (timed_out && steady_clock::now() >= give_up)
+    throw std::runtime_error(where + ": no whole answer within " + std::to_string(total.count() / 1000) +
+                             " s (--fetch-timeout): stopped reading");
   if (timed_out) throw std::runtime_error(where + ": no answer within " + std::to_string(idle.count()) + " ms");
   if (!error.empty()) throw std::runtime_error(error);
   file.close();
@@ -174,12 +194,13 @@ fetched_log fetch_run_log(const std::string& daemon, const std::string& token, c
 
 verify_report verify_against_daemon(const std::string& summary, const std::string& samples,
                                     const std::filesystem::path& copy, const std::string& daemon,
-                                    const std::string& token, std::chrono::seconds wait, std::ostream& notes) {
+                                    const std::string& token, std::chrono::seconds wait, std::ostream& notes,
+                                    std::chrono::seconds fetch_timeout) {
   const log_query q = run_log_query(summary);
   constexpr auto retry_every = std::chrono::seconds(2);
   const auto give_up = std::chrono::steady_clock::now() + wait;
   for (std::uint64_t attempt = 1;; ++attempt) {
-    const auto got = fetch_run_log(daemon, token, q, copy);
+    const auto got = fetch_run_log(daemon, token, q, copy, std::chrono::seconds(10), fetch_timeout);
     std::ifstream lines(copy);
     auto report = verify_run(summary, samples, lines);
     report.daemon = daemon + " (" + got.file + ")";

@@ -21,17 +21,22 @@ struct fetched_log {
 // daemon: http://HOST:PORT (the admin listener); token: its [admin] token or empty. Writes the
 // selected lines to `out` as they arrive. Throws std::runtime_error with what went wrong and what
 // to do: unreachable, 401 (no or wrong token), 409 (the log goes to stdout), an answer cut short
-// (no log.end line) or one the daemon cut at its cap. `idle` bounds every connect, write and read.
+// (no log.end line), one the daemon cut at its cap, a line over log_line_cap. `idle` bounds every
+// connect, write and read; `total` the whole fetch.
+inline constexpr std::chrono::seconds default_fetch_timeout{300};
 fetched_log fetch_run_log(const std::string& daemon, const std::string& token, const log_query& q,
-                          const std::filesystem::path& out, std::chrono::milliseconds idle = std::chrono::seconds(10));
+                          const std::filesystem::path& out, std::chrono::milliseconds idle = std::chrono::seconds(10),
+                          std::chrono::milliseconds total = default_fetch_timeout);
 
 // verify_run for a run (its summary.json and samples.csv texts) against the lines fetched from
 // the daemon (kept in `copy`, the run folder's daemon-log.jsonl). Lines a daemon writes later (a UDP flow's at its idle
 // timeout, a banner connection's at close) may be missing at first: while the report is not OK and `wait` has not
-// passed, fetches again every 2 s (at most 1 + wait/2 fetches). Progress notes go to `notes`.
+// passed, fetches again every 2 s (at most 1 + wait/2 fetches, each within fetch_timeout). Progress
+// notes go to `notes`.
 struct verify_report;
 verify_report verify_against_daemon(const std::string& summary, const std::string& samples,
                                     const std::filesystem::path& copy, const std::string& daemon,
-                                    const std::string& token, std::chrono::seconds wait, std::ostream& notes);
+                                    const std::string& token, std::chrono::seconds wait, std::ostream& notes,
+                                    std::chrono::seconds fetch_timeout = default_fetch_timeout);
 
 }  // namespace vlessbench::runner

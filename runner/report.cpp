@@ -16,7 +16,7 @@ namespace vlessbench::runner {
 namespace {
 
 std::string fmt_ms(std::optional<double> v, bool sign = false) {
-  if (!v) return "-";
+  if (!v || !std::isfinite(*v)) return "-";  // never "nan" or "inf" in a report
   char buf[32];
   std::snprintf(buf, sizeof buf, sign ? "%+.3f" : "%.3f", *v);
   return buf;
@@ -72,7 +72,7 @@ namespace {
 // from before its connect to the last byte read, and every phase of a connection of its own lies
 // within. A mux sub's phases, for one, are its shared session's, timed off the sub's clock.
 std::optional<double> own_phase(const std::optional<double>& phase, const sample& s) {
-  if (!phase || *phase > s.ms()) return std::nullopt;
+  if (!phase || !std::isfinite(*phase) || *phase < 0 || *phase > s.ms()) return std::nullopt;
   return phase;
 }
 
@@ -441,7 +441,7 @@ std::string samples_csv(const std::vector<sample>& samples) {
   std::string out =
       "round,path,mode,seq,ns,ok,error,status,route,session,user,tls_ms,vless_ms,resolve_ms,"
       "upstream_ms,route_mismatch,inner_tls_ms,bytes,mbps,transport,upgrade_ms,flow\n";
-  auto opt = [](const std::optional<double>& v) { return v ? fmt_ms(v) : std::string(); };
+  auto opt = [](const std::optional<double>& v) { return v && std::isfinite(*v) ? fmt_ms(v) : std::string(); };
   for (const auto& s : samples) {
     out += std::to_string(s.round) + ',' + csv_field(s.path) + ',' + std::string(to_string(s.mode)) + ',' +
            std::to_string(s.seq) + ',' + std::to_string(s.ns) + ',' + (s.ok ? "1" : "0") + ',' + csv_field(s.error) +

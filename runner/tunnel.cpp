@@ -444,6 +444,9 @@ awaitable<exchange_result> tunnel::exchange(const std::string& request, std::uin
   }
   in_.clear();
   std::uint64_t remaining = body - have;
+  // --timeout for each scratch block of the body, not for each read: a bulk body moves on, a body
+  // dripped a byte at a time ends at the timeout like any stalled operation.
+  std::uint64_t since_touch = 0;
   while (remaining > 0) {
     std::size_t n = 0;
     const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(remaining, scratch_size));
@@ -453,7 +456,11 @@ awaitable<exchange_result> tunnel::exchange(const std::string& request, std::uin
       co_return out;
     }
     remaining -= n;
-    if (remaining > 0) touch("response body");  // a bulk body: the timeout is per read, not per body
+    since_touch += n;
+    if (remaining > 0 && since_touch >= scratch_size) {
+      touch("response body");
+      since_touch = 0;
+    }
   }
   co_return out;
 }

@@ -7,6 +7,7 @@
 
 #include "core/wire/http_parser.hpp"
 #include "core/log/logging.hpp"
+#include "core/wire/host_check.hpp"
 #include "core/wire/net_address.hpp"
 #include "core/wire/percent.hpp"
 #include "core/net/watchdog.hpp"
@@ -84,14 +85,6 @@ bool token_matches(std::string_view given, std::string_view expected) {
   SHA256(reinterpret_cast<const std::uint8_t*>(given.data()), given.size(), a.data());
   SHA256(reinterpret_cast<const std::uint8_t*>(expected.data()), expected.size(), b.data());
   return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
-}
-
-bool host_allowed(std::string_view host_value, const asio::ip::address& local, const std::vector<std::string>& hosts) {
-  std::string reason;
-  const auto h = parse_host_header(host_value, reason);
-  if (!h) return false;
-  if (h->address) return unmapped(*h->address) == unmapped(local) || std::ranges::find(hosts, h->host) != hosts.end();
-  return h->host == "localhost" || std::ranges::find(hosts, h->host) != hosts.end();
 }
 
 std::shared_ptr<tcp::acceptor> admin_server::bind(const tcp::endpoint& ep) {
@@ -250,7 +243,7 @@ awaitable<void> admin_server::handle(std::shared_ptr<pending_set> set, tcp::sock
       reply = response(400, "text/plain", "Host header required\n", head);
       co_return;
     }
-    if (host && !host_allowed(*host, local.address(), cfg->admin.hosts)) {
+    if (host && !host_names_listener(*host, local.address(), cfg->admin.hosts)) {
       refused("misdirected_host", peer,
               fmt::format("Host \"{}\" names neither this listener's address, localhost nor [admin] hosts",
                           printable(host->substr(0, 256))));

@@ -45,11 +45,6 @@ struct request_token {
   std::string value;
 };
 
-// DNS rebinding (docs/dashboard.md): a request's Host must name the listener: an IP literal equal
-// to the address the connection arrived on (so a listener on 0.0.0.0 accepts each of its local
-// addresses), localhost, or one of [admin] hosts; any port (a forward, ssh -L, changes it).
-bool host_allowed(std::string_view host_value, const asio::ip::address& local, const std::vector<std::string>& hosts);
-
 // Admission (docs/dashboard.md): a connection is pending until its request head is complete and
 // has passed the Host and token checks. Pending ones are bounded as core/runtime/pending_set.hpp bounds
 // VLESS connections (the oldest evicted at the cap), so that silent or half-sent connections can

@@ -105,14 +105,17 @@ daemon::daemon(std::shared_ptr<const config> cfg, std::optional<std::filesystem:
   target_.own_udp_ports = [this] { return own_udp_ports(); };
   // The index page reads the running config (bound ports, this generation's users and listeners) at
   // each request, on io_ as reloads are: a reload that renames or adds a listener shows at once.
-  target_.index = [this, cache = std::make_shared<index_cache>()](std::string_view target_name, std::string_view host) {
+  // Pages are rendered once per config, target and host (index_cache).
+  target_.index = [this, cache = std::make_shared<index_cache>()](std::string_view target_name,
+                                                                  std::optional<std::string_view> host_value,
+                                                                  const asio::ip::address& local) {
     try {
-      return cache->get(rt_.cfg, target_name, host);
+      return cache->get(rt_.cfg, target_name, host_value, local).answer;
     } catch (const std::exception& e) {
       target::index_content c;
       c.links = true;
       c.problem = e.what();
-      return c;
+      return target::index_answer{false, std::make_shared<const std::string>(target::index_page(c))};
     }
   };
   rt_.live.publish(rt_.cfg);

@@ -7,6 +7,8 @@
 #include <qrencode.h>
 
 #include "core/wire/client_entries.hpp"
+#include "core/wire/host_check.hpp"
+#include "core/wire/net_address.hpp"
 #include "core/wire/share_link.hpp"
 #include "core/wire/vision.hpp"
 #include "core/net/tls.hpp"
@@ -117,14 +119,51 @@ target::index_content index_content_of(const config& cfg, std::string_view liste
   return c;
 }
 
-target::index_content index_cache::get(const std::shared_ptr<const config>& cfg, std::string_view listener,
-                                       std::string_view host) {
-  for (const auto& e : entries_)
-    if (e.cfg == cfg && e.listener == listener && e.host == host) return e.content;
-  entry& e = entries_[next_];
-  next_ = (next_ + 1) % entries_.size();
-  e = entry{cfg, std::string(listener), std::string(host), index_content_of(*cfg, listener, host)};
-  return e.content;
+namespace {
+
+// The host an index page's links dial when the target names none (index_host): the one the browser
+// used (Host without its port), else the address the request arrived on.
+std::string index_link_host(std::optional<std::string_view> host_value, const asio::ip::address& local) {
+  if (host_value) {
+    std::string reason;
+    if (auto h = parse_host_header(*host_value, reason)) return std::move(h->host);
+  }
+  return unmapped(local).to_string();
+}
+
+}  // namespace
+
+index_cache::result index_cache::get(const std::shared_ptr<const config>& cfg, std::string_view listener,
+                                     std::optional<std::string_view> host_value, const asio::ip::address& local) {
+  if (cfg != cfg_) {  // a reload: every page is made again, under the new users and listeners
+    cfg_ = cfg;
+    pages_.clear();
+  }
+  const auto t = std::find_if(cfg->target.begin(), cfg->target.end(),
+                              [&](const target_listener_config& x) { return x.name == listener && !x.banner; });
+  const bool links = t != cfg->target.end() && t->index_links;
+  std::string host;  // the page's key: what its links dial (nothing without links)
+  if (links) {
+    std::vector<std::string> names = cfg->admin.hosts;
+    if (!t->index_host.empty()) names.push_back(t->index_host);
+    if (host_value && !host_names_listener(*host_value, local, names)) return {{true, nullptr}, outcome::misdirected};
+    host = t->index_host.empty() ? index_link_host(host_value, local) : t->index_host;
+  }
+  for (const auto& e : pages_)
+    if (e.listener == listener && e.host == host) return {{false, e.page}, outcome::cached};
+  auto page = std::make_shared<const std::string>(target::index_page(index_content_of(*cfg, listener, host)));
+  if (pages_.size() == max_pages) pages_.erase(pages_.begin());
+  pages_.push_back(entry{std::string(listener), host, page});
+  return {{false, std::move(page)}, outcome::rendered};
+}
+
+std::string_view to_string(index_cache::outcome o) {
+  switch (o) {
+    case index_cache::outcome::rendered: return "rendered";
+    case index_cache::outcome::cached: return "cached";
+    case index_cache::outcome::misdirected: break;
+  }
+  return "misdirected";
 }
 
 void print_links(std::ostream& out, const config& cfg, const links_options& opts) {

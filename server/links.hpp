@@ -3,6 +3,7 @@
 #include <array>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -44,21 +45,32 @@ std::string transport_words(const transport_spec& t);
 inline constexpr std::size_t max_index_nodes = 64;
 target::index_content index_content_of(const config& cfg, std::string_view listener, std::string_view host);
 
-// The last few index_content_of results, by config (the running one's pointer: a reload makes a
-// new one), target and host, so a browser's reloads of the page cost a copy, not the QR codes.
+// The index pages a daemon serves, rendered once per config (the running one's pointer: a reload
+// makes a new one), target and host and then shared: a page costs a render (a QR code per node,
+// milliseconds) only the first time. With links on, a Host that names neither the target's
+// address, localhost, [admin] hosts nor the target's index_host is refused (misdirected) before
+// anything is rendered, so the hosts a cache holds are the machine's own: a browser rotating Host
+// names can neither read the links (DNS rebinding) nor make the target render again.
 class index_cache {
  public:
-  target::index_content get(const std::shared_ptr<const config>& cfg, std::string_view listener, std::string_view host);
+  enum class outcome { rendered, cached, misdirected };
+  struct result {
+    target::index_answer answer;
+    outcome how = outcome::rendered;
+  };
+  result get(const std::shared_ptr<const config>& cfg, std::string_view listener,
+             std::optional<std::string_view> host_value, const asio::ip::address& local);
+  static constexpr std::size_t max_pages = 32;  // past it (more local addresses and names than that), the oldest go
 
  private:
   struct entry {
-    std::shared_ptr<const config> cfg;
     std::string listener, host;
-    target::index_content content;
+    std::shared_ptr<const std::string> page;
   };
-  std::array<entry, 4> entries_;
-  std::size_t next_ = 0;
+  std::shared_ptr<const config> cfg_;  // the config the pages were made under
+  std::vector<entry> pages_;           // oldest first
 };
+std::string_view to_string(index_cache::outcome o);  // "rendered", "cached", "misdirected"
 
 // Throws std::runtime_error when a listener has no usable address and no host was given.
 void print_links(std::ostream& out, const config& cfg, const links_options& opts);

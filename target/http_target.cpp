@@ -40,15 +40,21 @@ const std::array<char, read_chunk>& pattern_block() {
 
 std::string endpoint_text(const tcp::endpoint& ep) { return format_endpoint(ep); }
 
-// The host an index page's links dial: the one the browser used (Host without its port), when it
-// is a host name or an IP literal; anything else (absent, garbage, markup) gives way to the
-// address the request arrived on.
-std::string index_host(const http::request& req, const asio::ip::address& local) {
-  if (const auto host = req.find("Host")) {
-    std::string reason;
-    if (auto h = parse_host_header(*host, reason)) return std::move(h->host);
+// GET / from a browser: the daemon's page for this target and Host, or 421 when, with links on,
+// the Host names neither this target nor a configured name (target_context::index).
+void plan_index_page(response_plan& plan, const target_context& ctx, std::string_view listener,
+                     const http::request& req, const asio::ip::address& local) {
+  const auto index = ctx.index(listener, req.find("Host"), local);
+  if (!index.misdirected && index.page) {
+    plan.body = *index.page;
+    return;
   }
-  return unmapped(local).to_string();
+  const bool head_only = plan.head_only;
+  plan = error_response(421,
+                        "misdirected request: Host must be this target's address, localhost, a name in "
+                        "[admin] hosts or its index_host");
+  plan.head_only = head_only;
+  plan.note = "misdirected_host";
 }
 
 // A policy_stream that counts what it reads: under TLS, how much a peer sent before its
@@ -308,7 +314,7 @@ struct connection {
         plan.body = plan.probe_page ? probe_page(t.run, t.token)
                                     : "{\"run\":\"" + t.run + "\",\"token\":\"" + t.token + "\"}\n";
       }
-      if (plan.index_page) plan.body = index_page(ctx.index(listener->name, index_host(req, id.to_address)));
+      if (plan.index_page) plan_index_page(plan, ctx, listener->name, req, id.to_address);
       if (const auto sample = probe_sample_of(req)) {
         probe_runs::seen s;
         if (route) {

@@ -4,6 +4,7 @@
 // off, how to get them elsewhere. The daemon makes the nodes (server/links.cpp: it holds the users
 // and the QR encoder); this file only renders them, without I/O.
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,15 @@ struct index_content {
   std::vector<index_node> nodes;
   std::size_t left_out = 0;  // nodes past the page's cap (`vlessbenchd links` prints them all)
   std::string problem;       // links on but none could be made (said on the page instead)
+};
+
+// What GET / answers a browser (target_context::index): the page, rendered once per config
+// generation, listener and host and shared by every request for it; or, with links on, a refusal
+// of a Host that names neither this target's address, localhost nor a configured name (DNS
+// rebinding would otherwise let any web page read the share links and their UUIDs).
+struct index_answer {
+  bool misdirected = false;  // 421
+  std::shared_ptr<const std::string> page;
 };
 
 // Text safe inside HTML element content and quoted attribute values (core/wire/markup.hpp).

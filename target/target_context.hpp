@@ -7,8 +7,11 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <vector>
+
+#include <asio/ip/address.hpp>
 
 #include "core/log/access_log.hpp"
 #include "core/log/emit.hpp"
@@ -36,12 +39,14 @@ struct target_context {
   std::shared_ptr<rate_gate> probe_posts = std::make_shared<rate_gate>();
   // Probe run ids and results tokens issued, and the sample requests served (docs/probe.md).
   std::shared_ptr<probe_runs> probe_runs_seen = std::make_shared<probe_runs>();
-  // GET / from a browser: what the index page of target listener `listener` shows, under the
-  // running config (a reload changes it). host: the request's Host without its port, validated,
-  // else the address the request arrived on; the daemon uses it unless [[target]] index_host names
-  // one. Unset (tests): no links.
-  std::function<index_content(std::string_view listener, std::string_view host)> index =
-      [](std::string_view, std::string_view) { return index_content{}; };
+  // GET / from a browser: the index page of target listener `listener` under the running config
+  // (a reload changes it), for a request whose Host header is host_value (absent: nullopt) that
+  // arrived on address local. Unset (tests): a page without links.
+  std::function<index_answer(std::string_view listener, std::optional<std::string_view> host_value,
+                             const asio::ip::address& local)>
+      index = [](std::string_view, std::optional<std::string_view>, const asio::ip::address&) {
+        return index_answer{false, std::make_shared<const std::string>(index_page(index_content{}))};
+      };
 
   // One call per answer: its access-log line and the dashboard's counters (core/log/emit.hpp).
   event_emitter events() const { return {log, hub}; }

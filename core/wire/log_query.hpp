@@ -13,6 +13,9 @@ namespace vlessbench {
 // The most selected bytes one answer carries (the admin listener stops there and says so in its
 // log.end line; the runner refuses an answer that runs past it).
 inline constexpr std::size_t log_answer_cap = std::size_t{256} << 20;
+// The longest line an answer carries: the listener skips longer "lines" of its file, the runner
+// refuses an answer with one (it would otherwise hold an endless line in memory).
+inline constexpr std::size_t log_line_cap = std::size_t{1} << 20;
 
 struct log_query {
   std::string run;                  // lines whose "run" is this id (http.request of the run)

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "core/wire/host_check.hpp"
+
 namespace vlessbench {
 
 asio::ip::address unmapped(const asio::ip::address& a) {
@@ -272,5 +274,14 @@ bool parse_ip_network(std::string_view text, ip_network& out, std::string& reaso
 }
 
 std::string format_ip_network(const ip_network& n) { return n.address.to_string() + "/" + std::to_string(n.prefix); }
+
+bool host_names_listener(std::string_view host_value, const asio::ip::address& local,
+                         const std::vector<std::string>& names) {
+  std::string reason;
+  const auto h = parse_host_header(host_value, reason);
+  if (!h) return false;
+  if (h->address) return unmapped(*h->address) == unmapped(local) || std::ranges::find(names, h->host) != names.end();
+  return h->host == "localhost" || std::ranges::find(names, h->host) != names.end();
+}
 
 }  // namespace vlessbench

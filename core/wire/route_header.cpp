@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+
+#include "core/wire/server_timing.hpp"
 
 namespace vlessbench {
 
@@ -159,8 +162,15 @@ std::string format_server_timing(const session_phases& p, std::string_view quick
   return out;
 }
 
-server_phases_ms parse_server_timing(std::string_view value) {
-  server_phases_ms t;
+namespace {
+
+bool is_phase(std::string_view name) {
+  return name == "tls" || name == "upgrade" || name == "vless" || name == "resolve" || name == "upstream";
+}
+
+// Calls each(name, dur, dur_text, desc) for every metric of a Server-Timing value.
+template <class Each>
+void for_each_metric(std::string_view value, Each each) {
   while (!value.empty()) {
     const auto comma = value.find(',');
     const std::string_view metric = trim(value.substr(0, comma));
@@ -168,6 +178,7 @@ server_phases_ms parse_server_timing(std::string_view value) {
     const auto semi = metric.find(';');
     const std::string_view name = trim(metric.substr(0, semi));
     std::optional<double> dur;
+    std::string_view dur_text;
     std::optional<std::string_view> desc;
     std::string_view params = semi == std::string_view::npos ? std::string_view{} : metric.substr(semi + 1);
     while (!params.empty()) {
@@ -178,13 +189,26 @@ server_phases_ms parse_server_timing(std::string_view value) {
       if (eq == std::string_view::npos) continue;
       const auto key = trim(param.substr(0, eq));
       if (key == "dur") {
-        dur = parse_double(param.substr(eq + 1));
+        dur_text = trim(param.substr(eq + 1));
+        dur = parse_double(dur_text);
       } else if (key == "desc") {
         auto d = trim(param.substr(eq + 1));
         if (d.size() >= 2 && d.front() == '"' && d.back() == '"') d = d.substr(1, d.size() - 2);
         desc = d;
       }
     }
+    each(name, dur, dur_text, desc);
+  }
+}
+
+bool sound_duration(double ms) { return std::isfinite(ms) && ms >= 0; }
+
+}  // namespace
+
+server_phases_ms parse_server_timing(std::string_view value) {
+  server_phases_ms t;
+  for_each_metric(value, [&](std::string_view name, std::optional<double> dur, std::string_view,
+                             std::optional<std::string_view> desc) {
     if (name == "ack" && desc) t.ack = std::string(*desc);
     if (name == "ja4" && desc) t.ja4 = std::string(*desc);
     if (name == "gen" && desc) {
@@ -192,7 +216,7 @@ server_phases_ms parse_server_timing(std::string_view value) {
       const auto [end, ec] = std::from_chars(desc->data(), desc->data() + desc->size(), g);
       if (ec == std::errc{} && end == desc->data() + desc->size() && g > 0) t.generation = g;
     }
-    if (!dur) continue;
+    if (!dur || !sound_duration(*dur)) return;  // refused_server_timing says why
     if (name == "tls")
       t.tls = dur;
     else if (name == "upgrade")
@@ -203,8 +227,19 @@ server_phases_ms parse_server_timing(std::string_view value) {
       t.resolve = dur;
     else if (name == "upstream")
       t.upstream = dur;
-  }
+  });
   return t;
+}
+
+std::optional<std::string> refused_server_timing(std::string_view value) {
+  std::optional<std::string> why;
+  for_each_metric(value, [&](std::string_view name, std::optional<double> dur, std::string_view dur_text,
+                             std::optional<std::string_view>) {
+    if (why || !dur || !is_phase(name) || sound_duration(*dur)) return;
+    // The text as sent, cut short: it ends up in an error column and a terminal.
+    why = std::string(name) + ";dur=" + std::string(dur_text.substr(0, 24)) + " is not a finite duration >= 0";
+  });
+  return why;
 }
 
 namespace {

@@ -1,8 +1,11 @@
 """The runner `vlessbench` against the real daemon and v2ray: files, routes, verify, the stall."""
 import csv
 import json
+import re
 import socket
 import subprocess
+import threading
+import time
 import xml.etree.ElementTree as ET
 
 from harness import (CLIENT_BIN, BIN, LOOPBACK, Daemon, Suite, V2ray, check, free_port, make_cert, require_binary, spawn,
@@ -231,6 +234,90 @@ def compare_shows_runs_side_by_side():
     r = runner("compare", a, b)
     check(r.returncode == 0, r.stderr)
     check(f"[1] {a}" in r.stdout and f"[2] {b}" in r.stdout and "new median" in r.stdout, r.stdout)
+
+
+def stand_in_target(answer, connections: int = 4):
+    """A loopback HTTP target of the test's own: for each connection, reads a request head, then
+    answer(conn). Returns (url, stop)."""
+    lsock = socket.socket()
+    lsock.bind((LOOPBACK, 0))
+    lsock.listen(connections)
+    lsock.settimeout(30)
+
+    def serve():
+        for _ in range(connections):
+            try:
+                conn, _ = lsock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(10)
+                buf = b""
+                try:
+                    while b"\r\n\r\n" not in buf:
+                        chunk = conn.recv(4096)
+                        if not chunk:
+                            break
+                        buf += chunk
+                    answer(conn)
+                except OSError:
+                    pass  # the runner gave up on the sample and closed
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+
+    def stop():
+        lsock.close()
+        t.join(timeout=30)
+
+    return f"http://{LOOPBACK}:{lsock.getsockname()[1]}/", stop
+
+
+@suite.test
+def a_dripped_body_ends_at_the_timeout():
+    """--timeout bounds the body, not each read: 8 bytes at one per 1.5 s under --timeout 2 fail the sample."""
+    def answer(conn):
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 8\r\nX-Vlessbench-Route: direct\r\n\r\n")
+        for _ in range(8):
+            time.sleep(1.5)
+            conn.sendall(b"x")
+
+    url, stop = stand_in_target(answer, connections=1)
+    out = tempdir("vlessbench-run-")
+    start = time.monotonic()
+    try:
+        r = runner("run", "--target", url, "--new", 1, "--reuse", 0, "--warmup", 0, "--timeout", 2, "--out", out)
+    finally:
+        stop()
+    took = time.monotonic() - start
+    samples = rows(out)
+    check(len(samples) == 1 and samples[0]["ok"] == "0"
+          and samples[0]["error"] == "response body: timeout after 2000 ms", samples)
+    check(took < 8, f"the run took {took:.1f} s")
+
+
+@suite.test
+def a_nan_or_negative_server_timing_fails_the_sample_with_the_reason():
+    """A target whose Server-Timing says nan, inf or -1e29 ms: those samples fail, nothing prints nan."""
+    timings = iter([b"tls;dur=0.5, vless;dur=nan", b"tls;dur=inf, vless;dur=0.1", b"tls;dur=0.5, vless;dur=-1e29",
+                    b"tls;dur=0.5, vless;dur=0.1"])
+
+    def answer(conn):
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n"
+                     b"X-Vlessbench-Route: vless session=1 user=a\r\nServer-Timing: " + next(timings) + b"\r\n\r\n")
+
+    url, stop = stand_in_target(answer, connections=4)
+    out = tempdir("vlessbench-run-")
+    try:
+        r = runner("run", "--target", url, "--new", 4, "--reuse", 0, "--warmup", 0, "--timeout", 5, "--out", out)
+    finally:
+        stop()
+    errors = [s["error"] for s in rows(out)]
+    check(errors == ["Server-Timing: vless;dur=nan is not a finite duration >= 0",
+                     "Server-Timing: tls;dur=inf is not a finite duration >= 0",
+                     "Server-Timing: vless;dur=-1e29 is not a finite duration >= 0", ""], errors)
+    printed = r.stdout + r.stderr + (out / "samples.csv").read_text() + (out / "summary.json").read_text()
+    check(not re.findall(r"(?<!dur=)\b(nan|-?inf)\b", printed, re.I), printed[-3000:])
 
 
 suite.run()

@@ -7,12 +7,15 @@ in the daemon's file; a UDP run verifies once its flows' lines are written; a wr
 token is a clear error (exit 1 from verify, 4 from run --verify); a run id the log does not have
 fails with the hint; bad queries get 400 with the reason, a log on stdout 409; a log with a
 hundred thousand other lines streams with the daemon's memory unchanged; an answer without its
-log.end line is refused as cut short. Skipped (77) without root (namespace)."""
+log.end line is refused as cut short; against stand-in admin listeners, an endless line is refused
+at the line cap, a drip of keep-alive newlines ends at --fetch-timeout, and an honest answer whose
+head and first 16 KiB of lines come in one read passes. Skipped (77) without root (namespace)."""
 import json
 import shutil
 import socket
 import subprocess
 import threading
+import time
 
 from harness import (CLIENT_BIN, Daemon, Suite, check, free_port, http_request, new_uuid,
                      plain_stream, require_binary, rss_kib, run_in_own_netns, tcp_connect, tempdir, wait_ports)
@@ -69,7 +72,7 @@ def run_with_verify_fetches_the_runs_lines_and_passes():
     check(r.returncode == 0 and "verify: OK" in r.stdout, r.stdout[-3000:] + r.stderr)
     rid = run_id(out)
     check(f"fetched " in r.stderr and f"of run {rid} from {DAEMON}" in r.stderr, r.stderr)
-    fetched = [json.loads(l) for l in (out / "daemon-log.jsonl").read_text().splitlines()]
+    fetched = [json.loads(l) for l in (out / "daemon-log.jsonl").read_text().splitlines() if l]  # "": keep-alives
     own = [e for e in D.events("http.request") if e.get("run") == rid]
     # 2 paths x (6 + 6 samples + warm-ups): exactly the run's lines of the daemon's file, nothing else.
     check(len(own) >= 24 and [e for e in fetched if e["event"] != "log.end"] == own, (len(own), len(fetched)))
@@ -210,6 +213,101 @@ def an_answer_without_its_end_line_is_refused_as_cut_short():
         lsock.close()
     check(v.returncode == 1 and "ended its answer without a log.end line: the answer is cut short" in v.stderr,
           v.stdout + v.stderr)
+
+
+def stand_in_admin(answer) -> tuple[int, threading.Thread, socket.socket]:
+    """A one-connection admin listener on LAN: reads the request head, then calls answer(conn)."""
+    lsock = socket.socket()
+    lsock.bind((LAN, 0))
+    lsock.listen(1)
+    lsock.settimeout(30)
+
+    def serve():
+        try:
+            conn, _ = lsock.accept()
+        except OSError:
+            return
+        with conn:
+            conn.settimeout(10)
+            buf = b""
+            while b"\r\n\r\n" not in buf:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                buf += chunk
+            try:
+                answer(conn)
+            except OSError:
+                pass  # the runner stopped reading and closed: what the tests want
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    return lsock.getsockname()[1], t, lsock
+
+
+def verify_against_stand_in(answer, *extra, timeout: float = 60):
+    if "out" not in HTTP_RUN:
+        run_with_verify_fetches_the_runs_lines_and_passes()
+    port, t, lsock = stand_in_admin(answer)
+    start = time.monotonic()
+    try:
+        v = runner("verify", HTTP_RUN["out"], "--daemon", f"http://{LAN}:{port}", *extra, timeout=timeout)
+    finally:
+        t.join(timeout=30)
+        lsock.close()
+    return v, time.monotonic() - start
+
+
+OK_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nConnection: close\r\n\r\n"
+
+
+@suite.test
+def an_endless_line_is_refused_at_the_line_cap():
+    """A hostile admin sends one line that never ends: the runner stops at 1 MiB with the reason."""
+    sent = [0]
+
+    def answer(conn):
+        conn.sendall(OK_HEAD)
+        block = b"x" * 65536
+        while sent[0] < 64 << 20:  # far past the cap; the runner must close long before
+            conn.sendall(block)
+            sent[0] += len(block)
+
+    v, _ = verify_against_stand_in(answer)
+    check(v.returncode == 1 and "sent a line over 1048576 bytes" in v.stderr, v.stdout + v.stderr)
+    check(sent[0] < 16 << 20, f"the stand-in sent {sent[0]} bytes before the runner stopped reading")
+
+
+@suite.test
+def a_drip_fed_answer_ends_at_the_fetch_timeout():
+    """A newline a second (each read in time) would keep a verify waiting forever: --fetch-timeout ends it."""
+    def answer(conn):
+        conn.sendall(OK_HEAD)
+        for _ in range(40):
+            conn.sendall(b"\n")
+            time.sleep(0.5)
+
+    v, took = verify_against_stand_in(answer, "--fetch-timeout", 3)
+    check(v.returncode == 1 and "no whole answer within 3 s (--fetch-timeout)" in v.stderr, v.stdout + v.stderr)
+    check(took < 10, f"verify took {took:.1f} s")
+
+
+@suite.test
+def a_head_and_16_kib_of_lines_in_one_read_pass():
+    """An honest answer: the head, the run's lines after 20 KiB of other lines, log.end, in one write."""
+    if "out" not in HTTP_RUN:
+        run_with_verify_fetches_the_runs_lines_and_passes()
+    rid = run_id(HTTP_RUN["out"])
+    lines = [line for line in D.access.read_text().splitlines() if f'"run":"{rid}"' in line]
+    filler = '{"event":"vless.reject","ts":"2026-01-01T00:00:00.000000Z","reason":"unknown_user"}\n' * 260
+    body = filler + "".join(line + "\n" for line in lines)
+    end = json.dumps({"event": "log.end", "file": str(D.access), "scanned_bytes": len(body), "lines": 260 + len(lines),
+                      "selected": 260 + len(lines), "complete": True})
+    payload = OK_HEAD + (body + end + "\n").encode()
+    check(len(filler) > 16384 and len(payload) < 65536, len(payload))
+
+    v, _ = verify_against_stand_in(lambda conn: conn.sendall(payload))
+    check(v.returncode == 0 and "verify: OK" in v.stdout, v.stdout + v.stderr)
 
 
 suite.run()

@@ -227,7 +227,7 @@ TEST_CASE("index page: index_links and index_host are checked", "[index_page][co
              Catch::Contains("index_links"));
 }
 
-TEST_CASE("index page: nodes are capped, and cached per config, target and host", "[index_page]") {
+TEST_CASE("index page: nodes are capped", "[index_page]") {
   // 33 users on one raw TLS listener: 66 nodes (each with its Vision twin), 64 shown.
   std::string text =
       "[[vless]]\nname = \"v\"\nlisten = \"127.0.0.1:8443\"\n[[target]]\nname = \"t\"\n"
@@ -240,18 +240,52 @@ TEST_CASE("index page: nodes are capped, and cached per config, target and host"
   CHECK(c.nodes.size() == max_index_nodes);
   CHECK(c.left_out == 2);
   CHECK(target::index_page(c).find("And 2 more, not shown here") != std::string::npos);
+}
 
+TEST_CASE("index page: only the target's own names get it, rendered once per config, target and host", "[index_page]") {
   index_cache cache;
-  const auto first = std::make_shared<const config>(parse_config(two_nodes, "index.toml"));
-  CHECK(cache.get(first, "http", "a.example").nodes.at(0).link.find("@a.example:") != std::string::npos);
-  CHECK(cache.get(first, "http", "b.example").nodes.at(0).link.find("@b.example:") != std::string::npos);
-  CHECK(cache.get(first, "plain", "a.example").nodes.empty());
-  CHECK(cache.get(first, "http", "a.example").nodes.size() == 5);
-  // A reloaded config (a new value, as the daemon swaps it) is never answered from the old one's entry.
-  std::string renamed = two_nodes;
+  const auto local = asio::ip::make_address("127.0.0.1");
+  const auto first = std::make_shared<const config>(
+      parse_config(std::string(two_nodes) + "[admin]\nhosts = [\"a.example\", \"b.example\"]\n", "index.toml"));
+  using outcome = index_cache::outcome;
+  const auto a = cache.get(first, "http", "a.example:8080", local);
+  REQUIRE(a.how == outcome::rendered);
+  CHECK(a.answer.page->find("@a.example:8443") != std::string::npos);
+  const auto again = cache.get(first, "http", "A.Example", local);
+  CHECK(again.how == outcome::cached);
+  CHECK(again.answer.page == a.answer.page);  // the same rendered page, shared
+  CHECK(cache.get(first, "http", "b.example", local).answer.page->find("@b.example:8443") != std::string::npos);
+  const auto lit = cache.get(first, "http", "127.0.0.1:8080", local);
+  CHECK(lit.how == outcome::rendered);
+  CHECK(lit.answer.page->find("@127.0.0.1:8443") != std::string::npos);
+  CHECK(cache.get(first, "http", std::nullopt, local).how == outcome::cached);  // no Host: the address's page
+  CHECK(cache.get(first, "http", "localhost", local).how == outcome::rendered);
+  // DNS rebinding: a name or address the target is not is refused before anything is rendered.
+  for (const char* foreign : {"rebind.attacker.example", "10.9.9.9", "[::1]", "", "a.example.attacker.example"}) {
+    INFO(foreign);
+    const auto r = cache.get(first, "http", foreign, local);
+    CHECK(r.how == outcome::misdirected);
+    CHECK(r.answer.misdirected);
+    CHECK_FALSE(r.answer.page);
+  }
+  // A browser rotating Host names renders nothing more: the allowed pages are still the cached ones.
+  for (int i = 0; i < 200; ++i)
+    CHECK(cache.get(first, "http", "h" + std::to_string(i) + ".example", local).how == outcome::misdirected);
+  CHECK(cache.get(first, "http", "a.example", local).how == outcome::cached);
+  // Without links there is nothing to steal: any Host gets the page that says where links are.
+  const auto plain = cache.get(first, "plain", "rebind.attacker.example", local);
+  CHECK_FALSE(plain.answer.misdirected);
+  CHECK(plain.answer.page->find("vless://") == std::string::npos);
+  // index_host: its own name is accepted too, and every allowed Host gets the one page.
+  CHECK(cache.get(first, "named", "bench-vm.example", local).how == outcome::rendered);
+  CHECK(cache.get(first, "named", "127.0.0.1", local).how == outcome::cached);
+  CHECK(cache.get(first, "named", "rebind.attacker.example", local).how == outcome::misdirected);
+  // A reloaded config (a new value, as the daemon swaps it) renders again, never from the old pages.
+  std::string renamed = std::string(two_nodes) + "[admin]\nhosts = [\"a.example\"]\n";
   renamed.replace(renamed.find("name = \"quickack\""), 17, "name = \"quick-2\"");
   const auto second = std::make_shared<const config>(parse_config(renamed, "index.toml"));
-  CHECK(cache.get(second, "http", "a.example").nodes.at(2).name == "quick-2-mac");
-  for (int i = 0; i < 6; ++i) (void)cache.get(second, "http", "h" + std::to_string(i) + ".example");  // evicts
-  CHECK(cache.get(first, "http", "a.example").nodes.at(2).name == "quickack-mac");
+  const auto re = cache.get(second, "http", "a.example", local);
+  CHECK(re.how == outcome::rendered);
+  CHECK(re.answer.page->find("quick-2-mac") != std::string::npos);
+  CHECK(cache.get(second, "http", "b.example", local).how == outcome::misdirected);  // no longer a name of it
 }

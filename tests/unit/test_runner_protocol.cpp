@@ -7,6 +7,7 @@
 #include "runner/measure.hpp"
 #include "runner/proxy_protocol.hpp"
 #include "runner/sample.hpp"
+#include "core/wire/server_timing.hpp"
 
 using namespace vlessbench;
 using vlessbench::test::bytes;
@@ -86,6 +87,24 @@ TEST_CASE("Server-Timing header", "[runner]") {
   CHECK(*u.vless == Approx(41.5));
   CHECK_FALSE(u.upstream);
   CHECK_FALSE(parse_server_timing("vless;dur=abc").vless);
+  CHECK_FALSE(refused_server_timing("vless;desc=\"wait\";dur=41.5,tls, cache;dur=3"));
+}
+
+TEST_CASE("Server-Timing: nan, inf and negative durations are refused with a reason", "[runner]") {
+  for (const char* bad : {"nan", "NaN", "inf", "-inf", "infinity", "-1", "-1e29", "1e999"}) {
+    INFO(bad);
+    const std::string value = std::string("tls;dur=1.5, vless;dur=") + bad + ", upstream;dur=0.1";
+    const auto t = parse_server_timing(value);
+    CHECK_FALSE(t.vless);
+    REQUIRE(t.tls);  // the sound phases are kept
+    CHECK(*t.tls == Approx(1.5));
+    CHECK(t.upstream);
+    CHECK(refused_server_timing(value) == std::string("vless;dur=") + bad + " is not a finite duration >= 0");
+  }
+  CHECK_FALSE(refused_server_timing("tls;dur=0, vless;dur=-0"));
+  CHECK_FALSE(refused_server_timing("cache;dur=nan"));  // not a phase: ignored as before
+  CHECK(refused_server_timing("tls;dur=nan, vless;dur=-1") == "tls;dur=nan is not a finite duration >= 0");
+  CHECK(refused_server_timing("upgrade;dur=" + std::string(100, '9') + "e9999")->size() < 80);
 }
 
 TEST_CASE("route header and Server-Timing: what the target writes, the runner reads back", "[route]") {

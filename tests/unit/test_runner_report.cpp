@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <limits>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -609,6 +610,21 @@ TEST_CASE("no impossible phase is quoted", "[runner][stats]") {
   CHECK(b.verdict == stall_verdict::kind::no_data);
   CHECK_THAT(b.text, Catch::Contains("3 new connections went through the daemon's VLESS listener") &&
                          !Catch::Contains("did not pass"));
+}
+
+TEST_CASE("no nan, inf or negative phase reaches the verdict or samples.csv", "[runner][stats]") {
+  // Samples read back from a samples.csv someone else wrote: the runner's own refuse such phases.
+  std::vector<sample> bad(10, with_vless_phase(0.05));
+  for (std::size_t i = 0; i < bad.size(); ++i) {
+    bad[i].timing.vless = i % 2 == 0 ? std::numeric_limits<double>::quiet_NaN() : -1e29;
+    bad[i].timing.tls = std::numeric_limits<double>::infinity();
+  }
+  const auto v = judge_stall(bad);
+  CHECK_FALSE(v.vless_ms);
+  CHECK_FALSE(v.tls_ms);
+  CHECK_THAT(v.text, !Catch::Contains("nan") && !Catch::Contains("inf") && !Catch::Contains("-1"));
+  const auto csv = samples_csv(bad);
+  CHECK_THAT(csv, !Catch::Contains("nan") && !Catch::Contains("inf") && !Catch::Contains("e+29"));
 }
 
 TEST_CASE("failing paths: none ok, or over the stated share", "[runner]") {
