@@ -4,7 +4,7 @@ never world-readable (issue 38 items 15, 16). The package's postinst (a first in
 over the 0644 file older versions made, an admin's own mode) and the image's first-boot script run
 in a chroot on an overlay of this machine's root, in a private mount namespace, so nothing outside
 it changes (the group they add, the files they write); what needs a running systemd is stubbed.
-Checked: mode 0640, owner root, group vlessbenchd (the unit's SupplementaryGroups=), the admin
+Checked: mode 0640, owner root, group vlessbench (the unit's SupplementaryGroups=), the admin
 token inside and /root/admin-token 0600; and the daemon reads the file as an unprivileged user in
 that group (--check) while the same user without it cannot. Root only; skipped (77) without
 unshare or overlayfs."""
@@ -48,7 +48,7 @@ mkdir -p /var/lib/vlessbench && chown 65534:65534 /var/lib/vlessbench
 modes() { echo "$1 $(stat -c '%a %U %G' "$c")"; }
 # The daemon as nobody: with the group, and with no group at all.
 reads() {
-  gid=$(getent group vlessbenchd | cut -d: -f3)
+  gid=$(getent group vlessbench | cut -d: -f3)
   if setpriv --reuid=65534 --regid=65534 --groups="$gid" /opt/vb/vlessbenchd --check --config "$c" >/tmp/with 2>&1
   then echo "with_group ok"; else echo "with_group failed: $(head -c 300 /tmp/with)"; fi
   if setpriv --reuid=65534 --regid=65534 --clear-groups /opt/vb/vlessbenchd --check --config "$c" >/tmp/without 2>&1
@@ -95,10 +95,10 @@ def main() -> int:
     for line in r.stdout.splitlines():
         key, _, rest = line.partition(" ")
         got.setdefault(key, []).append(rest)
-    want = "640 root vlessbenchd"
+    want = "640 root vlessbench"
     assert got.get("install") == [want], f"after install: {got.get('install')} (want {want})"
     assert got.get("upgrade") == [want], f"after an upgrade over a 0644 config: {got.get('upgrade')}"
-    assert got.get("admin_mode") == ["600 root vlessbenchd"], f"the admin's own mode: {got.get('admin_mode')}"
+    assert got.get("admin_mode") == ["600 root vlessbench"], f"the admin's own mode: {got.get('admin_mode')}"
     assert got.get("firstboot") == [want], f"after the image's first boot: {got.get('firstboot')}"
     assert got.get("token_in_config") == ["yes"], "first boot wrote no admin token into the config"
     assert got.get("admin_token") == ["600 root"], f"/root/admin-token: {got.get('admin_token')}"
@@ -106,7 +106,7 @@ def main() -> int:
     without = got.get("without_group", [])
     assert len(without) == 2 and all(w.startswith("failed") and "Permission denied" in w for w in without), \
         f"a user outside the group read the config: {without}"
-    print("config modes: 0640 root:vlessbenchd after install, upgrade and first boot; the group reads it, others not")
+    print("config modes: 0640 root:vlessbench after install, upgrade and first boot; the group reads it, others not")
     return 0
 
 
