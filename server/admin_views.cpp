@@ -68,9 +68,12 @@ std::string format_metrics(const hub_snapshot& s, std::string_view version) {
   m.family("vlessbench_open_connections", "gauge", "Connections open now (VLESS and targets).");
   m.sample("vlessbench_open_connections", "", std::to_string(s.open_connections));
   m.family("vlessbench_access_log_dropped_lines_total", "counter",
-           "Access-log lines dropped: the reader did not keep up (queue) or over [log] max_lines_per_second (rate).");
+           "Access-log lines dropped: the reader did not keep up (queue), over [log] max_lines_per_second (rate) "
+           "or over [log] max_session_lines_per_second (session_rate).");
   m.sample("vlessbench_access_log_dropped_lines_total", label("reason", "queue"), std::to_string(s.log_dropped_queue));
   m.sample("vlessbench_access_log_dropped_lines_total", label("reason", "rate"), std::to_string(s.log_dropped_rate));
+  m.sample("vlessbench_access_log_dropped_lines_total", label("reason", "session_rate"),
+           std::to_string(s.log_dropped_session_rate));
   m.family("vlessbench_probe_runs_total", "counter", "Browser probe results accepted (probe.run events).");
   m.sample("vlessbench_probe_runs_total", "", std::to_string(s.probe_runs));
   m.family("vlessbench_probe_results_refused_total", "counter",

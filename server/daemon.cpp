@@ -121,6 +121,7 @@ daemon::daemon(std::shared_ptr<const config> cfg, std::optional<std::filesystem:
   rt_.live.publish(rt_.cfg);
   rt_.log.set_queue_bytes(rt_.cfg->log.queue_bytes);
   rt_.log.set_max_lines_per_second(rt_.cfg->log.max_lines_per_second);
+  rt_.log.set_max_session_lines_per_second(rt_.cfg->log.max_session_lines_per_second);
   rt_.log.open(rt_.cfg->log.access);
   // Said at start, not discovered as refused sessions later: without the machine's addresses a
   // wildcard [[target]] is reachable through VLESS on loopback only, and a generated certificate

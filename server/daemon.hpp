@@ -104,7 +104,9 @@ class daemon {
                                                          s.open_connections = rt_.connections.size();
                                                          const auto c = rt_.log.counters();
                                                          s.log_dropped_rate = c.rate_dropped_lines;
-                                                         s.log_dropped_queue = c.dropped_lines - c.rate_dropped_lines;
+                                                         s.log_dropped_session_rate = c.session_rate_dropped_lines;
+                                                         s.log_dropped_queue = c.dropped_lines - c.rate_dropped_lines -
+                                                                               c.session_rate_dropped_lines;
                                                        },
                                                        [this] { return rt_.cfg; }, VLESSBENCH_VERSION}};
   // A descriptor held in reserve: out of descriptors, it is given up for a moment so a pending

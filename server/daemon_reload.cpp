@@ -171,6 +171,7 @@ void daemon::reload() {
   tls_ = std::move(tls);
   if (plan.log_queue_changed) rt_.log.set_queue_bytes(next->log.queue_bytes);
   rt_.log.set_max_lines_per_second(next->log.max_lines_per_second);  // unchanged: a no-op
+  rt_.log.set_max_session_lines_per_second(next->log.max_session_lines_per_second);
   if (plan.log_level_changed) setup_logging(next->log.level);
   auto changes = std::move(plan.changes);
   if (const auto ended = rt_.live.publish(next); ended > 0)

@@ -52,7 +52,7 @@ void read_log(const table_reader& root, log_config& out) {
   if (!root.find("log")) return;
   const auto r = root.table("log");
   if (!r) return;
-  r->reject_unknown({"level", "access", "queue_bytes", "max_lines_per_second"});
+  r->reject_unknown({"level", "access", "queue_bytes", "max_lines_per_second", "max_session_lines_per_second"});
   if (auto level = r->string("level")) {
     static constexpr std::string_view levels[] = {"trace", "debug", "info", "warn", "error"};
     if (std::find(std::begin(levels), std::end(levels), *level) == std::end(levels))
@@ -81,6 +81,13 @@ void read_log(const table_reader& root, log_config& out) {
                                            std::to_string(log_config::max_max_lines_per_second));
     else
       out.max_lines_per_second = static_cast<std::uint64_t>(*lines);
+  }
+  if (auto lines = r->integer("max_session_lines_per_second")) {
+    if (*lines < 0 || *lines > static_cast<std::int64_t>(log_config::max_max_lines_per_second))
+      r->error("max_session_lines_per_second", std::to_string(*lines) + ": must be between 0 (no bound) and " +
+                                                   std::to_string(log_config::max_max_lines_per_second));
+    else
+      out.max_session_lines_per_second = static_cast<std::uint64_t>(*lines);
   }
 }
 

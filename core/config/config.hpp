@@ -90,6 +90,9 @@ struct log_config {
   // Access-log lines a second for the whole daemon (token bucket, burst one second); 0: no bound.
   static constexpr std::uint64_t default_max_lines_per_second = 20000, max_max_lines_per_second = 10000000;
   std::uint64_t max_lines_per_second = default_max_lines_per_second;
+  // The same for authenticated VLESS sessions' own lines (their vless.* lines and the answers
+  // they relayed), a bucket apart so that no other traffic can drop them.
+  std::uint64_t max_session_lines_per_second = default_max_lines_per_second;
 };
 
 struct limits_config {

@@ -203,12 +203,12 @@ void access_log::enqueue_dropped_event_locked() {
   push_locked({line.finish()});
 }
 
-void access_log::enqueue_rate_dropped_event_locked() {
+void access_log::enqueue_rate_dropped_event_locked(rate_bucket& b) {
   json_line line("log.dropped");
-  line.add("lines", pending_rate_lines_).add("bytes", pending_rate_bytes_).add("total_lines", dropped_lines_);
-  line.add("reason", "rate").add("max_lines_per_second", max_lines_per_second_);
-  pending_rate_lines_ = pending_rate_bytes_ = 0;
-  last_rate_report_ = std::chrono::steady_clock::now();
+  line.add("lines", b.pending_lines).add("bytes", b.pending_bytes).add("total_lines", dropped_lines_);
+  line.add("reason", b.reason).add(b.key, b.per_second);
+  b.pending_lines = b.pending_bytes = 0;
+  b.last_report = std::chrono::steady_clock::now();
   const std::string text = line.finish();
   // Through the usual path (written at once or queued), never itself rate-limited.
   if (queue_.empty() && !writer_busy_ && pending_dropped_lines_ == 0 && sink_.kind != sink_kind::blocking) {
@@ -222,36 +222,53 @@ void access_log::enqueue_rate_dropped_event_locked() {
   if (queued_bytes_ + text.size() <= queue_limit_) push_locked({text});
 }
 
-bool access_log::admit_rate_locked(std::size_t bytes) {
-  if (max_lines_per_second_ == 0 || stop_) return true;
+bool access_log::admit_rate_locked(rate_bucket& b, std::size_t bytes) {
+  if (b.per_second == 0 || stop_) return true;
   const auto now = std::chrono::steady_clock::now();
-  const double burst = static_cast<double>(max_lines_per_second_);
-  const double elapsed = std::chrono::duration<double>(now - rate_refill_).count();
-  rate_refill_ = now;
-  rate_tokens_ = std::min(burst, rate_tokens_ + elapsed * burst);
-  if (pending_rate_lines_ > 0 && now - last_rate_report_ >= std::chrono::seconds(1))
-    enqueue_rate_dropped_event_locked();  // at most one report a second while the flood lasts
-  if (rate_tokens_ >= 1.0) {
-    rate_tokens_ -= 1.0;
+  const double burst = static_cast<double>(b.per_second);
+  const double elapsed = std::chrono::duration<double>(now - b.refill).count();
+  b.refill = now;
+  b.tokens = std::min(burst, b.tokens + elapsed * burst);
+  if (b.pending_lines > 0 && now - b.last_report >= std::chrono::seconds(1))
+    enqueue_rate_dropped_event_locked(b);  // at most one report a second while the flood lasts
+  if (b.tokens >= 1.0) {
+    b.tokens -= 1.0;
     return true;
   }
   ++dropped_lines_;
   dropped_bytes_ += bytes;
-  ++rate_dropped_lines_;
-  if (pending_rate_lines_ == 0 && now - last_rate_report_ >= std::chrono::seconds(1))
-    last_rate_report_ = now;  // the first report of a flood comes a second after it began
-  ++pending_rate_lines_;
-  pending_rate_bytes_ += bytes;
+  ++b.dropped_lines;
+  if (b.pending_lines == 0 && now - b.last_report >= std::chrono::seconds(1))
+    b.last_report = now;  // the first report of a flood comes a second after it began
+  ++b.pending_lines;
+  b.pending_bytes += bytes;
   return false;
+}
+
+// Every class's report that is due (or, now_or_never, every pending one: the flood's last).
+void access_log::report_due_rates_locked(bool now_or_never) {
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& b : rate_)
+    if (b.pending_lines > 0 && (now_or_never || now - b.last_report >= std::chrono::seconds(1)))
+      enqueue_rate_dropped_event_locked(b);
+}
+
+void access_log::set_rate(rate_bucket& b, std::uint64_t lines) {
+  if (lines != b.per_second) {
+    b.per_second = lines;
+    b.tokens = static_cast<double>(lines);
+    b.refill = std::chrono::steady_clock::now();
+  }
 }
 
 void access_log::set_max_lines_per_second(std::uint64_t lines) {
   const std::lock_guard lock(mutex_);
-  if (lines != max_lines_per_second_) {
-    max_lines_per_second_ = lines;
-    rate_tokens_ = static_cast<double>(lines);
-    rate_refill_ = std::chrono::steady_clock::now();
-  }
+  set_rate(rate_[0], lines);
+}
+
+void access_log::set_max_session_lines_per_second(std::uint64_t lines) {
+  const std::lock_guard lock(mutex_);
+  set_rate(rate_[1], lines);
 }
 
 void access_log::open(const std::string& target) {
@@ -269,17 +286,19 @@ void access_log::open(const std::string& target) {
   }
 }
 
-void access_log::write(const std::string& line) {
+void access_log::write(const std::string& line, line_class c) {
   std::unique_lock lock(mutex_);
-  if (!admit_rate_locked(line.size())) {
+  auto& bucket = rate_[c == line_class::session ? 1 : 0];
+  if (!admit_rate_locked(bucket, line.size())) {
     const auto now = std::chrono::steady_clock::now();
-    if (now - last_rate_warning_ < std::chrono::seconds(1)) return;
-    last_rate_warning_ = now;
-    const auto total = rate_dropped_lines_;
-    const auto limit = max_lines_per_second_;
+    if (now - bucket.last_warning < std::chrono::seconds(1)) return;
+    bucket.last_warning = now;
+    const auto total = bucket.dropped_lines;
+    const auto limit = bucket.per_second;
+    const auto key = bucket.key;
     lock.unlock();
-    spdlog::warn("access log: more than {} lines a second: dropping lines ({} since start; [log] max_lines_per_second)",
-                 limit, total);
+    spdlog::warn("access log: more than {} {}lines a second: dropping lines ({} since start; [log] {})", limit,
+                 c == line_class::session ? "VLESS session " : "", total, key);
     return;
   }
   const bool idle = queue_.empty() && !writer_busy_;
@@ -326,15 +345,12 @@ void access_log::writer_loop() {
   for (;;) {
     // A flood's report is due a second after the last one even if no other line comes.
     while (!stop_ && queue_.empty()) {
-      if (pending_rate_lines_ > 0) {
-        const auto due = last_rate_report_ + std::chrono::seconds(1);
-        if (std::chrono::steady_clock::now() >= due)
-          enqueue_rate_dropped_event_locked();
-        else
-          wake_writer_.wait_until(lock, due);
-      } else {
-        wake_writer_.wait_for(lock, std::chrono::seconds(1));
-      }
+      report_due_rates_locked(false);
+      if (!queue_.empty()) break;
+      auto due = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      for (const auto& b : rate_)
+        if (b.pending_lines > 0) due = std::min(due, b.last_report + std::chrono::seconds(1));
+      wake_writer_.wait_until(lock, due);
     }
     if (queue_.empty()) return;  // stop_
     std::deque<item> batch;
@@ -385,7 +401,7 @@ bool access_log::write_waiting(const sink& s, const std::string& line) {
 
 bool access_log::flush(std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
-  if (pending_rate_lines_ > 0 && !stop_) enqueue_rate_dropped_event_locked();  // the flood's last report
+  if (!stop_) report_due_rates_locked(true);  // the flood's last report
   return idle_.wait_for(lock, timeout, [&] { return queue_.empty() && !writer_busy_ && pending_dropped_lines_ == 0; });
 }
 
@@ -421,7 +437,7 @@ void access_log::set_queue_bytes(std::size_t bytes) {
 
 access_log::stats access_log::counters() const {
   const std::lock_guard lock(mutex_);
-  return {dropped_lines_, dropped_bytes_, queued_bytes_, rate_dropped_lines_};
+  return {dropped_lines_, dropped_bytes_, queued_bytes_, rate_[0].dropped_lines, rate_[1].dropped_lines};
 }
 
 }  // namespace vlessbench

@@ -64,8 +64,13 @@ class access_log {
   // target() is for the thread that opens.
   void open(const std::string& target);
   const std::string& target() const { return target_; }
-  // Never blocks on the reader: writes at once, queues, or drops (counted) when the queue is full.
-  void write(const std::string& line);
+  // Whose line it is, for the rate bound: an authenticated VLESS session's own lines (its
+  // vless.* lines and the targets' answers it relayed, route = vless) have a budget of their own,
+  // so no flood of direct or unauthenticated traffic can drop the route proof of a run.
+  enum class line_class { other, session };
+  // Never blocks on the reader: writes at once, queues, or drops (counted) when the queue is full
+  // or the class's rate is spent.
+  void write(const std::string& line, line_class c = line_class::other);
   // Waits until the queue is empty: every queued line and the drop report written. False at the
   // deadline (the reader is stalled).
   bool flush(std::chrono::milliseconds timeout);
@@ -80,12 +85,16 @@ class access_log {
   // log.dropped event with reason "rate". 0: no bound. Keeps one flooding client from filling
   // the disk (docs/configuration.md [log] max_lines_per_second).
   void set_max_lines_per_second(std::uint64_t lines);
+  // The same for line_class::session, a bucket apart (docs/configuration.md [log]
+  // max_session_lines_per_second; reported with reason "session_rate").
+  void set_max_session_lines_per_second(std::uint64_t lines);
 
   struct stats {
     std::uint64_t dropped_lines = 0;  // since start
     std::uint64_t dropped_bytes = 0;
-    std::size_t queued_bytes = 0;          // waiting for the reader now
-    std::uint64_t rate_dropped_lines = 0;  // of dropped_lines: over max_lines_per_second
+    std::size_t queued_bytes = 0;                  // waiting for the reader now
+    std::uint64_t rate_dropped_lines = 0;          // of dropped_lines: over max_lines_per_second
+    std::uint64_t session_rate_dropped_lines = 0;  // of dropped_lines: over max_session_lines_per_second
   };
   stats counters() const;
 
@@ -114,9 +123,24 @@ class access_log {
   static long try_write(const sink& s, const char* p, std::size_t n);
   void push_locked(item it);
   void enqueue_dropped_event_locked();
-  void enqueue_rate_dropped_event_locked();
-  // Takes a token for one line; false when the line is over the rate (counted).
-  bool admit_rate_locked(std::size_t bytes);
+  // One class's token bucket (a second's worth) and what it dropped.
+  struct rate_bucket {
+    std::string_view reason;       // of its log.dropped events: "rate", "session_rate"
+    std::string_view key;          // its [log] key, named in those events
+    std::uint64_t per_second = 0;  // 0: no rate bound
+    double tokens = 0;
+    std::chrono::steady_clock::time_point refill{};
+    std::uint64_t dropped_lines = 0;                     // since start
+    std::uint64_t pending_lines = 0, pending_bytes = 0;  // not reported yet
+    std::chrono::steady_clock::time_point last_report{};
+    std::chrono::steady_clock::time_point last_warning{};
+  };
+  void enqueue_rate_dropped_event_locked(rate_bucket& b);
+  void report_due_rates_locked(bool now_or_never);
+  static void set_rate(rate_bucket& b, std::uint64_t lines);
+  // Takes a token for one line from its class's bucket; false when the line is over the rate
+  // (counted).
+  bool admit_rate_locked(rate_bucket& b, std::size_t bytes);
   void writer_loop();
   // The writer's write of one whole line, waiting for the reader in poll(2) steps so that
   // shutdown() can give up on it; false when given up.
@@ -133,13 +157,8 @@ class access_log {
   std::uint64_t pending_dropped_lines_ = 0, pending_dropped_bytes_ = 0;  // not reported yet
   std::uint64_t dropped_lines_ = 0, dropped_bytes_ = 0;
   std::uint64_t warned_dropped_lines_ = 0;  // dropped_lines_ at the last warning
-  std::uint64_t max_lines_per_second_ = 0;  // 0: no rate bound
-  double rate_tokens_ = 0;
-  std::chrono::steady_clock::time_point rate_refill_{};
-  std::uint64_t rate_dropped_lines_ = 0;                           // since start
-  std::uint64_t pending_rate_lines_ = 0, pending_rate_bytes_ = 0;  // not reported yet
-  std::chrono::steady_clock::time_point last_rate_report_{};
-  std::chrono::steady_clock::time_point last_rate_warning_{};
+  rate_bucket rate_[2] = {{.reason = "rate", .key = "max_lines_per_second"},
+                          {.reason = "session_rate", .key = "max_session_lines_per_second"}};
   std::chrono::steady_clock::time_point last_warning_{};
   std::uint64_t lost_at_exit_ = 0;
   bool stop_ = false;

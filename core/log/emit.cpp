@@ -2,17 +2,27 @@
 
 namespace vlessbench {
 
+namespace {
+
+// An authenticated VLESS session's own lines have a rate budget apart from everyone else's
+// (access_log::line_class): a refusal after the header named a user, a session's line, its
+// sub-connections' lines, and a target's answer it relayed.
+constexpr auto session_line = access_log::line_class::session;
+constexpr auto other_line = access_log::line_class::other;
+
+}  // namespace
+
 void event_emitter::emit(const vless_reject_event& e) {
-  log_.write(format_event(e));
+  log_.write(format_event(e), e.user.empty() ? other_line : session_line);
   hub_.rejected(e);
 }
 
 void event_emitter::emit(const vless_session_event& e) {
-  log_.write(format_event(e));
+  log_.write(format_event(e), session_line);
   hub_.session_closed(e);
 }
 
-void event_emitter::emit(const vless_sub_event& e) { log_.write(format_event(e)); }
+void event_emitter::emit(const vless_sub_event& e) { log_.write(format_event(e), session_line); }
 
 void event_emitter::emit(const config_reload_event& e) {
   log_.write(format_event(e));
@@ -24,7 +34,7 @@ namespace {
 // A target's answer: its line, then its count, relayed when it came through a VLESS session.
 template <class Event>
 void write_answer(access_log& log, state_hub& hub, const Event& e, const event_emitter::answered& a) {
-  log.write(format_event(e));
+  log.write(format_event(e), e.route != nullptr ? session_line : other_line);
   hub.target_answered(e.listener, e.route != nullptr, a.count, a.bytes_up, a.bytes_down);
 }
 

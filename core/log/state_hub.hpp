@@ -107,8 +107,9 @@ struct hub_snapshot {
   std::uint64_t reloads_ok = 0, reloads_failed = 0, probe_runs = 0;
   std::uint64_t open_sessions = 0, open_connections = 0;
   // Access-log lines dropped since start (gauges filled in by the daemon): reader too slow
-  // (queue full) and over [log] max_lines_per_second (rate).
-  std::uint64_t log_dropped_queue = 0, log_dropped_rate = 0;
+  // (queue full), over [log] max_lines_per_second (rate) and over max_session_lines_per_second
+  // (session_rate: authenticated VLESS sessions' own lines).
+  std::uint64_t log_dropped_queue = 0, log_dropped_rate = 0, log_dropped_session_rate = 0;
   // Requests and connections the admin listener refused, and probe results refused, by reason
   // (a fixed vocabulary: docs/dashboard.md, docs/probe.md).
   std::map<std::string, std::uint64_t, std::less<>> admin_refused, probe_refused;

@@ -97,7 +97,9 @@ unpadder::result unpadder::feed(const char* in, std::size_t n, char* out) {
         padding_left_ = (static_cast<std::size_t>(header_[3]) << 8) | header_[4];
         if (padding_left_ > max_padding) return fail("vision_bad_padding");
         if (++frames_ > max_padded_frames) return fail("vision_padding_unended");
-        state_ = state::content;
+        // A frame without content goes on to its padding now: an empty last frame (end or
+        // direct, zero padding) takes effect with its header, not with the byte after it.
+        state_ = content_left_ > 0 ? state::content : state::padding;
         break;
       }
       case state::content: {

@@ -61,7 +61,7 @@ class vision_stream {
     f.padding_up = v_->up.padding_bytes();
     f.frames_up = v_->up.frames();
     f.padding_down = v_->down.padding_bytes();
-    const auto& t = v_->filter;
+    const auto& t = v_->down_tls;
     f.inner = t.tls13 ? "tls1.3" : t.tls12_or_above ? "tls1.2" : t.is_tls ? "tls" : "none";
     return f;
   }
@@ -108,7 +108,7 @@ class vision_stream {
             if (!v_ || !v_->down.padding()) {
               stage = 1;
               // The downlink's detection goes on after its padding ended: the client's may too.
-              if (v_ && v_->filter.filtering()) v_->filter.observe({static_cast<const char*>(b.data()), b.size()});
+              if (v_ && v_->down_tls.filtering()) v_->down_tls.observe({static_cast<const char*>(b.data()), b.size()});
               if (v_ && v_->down_direct) return tls_.next_layer().async_write_some(b, std::move(self));
               return tls_.async_write_some(b, std::move(self));
             }
@@ -167,7 +167,11 @@ class vision_stream {
     explicit state(const uuid_bytes& uuid) : up(uuid), down(uuid, std::random_device{}()) {}
     vision::unpadder up;
     vision::padder down;
-    vision::tls_filter filter;
+    // Each direction its own detection: only the destination's ServerHello, going down, can
+    // allow direct copy. The client's bytes say whether the stream is TLS (its ClientHello) and
+    // count against the detection's packets (both directions count, as in Xray); a ServerHello
+    // among them decides nothing.
+    vision::tls_filter up_tls, down_tls;
     std::size_t response_left = 0;
     bool up_direct = false, down_direct = false, direct_next = false;
     std::string out;     // one write's padded form
@@ -196,15 +200,22 @@ class vision_stream {
       if (!r.error.empty()) return fail(r.error, ec);
       got = r.out;
     }
-    if (v_->filter.filtering() && got > 0) v_->filter.observe({data, got});
+    if (v_->down_tls.filtering() && got > 0) observe_up({data, got});
     if (v_->up.direct() && !v_->up_direct) {
-      // Direct before the inner TLS 1.3 ServerHello went down: nothing the raw bytes could be.
-      if (!v_->filter.direct_ok) return fail("vision_direct_early", ec);
+      // Direct before the destination's TLS 1.3 ServerHello went down: nothing the raw bytes
+      // could be (a ServerHello the client sent up itself does not count).
+      if (!v_->down_tls.direct_ok) return fail("vision_direct_early", ec);
       tls_.hand_over(v_->raw_in);
       v_->up_direct = true;
       v_->facts.direct_up_us = since_accept();
     }
     return got;
+  }
+
+  void observe_up(std::string_view packet) {
+    v_->up_tls.observe(packet);
+    --v_->down_tls.packets_left;
+    v_->down_tls.is_tls = v_->down_tls.is_tls || v_->up_tls.is_tls;
   }
 
   std::size_t fail(std::string_view why, std::error_code& ec) {
@@ -245,7 +256,7 @@ class vision_stream {
     v_->out.assign(data, head);
     v_->response_left -= head;
     v_->direct_next = false;
-    if (size > head) v_->direct_next = v_->down.pad(v_->filter, {data + head, size - head}, v_->out).direct;
+    if (size > head) v_->direct_next = v_->down.pad(v_->down_tls, {data + head, size - head}, v_->out).direct;
   }
 
   tls_stream tls_;

@@ -113,7 +113,7 @@ def make_config(threads: int, quickack: str) -> dict:
         "dns": [{"name": "dns", "listen": f"0.0.0.0:{DNS_PORT}"}],
         "limits": {"threads": threads, "max_sessions": 1000, **h.ONE_ADDRESS_LOAD},
         # Every line is counted below: none may be dropped by the rate bound.
-        "log": {"max_lines_per_second": 0},
+        "log": {"max_lines_per_second": 0, "max_session_lines_per_second": 0},
     }
 
 

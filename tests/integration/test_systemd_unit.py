@@ -48,6 +48,9 @@ def main():
     assert len(config_paths) == 1, f"Exec lines disagree on the config: {config_paths}"
     assert "--check" in props["ExecStartPre"][0]
     assert props["DynamicUser"] == ["yes"]
+    # The config is 0640 root:vlessbench (packaging/deb/postinst): the dynamic user reads it through
+    # this group.
+    assert props.get("SupplementaryGroups") == ["vlessbench"], props.get("SupplementaryGroups")
     assert props["AmbientCapabilities"] == ["CAP_NET_BIND_SERVICE"]
     assert props["StateDirectory"] == ["vlessbench"] and props["LogsDirectory"] == ["vlessbench"]
     for key in ("NoNewPrivileges", "ProtectSystem", "ProtectHome", "PrivateTmp", "RestrictAddressFamilies",

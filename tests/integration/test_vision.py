@@ -20,6 +20,7 @@ transport other than raw TLS are refused with their reasons. A missing core is a
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import random
@@ -328,6 +329,176 @@ def hostile_padding_after_the_first_frame_ends_the_session():
     e = D.wait_event("vless.session", since=mark, listener="tls")
     check(e.get("flow") == FLOW and e["vision"].get("error") == "vision_bad_command", e)
     check(e["close_reason"] == "client_error" and e["bytes_up"] == len(get_req), e)
+
+
+def vision_header_to(port: int) -> bytes:
+    return h.vless_header(D.cfg["users"][0]["uuid"], port, addons=h.addons_flow(FLOW))
+
+
+def fake_server_hello() -> bytes:
+    """A TLS 1.3 ServerHello record (supported_versions 0x0304, TLS_AES_128_GCM_SHA256) as a
+    client could write it itself."""
+    ext = bytes.fromhex("002b00020304") + bytes.fromhex("003300240020") + bytes(2) + os.urandom(32)
+    body = b"\x03\x03" + os.urandom(32) + bytes([32]) + os.urandom(32) + b"\x13\x01\x00"
+    body += struct.pack(">H", len(ext)) + ext
+    hs = b"\x02" + struct.pack(">I", len(body))[1:] + body
+    return b"\x16\x03\x03" + struct.pack(">H", len(hs)) + hs
+
+
+class Sink:
+    """A plain TCP destination on loopback that keeps what it receives (one connection)."""
+
+    def __init__(self):
+        self.sock = socket.create_server((LOOPBACK, 0))
+        self.port = self.sock.getsockname()[1]
+        self.data = b""
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        self.sock.settimeout(15)
+        try:
+            conn, _ = self.sock.accept()
+            conn.settimeout(15)
+            with conn:
+                while chunk := conn.recv(65536):
+                    self.data += chunk
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        self.sock.close()
+        self.thread.join(20)
+
+
+@suite.test
+def client_server_hello_does_not_unlock_direct():
+    """A client's own TLS 1.3 ServerHello sent up in a continue frame, then direct and raw bytes
+    beneath the TLS: direct copy needs the destination's ServerHello going down, so the session
+    ends vision_direct_early and the destination never gets the raw bytes."""
+    sink = Sink()
+    hello = fake_server_hello()
+    raw = b"RAW-BENEATH-THE-TLS"
+    mark = D.mark()
+    try:
+        with h.TlsClient(D.port("tls")) as c:
+            c.handshake()
+            c.send(vision_header_to(sink.port) + user_uuid() + frame(0, hello, 40))
+            deadline = time.monotonic() + 5
+            while len(sink.data) < len(hello):  # relaying: the next frame is the session's
+                check(time.monotonic() < deadline, f"the destination got {len(sink.data)} bytes")
+                time.sleep(0.02)
+            c.send(frame(2, b"D"))
+            c.sock.sendall(raw)
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline and raw not in sink.data:
+                if D.events("vless.session", since=mark, listener="tls"):
+                    break
+                time.sleep(0.05)
+    finally:
+        sink.close()
+    check(raw not in sink.data and not sink.data.endswith(b"D"), f"relayed past the TLS: {sink.data[-40:]!r}")
+    check(sink.data == hello, f"the destination got {sink.data[:60]!r}")
+    e = D.wait_event("vless.session", since=mark, listener="tls")
+    v = e.get("vision") or {}
+    check(v.get("error") == "vision_direct_early" and e["close_reason"] == "client_error", e)
+    check("direct_up_us" not in v and v.get("inner") != "tls1.3", e)
+
+
+class VisionClient:
+    """Vision by hand over the harness's TLS client: an inner TLS 1.3 client (memory BIOs) to a
+    destination, the server's frames unpadded here until its direct, then the raw socket."""
+
+    def __init__(self):
+        self.outer = h.TlsClient(D.port("tls")).handshake()
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+        self.to_inner, self.from_inner = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self.inner = ctx.wrap_bio(self.to_inner, self.from_inner, server_hostname="localhost")
+        self.padded = b""
+        self.head_left = 2 + 16  # the response header, then the UUID
+        self.down_direct = False
+
+    def pull(self) -> None:
+        """The next bytes from the daemon into the inner TLS."""
+        if self.down_direct:
+            data = self.outer.sock.recv(65536)
+            check(data, "EOF on the raw socket")
+            self.to_inner.write(data)
+            return
+        data = self.outer.recv()
+        check(data, "EOF inside the TLS")
+        self.padded += data
+        cut = min(self.head_left, len(self.padded))
+        self.padded, self.head_left = self.padded[cut:], self.head_left - cut
+        while self.head_left == 0 and len(self.padded) >= 5:
+            command, clen, plen = struct.unpack(">BHH", self.padded[:5])
+            if len(self.padded) < 5 + clen + plen:
+                return
+            self.to_inner.write(self.padded[5:5 + clen])
+            self.padded = self.padded[5 + clen + plen:]
+            check(command in (0, 2), f"the daemon ended its padding without direct ({command})")
+            if command == 2:
+                # What the outer TLS did not take (it reads a record at a time) is raw already.
+                self.down_direct = True
+                self.to_inner.write(self.padded + self.outer.incoming.read())
+                self.padded = b""
+                return
+
+    def handshake(self, dest: int) -> None:
+        with contextlib.suppress(ssl.SSLWantReadError):
+            self.inner.do_handshake()
+        self.outer.send(vision_header_to(dest) + user_uuid() + frame(0, self.from_inner.read(), 300))
+        for _ in range(200):
+            try:
+                self.inner.do_handshake()
+                return
+            except ssl.SSLWantReadError:
+                self.pull()
+        raise AssertionError("inner TLS handshake unfinished")
+
+    def read_inner(self, n: int) -> bytes:
+        got = b""
+        while len(got) < n:
+            try:
+                got += self.inner.read(n - len(got))
+            except ssl.SSLWantReadError:
+                self.pull()
+        return got
+
+
+@suite.test
+def empty_direct_frame_switches_at_once():
+    """Inner TLS 1.3 to an echo server; the client's last frames: its Finished in a continue frame,
+    then an empty direct frame (no content, no padding) in a TLS record of its own, then raw TLS
+    records beneath. The switch is the frame's header: the raw bytes reach the echo server and
+    come back, and the session says direct both ways without an error."""
+    echo = TlsEcho()
+    mark = D.mark()
+    message = b"vision-empty-direct " * 50
+    try:
+        v = VisionClient()
+        v.outer.sock.settimeout(10)
+        try:
+            v.handshake(echo.port)
+            v.outer.send(frame(0, v.from_inner.read()))  # the client's Finished
+            v.outer.send(frame(2))  # the empty direct frame
+            v.inner.write(message)
+            v.outer.sock.sendall(v.from_inner.read())
+            back = v.read_inner(len(message))
+        finally:
+            v.outer.close()
+    finally:
+        echo.close()
+    check(back == message, f"echoed {back[:60]!r}")
+    e = D.wait_event("vless.session", since=mark, listener="tls", pred=lambda x: x.get("dest", "").endswith(
+        f":{echo.port}"))
+    vis = e.get("vision") or {}
+    check(not vis.get("error") and vis.get("inner") == "tls1.3", e)
+    check(vis.get("direct_up_us", -1) > 0 and vis.get("direct_down_us", -1) > 0, e)
+    check(e["bytes_up"] >= len(message), e)
 
 
 def runner_run(target: str, paths: list[str], new: int = 5, reuse: int = 5) -> tuple[list[dict], str]:

@@ -180,6 +180,52 @@ TEST_CASE("access_log: max_lines_per_second drops a flood, counts it and reports
   std::filesystem::remove(path);
 }
 
+TEST_CASE("access_log: authenticated sessions' lines have a rate budget of their own", "[access_log]") {
+  const auto path =
+      std::filesystem::temp_directory_path() / ("vlessbench-classes-" + std::to_string(::getpid()) + ".jsonl");
+  std::filesystem::remove(path);
+  const auto read_lines = [&] {
+    std::ifstream in(path);
+    std::vector<std::string> lines;
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    return lines;
+  };
+  {
+    access_log log;
+    log.set_max_lines_per_second(10);
+    log.set_max_session_lines_per_second(10);
+    log.open(path.string());
+    // A flood of other lines (direct clients) beside a run's few session lines: none of the
+    // session's is dropped.
+    for (int i = 0; i < 50; ++i) {
+      log.write(test_line(i));
+      if (i % 10 == 0) log.write(test_line(1000 + i), access_log::line_class::session);
+    }
+    auto c = log.counters();
+    CHECK(c.rate_dropped_lines >= 38);
+    CHECK(c.session_rate_dropped_lines == 0);
+    REQUIRE(log.flush(1s));
+    auto lines = read_lines();
+    for (int i = 0; i < 50; i += 10)
+      CHECK(std::count(lines.begin(), lines.end(), test_line(1000 + i).substr(0, 99)) == 1);
+    CHECK(field(lines.back(), "reason") == "\"rate\"");
+
+    // A session's own flood is bounded by its own key and reported with its reason.
+    for (int i = 0; i < 50; ++i) log.write(test_line(2000 + i), access_log::line_class::session);
+    c = log.counters();
+    CHECK(c.session_rate_dropped_lines >= 40);  // 5 of the 10 tokens went to the lines above
+    CHECK(c.session_rate_dropped_lines <= 46);
+    CHECK(c.dropped_lines == c.rate_dropped_lines + c.session_rate_dropped_lines);
+    REQUIRE(log.flush(1s));
+    lines = read_lines();
+    CHECK(field(lines.back(), "event") == "\"log.dropped\"");
+    CHECK(field(lines.back(), "reason") == "\"session_rate\"");
+    CHECK(field(lines.back(), "lines") == std::to_string(c.session_rate_dropped_lines));
+    CHECK(field(lines.back(), "max_session_lines_per_second") == "10");
+  }
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("access_log: the first line queued after a drop is preceded by its report", "[access_log]") {
   stalled_fifo fifo;
   access_log log(3 * 100);

@@ -344,6 +344,16 @@ TEST_CASE("log max_lines_per_second: default 20000, 0 is no bound, range checked
         "x.toml:2: log.max_lines_per_second: 10000001: must be between 0 (no bound) and 10000000");
 }
 
+TEST_CASE("log max_session_lines_per_second: default 20000, its own key, range checked", "[config]") {
+  CHECK(parse_config(loopback_target, "x.toml").log.max_session_lines_per_second == 20000);
+  const auto both = parse_config(
+      std::string("[log]\nmax_lines_per_second = 100\nmax_session_lines_per_second = 0\n") + loopback_target, "x.toml");
+  CHECK(both.log.max_lines_per_second == 100);
+  CHECK(both.log.max_session_lines_per_second == 0);
+  CHECK(error_of(std::string("[log]\nmax_session_lines_per_second = -1\n") + loopback_target) ==
+        "x.toml:2: log.max_session_lines_per_second: -1: must be between 0 (no bound) and 10000000");
+}
+
 TEST_CASE("listen addresses: IPv4 or [IPv6] with a port in range, no hostnames", "[config]") {
   auto listen_error = [](const char* listen) {
     return error_of(std::string("[[target]]\nname = \"http\"\nlisten = \"") + listen + "\"\n", "vlessbenchd.toml");

@@ -81,6 +81,41 @@ TEST_CASE("vision unpadder: a direct frame switches to direct, and bytes after i
   CHECK_FALSE(u.padded());
 }
 
+TEST_CASE("vision unpadder: an empty last frame takes effect with its header", "[vision]") {
+  // Empty content, no padding: nothing follows the header, so the command applies at once; the
+  // next byte is already the stream itself (raw TCP after direct), never read as a frame.
+  SECTION("empty direct after the UUID and a continue frame") {
+    const std::string in = uuid_text() + bytes({0x00, 0x00, 0x01, 0x00, 0x00}) + "a" + bytes({0x02, 0, 0, 0, 0});
+    for (std::size_t step : {std::size_t{0}, std::size_t{1}}) {
+      vision::unpadder u(user);
+      const auto f = feed_all(u, in, step);
+      CHECK(f.error.empty());
+      CHECK(f.content == "a");
+      CHECK(u.direct());
+      CHECK(u.frames() == 2);
+    }
+  }
+  SECTION("empty end") {
+    vision::unpadder u(user);
+    const auto f = feed_all(u, uuid_text() + bytes({0x01, 0, 0, 0, 0}));
+    CHECK(f.error.empty());
+    CHECK(f.content.empty());
+    CHECK(u.where() == vision::unpadder::state::plain);
+  }
+  SECTION("empty continue waits for the next header") {
+    vision::unpadder u(user);
+    CHECK(feed_all(u, uuid_text() + bytes({0x00, 0, 0, 0, 0})).error.empty());
+    CHECK(u.where() == vision::unpadder::state::header);
+  }
+  SECTION("empty content with padding applies after the padding") {
+    vision::unpadder u(user);
+    CHECK(feed_all(u, uuid_text() + bytes({0x02, 0, 0, 0, 2, 0})).error.empty());
+    CHECK(u.where() == vision::unpadder::state::padding);
+    CHECK(feed_all(u, bytes({0}) + "raw").content == "raw");
+    CHECK(u.direct());
+  }
+}
+
 TEST_CASE("vision unpadder: hostile frames are refused with a reason", "[vision]") {
   SECTION("another user's UUID") {
     vision::unpadder u(user);
