@@ -110,6 +110,50 @@ void resolve_from_ports_file(vlessbench::config& cfg, const std::string& path) {
                              "\" (a file of another config?)");
 }
 
+// `links`: the config's share links and client entries.
+int do_links(const std::string& links_config, const std::string& links_ports,
+             const vlessbench::links_options& links_opts) {
+  try {
+    auto cfg = vlessbench::load_config_file(links_config);
+    if (!links_ports.empty()) resolve_from_ports_file(cfg, links_ports);
+    vlessbench::print_links(std::cout, cfg, links_opts);
+    return 0;
+  } catch (const vlessbench::config_error& e) {
+    for (const auto& err : e.errors()) std::cerr << "vlessbenchd: " << err << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "vlessbenchd links: " << e.what() << "\n";
+  }
+  return 1;
+}
+
+// The daemon itself, until a signal stops it.
+int serve(const std::string& config_file, const std::string& ports_file) {
+  std::signal(SIGPIPE, SIG_IGN);
+  try {
+    std::optional<std::filesystem::path> file;
+    std::shared_ptr<const vlessbench::config> cfg;
+    if (config_file.empty()) {
+      cfg = std::make_shared<const vlessbench::config>(vlessbench::default_config());
+    } else {
+      file = config_file;
+      cfg = std::make_shared<const vlessbench::config>(vlessbench::load_config_file(config_file));
+    }
+    vlessbench::setup_logging(cfg->log.level);
+    inject_fault_at_start();
+    vlessbench::daemon d(cfg, file);
+    if (!ports_file.empty()) d.set_ports_file(ports_file);
+    const int rc = d.run();
+    inject_fault_at_exit();
+    return rc;
+  } catch (const vlessbench::config_error& e) {
+    for (const auto& err : e.errors()) std::cerr << "vlessbenchd: " << err << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "vlessbenchd: error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
 int run(int argc, char** argv) {
   CLI::App app{
       "vlessbenchd: the VLESS side of proxy-client tests: VLESS listeners (TLS, WebSocket, HTTPUpgrade, "
@@ -154,17 +198,7 @@ int run(int argc, char** argv) {
 
   if (*links) {
     links_opts.qr = !no_qr;
-    try {
-      auto cfg = vlessbench::load_config_file(links_config);
-      if (!links_ports.empty()) resolve_from_ports_file(cfg, links_ports);
-      vlessbench::print_links(std::cout, cfg, links_opts);
-      return 0;
-    } catch (const vlessbench::config_error& e) {
-      for (const auto& err : e.errors()) std::cerr << "vlessbenchd: " << err << "\n";
-    } catch (const std::exception& e) {
-      std::cerr << "vlessbenchd links: " << e.what() << "\n";
-    }
-    return 1;
+    return do_links(links_config, links_ports, links_opts);
   }
 
   if (check_only) {
@@ -175,30 +209,7 @@ int run(int argc, char** argv) {
     return check(config_file);
   }
 
-  std::signal(SIGPIPE, SIG_IGN);
-  try {
-    std::optional<std::filesystem::path> file;
-    std::shared_ptr<const vlessbench::config> cfg;
-    if (config_file.empty()) {
-      cfg = std::make_shared<const vlessbench::config>(vlessbench::default_config());
-    } else {
-      file = config_file;
-      cfg = std::make_shared<const vlessbench::config>(vlessbench::load_config_file(config_file));
-    }
-    vlessbench::setup_logging(cfg->log.level);
-    inject_fault_at_start();
-    vlessbench::daemon d(cfg, file);
-    if (!ports_file.empty()) d.set_ports_file(ports_file);
-    const int rc = d.run();
-    inject_fault_at_exit();
-    return rc;
-  } catch (const vlessbench::config_error& e) {
-    for (const auto& err : e.errors()) std::cerr << "vlessbenchd: " << err << "\n";
-    return 1;
-  } catch (const std::exception& e) {
-    std::cerr << "vlessbenchd: error: " << e.what() << "\n";
-    return 1;
-  }
+  return serve(config_file, ports_file);
 }
 
 }  // namespace
