@@ -89,14 +89,16 @@ std::string phase_list(const stall_verdict& v) {
   return out;
 }
 
-}  // namespace
-
-stall_verdict judge_stall(std::span<const sample> samples) {
-  stall_verdict v;
+// The new-connection samples' own server phases, all and stalled ones; v gets the counts.
+struct stall_evidence {
   std::vector<double> tls_all, vless_all, up_all, tls_st, vless_st, up_st;
   std::size_t quickack_stalled = 0;  // stalled on a listener that re-arms QUICKACK
   std::size_t through_vless = 0;     // ok samples whose answer named a VLESS route
   std::size_t shared = 0;            // samples on a session that carried others too (mux subs)
+};
+
+stall_evidence gather_phases(std::span<const sample> samples, stall_verdict& v) {
+  stall_evidence e;
   // A session that answered several new-connection samples is a shared mux connection: its
   // phases were timed once, for the session, not for any of these samples.
   std::map<std::uint64_t, std::size_t> per_session;
@@ -104,10 +106,10 @@ stall_verdict judge_stall(std::span<const sample> samples) {
     if (s.ok && s.mode == sample_mode::new_connection && s.route.session) ++per_session[*s.route.session];
   for (const auto& s : samples) {
     if (!s.ok || s.mode != sample_mode::new_connection) continue;
-    if (s.route.kind == route_kind::vless) ++through_vless;
+    if (s.route.kind == route_kind::vless) ++e.through_vless;
     if (!s.timing.vless) continue;
     if (s.route.session && per_session[*s.route.session] > 1) {
-      ++shared;
+      ++e.shared;
       continue;
     }
     const auto wait = own_phase(s.timing.vless, s);
@@ -116,50 +118,22 @@ stall_verdict judge_stall(std::span<const sample> samples) {
     if (!wait) continue;
     ++v.with_timing;
     const double w = *wait;
-    vless_all.push_back(w);
-    if (tls) tls_all.push_back(*tls);
-    if (up) up_all.push_back(*up);
+    e.vless_all.push_back(w);
+    if (tls) e.tls_all.push_back(*tls);
+    if (up) e.up_all.push_back(*up);
     if (w >= stall_threshold_ms) {
       ++v.stalled;
-      if (s.timing.ack == "on") ++quickack_stalled;
-      vless_st.push_back(w);
-      if (tls) tls_st.push_back(*tls);
-      if (up) up_st.push_back(*up);
+      if (s.timing.ack == "on") ++e.quickack_stalled;
+      e.vless_st.push_back(w);
+      if (tls) e.tls_st.push_back(*tls);
+      if (up) e.up_st.push_back(*up);
     }
   }
-  const std::string foreign =
-      v.foreign_phases == 0 ? ""
-                            : "; " + std::to_string(v.foreign_phases) +
-                                  " server phases longer than their whole sample left out (not that sample's own: "
-                                  "a mux sub's phases are its shared session's)";
-  v.shared_session_samples = shared;
-  if (v.with_timing == 0 && shared > 0) {
-    v.text = "no server timing of their own: the " + std::to_string(shared) +
-             " new-connection samples were subs of shared mux sessions, whose phases were timed once for the "
-             "session";
-    return v;
-  }
-  if (v.with_timing == 0) {
-    v.text = through_vless > 0
-                 ? "no server timing: " + std::to_string(through_vless) +
-                       " new connections went through the daemon's VLESS listener (see routes), but their answers "
-                       "carried no phases (this target kind sends no Server-Timing)" +
-                       foreign
-                 : "no server timing: new connections did not pass the vlessbench daemon's VLESS listener";
-    return v;
-  }
-  v.share = static_cast<double>(v.stalled) / static_cast<double>(v.with_timing);
-  v.vless_sorted_ms = vless_all;
-  std::sort(v.vless_sorted_ms.begin(), v.vless_sorted_ms.end());
-  v.max_vless_ms = *std::max_element(vless_all.begin(), vless_all.end());
-  // Stall and intermittent quote the stalled samples (the evidence of where their time went);
-  // "none" quotes every sample, so its medians are the ones samples.csv gives.
-  const bool of_stalled = v.share >= 0.5 || (v.stalled >= 2 && v.share >= 0.05);
-  v.phases_of_stalled = of_stalled;
-  v.tls_ms = median_of(of_stalled ? tls_st : tls_all);
-  v.vless_ms = median_of(of_stalled ? vless_st : vless_all);
-  v.upstream_ms = median_of(of_stalled ? up_st : up_all);
+  return e;
+}
 
+// The verdict and its text, once there are samples with timing.
+void word_verdict(stall_verdict& v, const stall_evidence& e, bool of_stalled) {
   const std::string count = std::to_string(v.stalled) + "/" + std::to_string(v.with_timing);
   const std::string phases = phase_list(v);
   // One or two slow headers among many are scheduler noise, not a client that waits for an ACK.
@@ -171,7 +145,7 @@ stall_verdict judge_stall(std::span<const sample> samples) {
              std::to_string(v.stalled) + ": " + phases + "): the client holds its first data until the server ACKs";
     // The daemon says which ACK policy the listener had (Server-Timing ack): with QUICKACK on its
     // ACKs leave at once, so a client still waiting for one is not talking to it directly.
-    if (quickack_stalled * 2 >= v.stalled) {
+    if (e.quickack_stalled * 2 >= v.stalled) {
       v.terminated_in_between = true;
       v.text +=
           "; the listener has QUICKACK on, so the daemon's ACKs do not reach the client: something "
@@ -191,10 +165,51 @@ stall_verdict judge_stall(std::span<const sample> samples) {
              fmt_ms(v.max_vless_ms) + " ms; median phases of all " + std::to_string(v.with_timing) + ": " + phases +
              ")";
   }
+}
+
+}  // namespace
+
+stall_verdict judge_stall(std::span<const sample> samples) {
+  stall_verdict v;
+  const stall_evidence e = gather_phases(samples, v);
+  const std::string foreign =
+      v.foreign_phases == 0 ? ""
+                            : "; " + std::to_string(v.foreign_phases) +
+                                  " server phases longer than their whole sample left out (not that sample's own: "
+                                  "a mux sub's phases are its shared session's)";
+  v.shared_session_samples = e.shared;
+  if (v.with_timing == 0 && e.shared > 0) {
+    v.text = "no server timing of their own: the " + std::to_string(e.shared) +
+             " new-connection samples were subs of shared mux sessions, whose phases were timed once for the "
+             "session";
+    return v;
+  }
+  if (v.with_timing == 0) {
+    v.text = e.through_vless > 0
+                 ? "no server timing: " + std::to_string(e.through_vless) +
+                       " new connections went through the daemon's VLESS listener (see routes), but their answers "
+                       "carried no phases (this target kind sends no Server-Timing)" +
+                       foreign
+                 : "no server timing: new connections did not pass the vlessbench daemon's VLESS listener";
+    return v;
+  }
+  v.share = static_cast<double>(v.stalled) / static_cast<double>(v.with_timing);
+  v.vless_sorted_ms = e.vless_all;
+  std::sort(v.vless_sorted_ms.begin(), v.vless_sorted_ms.end());
+  v.max_vless_ms = *std::max_element(e.vless_all.begin(), e.vless_all.end());
+  // Stall and intermittent quote the stalled samples (the evidence of where their time went);
+  // "none" quotes every sample, so its medians are the ones samples.csv gives.
+  const bool of_stalled = v.share >= 0.5 || (v.stalled >= 2 && v.share >= 0.05);
+  v.phases_of_stalled = of_stalled;
+  v.tls_ms = median_of(of_stalled ? e.tls_st : e.tls_all);
+  v.vless_ms = median_of(of_stalled ? e.vless_st : e.vless_all);
+  v.upstream_ms = median_of(of_stalled ? e.up_st : e.up_all);
+
+  word_verdict(v, e, of_stalled);
   v.text += foreign;
-  if (shared > 0)
+  if (e.shared > 0)
     v.text +=
-        "; " + std::to_string(shared) + " samples on shared mux sessions left out (their phases are the session's)";
+        "; " + std::to_string(e.shared) + " samples on shared mux sessions left out (their phases are the session's)";
   return v;
 }
 
@@ -273,6 +288,27 @@ std::vector<path_result> analyze(const std::vector<path_spec>& paths, std::size_
   return out;
 }
 
+namespace {
+
+// Each path's routes as its answers named them, and its route mismatches.
+std::string route_lines(const std::vector<path_result>& results, std::size_t name_w) {
+  std::string routes;
+  for (const auto& r : results) {
+    std::string counts;
+    for (const auto& [route, n] : r.routes) counts += (counts.empty() ? "" : ", ") + route + " " + std::to_string(n);
+    routes += "  " + pad(r.name, name_w) + "  " + (counts.empty() ? "no responses" : counts);
+    if (r.route_mismatches > 0)
+      routes += "  ROUTE MISMATCH x" + std::to_string(r.route_mismatches) +
+                (r.kind == path_kind::direct ? " (baseline went through VLESS)"
+                 : r.kind == path_kind::tun  ? " (tun path answered directly: the client's TUN did not capture it)"
+                                             : " (proxy path answered directly)");
+    routes += "\n";
+  }
+  return routes;
+}
+
+}  // namespace
+
 std::string format_table(const std::vector<path_result>& results) {
   std::size_t name_w = 4;
   for (const auto& r : results) name_w = std::max(name_w, r.name.size());
@@ -304,18 +340,7 @@ std::string format_table(const std::vector<path_result>& results) {
   }
   t += "(ms; paired d = median over rounds of (this path - baseline in the same round))\n";
 
-  std::string routes;
-  for (const auto& r : results) {
-    std::string counts;
-    for (const auto& [route, n] : r.routes) counts += (counts.empty() ? "" : ", ") + route + " " + std::to_string(n);
-    routes += "  " + pad(r.name, name_w) + "  " + (counts.empty() ? "no responses" : counts);
-    if (r.route_mismatches > 0)
-      routes += "  ROUTE MISMATCH x" + std::to_string(r.route_mismatches) +
-                (r.kind == path_kind::direct ? " (baseline went through VLESS)"
-                 : r.kind == path_kind::tun  ? " (tun path answered directly: the client's TUN did not capture it)"
-                                             : " (proxy path answered directly)");
-    routes += "\n";
-  }
+  const std::string routes = route_lines(results, name_w);
   t += "\nroutes (as the target named them: X-Vlessbench-Route, banner line, UDP echo trailer, DNS route TXT):\n" +
        routes;
 
@@ -417,46 +442,52 @@ std::string samples_csv(const std::vector<sample>& samples) {
   return out;
 }
 
-std::string summary_json(const run_metadata& meta, const std::vector<path_result>& results) {
-  using json = nlohmann::ordered_json;
-  auto num = [](std::optional<double> v) { return v ? json(round6(*v)) : json(nullptr); };
-  auto mode_json = [&](const mode_result& m, bool baseline) {
-    json j;
-    const auto& l = m.latency;
-    j["n"] = l ? l->n : 0;
-    j["attempted"] = m.attempted;
-    j["failed"] = m.failed;
-    j["median_ms"] = num(l ? std::optional(l->median) : std::nullopt);
-    j["median_ci_low_ms"] = num(l && l->median_ci ? std::optional(l->median_ci->low) : std::nullopt);
-    j["median_ci_high_ms"] = num(l && l->median_ci ? std::optional(l->median_ci->high) : std::nullopt);
-    j["p95_ms"] = num(l ? std::optional(l->p95) : std::nullopt);
-    j["min_ms"] = num(l ? std::optional(l->min) : std::nullopt);
-    j["max_ms"] = num(l ? std::optional(l->max) : std::nullopt);
-    if (baseline) {
-      j["paired_delta_median_ms"] = 0.0;
-      j["paired_n"] = l ? l->n : 0;
-      j["paired_delta_ci_low_ms"] = 0.0;
-      j["paired_delta_ci_high_ms"] = 0.0;
-    } else {
-      j["paired_delta_median_ms"] = num(m.paired_delta_median);
-      j["paired_n"] = m.paired_deltas.size();
-      j["paired_delta_ci_low_ms"] = num(m.paired_delta_ci ? std::optional(m.paired_delta_ci->low) : std::nullopt);
-      j["paired_delta_ci_high_ms"] = num(m.paired_delta_ci ? std::optional(m.paired_delta_ci->high) : std::nullopt);
-    }
-    if (m.inner_tls_median) {
-      j["inner_tls_median_ms"] = num(m.inner_tls_median);
-      j["inner_tls_p95_ms"] = num(m.inner_tls_p95);
-    }
-    if (m.mbps)
-      j["throughput_mbps"] = {{"n", m.mbps->n},
-                              {"median", round6(m.mbps->median)},
-                              {"p5", round6(m.mbps->p5)},
-                              {"p95", round6(m.mbps->p95)}};
-    j["errors"] = json::object();
-    for (const auto& [why, n] : m.errors) j["errors"][why] = n;
-    return j;
-  };
-  json root;
+namespace {
+
+using ordered_json = nlohmann::ordered_json;
+
+ordered_json json_ms(std::optional<double> v) { return v ? ordered_json(round6(*v)) : ordered_json(nullptr); }
+
+// One mode's (new or reuse) figures in summary.json.
+ordered_json mode_json(const mode_result& m, bool baseline) {
+  using json = ordered_json;
+  json j;
+  const auto& l = m.latency;
+  j["n"] = l ? l->n : 0;
+  j["attempted"] = m.attempted;
+  j["failed"] = m.failed;
+  j["median_ms"] = json_ms(l ? std::optional(l->median) : std::nullopt);
+  j["median_ci_low_ms"] = json_ms(l && l->median_ci ? std::optional(l->median_ci->low) : std::nullopt);
+  j["median_ci_high_ms"] = json_ms(l && l->median_ci ? std::optional(l->median_ci->high) : std::nullopt);
+  j["p95_ms"] = json_ms(l ? std::optional(l->p95) : std::nullopt);
+  j["min_ms"] = json_ms(l ? std::optional(l->min) : std::nullopt);
+  j["max_ms"] = json_ms(l ? std::optional(l->max) : std::nullopt);
+  if (baseline) {
+    j["paired_delta_median_ms"] = 0.0;
+    j["paired_n"] = l ? l->n : 0;
+    j["paired_delta_ci_low_ms"] = 0.0;
+    j["paired_delta_ci_high_ms"] = 0.0;
+  } else {
+    j["paired_delta_median_ms"] = json_ms(m.paired_delta_median);
+    j["paired_n"] = m.paired_deltas.size();
+    j["paired_delta_ci_low_ms"] = json_ms(m.paired_delta_ci ? std::optional(m.paired_delta_ci->low) : std::nullopt);
+    j["paired_delta_ci_high_ms"] = json_ms(m.paired_delta_ci ? std::optional(m.paired_delta_ci->high) : std::nullopt);
+  }
+  if (m.inner_tls_median) {
+    j["inner_tls_median_ms"] = json_ms(m.inner_tls_median);
+    j["inner_tls_p95_ms"] = json_ms(m.inner_tls_p95);
+  }
+  if (m.mbps)
+    j["throughput_mbps"] = {
+        {"n", m.mbps->n}, {"median", round6(m.mbps->median)}, {"p5", round6(m.mbps->p5)}, {"p95", round6(m.mbps->p95)}};
+  j["errors"] = json::object();
+  for (const auto& [why, n] : m.errors) j["errors"][why] = n;
+  return j;
+}
+
+// summary.json's "run": what was measured, how, and how it ended.
+ordered_json run_json(const run_metadata& meta, const std::vector<path_result>& results) {
+  using json = ordered_json;
   json run;
   run["id"] = meta.run_id;
   run["seed"] = meta.seed;
@@ -477,7 +508,15 @@ std::string summary_json(const run_metadata& meta, const std::vector<path_result
   std::size_t recorded = 0;
   for (const auto& r : results) recorded += r.fresh.attempted + r.reuse.attempted;
   run["samples"] = recorded;  // rows in samples.csv: fewer than the counts ask when stopped early
-  root["run"] = run;
+  return run;
+}
+
+}  // namespace
+
+std::string summary_json(const run_metadata& meta, const std::vector<path_result>& results) {
+  using json = nlohmann::ordered_json;
+  json root;
+  root["run"] = run_json(meta, results);
   std::size_t mismatches = 0;
   json paths = json::object();
   for (const auto& r : results) {
@@ -498,10 +537,10 @@ std::string summary_json(const run_metadata& meta, const std::vector<path_result
                   {"share", round6(r.stall.share)},
                   {"threshold_ms", stall_threshold_ms},
                   {"phases_of", r.stall.phases_of_stalled ? "stalled" : "all"},
-                  {"tls_ms", num(r.stall.tls_ms)},
-                  {"vless_ms", num(r.stall.vless_ms)},
-                  {"upstream_ms", num(r.stall.upstream_ms)},
-                  {"max_vless_ms", num(r.stall.max_vless_ms)},
+                  {"tls_ms", json_ms(r.stall.tls_ms)},
+                  {"vless_ms", json_ms(r.stall.vless_ms)},
+                  {"upstream_ms", json_ms(r.stall.upstream_ms)},
+                  {"max_vless_ms", json_ms(r.stall.max_vless_ms)},
                   {"terminated_in_between", r.stall.terminated_in_between},
                   {"foreign_phases", r.stall.foreign_phases},
                   {"shared_session_samples", r.stall.shared_session_samples},
