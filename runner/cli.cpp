@@ -1,3 +1,6 @@
+// size: the four commands' options, the run's steps and the usage errors' wording share the
+// argument structs and exit codes of this file's anonymous namespace (the usage-error helpers could
+// move to a file of their own).
 #include "runner/cli.hpp"
 #include "runner/clients.hpp"
 
@@ -158,14 +161,15 @@ std::string make_run_id(std::uint64_t entropy) {
   return std::string(buf, 12);
 }
 
-int do_run(const run_args& a, const std::string& command_line) {
+// The run's options from its arguments; a usage error is printed and its exit code returned
+// (exit_ok: o is complete). given_paths: the paths as given, before --bulk doubles them.
+int options_of(const run_args& a, measure_options& o, std::size_t& given_paths) {
   std::string reason;
   const auto target = parse_target_url(a.target, reason);
   if (!target) {
     std::cerr << "--target: " << reason << "\n";
     return exit_usage;
   }
-  measure_options o;
   o.target = *target;
   for (const auto& text : a.paths) {
     auto p = parse_path_arg(text, reason);
@@ -189,7 +193,7 @@ int do_run(const run_args& a, const std::string& command_line) {
     std::cerr << "--path: " << reason << "\n";
     return exit_usage;
   }
-  const std::size_t given_paths = o.paths.size();
+  given_paths = o.paths.size();
   if (!a.bulk.empty()) {
     if (!parse_size(a.bulk, o.bulk_bytes)) {
       std::cerr << "--bulk: expected a size such as 64M, 1G or 1048576 (at most 64G), got '" << a.bulk << "'\n";
@@ -223,7 +227,10 @@ int do_run(const run_args& a, const std::string& command_line) {
   o.progress_every_s = a.progress_every_s;
   o.handle_signals = true;
   o.abort_after_failed_rounds = a.abort_after;
+  return exit_ok;
+}
 
+run_metadata metadata_of(const run_args& a, const measure_options& o, const std::string& command_line) {
   run_metadata meta;
   meta.run_id = o.run_id;
   meta.seed = o.seed;
@@ -243,30 +250,18 @@ int do_run(const run_args& a, const std::string& command_line) {
   meta.pause_ms = a.pause_ms;
   meta.vless_defaults = o.vless_defaults;
 
-  const std::filesystem::path out = a.out;
-  std::filesystem::create_directories(out);
-  std::cout << "vlessbench run " << o.run_id << ": " << plural(o.paths.size(), "path", "paths") << ", " << o.new_count
-            << " new + " << o.reuse_count << " reused samples each after "
-            << plural(static_cast<std::size_t>(o.warmup), "warm-up", "warm-ups") << ", target " << a.target
-            << std::endl;
+  return meta;
+}
 
-  const auto started = std::chrono::steady_clock::now();
-  measure_end end;
-  const auto samples = measure(o, &end);
-  if (end.signal != 0) {
-    (void)std::signal(SIGINT, exit_at_once);
-    (void)std::signal(SIGTERM, exit_at_once);
-  }
-  meta.aborted = end.aborted;
-  meta.interrupted = end.interrupted;
-  meta.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+// The paths' results; a bulk run's downloads and uploads each against their own direct baseline.
+std::vector<path_result> results_of(const measure_options& o, const std::vector<sample>& samples,
+                                    std::size_t given_paths) {
   std::vector<path_result> results;
-  if (!bulk) {
+  if (o.bulk_bytes == 0) {
     results = analyze(o.paths, o.baseline, samples, o.vless_defaults, o.seed);
     if (is_datagram(o.target.scheme))
       for (auto& r : results) r.stall = stall_not_applicable();
   } else {
-    // Downloads and uploads each against their own direct baseline.
     for (std::size_t half = 0; half < 2; ++half) {
       const std::vector<path_spec> part(o.paths.begin() + static_cast<std::ptrdiff_t>(half * given_paths),
                                         o.paths.begin() + static_cast<std::ptrdiff_t>((half + 1) * given_paths));
@@ -274,22 +269,26 @@ int do_run(const run_args& a, const std::string& command_line) {
       results.insert(results.end(), std::make_move_iterator(r.begin()), std::make_move_iterator(r.end()));
     }
   }
+  return results;
+}
 
+void write_run_files(const run_args& a, const run_metadata& meta, const std::vector<path_result>& results,
+                     const std::vector<sample>& samples, const std::filesystem::path& out) {
   write_file(out / "samples.csv", samples_csv(samples));
   write_file(out / "summary.json", summary_json(meta, results));
   write_file(out / "report.svg", render_svg(meta, results));
   if (!a.export_markdown.empty()) write_file(a.export_markdown, format_markdown(meta, results));
   std::cout << format_table(results);
-  std::cout << "\nrun " << o.run_id << " in " << std::fixed << std::setprecision(1) << meta.duration_s << " s; wrote "
-            << (out / "samples.csv").string() << ", summary.json, report.svg"
+  std::cout << "\nrun " << meta.run_id << " in " << std::fixed << std::setprecision(1) << meta.duration_s
+            << " s; wrote " << (out / "samples.csv").string() << ", summary.json, report.svg"
             << (a.export_markdown.empty() ? "" : ", " + a.export_markdown) << "\n";
   std::cout.flush();
+}
 
-  if (end.signal != 0) {
-    std::cerr << "vlessbench: interrupted by " << end.interrupted << ": " << plural(samples.size(), "sample", "samples")
-              << " kept in " << out.string() << " (samples.csv, summary.json \"interrupted\", report.svg)\n";
-    return exit_signal_base + end.signal;
-  }
+// The exit code of a run that measured to its end (or was aborted): failures, failing paths,
+// route mismatches, then --verify.
+int run_verdict(const run_args& a, const run_metadata& meta, const std::vector<path_result>& results,
+                const std::vector<sample>& samples, const std::filesystem::path& out) {
   std::size_t ok = 0, mismatches = 0;
   for (const auto& s : samples) {
     ok += s.ok ? 1 : 0;
@@ -330,6 +329,40 @@ int do_run(const run_args& a, const std::string& command_line) {
     }
   }
   return exit_ok;
+}
+
+int do_run(const run_args& a, const std::string& command_line) {
+  measure_options o;
+  std::size_t given_paths = 0;
+  if (const int code = options_of(a, o, given_paths); code != exit_ok) return code;
+  run_metadata meta = metadata_of(a, o, command_line);
+
+  const std::filesystem::path out = a.out;
+  std::filesystem::create_directories(out);
+  std::cout << "vlessbench run " << o.run_id << ": " << plural(o.paths.size(), "path", "paths") << ", " << o.new_count
+            << " new + " << o.reuse_count << " reused samples each after "
+            << plural(static_cast<std::size_t>(o.warmup), "warm-up", "warm-ups") << ", target " << a.target
+            << std::endl;
+
+  const auto started = std::chrono::steady_clock::now();
+  measure_end end;
+  const auto samples = measure(o, &end);
+  if (end.signal != 0) {
+    (void)std::signal(SIGINT, exit_at_once);
+    (void)std::signal(SIGTERM, exit_at_once);
+  }
+  meta.aborted = end.aborted;
+  meta.interrupted = end.interrupted;
+  meta.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const auto results = results_of(o, samples, given_paths);
+  write_run_files(a, meta, results, samples, out);
+
+  if (end.signal != 0) {
+    std::cerr << "vlessbench: interrupted by " << end.interrupted << ": " << plural(samples.size(), "sample", "samples")
+              << " kept in " << out.string() << " (samples.csv, summary.json \"interrupted\", report.svg)\n";
+    return exit_signal_base + end.signal;
+  }
+  return run_verdict(a, meta, results, samples, out);
 }
 
 // Edit distance, for "did you mean": a typo is one or two letters off.
@@ -414,7 +447,7 @@ int do_verify(const verify_args& a) {
   return report.ok() ? exit_ok : exit_failed;
 }
 
-// `run` and its options (the other commands are short enough to stay in run_cli).
+// `run`: its options into ra (the target kinds, udp:// and dns:// among them, in --target's help).
 CLI::App* add_run_command(CLI::App& app, run_args& ra) {
   auto* run = app.add_subcommand("run", "measure paths, print the table, write samples.csv, summary.json, report.svg");
   run->add_option("--target", ra.target,
@@ -491,22 +524,8 @@ CLI::App* add_run_command(CLI::App& app, run_args& ra) {
   return run;
 }
 
-}  // namespace
-
-int run_cli(int argc, char** argv) {
-  CLI::App app{"vlessbench: measure proxy-client latency against the vlessbench appliance"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", VLESSBENCH_VERSION);
-  app.footer(exit_codes_help);
-
-  run_args ra;
-  auto* run = add_run_command(app, ra);
-
-  std::vector<std::string> compare_dirs;
-  auto* compare = app.add_subcommand("compare", "print several runs side by side");
-  compare->add_option("dirs", compare_dirs, "run output directories")->required()->check(CLI::ExistingDirectory);
-
-  verify_args va;
+// `verify`: its options into va.
+CLI::App* add_verify_command(CLI::App& app, verify_args& va) {
   auto* verify = app.add_subcommand("verify", "check a run's samples against the daemon's access log");
   verify->add_option("dir", va.dir, "run output directory")->required()->check(CLI::ExistingDirectory);
   auto* verify_log = verify->add_option("--log", va.log, "the daemon's access log (JSON lines), copied here")
@@ -523,12 +542,16 @@ int run_cli(int argc, char** argv) {
   verify->add_option("--fetch-timeout", va.fetch_timeout_s, "with --daemon: seconds one fetch of the lines may take")
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
-  verify->callback([&] {
+  verify->callback([&va] {
     if (va.log.empty() && va.daemon.empty())
       throw CLI::ValidationError("verify", "give the daemon's log: --log FILE, or --daemon http://HOST:PORT");
   });
 
-  clients_args ca;
+  return verify;
+}
+
+// `clients`: its options into ca; what it does not know goes to `run`.
+CLI::App* add_clients_command(CLI::App& app, clients_args& ca) {
   auto* clients = app.add_subcommand(
       "clients",
       "the seed's comparison with the real cores you have: each core (mihomo, sing-box, xray, v2ray) "
@@ -548,6 +571,30 @@ int run_cli(int argc, char** argv) {
   clients->add_option("--out", ca.out, "output directory (the run's files; the cores' configs and logs in cores/)")
       ->capture_default_str();
   clients->allow_extras();
+
+  return clients;
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{"vlessbench: measure proxy-client latency against the vlessbench appliance"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", VLESSBENCH_VERSION);
+  app.footer(exit_codes_help);
+
+  run_args ra;
+  auto* run = add_run_command(app, ra);
+
+  std::vector<std::string> compare_dirs;
+  auto* compare = app.add_subcommand("compare", "print several runs side by side");
+  compare->add_option("dirs", compare_dirs, "run output directories")->required()->check(CLI::ExistingDirectory);
+
+  verify_args va;
+  auto* verify = add_verify_command(app, va);
+
+  clients_args ca;
+  auto* clients = add_clients_command(app, ca);
 
   try {
     app.parse(argc, argv);

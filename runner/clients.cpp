@@ -341,8 +341,12 @@ std::string path_name_part(const std::string& text) {
   return out.empty() ? "node" : out.substr(0, 40);
 }
 
-int do_clients(const clients_args& a, const std::string& self) {
-  // The nodes.
+namespace {
+
+using core_list = std::vector<std::pair<const core_kind*, fs::path>>;
+
+// The nodes: --link and the vless:// lines of --links, each with a name.
+std::vector<share_link> read_nodes(const clients_args& a) {
   std::vector<std::string> texts = a.links;
   if (!a.links_file.empty()) {
     std::ifstream in(a.links_file);
@@ -359,9 +363,12 @@ int do_clients(const clients_args& a, const std::string& self) {
     if (l->name.empty()) l->name = "node" + std::to_string(nodes.size() + 1);
     nodes.push_back(*l);
   }
+  return nodes;
+}
 
-  // The cores: --core NAME=PATH first, then PATH.
-  std::vector<std::pair<const core_kind*, fs::path>> cores;
+// The cores: --core NAME=PATH first, then PATH.
+core_list find_cores(const clients_args& a) {
+  core_list cores;
   for (const auto& k : core_kinds()) {
     if (!a.only.empty() && std::find(a.only.begin(), a.only.end(), k.name) == a.only.end()) continue;
     std::optional<fs::path> exe;
@@ -388,19 +395,94 @@ int do_clients(const clients_args& a, const std::string& self) {
   if (cores.empty())
     throw std::runtime_error(
         "no core found: pass --core mihomo=PATH, --core sing-box=PATH, --core xray=PATH or --core v2ray=PATH");
+  return cores;
+}
 
-  const fs::path out = a.out;
-  const fs::path work = out / "cores";
-  fs::create_directories(work);
+// The core's own checker first: a config it refuses is left out with its words.
+bool config_accepted(const core_kind& k, const fs::path& exe, const fs::path& config, const fs::path& dir,
+                     const std::string& node) {
+  const fs::path check_log = dir / "check.log";
+  const pid_t checker = spawn(exe, fill(k.check, config, dir), dir, check_log);
+  const auto rc = wait_for(checker, 60s);
+  if (!rc) {
+    ::kill(checker, SIGKILL);
+    wait_for(checker, 2s);
+  }
+  if (!rc || *rc != 0) {
+    std::cerr << "vlessbench clients: " << k.name << " refused its config for " << node << ": "
+              << refusal_reason(check_log) << ": left out (" << check_log.string() << ")\n";
+    return false;
+  }
+  return true;
+}
+
+// Starts the core and waits up to 20 s for its entry port to open; false: left out (said why).
+bool entry_opened(core_process& p, const core_kind& k, const fs::path& exe, const fs::path& config,
+                  const fs::path& dir) {
+  p.log = dir / (std::string(k.name) + ".log");
+  p.pid = spawn(exe, fill(k.run, config, dir), dir, p.log);
+  const auto end = std::chrono::steady_clock::now() + 20s;
+  bool up = false;
+  while (std::chrono::steady_clock::now() < end) {
+    if (port_open(p.port)) {
+      up = true;
+      break;
+    }
+    if (const auto exited = wait_for(p.pid, 0ms)) {
+      p.pid = -1;
+      std::cerr << "vlessbench clients: " << k.name << " exited (" << *exited << ") before its entry opened:\n"
+                << tail_of(p.log, 8);
+      break;
+    }
+    std::this_thread::sleep_for(50ms);
+  }
+  if (!up) {
+    if (p.pid > 0)
+      std::cerr << "vlessbench clients: " << k.name << ": 127.0.0.1:" << p.port << " not open after 20 s: left out\n";
+    return false;
+  }
+  return true;
+}
+
+// An open port is not a ready core: mihomo answered a first request 502 without dialling
+// (tests/integration/test_cores.py). One request must be carried before any sample counts,
+// within 10 s; datagram targets cannot go through the HTTP entry (run refuses them).
+bool entry_ready(const core_process& p, const std::string& name, const std::optional<target_url>& target) {
+  if (target && !is_datagram(target->scheme)) {
+    const auto ready_by = std::chrono::steady_clock::now() + 10s;
+    int tries = 0;
+    maybe_failure why;
+    do {
+      ++tries;
+      why = probe_entry(p.port, *target);
+      if (!why || std::chrono::steady_clock::now() >= ready_by) break;
+      std::this_thread::sleep_for(100ms);
+    } while (tries < 100);
+    if (why) {
+      std::cerr << "vlessbench clients: " << name << ": no request carried through its entry within 10 s (" << tries
+                << " tries, last: " << why->reason << "): left out\n"
+                << tail_of(p.log, 5);
+      return false;
+    }
+    if (tries > 1)
+      std::cerr << "vlessbench clients: " << name << ": ready after " << tries << " tries (the first " << tries - 1
+                << " not carried)\n";
+  }
+  return true;
+}
+
+// Each core for each node: its config, checked, the core started and its entry ready; a path for
+// each that is (in listing, for cores.json), the others left out with a line saying why.
+std::vector<std::unique_ptr<core_process>> start_cores(const clients_args& a, const std::vector<share_link>& nodes,
+                                                       const core_list& cores, const fs::path& work,
+                                                       std::vector<std::string>& paths,
+                                                       nlohmann::ordered_json& listing) {
   std::mt19937 rng(std::random_device{}());
   std::vector<std::unique_ptr<core_process>> running;
-  std::vector<std::string> paths;
-  nlohmann::ordered_json listing = nlohmann::ordered_json::array();
   const bool many = nodes.size() > 1;
   const auto target = run_target(a.run_args);
   for (const auto& node : nodes)
     if (target) preflight(node, *target);
-  paths.emplace_back("direct=direct");
   for (const auto& node : nodes) {
     const std::string suffix = many ? "-" + path_name_part(node.name) : "";
     if (!a.no_builtin) paths.push_back("builtin" + suffix + "=" + format_share_link(node));
@@ -420,66 +502,9 @@ int do_clients(const clients_args& a, const std::string& self) {
       p->port = free_port(rng);
       const fs::path config = dir / (std::string("config") + kind->suffix);
       std::ofstream(config) << config_text(*kind, node, p->port);
-      // The core's own checker first: a config it refuses is left out with its words.
-      const fs::path check_log = dir / "check.log";
-      const pid_t checker = spawn(exe, fill(kind->check, config, dir), dir, check_log);
-      const auto rc = wait_for(checker, 60s);
-      if (!rc) {
-        ::kill(checker, SIGKILL);
-        wait_for(checker, 2s);
-      }
-      if (!rc || *rc != 0) {
-        std::cerr << "vlessbench clients: " << kind->name << " refused its config for " << node.name << ": "
-                  << refusal_reason(check_log) << ": left out (" << check_log.string() << ")\n";
-        continue;
-      }
+      if (!config_accepted(*kind, exe, config, dir, node.name)) continue;
       const std::string version = first_line_of_output(exe, kind->version, dir);
-      p->log = dir / (std::string(kind->name) + ".log");
-      p->pid = spawn(exe, fill(kind->run, config, dir), dir, p->log);
-      const auto end = std::chrono::steady_clock::now() + 20s;
-      bool up = false;
-      while (std::chrono::steady_clock::now() < end) {
-        if (port_open(p->port)) {
-          up = true;
-          break;
-        }
-        if (const auto exited = wait_for(p->pid, 0ms)) {
-          p->pid = -1;
-          std::cerr << "vlessbench clients: " << kind->name << " exited (" << *exited << ") before its entry opened:\n"
-                    << tail_of(p->log, 8);
-          break;
-        }
-        std::this_thread::sleep_for(50ms);
-      }
-      if (!up) {
-        if (p->pid > 0)
-          std::cerr << "vlessbench clients: " << kind->name << ": 127.0.0.1:" << p->port
-                    << " not open after 20 s: left out\n";
-        continue;
-      }
-      // An open port is not a ready core: mihomo answered a first request 502 without dialling
-      // (tests/integration/test_cores.py). One request must be carried before any sample counts,
-      // within 10 s; datagram targets cannot go through the HTTP entry (run refuses them).
-      if (target && !is_datagram(target->scheme)) {
-        const auto ready_by = std::chrono::steady_clock::now() + 10s;
-        int tries = 0;
-        maybe_failure why;
-        do {
-          ++tries;
-          why = probe_entry(p->port, *target);
-          if (!why || std::chrono::steady_clock::now() >= ready_by) break;
-          std::this_thread::sleep_for(100ms);
-        } while (tries < 100);
-        if (why) {
-          std::cerr << "vlessbench clients: " << name << ": no request carried through its entry within 10 s (" << tries
-                    << " tries, last: " << why->reason << "): left out\n"
-                    << tail_of(p->log, 5);
-          continue;
-        }
-        if (tries > 1)
-          std::cerr << "vlessbench clients: " << name << ": ready after " << tries << " tries (the first " << tries - 1
-                    << " not carried)\n";
-      }
+      if (!entry_opened(*p, *kind, exe, config, dir) || !entry_ready(*p, name, target)) continue;
       std::cerr << "vlessbench clients: " << name << " (" << version << ", " << exe.string()
                 << ") entry http://127.0.0.1:" << p->port << "\n";
       listing.push_back({{"path", name},
@@ -493,6 +518,22 @@ int do_clients(const clients_args& a, const std::string& self) {
       running.push_back(std::move(p));
     }
   }
+  return running;
+}
+
+}  // namespace
+
+int do_clients(const clients_args& a, const std::string& self) {
+  const std::vector<share_link> nodes = read_nodes(a);
+  const core_list cores = find_cores(a);
+
+  const fs::path out = a.out;
+  const fs::path work = out / "cores";
+  fs::create_directories(work);
+  std::vector<std::string> paths;
+  nlohmann::ordered_json listing = nlohmann::ordered_json::array();
+  paths.emplace_back("direct=direct");
+  const auto running = start_cores(a, nodes, cores, work, paths, listing);
   std::ofstream(work / "cores.json") << listing.dump(2) << "\n";
   if (running.empty()) throw std::runtime_error("no core could be started (see the lines above)");
 

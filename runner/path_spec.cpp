@@ -1,7 +1,9 @@
 #include "runner/path_spec.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
+#include <tuple>
 
 #include "core/wire/net_address.hpp"
 
@@ -178,28 +180,49 @@ std::vector<path_spec> bulk_paths(const std::vector<path_spec>& paths) {
   return out;
 }
 
+namespace {
+
+// A dns:// target's NAME, lower case without its final dot: whether it is a DNS name (labels of
+// 1-63 letters, digits, '-' or '_', 253 characters at most).
+bool normalize_dns_name(std::string& name) {
+  if (!name.empty() && name.back() == '.') name.pop_back();
+  for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  bool ok = !name.empty() && name.size() <= 253;
+  std::size_t label = 0;
+  for (char c : name) {
+    if (c == '.') {
+      ok = ok && label > 0;
+      label = 0;
+    } else {
+      ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_');
+      ++label;
+      ok = ok && label <= 63;
+    }
+  }
+  return ok && label > 0;
+}
+
+}  // namespace
+
 std::optional<target_url> parse_target_url(std::string_view text, std::string& reason) {
+  // Each scheme with its default port (0: none, the URL must name one).
+  static constexpr std::array<std::tuple<std::string_view, target_scheme, std::uint16_t>, 5> schemes{{
+      {"http://", target_scheme::http, 80},
+      {"https://", target_scheme::https, 443},
+      {"banner://", target_scheme::banner, 0},
+      {"udp://", target_scheme::udp, 0},
+      {"dns://", target_scheme::dns, 53},
+  }};
   target_url url;
   std::size_t scheme_len = 0;
-  if (starts_with_icase(text, "http://")) {
-    scheme_len = 7;
-  } else if (starts_with_icase(text, "https://")) {
-    url.scheme = target_scheme::https;
-    url.port = 443;
-    scheme_len = 8;
-  } else if (starts_with_icase(text, "banner://")) {
-    url.scheme = target_scheme::banner;
-    url.port = 0;
-    scheme_len = 9;
-  } else if (starts_with_icase(text, "udp://")) {
-    url.scheme = target_scheme::udp;
-    url.port = 0;
-    scheme_len = 6;
-  } else if (starts_with_icase(text, "dns://")) {
-    url.scheme = target_scheme::dns;
-    url.port = 53;
-    scheme_len = 6;
-  } else {
+  for (const auto& [prefix, scheme, port] : schemes) {
+    if (!starts_with_icase(text, prefix)) continue;
+    url.scheme = scheme;
+    url.port = port;
+    scheme_len = prefix.size();
+    break;
+  }
+  if (scheme_len == 0) {
     reason = "target must be an http://, https://, banner://, udp:// or dns:// URL (got '" + std::string(text) + "')";
     return std::nullopt;
   }
@@ -213,21 +236,7 @@ std::optional<target_url> parse_target_url(std::string_view text, std::string& r
   }
   if (url.scheme == target_scheme::dns) {
     std::string name = slash == std::string_view::npos ? "" : std::string(rest.substr(slash + 1));
-    if (!name.empty() && name.back() == '.') name.pop_back();
-    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    bool ok = !name.empty() && name.size() <= 253;
-    std::size_t label = 0;
-    for (char c : name) {
-      if (c == '.') {
-        ok = ok && label > 0;
-        label = 0;
-      } else {
-        ok = ok && (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_');
-        ++label;
-        ok = ok && label <= 63;
-      }
-    }
-    if (!ok || label == 0) {
+    if (!normalize_dns_name(name)) {
       reason =
           "a dns:// target is dns://HOST[:PORT]/NAME with NAME a DNS name (labels of 1-63 letters, digits, '-' or "
           "'_'), got '" +

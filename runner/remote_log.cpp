@@ -23,11 +23,8 @@ std::string trimmed(std::string s) {
   return s;
 }
 
-}  // namespace
-
-fetched_log fetch_run_log(const std::string& daemon, const std::string& token, const log_query& q,
-                          const std::filesystem::path& out, std::chrono::milliseconds idle,
-                          std::chrono::milliseconds total) {
+// --daemon as the admin listener's plain-HTTP address, --token as a header value; else a usage error.
+target_url admin_url_of(const std::string& daemon, const std::string& token) {
   std::string reason;
   const auto url = parse_target_url(daemon, reason);
   if (url && url->scheme == target_scheme::https)
@@ -40,7 +37,60 @@ fetched_log fetch_run_log(const std::string& daemon, const std::string& token, c
   for (const char c : token)
     if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f)
       throw std::runtime_error("--token: a token has no spaces or control characters");
-  const std::string where = "the daemon's admin listener at " + url->authority();
+  return *url;
+}
+
+// Whole lines go to the file as they come; a partial one waits for its rest. Empty lines are the
+// daemon's keep-alives during a long scan. Returns the bytes written; last_line: the last whole
+// non-empty line.
+std::uint64_t write_whole_lines(std::string& buf, std::ofstream& file, std::string& last_line) {
+  std::size_t start = 0;
+  for (auto nl = buf.find('\n'); nl != std::string::npos; nl = buf.find('\n', start)) {
+    if (nl > start) last_line.assign(buf, start, nl - start);
+    start = nl + 1;
+  }
+  file.write(buf.data(), static_cast<std::streamsize>(start));
+  buf.erase(0, start);
+  return start;
+}
+
+// The answer's status, then its log.end line: whether the lines in the file are all there are.
+// Empty when they are (got then says what the daemon scanned); else why not.
+std::string judge_answer(int status, const std::string& buf, const std::string& last_line, std::uint64_t body_bytes,
+                         const std::string& where, bool no_token, fetched_log& got) {
+  const std::string text = trimmed(buf.substr(0, max_error_body));
+  if (status == 401) {
+    return where + " refused " + (no_token ? "a request without a token" : "the token") +
+           " (401): pass its [admin] token with --token TOKEN or VLESSBENCH_ADMIN_TOKEN (docs/dashboard.md)";
+  }
+  if (status == 404) {
+    return where + " has no /api/log (404): a daemon older than this runner; copy its access log and use --log FILE";
+  }
+  if (status != 200) {
+    return where + " answered " + std::to_string(status) + ": " + text;
+  }
+  const auto end = nlohmann::json::parse(last_line, nullptr, false);
+  if (end.is_discarded() || !end.is_object() || end.value("event", "") != "log.end") {
+    return where + " ended its answer without a log.end line: the answer is cut short (" + std::to_string(body_bytes) +
+           " bytes read)";
+  }
+  if (!end.value("complete", false)) {
+    return where + " cut its answer: " + end.value("reason", std::string("no reason given"));
+  }
+  got.selected = end.value("selected", std::uint64_t{0});
+  got.scanned_bytes = end.value("scanned_bytes", std::uint64_t{0});
+  got.file = end.value("file", std::string());
+  return {};
+}
+
+}  // namespace
+
+// size: one coroutine under one watchdog (connect, request, read), its steps sharing socket, deadline and buffer
+fetched_log fetch_run_log(const std::string& daemon, const std::string& token, const log_query& q,
+                          const std::filesystem::path& out, std::chrono::milliseconds idle,
+                          std::chrono::milliseconds total) {
+  const auto url = admin_url_of(daemon, token);
+  const std::string where = "the daemon's admin listener at " + url.authority();
   std::ofstream file(out, std::ios::binary | std::ios::trunc);
   if (!file) throw std::runtime_error("cannot write " + out.string());
 
@@ -57,9 +107,9 @@ fetched_log fetch_run_log(const std::string& daemon, const std::string& token, c
   auto work = [&]() -> awaitable<void> {
     deadline = next_deadline();
     tcp::resolver resolver(io);
-    auto [rec, endpoints] = co_await resolver.async_resolve(url->host, std::to_string(url->port), as_tuple_awaitable);
+    auto [rec, endpoints] = co_await resolver.async_resolve(url.host, std::to_string(url.port), as_tuple_awaitable);
     if (rec) {
-      error = "cannot resolve " + url->host + ": " + rec.message();
+      error = "cannot resolve " + url.host + ": " + rec.message();
       co_return;
     }
     auto [cec, ep] = co_await asio::async_connect(socket, endpoints, as_tuple_awaitable);
@@ -69,7 +119,7 @@ fetched_log fetch_run_log(const std::string& daemon, const std::string& token, c
               " (is [admin] listen on an address this machine reaches? docs/dashboard.md)";
       co_return;
     }
-    std::string request = "GET /api/log?" + format_log_query(q) + " HTTP/1.1\r\nHost: " + url->authority() +
+    std::string request = "GET /api/log?" + format_log_query(q) + " HTTP/1.1\r\nHost: " + url.authority() +
                           "\r\nAccept: application/x-ndjson\r\nConnection: close\r\n";
     if (!token.empty()) request += "Authorization: Bearer " + token + "\r\n";
     request += "\r\n";
@@ -101,16 +151,7 @@ fetched_log fetch_run_log(const std::string& daemon, const std::string& token, c
         }
       }
       if (head.complete() && head.value.status == 200) {
-        // Whole lines go to the file as they come; a partial one waits for its rest. Empty lines
-        // are the daemon's keep-alives during a long scan.
-        std::size_t start = 0;
-        for (auto nl = buf.find('\n'); nl != std::string::npos; nl = buf.find('\n', start)) {
-          if (nl > start) last_line.assign(buf, start, nl - start);
-          start = nl + 1;
-        }
-        file.write(buf.data(), static_cast<std::streamsize>(start));
-        body_bytes += start;
-        buf.erase(0, start);
+        body_bytes += write_whole_lines(buf, file, last_line);
         if (body_bytes > log_answer_cap + max_error_body) {
           error = where + " sent more than " + std::to_string(log_answer_cap) + " bytes: stopped reading";
           co_return;
@@ -140,34 +181,7 @@ fetched_log fetch_run_log(const std::string& daemon, const std::string& token, c
       error = where + " closed the connection before answering";
       co_return;
     }
-    const int status = head.value.status;
-    const std::string text = trimmed(buf.substr(0, max_error_body));
-    if (status == 401) {
-      error = where + " refused " + (token.empty() ? "a request without a token" : "the token") +
-              " (401): pass its [admin] token with --token TOKEN or VLESSBENCH_ADMIN_TOKEN (docs/dashboard.md)";
-      co_return;
-    }
-    if (status == 404) {
-      error = where + " has no /api/log (404): a daemon older than this runner; copy its access log and use --log FILE";
-      co_return;
-    }
-    if (status != 200) {
-      error = where + " answered " + std::to_string(status) + ": " + text;
-      co_return;
-    }
-    const auto end = nlohmann::json::parse(last_line, nullptr, false);
-    if (end.is_discarded() || !end.is_object() || end.value("event", "") != "log.end") {
-      error = where + " ended its answer without a log.end line: the answer is cut short (" +
-              std::to_string(body_bytes) + " bytes read)";
-      co_return;
-    }
-    if (!end.value("complete", false)) {
-      error = where + " cut its answer: " + end.value("reason", std::string("no reason given"));
-      co_return;
-    }
-    got.selected = end.value("selected", std::uint64_t{0});
-    got.scanned_bytes = end.value("scanned_bytes", std::uint64_t{0});
-    got.file = end.value("file", std::string());
+    error = judge_answer(head.value.status, buf, last_line, body_bytes, where, token.empty(), got);
   };
   asio::co_spawn(
       io,

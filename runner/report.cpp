@@ -1,7 +1,5 @@
-// size: the run's writers (table, CSV, summary.json, Markdown) and the stall verdict they print
-// share the number formatting above; the stall verdict moves out next, with that formatting in a
-// header of its own (issue 24).
 #include "runner/report.hpp"
+#include "runner/number_format.hpp"
 
 #include <algorithm>
 #include <sstream>
@@ -14,13 +12,6 @@
 namespace vlessbench::runner {
 
 namespace {
-
-std::string fmt_ms(std::optional<double> v, bool sign = false) {
-  if (!v || !std::isfinite(*v)) return "-";  // never "nan" or "inf" in a report
-  char buf[32];
-  std::snprintf(buf, sizeof buf, sign ? "%+.3f" : "%.3f", *v);
-  return buf;
-}
 
 std::string fmt_ci(const std::optional<stats::interval>& ci, bool sign = false) {
   if (!ci) return "-";
@@ -40,164 +31,9 @@ std::uint64_t mix_seed(std::uint64_t seed, std::string_view name, int mode) {
   return r.next();
 }
 
-std::optional<double> median_of(std::vector<double> v) { return stats::median(v); }
-
 double round6(double v) { return std::round(v * 1e6) / 1e6; }
 
 }  // namespace
-
-std::string_view to_string(stall_verdict::kind k) {
-  switch (k) {
-    case stall_verdict::kind::no_data: return "no-data";
-    case stall_verdict::kind::none: return "none";
-    case stall_verdict::kind::intermittent: return "intermittent";
-    case stall_verdict::kind::stall: return "stall";
-    case stall_verdict::kind::not_applicable: return "n/a";
-  }
-  return "?";
-}
-
-stall_verdict stall_not_applicable() {
-  stall_verdict v;
-  v.verdict = stall_verdict::kind::not_applicable;
-  v.text =
-      "not applicable: a UDP flow's VLESS header goes with its first datagram, so the server "
-      "times no TLS-done -> VLESS-header wait (see methodology.md, UDP and DNS)";
-  return v;
-}
-
-namespace {
-
-// A server phase longer than the whole sample did not happen inside it: the client's clock runs
-// from before its connect to the last byte read, and every phase of a connection of its own lies
-// within. A mux sub's phases, for one, are its shared session's, timed off the sub's clock.
-std::optional<double> own_phase(const std::optional<double>& phase, const sample& s) {
-  if (!phase || !std::isfinite(*phase) || *phase < 0 || *phase > s.ms()) return std::nullopt;
-  return phase;
-}
-
-// "tls 1.051 ms, vless 43.514 ms, upstream 0.110 ms", naming only the phases the samples had (gRPC
-// sessions time no tls phase of their own).
-std::string phase_list(const stall_verdict& v) {
-  std::string out;
-  const auto add = [&](const char* name, const std::optional<double>& ms) {
-    if (!ms) return;
-    out += (out.empty() ? "" : ", ") + std::string(name) + " " + fmt_ms(ms) + " ms";
-  };
-  add("tls", v.tls_ms);
-  add("vless", v.vless_ms);
-  add("upstream", v.upstream_ms);
-  return out;
-}
-
-}  // namespace
-
-stall_verdict judge_stall(std::span<const sample> samples) {
-  stall_verdict v;
-  std::vector<double> tls_all, vless_all, up_all, tls_st, vless_st, up_st;
-  std::size_t quickack_stalled = 0;  // stalled on a listener that re-arms QUICKACK
-  std::size_t through_vless = 0;     // ok samples whose answer named a VLESS route
-  std::size_t shared = 0;            // samples on a session that carried others too (mux subs)
-  // A session that answered several new-connection samples is a shared mux connection: its
-  // phases were timed once, for the session, not for any of these samples.
-  std::map<std::uint64_t, std::size_t> per_session;
-  for (const auto& s : samples)
-    if (s.ok && s.mode == sample_mode::new_connection && s.route.session) ++per_session[*s.route.session];
-  for (const auto& s : samples) {
-    if (!s.ok || s.mode != sample_mode::new_connection) continue;
-    if (s.route.kind == route_kind::vless) ++through_vless;
-    if (!s.timing.vless) continue;
-    if (s.route.session && per_session[*s.route.session] > 1) {
-      ++shared;
-      continue;
-    }
-    const auto wait = own_phase(s.timing.vless, s);
-    const auto tls = own_phase(s.timing.tls, s), up = own_phase(s.timing.upstream, s);
-    v.foreign_phases += (wait ? 0 : 1) + (s.timing.tls && !tls ? 1 : 0) + (s.timing.upstream && !up ? 1 : 0);
-    if (!wait) continue;
-    ++v.with_timing;
-    const double w = *wait;
-    vless_all.push_back(w);
-    if (tls) tls_all.push_back(*tls);
-    if (up) up_all.push_back(*up);
-    if (w >= stall_threshold_ms) {
-      ++v.stalled;
-      if (s.timing.ack == "on") ++quickack_stalled;
-      vless_st.push_back(w);
-      if (tls) tls_st.push_back(*tls);
-      if (up) up_st.push_back(*up);
-    }
-  }
-  const std::string foreign =
-      v.foreign_phases == 0 ? ""
-                            : "; " + std::to_string(v.foreign_phases) +
-                                  " server phases longer than their whole sample left out (not that sample's own: "
-                                  "a mux sub's phases are its shared session's)";
-  v.shared_session_samples = shared;
-  if (v.with_timing == 0 && shared > 0) {
-    v.text = "no server timing of their own: the " + std::to_string(shared) +
-             " new-connection samples were subs of shared mux sessions, whose phases were timed once for the "
-             "session";
-    return v;
-  }
-  if (v.with_timing == 0) {
-    v.text = through_vless > 0
-                 ? "no server timing: " + std::to_string(through_vless) +
-                       " new connections went through the daemon's VLESS listener (see routes), but their answers "
-                       "carried no phases (this target kind sends no Server-Timing)" +
-                       foreign
-                 : "no server timing: new connections did not pass the vlessbench daemon's VLESS listener";
-    return v;
-  }
-  v.share = static_cast<double>(v.stalled) / static_cast<double>(v.with_timing);
-  v.vless_sorted_ms = vless_all;
-  std::sort(v.vless_sorted_ms.begin(), v.vless_sorted_ms.end());
-  v.max_vless_ms = *std::max_element(vless_all.begin(), vless_all.end());
-  // Stall and intermittent quote the stalled samples (the evidence of where their time went);
-  // "none" quotes every sample, so its medians are the ones samples.csv gives.
-  const bool of_stalled = v.share >= 0.5 || (v.stalled >= 2 && v.share >= 0.05);
-  v.phases_of_stalled = of_stalled;
-  v.tls_ms = median_of(of_stalled ? tls_st : tls_all);
-  v.vless_ms = median_of(of_stalled ? vless_st : vless_all);
-  v.upstream_ms = median_of(of_stalled ? up_st : up_all);
-
-  const std::string count = std::to_string(v.stalled) + "/" + std::to_string(v.with_timing);
-  const std::string phases = phase_list(v);
-  // One or two slow headers among many are scheduler noise, not a client that waits for an ACK.
-  if (v.share >= 0.5) {
-    v.verdict = stall_verdict::kind::stall;
-    v.text = "STALL: " + count +
-             " new connections waited >= 30 ms between TLS done and VLESS header complete "
-             "(median phases of those " +
-             std::to_string(v.stalled) + ": " + phases + "): the client holds its first data until the server ACKs";
-    // The daemon says which ACK policy the listener had (Server-Timing ack): with QUICKACK on its
-    // ACKs leave at once, so a client still waiting for one is not talking to it directly.
-    if (quickack_stalled * 2 >= v.stalled) {
-      v.terminated_in_between = true;
-      v.text +=
-          "; the listener has QUICKACK on, so the daemon's ACKs do not reach the client: something "
-          "between client and daemon terminates TCP (a user-space port forward such as qemu hostfwd, "
-          "VirtualBox NAT, socat: docs/methodology.md)";
-    } else {
-      v.text += " (Nagle meets delayed ACK; a listener with quickack = \"on\" removes it)";
-    }
-  } else if (of_stalled) {
-    v.verdict = stall_verdict::kind::intermittent;
-    v.text = "intermittent stall: " + count +
-             " new connections waited >= 30 ms for the VLESS header (median phases of those " +
-             std::to_string(v.stalled) + ": " + phases + ")";
-  } else {
-    v.verdict = stall_verdict::kind::none;
-    v.text = "no stall: " + count + " new connections with a VLESS header wait >= 30 ms (max " +
-             fmt_ms(v.max_vless_ms) + " ms; median phases of all " + std::to_string(v.with_timing) + ": " + phases +
-             ")";
-  }
-  v.text += foreign;
-  if (shared > 0)
-    v.text +=
-        "; " + std::to_string(shared) + " samples on shared mux sessions left out (their phases are the session's)";
-  return v;
-}
 
 namespace {
 
@@ -312,6 +148,30 @@ std::string format_server_seen(const std::map<std::string, std::size_t>& acks,
   return out;
 }
 
+namespace {
+
+// Each path's routes as its answers named them, the server's ACK policy and config generation
+// (Server-Timing), and its route mismatches.
+std::string route_lines(const std::vector<path_result>& results, std::size_t name_w) {
+  std::string routes;
+  for (const auto& r : results) {
+    std::string counts;
+    for (const auto& [route, n] : r.routes) counts += (counts.empty() ? "" : ", ") + route + " " + std::to_string(n);
+    routes += "  " + pad(r.name, name_w) + "  " + (counts.empty() ? "no responses" : counts);
+    if (const auto seen = format_server_seen(r.server_acks, r.server_generations); !seen.empty())
+      routes += " (server: " + seen + ")";
+    if (r.route_mismatches > 0)
+      routes += "  ROUTE MISMATCH x" + std::to_string(r.route_mismatches) +
+                (r.kind == path_kind::direct ? " (baseline went through VLESS)"
+                 : r.kind == path_kind::tun  ? " (tun path answered directly: the client's TUN did not capture it)"
+                                             : " (proxy path answered directly)");
+    routes += "\n";
+  }
+  return routes;
+}
+
+}  // namespace
+
 std::string format_table(const std::vector<path_result>& results) {
   std::size_t name_w = 4;
   for (const auto& r : results) name_w = std::max(name_w, r.name.size());
@@ -343,20 +203,7 @@ std::string format_table(const std::vector<path_result>& results) {
   }
   t += "(ms; paired d = median over rounds of (this path - baseline in the same round))\n";
 
-  std::string routes;
-  for (const auto& r : results) {
-    std::string counts;
-    for (const auto& [route, n] : r.routes) counts += (counts.empty() ? "" : ", ") + route + " " + std::to_string(n);
-    routes += "  " + pad(r.name, name_w) + "  " + (counts.empty() ? "no responses" : counts);
-    if (const auto seen = format_server_seen(r.server_acks, r.server_generations); !seen.empty())
-      routes += " (server: " + seen + ")";
-    if (r.route_mismatches > 0)
-      routes += "  ROUTE MISMATCH x" + std::to_string(r.route_mismatches) +
-                (r.kind == path_kind::direct ? " (baseline went through VLESS)"
-                 : r.kind == path_kind::tun  ? " (tun path answered directly: the client's TUN did not capture it)"
-                                             : " (proxy path answered directly)");
-    routes += "\n";
-  }
+  const std::string routes = route_lines(results, name_w);
   t += "\nroutes (as the target named them: X-Vlessbench-Route, banner line, UDP echo trailer, DNS route TXT):\n" +
        routes;
 
@@ -458,46 +305,52 @@ std::string samples_csv(const std::vector<sample>& samples) {
   return out;
 }
 
-std::string summary_json(const run_metadata& meta, const std::vector<path_result>& results) {
-  using json = nlohmann::ordered_json;
-  auto num = [](std::optional<double> v) { return v ? json(round6(*v)) : json(nullptr); };
-  auto mode_json = [&](const mode_result& m, bool baseline) {
-    json j;
-    const auto& l = m.latency;
-    j["n"] = l ? l->n : 0;
-    j["attempted"] = m.attempted;
-    j["failed"] = m.failed;
-    j["median_ms"] = num(l ? std::optional(l->median) : std::nullopt);
-    j["median_ci_low_ms"] = num(l && l->median_ci ? std::optional(l->median_ci->low) : std::nullopt);
-    j["median_ci_high_ms"] = num(l && l->median_ci ? std::optional(l->median_ci->high) : std::nullopt);
-    j["p95_ms"] = num(l ? std::optional(l->p95) : std::nullopt);
-    j["min_ms"] = num(l ? std::optional(l->min) : std::nullopt);
-    j["max_ms"] = num(l ? std::optional(l->max) : std::nullopt);
-    if (baseline) {
-      j["paired_delta_median_ms"] = 0.0;
-      j["paired_n"] = l ? l->n : 0;
-      j["paired_delta_ci_low_ms"] = 0.0;
-      j["paired_delta_ci_high_ms"] = 0.0;
-    } else {
-      j["paired_delta_median_ms"] = num(m.paired_delta_median);
-      j["paired_n"] = m.paired_deltas.size();
-      j["paired_delta_ci_low_ms"] = num(m.paired_delta_ci ? std::optional(m.paired_delta_ci->low) : std::nullopt);
-      j["paired_delta_ci_high_ms"] = num(m.paired_delta_ci ? std::optional(m.paired_delta_ci->high) : std::nullopt);
-    }
-    if (m.inner_tls_median) {
-      j["inner_tls_median_ms"] = num(m.inner_tls_median);
-      j["inner_tls_p95_ms"] = num(m.inner_tls_p95);
-    }
-    if (m.mbps)
-      j["throughput_mbps"] = {{"n", m.mbps->n},
-                              {"median", round6(m.mbps->median)},
-                              {"p5", round6(m.mbps->p5)},
-                              {"p95", round6(m.mbps->p95)}};
-    j["errors"] = json::object();
-    for (const auto& [why, n] : m.errors) j["errors"][why] = n;
-    return j;
-  };
-  json root;
+namespace {
+
+using ordered_json = nlohmann::ordered_json;
+
+ordered_json json_ms(std::optional<double> v) { return v ? ordered_json(round6(*v)) : ordered_json(nullptr); }
+
+// One mode's (new or reuse) figures in summary.json.
+ordered_json mode_json(const mode_result& m, bool baseline) {
+  using json = ordered_json;
+  json j;
+  const auto& l = m.latency;
+  j["n"] = l ? l->n : 0;
+  j["attempted"] = m.attempted;
+  j["failed"] = m.failed;
+  j["median_ms"] = json_ms(l ? std::optional(l->median) : std::nullopt);
+  j["median_ci_low_ms"] = json_ms(l && l->median_ci ? std::optional(l->median_ci->low) : std::nullopt);
+  j["median_ci_high_ms"] = json_ms(l && l->median_ci ? std::optional(l->median_ci->high) : std::nullopt);
+  j["p95_ms"] = json_ms(l ? std::optional(l->p95) : std::nullopt);
+  j["min_ms"] = json_ms(l ? std::optional(l->min) : std::nullopt);
+  j["max_ms"] = json_ms(l ? std::optional(l->max) : std::nullopt);
+  if (baseline) {
+    j["paired_delta_median_ms"] = 0.0;
+    j["paired_n"] = l ? l->n : 0;
+    j["paired_delta_ci_low_ms"] = 0.0;
+    j["paired_delta_ci_high_ms"] = 0.0;
+  } else {
+    j["paired_delta_median_ms"] = json_ms(m.paired_delta_median);
+    j["paired_n"] = m.paired_deltas.size();
+    j["paired_delta_ci_low_ms"] = json_ms(m.paired_delta_ci ? std::optional(m.paired_delta_ci->low) : std::nullopt);
+    j["paired_delta_ci_high_ms"] = json_ms(m.paired_delta_ci ? std::optional(m.paired_delta_ci->high) : std::nullopt);
+  }
+  if (m.inner_tls_median) {
+    j["inner_tls_median_ms"] = json_ms(m.inner_tls_median);
+    j["inner_tls_p95_ms"] = json_ms(m.inner_tls_p95);
+  }
+  if (m.mbps)
+    j["throughput_mbps"] = {
+        {"n", m.mbps->n}, {"median", round6(m.mbps->median)}, {"p5", round6(m.mbps->p5)}, {"p95", round6(m.mbps->p95)}};
+  j["errors"] = json::object();
+  for (const auto& [why, n] : m.errors) j["errors"][why] = n;
+  return j;
+}
+
+// summary.json's "run": what was measured, how, and how it ended.
+ordered_json run_json(const run_metadata& meta, const std::vector<path_result>& results) {
+  using json = ordered_json;
   json run;
   run["id"] = meta.run_id;
   run["seed"] = meta.seed;
@@ -518,7 +371,15 @@ std::string summary_json(const run_metadata& meta, const std::vector<path_result
   std::size_t recorded = 0;
   for (const auto& r : results) recorded += r.fresh.attempted + r.reuse.attempted;
   run["samples"] = recorded;  // rows in samples.csv: fewer than the counts ask when stopped early
-  root["run"] = run;
+  return run;
+}
+
+}  // namespace
+
+std::string summary_json(const run_metadata& meta, const std::vector<path_result>& results) {
+  using json = nlohmann::ordered_json;
+  json root;
+  root["run"] = run_json(meta, results);
   std::size_t mismatches = 0;
   json paths = json::object();
   for (const auto& r : results) {
@@ -544,10 +405,10 @@ std::string summary_json(const run_metadata& meta, const std::vector<path_result
                   {"share", round6(r.stall.share)},
                   {"threshold_ms", stall_threshold_ms},
                   {"phases_of", r.stall.phases_of_stalled ? "stalled" : "all"},
-                  {"tls_ms", num(r.stall.tls_ms)},
-                  {"vless_ms", num(r.stall.vless_ms)},
-                  {"upstream_ms", num(r.stall.upstream_ms)},
-                  {"max_vless_ms", num(r.stall.max_vless_ms)},
+                  {"tls_ms", json_ms(r.stall.tls_ms)},
+                  {"vless_ms", json_ms(r.stall.vless_ms)},
+                  {"upstream_ms", json_ms(r.stall.upstream_ms)},
+                  {"max_vless_ms", json_ms(r.stall.max_vless_ms)},
                   {"terminated_in_between", r.stall.terminated_in_between},
                   {"foreign_phases", r.stall.foreign_phases},
                   {"shared_session_samples", r.stall.shared_session_samples},

@@ -290,6 +290,48 @@ std::vector<double> log_ticks(double lo, double hi) {
   return t;
 }
 
+namespace {
+
+// One line per path under the plots: its kind, client options, medians and paired deltas. With a
+// row per path (rows) the plots name each path themselves: no colour swatch.
+void draw_legend(std::string& svg, const std::vector<path_result>& results, double legend_top, bool bulk, bool datagram,
+                 bool rows) {
+  svg += "<text x=\"20\" y=\"" + num(legend_top + 10) + "\" font-size=\"13\" font-weight=\"bold\">" +
+         std::string(bulk ? "paths (median new / reused, MB/s)"
+                          : "paths (median new / reused, ms; paired \u0394 = median per-round difference to the "
+                            "baseline)") +
+         "</text>\n";
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const auto& r = results[i];
+    const double yy = legend_top + 32 + 20.0 * static_cast<double>(i);
+    if (!rows)
+      svg += "<line x1=\"24\" y1=\"" + num(yy - 4) + "\" x2=\"54\" y2=\"" + num(yy - 4) + "\" stroke-width=\"3\"" +
+             stroke(i) + "/>\n";
+    auto med = [bulk](const mode_result& m) {
+      if (bulk) return m.mbps ? num(m.mbps->median, 1) : std::string("-");
+      return m.latency ? num(m.latency->median, 3) : std::string("-");
+    };
+    auto delta = [&](const mode_result& m) {
+      if (!m.paired_delta_median) return std::string("-");
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%+.3f", *m.paired_delta_median);
+      return std::string(buf);
+    };
+    std::string label = r.name + " (" + std::string(to_string(r.kind));
+    // The built-in client's TCP options mean nothing to a datagram.
+    if (r.kind == path_kind::vless && !datagram)
+      label += std::string(", nodelay ") + (r.client.nodelay ? "on" : "off") + ", writes " +
+               std::string(to_string(r.client.writes));
+    label += "): new " + med(r.fresh) + " / reused " + med(r.reuse);
+    if (!bulk) label += r.baseline ? "; baseline" : "; paired \u0394 " + delta(r.fresh) + " / " + delta(r.reuse);
+    if (r.stall.verdict == stall_verdict::kind::stall) label += "; STALL on delayed ACK";
+    if (r.route_mismatches) label += "; " + std::to_string(r.route_mismatches) + " route mismatches";
+    svg += "<text x=\"62\" y=\"" + num(yy) + "\" font-size=\"12\">" + esc(label) + "</text>\n";
+  }
+}
+
+}  // namespace
+
 std::string render_svg(const run_metadata& meta, const std::vector<path_result>& results) {
   const bool bulk = meta.bulk_bytes > 0;
   const std::string_view t = meta.target;
@@ -356,38 +398,7 @@ std::string render_svg(const run_metadata& meta, const std::vector<path_result>&
       draw_cdf(svg, sp, series, names, "VLESS header wait, ms (log scale)", "stall", stall_threshold_ms);
   }
 
-  svg += "<text x=\"20\" y=\"" + num(legend_top + 10) + "\" font-size=\"13\" font-weight=\"bold\">" +
-         std::string(bulk ? "paths (median new / reused, MB/s)"
-                          : "paths (median new / reused, ms; paired \u0394 = median per-round difference to the "
-                            "baseline)") +
-         "</text>\n";
-  for (std::size_t i = 0; i < results.size(); ++i) {
-    const auto& r = results[i];
-    const double yy = legend_top + 32 + 20.0 * static_cast<double>(i);
-    if (!rows)
-      svg += "<line x1=\"24\" y1=\"" + num(yy - 4) + "\" x2=\"54\" y2=\"" + num(yy - 4) + "\" stroke-width=\"3\"" +
-             stroke(i) + "/>\n";
-    auto med = [bulk](const mode_result& m) {
-      if (bulk) return m.mbps ? num(m.mbps->median, 1) : std::string("-");
-      return m.latency ? num(m.latency->median, 3) : std::string("-");
-    };
-    auto delta = [&](const mode_result& m) {
-      if (!m.paired_delta_median) return std::string("-");
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%+.3f", *m.paired_delta_median);
-      return std::string(buf);
-    };
-    std::string label = r.name + " (" + std::string(to_string(r.kind));
-    // The built-in client's TCP options mean nothing to a datagram.
-    if (r.kind == path_kind::vless && !datagram)
-      label += std::string(", nodelay ") + (r.client.nodelay ? "on" : "off") + ", writes " +
-               std::string(to_string(r.client.writes));
-    label += "): new " + med(r.fresh) + " / reused " + med(r.reuse);
-    if (!bulk) label += r.baseline ? "; baseline" : "; paired \u0394 " + delta(r.fresh) + " / " + delta(r.reuse);
-    if (r.stall.verdict == stall_verdict::kind::stall) label += "; STALL on delayed ACK";
-    if (r.route_mismatches) label += "; " + std::to_string(r.route_mismatches) + " route mismatches";
-    svg += "<text x=\"62\" y=\"" + num(yy) + "\" font-size=\"12\">" + esc(label) + "</text>\n";
-  }
+  draw_legend(svg, results, legend_top, bulk, datagram, rows);
   svg += "</svg>\n";
   return svg;
 }

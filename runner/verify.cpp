@@ -55,72 +55,86 @@ std::optional<std::uint64_t> as_u64(const nlohmann::json& j) {
 
 }  // namespace
 
-verify_report verify_run(const std::string& summary_json, const std::string& samples_csv, std::istream& access_log) {
-  verify_report rep;
-  const auto summary = nlohmann::json::parse(summary_json, nullptr, false);
-  if (summary.is_discarded() || !summary.contains("run") || !summary["run"].contains("id"))
-    throw std::runtime_error("summary.json is not a vlessbench run summary");
-  rep.run_id = summary["run"]["id"].get<std::string>();
-  std::map<std::string, path_kind> kinds;
-  for (const auto& [name, p] : summary["paths"].items())
-    if (auto k = kind_from_string(p.value("kind", ""))) kinds[name] = *k;
+namespace {
 
-  const std::string target_text = summary["run"].value("target", "");
-  const bool banner_run = target_text.rfind("banner://", 0) == 0;
-  const bool udp_run = target_text.rfind("udp://", 0) == 0;
-  const bool dns_run = target_text.rfind("dns://", 0) == 0;
-  std::string dns_name;
-  if (dns_run) {
-    std::string why;
-    if (const auto t = parse_target_url(target_text, why)) dns_name = t->dns_name;
+// One verification: the run's summary, then what the server logged, then the samples against it.
+class verifier {
+ public:
+  verify_report run(const std::string& summary_json, const std::string& samples_csv, std::istream& access_log) {
+    read_summary(summary_json);
+    std::string line;
+    while (std::getline(access_log, line)) read_log_line(line);
+    read_samples(samples_csv);
+    check_datagram_counts();
+    for (auto& [path, views] : bulk_)
+      rep_.bulk.push_back(
+          {path, views.first.size(), stats::median(views.first).value_or(0), stats::median(views.second).value_or(0)});
+    return std::move(rep_);
   }
-  if (udp_run || dns_run) rep.datagram_event = udp_run ? "udp.packet" : "dns.query";
-  rep.banner_run = banner_run;
-  // Datagrams the server logged, per VLESS session and for direct flows (udp.packet counts
-  // packets_in of a flow; a dns.query line is one query).
-  std::map<std::uint64_t, std::uint64_t> datagrams_by_session;
-  std::uint64_t datagrams_direct = 0;
-  std::map<std::string, std::uint64_t> direct_by_peer;  // direct datagrams per peer address
-  std::map<std::uint64_t, log_entry> log;
-  std::map<std::uint64_t, std::string> banner_sessions;  // session -> route, from banner.connection
-  std::size_t banner_direct = 0;
-  std::string line;
-  while (std::getline(access_log, line)) {
-    if (line.empty()) continue;
+
+ private:
+  void read_summary(const std::string& summary_json) {
+    const auto summary = nlohmann::json::parse(summary_json, nullptr, false);
+    if (summary.is_discarded() || !summary.contains("run") || !summary["run"].contains("id"))
+      throw std::runtime_error("summary.json is not a vlessbench run summary");
+    rep_.run_id = summary["run"]["id"].get<std::string>();
+    for (const auto& [name, p] : summary["paths"].items())
+      if (auto k = kind_from_string(p.value("kind", ""))) kinds_[name] = *k;
+
+    const std::string target_text = summary["run"].value("target", "");
+    banner_run_ = target_text.rfind("banner://", 0) == 0;
+    udp_run_ = target_text.rfind("udp://", 0) == 0;
+    dns_run_ = target_text.rfind("dns://", 0) == 0;
+    if (dns_run_) {
+      std::string why;
+      if (const auto t = parse_target_url(target_text, why)) dns_name_ = t->dns_name;
+    }
+    if (udp_run_ || dns_run_) rep_.datagram_event = udp_run_ ? "udp.packet" : "dns.query";
+    rep_.banner_run = banner_run_;
+  }
+
+  void read_log_line(const std::string& line) {
+    if (line.empty()) return;
     const auto j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) {
-      ++rep.log_unparsed;
-      continue;
+      ++rep_.log_unparsed;
+      return;
     }
-    if (banner_run && j.value("event", "") == "banner.connection") {
-      ++rep.log_banners;
-      if (j.contains("vless_session")) {
-        if (const auto id = as_u64(j["vless_session"])) banner_sessions[*id] = j.value("route", "");
-      } else if (j.value("route", "") == "direct") {
-        ++banner_direct;
-      }
-      continue;
+    if (banner_run_ && j.value("event", "") == "banner.connection") return read_banner_line(j);
+    if (!rep_.datagram_event.empty()) return read_datagram_line(j);
+    read_request_line(j);
+  }
+
+  void read_banner_line(const nlohmann::json& j) {
+    ++rep_.log_banners;
+    if (j.contains("vless_session")) {
+      if (const auto id = as_u64(j["vless_session"])) banner_sessions_[*id] = j.value("route", "");
+    } else if (j.value("route", "") == "direct") {
+      ++banner_direct_;
     }
-    if (!rep.datagram_event.empty()) {
-      if (j.value("event", "") != rep.datagram_event) continue;
-      if (dns_run && (j.value("name", "") != dns_name || j.value("transport", "") != "udp")) continue;
-      ++rep.log_datagram_lines;
-      std::uint64_t n = 1;
-      if (udp_run) n = j.contains("packets_in") ? as_u64(j["packets_in"]).value_or(0) : 0;
-      if (j.contains("vless_session")) {
-        if (const auto id = as_u64(j["vless_session"])) datagrams_by_session[*id] += n;
-      } else if (j.value("route", "") == "direct") {
-        datagrams_direct += n;
-        direct_by_peer[j.value("peer", "")] += n;
-      }
-      continue;
+  }
+
+  void read_datagram_line(const nlohmann::json& j) {
+    if (j.value("event", "") != rep_.datagram_event) return;
+    if (dns_run_ && (j.value("name", "") != dns_name_ || j.value("transport", "") != "udp")) return;
+    ++rep_.log_datagram_lines;
+    std::uint64_t n = 1;
+    if (udp_run_) n = j.contains("packets_in") ? as_u64(j["packets_in"]).value_or(0) : 0;
+    if (j.contains("vless_session")) {
+      if (const auto id = as_u64(j["vless_session"])) datagrams_by_session_[*id] += n;
+    } else if (j.value("route", "") == "direct") {
+      datagrams_direct_ += n;
+      direct_by_peer_[j.value("peer", "")] += n;
     }
+  }
+
+  void read_request_line(const nlohmann::json& j) {
     if (j.value("event", "") != "http.request" || !j.contains("run") || !j["run"].is_string() ||
-        j["run"].get<std::string>() != rep.run_id)
-      continue;
+        j["run"].get<std::string>() != rep_.run_id)
+      return;
     const auto seq = j.contains("seq") ? as_u64(j["seq"]) : std::nullopt;
-    if (!seq) continue;
-    ++rep.log_requests;
+    if (!seq) return;
+    ++rep_.log_requests;
     log_entry e;
     e.route = j.value("route", "");
     e.path_label = j.value("path_label", "");
@@ -130,160 +144,205 @@ verify_report verify_run(const std::string& summary_json, const std::string& sam
       if (j.contains(k) && j[k].is_number_unsigned()) e.bytes = std::max(e.bytes, j[k].get<std::uint64_t>());
     if (j.contains("duration_us") && j["duration_us"].is_number_integer())
       e.duration_us = j["duration_us"].get<std::int64_t>();
-    log[*seq] = std::move(e);
+    log_[*seq] = std::move(e);
   }
 
-  std::istringstream csv(samples_csv);
-  std::getline(csv, line);
-  const auto header = parse_csv_line(line);
-  std::map<std::string, std::size_t> col;
-  for (std::size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
-  for (const char* needed : {"path", "seq", "ok", "route", "session", "status"})
-    if (!col.count(needed)) throw std::runtime_error(std::string("samples.csv lacks column ") + needed);
-  auto problem = [&](std::string text) {
-    if (rep.problems.size() < max_listed) rep.problems.push_back(std::move(text));
-  };
+  void read_samples(const std::string& samples_csv) {
+    std::istringstream csv(samples_csv);
+    std::string line;
+    std::getline(csv, line);
+    const auto header = parse_csv_line(line);
+    for (std::size_t i = 0; i < header.size(); ++i) col_[header[i]] = i;
+    for (const char* needed : {"path", "seq", "ok", "route", "session", "status"})
+      if (!col_.count(needed)) throw std::runtime_error(std::string("samples.csv lacks column ") + needed);
+    while (std::getline(csv, line)) {
+      if (line.empty()) continue;
+      const auto cells = parse_csv_line(line);
+      if (cells.size() < header.size()) throw std::runtime_error("samples.csv has a short row: " + line);
+      ++rep_.samples;
+      if (!rep_.datagram_event.empty())
+        check_datagram_sample(cells);
+      else if (banner_run_)
+        check_banner_sample(cells);
+      else
+        check_request_sample(cells);
+    }
+  }
+
+  std::string where(const std::vector<std::string>& cells) {
+    return "seq " + std::to_string(std::stoull(cells[col_["seq"]])) + " (" + cells[col_["path"]] + ")";
+  }
+
+  void problem(std::string text) {
+    if (rep_.problems.size() < max_listed) rep_.problems.push_back(std::move(text));
+  }
+
   // A sample proven by a line the server wrote at its own pace (datagram and banner runs): counted
   // unseen when no such line exists, else matched, and a route mismatch when the route its reply
   // named is not what its path kind allows. `namer` says who named the route in the message.
-  auto settle = [&](bool seen, bool ok, const std::string& where, const std::string& path, const std::string& route,
-                    const std::string& session, std::string_view logged, std::string_view namer) {
+  void settle(bool seen, bool ok, const std::string& where, const std::string& path, const std::string& route,
+              const std::string& session, std::string_view logged, std::string_view namer) {
     if (!seen) {
       if (ok) {
-        ++rep.unseen_ok;
+        ++rep_.unseen_ok;
         problem(where + ": succeeded but the server logged no " + std::string(logged) + " for route " + route +
                 (session.empty() ? "" : " session " + session));
       } else {
-        ++rep.unseen_failed;
+        ++rep_.unseen_failed;
       }
       return;
     }
-    ++rep.matched;
-    const auto kind = kinds.find(path);
-    if (kind != kinds.end() && is_route_mismatch(kind->second, route_from_string(route))) {
-      ++rep.route_mismatches;
+    ++rep_.matched;
+    const auto kind = kinds_.find(path);
+    if (kind != kinds_.end() && is_route_mismatch(kind->second, route_from_string(route))) {
+      ++rep_.route_mismatches;
       problem(where + ": " + std::string(to_string(kind->second)) + " path, but " + std::string(namer) +
               " named route " + route);
     }
-  };
-  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> bulk;  // client, server MB/s
-  std::map<std::uint64_t, std::uint64_t> ok_by_session;  // datagram runs: ok samples naming each session
-  std::uint64_t ok_direct = 0;
-  std::map<std::string, std::uint64_t> ok_by_peer;  // direct-path samples with their flow
-  while (std::getline(csv, line)) {
-    if (line.empty()) continue;
-    const auto cells = parse_csv_line(line);
-    if (cells.size() < header.size()) throw std::runtime_error("samples.csv has a short row: " + line);
-    ++rep.samples;
-    const std::string& path = cells[col["path"]];
-    const std::uint64_t seq = std::stoull(cells[col["seq"]]);
-    const bool ok = cells[col["ok"]] == "1";
-    const std::string where = "seq " + std::to_string(seq) + " (" + path + ")";
-    if (!rep.datagram_event.empty()) {
-      // A datagram sample is proven by the session its reply named (the echo's trailer, the DNS
-      // answer's route TXT record) and the server's record of that session's datagrams.
-      const std::string& route = cells[col["route"]];
-      const std::string& session = cells[col["session"]];
-      bool seen = false;
-      if (route == "vless" && !session.empty()) {
-        const auto id = std::stoull(session);
-        seen = datagrams_by_session.count(id) > 0;
-        if (seen && ok) ++ok_by_session[id];
-      } else if (route == "direct") {
-        // A direct path's sample names its own UDP address: that flow's lines. Otherwise (a
-        // proxy path that went direct: the target saw the proxy's socket) by count.
-        const std::string flow = col.count("flow") ? cells[col["flow"]] : std::string();
-        if (!flow.empty()) {
-          seen = direct_by_peer.count(flow) > 0;
-          if (seen && ok) ++ok_by_peer[flow];
-        } else {
-          seen = datagrams_direct > 0;
-        }
-        if (seen && ok) ++ok_direct;
-      }
-      settle(seen, ok, where, path, route, session, rep.datagram_event, "the server");
-      continue;
-    }
-    if (banner_run) {
-      // A banner sample is proven by the connection it named: the session's banner.connection line.
-      const std::string& route = cells[col["route"]];
-      const std::string& session = cells[col["session"]];
-      bool seen = false;
-      if (route == "vless" && !session.empty()) {
-        const auto b = banner_sessions.find(std::stoull(session));
-        seen = b != banner_sessions.end();
-      } else if (route == "direct") {
-        seen = banner_direct > 0;
-      }
-      settle(seen, ok, where, path, route, session, "banner.connection", "the banner");
-      continue;
-    }
-    const auto it = log.find(seq);
-    if (it == log.end()) {
-      if (ok) {
-        ++rep.unseen_ok;
-        problem(where + ": succeeded but the server never logged it");
+  }
+
+  // A datagram sample is proven by the session its reply named (the echo's trailer, the DNS
+  // answer's route TXT record) and the server's record of that session's datagrams.
+  void check_datagram_sample(const std::vector<std::string>& cells) {
+    const bool ok = cells[col_["ok"]] == "1";
+    const std::string& route = cells[col_["route"]];
+    const std::string& session = cells[col_["session"]];
+    bool seen = false;
+    if (route == "vless" && !session.empty()) {
+      const auto id = std::stoull(session);
+      seen = datagrams_by_session_.count(id) > 0;
+      if (seen && ok) ++ok_by_session_[id];
+    } else if (route == "direct") {
+      // A direct path's sample names its own UDP address: that flow's lines. Otherwise (a
+      // proxy path that went direct: the target saw the proxy's socket) by count.
+      const std::string flow = col_.count("flow") ? cells[col_["flow"]] : std::string();
+      if (!flow.empty()) {
+        seen = direct_by_peer_.count(flow) > 0;
+        if (seen && ok) ++ok_by_peer_[flow];
       } else {
-        ++rep.unseen_failed;
+        seen = datagrams_direct_ > 0;
       }
-      continue;
+      if (seen && ok) ++ok_direct_;
     }
-    ++rep.matched;
+    settle(seen, ok, where(cells), cells[col_["path"]], route, session, rep_.datagram_event, "the server");
+  }
+
+  // A banner sample is proven by the connection it named: the session's banner.connection line.
+  void check_banner_sample(const std::vector<std::string>& cells) {
+    const std::string& route = cells[col_["route"]];
+    const std::string& session = cells[col_["session"]];
+    bool seen = false;
+    if (route == "vless" && !session.empty()) {
+      const auto b = banner_sessions_.find(std::stoull(session));
+      seen = b != banner_sessions_.end();
+    } else if (route == "direct") {
+      seen = banner_direct_ > 0;
+    }
+    settle(seen, cells[col_["ok"]] == "1", where(cells), cells[col_["path"]], route, session, "banner.connection",
+           "the banner");
+  }
+
+  // An HTTP sample is proven by the http.request line with its seq, and must agree with it.
+  void check_request_sample(const std::vector<std::string>& cells) {
+    const std::string& path = cells[col_["path"]];
+    const bool ok = cells[col_["ok"]] == "1";
+    const std::string at = where(cells);
+    const auto it = log_.find(std::stoull(cells[col_["seq"]]));
+    if (it == log_.end()) {
+      if (ok) {
+        ++rep_.unseen_ok;
+        problem(at + ": succeeded but the server never logged it");
+      } else {
+        ++rep_.unseen_failed;
+      }
+      return;
+    }
+    ++rep_.matched;
     const auto& e = it->second;
-    const auto kind = kinds.find(path);
-    if (kind != kinds.end() && is_route_mismatch(kind->second, route_from_string(e.route))) {
-      ++rep.route_mismatches;
-      problem(where + ": " + std::string(to_string(kind->second)) + " path, but the server saw route " + e.route);
+    const auto kind = kinds_.find(path);
+    if (kind != kinds_.end() && is_route_mismatch(kind->second, route_from_string(e.route))) {
+      ++rep_.route_mismatches;
+      problem(at + ": " + std::string(to_string(kind->second)) + " path, but the server saw route " + e.route);
     }
-    bool disagrees = false;
-    if (e.path_label != path) {
-      disagrees = true;
-      problem(where + ": server logged path label '" + e.path_label + "'");
-    }
-    const std::string& sample_route = cells[col["route"]];
-    if (sample_route != "unknown" && sample_route != e.route) {
-      disagrees = true;
-      problem(where + ": response said route " + sample_route + ", log says " + e.route);
-    }
-    const std::string& session = cells[col["session"]];
-    if (!session.empty() && e.session && std::to_string(*e.session) != session) {
-      disagrees = true;
-      problem(where + ": response said session " + session + ", log says " + std::to_string(*e.session));
-    }
-    const std::string& status = cells[col["status"]];
-    if (!status.empty() && e.status != 0 && std::to_string(e.status) != status) {
-      disagrees = true;
-      problem(where + ": response status " + status + ", log says " + std::to_string(e.status));
-    }
-    if (disagrees) ++rep.disagreements;
-    if (col.count("bytes") && col.count("mbps") && ok && !cells[col["mbps"]].empty() && e.duration_us > 0) {
-      auto& [client, server] = bulk[path];
-      client.push_back(std::stod(cells[col["mbps"]]));
+    if (disagrees(cells, at, e)) ++rep_.disagreements;
+    if (col_.count("bytes") && col_.count("mbps") && ok && !cells[col_["mbps"]].empty() && e.duration_us > 0) {
+      auto& [client, server] = bulk_[path];
+      client.push_back(std::stod(cells[col_["mbps"]]));
       server.push_back(static_cast<double>(e.bytes) / static_cast<double>(e.duration_us));
     }
   }
+
+  // Whether the sample's own view (path label, route, session, status) differs from the log's.
+  bool disagrees(const std::vector<std::string>& cells, const std::string& at, const log_entry& e) {
+    bool disagrees = false;
+    if (e.path_label != cells[col_["path"]]) {
+      disagrees = true;
+      problem(at + ": server logged path label '" + e.path_label + "'");
+    }
+    const std::string& sample_route = cells[col_["route"]];
+    if (sample_route != "unknown" && sample_route != e.route) {
+      disagrees = true;
+      problem(at + ": response said route " + sample_route + ", log says " + e.route);
+    }
+    const std::string& session = cells[col_["session"]];
+    if (!session.empty() && e.session && std::to_string(*e.session) != session) {
+      disagrees = true;
+      problem(at + ": response said session " + session + ", log says " + std::to_string(*e.session));
+    }
+    const std::string& status = cells[col_["status"]];
+    if (!status.empty() && e.status != 0 && std::to_string(e.status) != status) {
+      disagrees = true;
+      problem(at + ": response status " + status + ", log says " + std::to_string(e.status));
+    }
+    return disagrees;
+  }
+
   // More samples naming a session than the server counted datagrams on it: some were not its.
-  for (const auto& [id, n] : ok_by_session) {
-    if (n <= datagrams_by_session[id]) continue;
-    ++rep.disagreements;
-    problem("session " + std::to_string(id) + ": " + std::to_string(n) + " ok samples named it, the server logged " +
-            std::to_string(datagrams_by_session[id]) + " datagrams");
+  void check_datagram_counts() {
+    for (const auto& [id, n] : ok_by_session_) {
+      if (n <= datagrams_by_session_[id]) continue;
+      ++rep_.disagreements;
+      problem("session " + std::to_string(id) + ": " + std::to_string(n) + " ok samples named it, the server logged " +
+              std::to_string(datagrams_by_session_[id]) + " datagrams");
+    }
+    for (const auto& [peer, n] : ok_by_peer_) {
+      if (n <= direct_by_peer_[peer]) continue;
+      ++rep_.disagreements;
+      problem("flow " + peer + ": " + std::to_string(n) + " ok samples came from it, the server logged " +
+              std::to_string(direct_by_peer_[peer]) + " datagrams");
+    }
+    if (ok_direct_ > datagrams_direct_) {
+      ++rep_.disagreements;
+      problem(std::to_string(ok_direct_) + " ok samples arrived direct, the server logged " +
+              std::to_string(datagrams_direct_) + " direct datagrams");
+    }
   }
-  for (const auto& [peer, n] : ok_by_peer) {
-    if (n <= direct_by_peer[peer]) continue;
-    ++rep.disagreements;
-    problem("flow " + peer + ": " + std::to_string(n) + " ok samples came from it, the server logged " +
-            std::to_string(direct_by_peer[peer]) + " datagrams");
-  }
-  if (ok_direct > datagrams_direct) {
-    ++rep.disagreements;
-    problem(std::to_string(ok_direct) + " ok samples arrived direct, the server logged " +
-            std::to_string(datagrams_direct) + " direct datagrams");
-  }
-  for (auto& [path, views] : bulk)
-    rep.bulk.push_back(
-        {path, views.first.size(), stats::median(views.first).value_or(0), stats::median(views.second).value_or(0)});
-  return rep;
+
+  verify_report rep_;
+  std::map<std::string, path_kind> kinds_;
+  bool banner_run_ = false;
+  bool udp_run_ = false;
+  bool dns_run_ = false;
+  std::string dns_name_;
+  // Datagrams the server logged, per VLESS session and for direct flows (udp.packet counts
+  // packets_in of a flow; a dns.query line is one query).
+  std::map<std::uint64_t, std::uint64_t> datagrams_by_session_;
+  std::uint64_t datagrams_direct_ = 0;
+  std::map<std::string, std::uint64_t> direct_by_peer_;  // direct datagrams per peer address
+  std::map<std::uint64_t, log_entry> log_;
+  std::map<std::uint64_t, std::string> banner_sessions_;  // session -> route, from banner.connection
+  std::size_t banner_direct_ = 0;
+  std::map<std::string, std::size_t> col_;                                           // samples.csv's columns
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> bulk_;  // client, server MB/s
+  std::map<std::uint64_t, std::uint64_t> ok_by_session_;  // datagram runs: ok samples naming each session
+  std::uint64_t ok_direct_ = 0;
+  std::map<std::string, std::uint64_t> ok_by_peer_;  // direct-path samples with their flow
+};
+
+}  // namespace
+
+verify_report verify_run(const std::string& summary_json, const std::string& samples_csv, std::istream& access_log) {
+  return verifier{}.run(summary_json, samples_csv, access_log);
 }
 
 log_query run_log_query(const std::string& summary_json, std::chrono::seconds since_margin) {

@@ -27,6 +27,48 @@ struct file_handle {
   }
 };
 
+// The file's bytes as they are read, cut into lines: those the query selects go to out (an
+// over-long line is skipped whole) until the answer would pass its cap.
+struct line_filter {
+  const log_query& q;
+  std::size_t cap;
+  std::string carry, out;
+  std::uint64_t lines = 0, selected = 0, sent = 0;
+  bool skipping = false;  // inside an over-long line
+  std::string why_cut;
+
+  void take(std::string_view data) {
+    while (!data.empty()) {
+      const auto nl = data.find('\n');
+      if (nl == std::string_view::npos) {
+        if (!skipping && carry.size() + data.size() <= max_line) {
+          carry.append(data);
+        } else {
+          skipping = true;
+          carry.clear();
+        }
+        break;
+      }
+      if (!skipping && carry.size() + nl <= max_line) {
+        carry.append(data.substr(0, nl));
+        ++lines;
+        if (log_line_selected(q, carry)) {
+          if (sent + out.size() + carry.size() + 1 > cap) {
+            why_cut = "the answer reached its cap of " + std::to_string(cap) + " bytes";
+            return;
+          }
+          ++selected;
+          out += carry;
+          out += '\n';
+        }
+      }
+      carry.clear();
+      skipping = false;
+      data.remove_prefix(nl + 1);
+    }
+  }
+};
+
 }  // namespace
 
 std::optional<std::string> log_unreadable(const std::string& access_target) {
@@ -65,62 +107,32 @@ awaitable<void> stream_log(tcp::socket& socket, const std::string& file, const l
       co_return;
     }
     if (!co_await send(response_head(200, "application/x-ndjson", std::nullopt)) || head_only) co_return;
-    std::string carry, out;
+    line_filter lf{q, cap};
     std::array<char, read_step> chunk{};
-    std::uint64_t scanned = 0, lines = 0, selected = 0, sent = 0;
-    bool skipping = false;  // inside an over-long line
-    std::string why_cut;
+    std::uint64_t scanned = 0;
     const auto size = static_cast<std::uint64_t>(end);
-    while (scanned < size && why_cut.empty()) {
+    while (scanned < size && lf.why_cut.empty()) {
       const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(chunk.size(), size - scanned));
       const auto got = ::read(f.fd, chunk.data(), want);
       if (got <= 0) {
-        why_cut = got < 0 ? std::string("read failed: ") + std::strerror(errno) : "the file shrank while read";
+        lf.why_cut = got < 0 ? std::string("read failed: ") + std::strerror(errno) : "the file shrank while read";
         break;
       }
       scanned += static_cast<std::uint64_t>(got);
-      std::string_view data(chunk.data(), static_cast<std::size_t>(got));
-      while (!data.empty()) {
-        const auto nl = data.find('\n');
-        if (nl == std::string_view::npos) {
-          if (!skipping && carry.size() + data.size() <= max_line) {
-            carry.append(data);
-          } else {
-            skipping = true;
-            carry.clear();
-          }
-          break;
-        }
-        if (!skipping && carry.size() + nl <= max_line) {
-          carry.append(data.substr(0, nl));
-          ++lines;
-          if (log_line_selected(q, carry)) {
-            if (sent + out.size() + carry.size() + 1 > cap) {
-              why_cut = "the answer reached its cap of " + std::to_string(cap) + " bytes";
-              break;
-            }
-            ++selected;
-            out += carry;
-            out += '\n';
-          }
-        }
-        carry.clear();
-        skipping = false;
-        data.remove_prefix(nl + 1);
-      }
-      if (out.empty() && steady_clock::now() - last_sent >= keepalive_every) out = "\n";
-      if (!out.empty()) {
-        if (!co_await send(out)) co_return;
-        sent += out.size();
-        out.clear();
+      lf.take(std::string_view(chunk.data(), static_cast<std::size_t>(got)));
+      if (lf.out.empty() && steady_clock::now() - last_sent >= keepalive_every) lf.out = "\n";
+      if (!lf.out.empty()) {
+        if (!co_await send(lf.out)) co_return;
+        lf.sent += lf.out.size();
+        lf.out.clear();
       }
       // One step of the scan at a time: sessions and probes waiting on this thread go first.
       co_await asio::post(co_await asio::this_coro::executor, use_awaitable);
     }
     json_line endl("log.end");
-    endl.add("file", file).add("scanned_bytes", scanned).add("lines", lines).add("selected", selected);
-    endl.add("complete", why_cut.empty());
-    if (!why_cut.empty()) endl.add("reason", why_cut);
+    endl.add("file", file).add("scanned_bytes", scanned).add("lines", lf.lines).add("selected", lf.selected);
+    endl.add("complete", lf.why_cut.empty());
+    if (!lf.why_cut.empty()) endl.add("reason", lf.why_cut);
     co_await send(endl.finish());
   };
   co_await (work() || watchdog(deadline, [&] {

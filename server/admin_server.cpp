@@ -210,120 +210,27 @@ awaitable<void> admin_server::handle(std::shared_ptr<pending_set> set, tcp::sock
     co_return;  // evicted before it ran
   watchdog_deadline deadline;
   deadline = steady_clock::now() + head_timeout;
-  std::string reply;
-  std::optional<log_query> log_request;  // GET /api/log: streamed after the head phase
-  std::string log_file;
-  bool log_head = false;
-  auto work = [&]() -> awaitable<void> {
-    std::string buf;
-    std::array<char, 4096> chunk{};
-    parse_result<http::request> parsed;
-    for (;;) {
-      parsed = http::parse_request(buf);
-      if (!parsed.need_more()) break;
-      auto [rec, n] = co_await socket.async_read_some(asio::buffer(chunk), as_tuple_awaitable);
-      if (rec) co_return;
-      buf.append(chunk.data(), n);
-    }
-    if (parsed.invalid()) {
-      const bool too_large = parsed.reason == "header too large" || parsed.reason == "too many headers";
-      reply = response(too_large ? 431 : 400, "text/plain", "bad request\n", false);
-      co_return;
-    }
-    const http::request& req = parsed.value;
-    const bool head = req.method == "HEAD";
-    const std::string_view target = req.target;
-    const auto mark = target.find('?');
-    const std::string_view path = target.substr(0, mark);
-    const std::string_view query = mark == std::string_view::npos ? std::string_view() : target.substr(mark + 1);
-    const auto cfg = ctx_.cfg();
-    const auto host = req.find("Host");
-    if (!host && req.version_minor >= 1) {
-      refused("missing_host", peer, "HTTP/1.1 request without Host");
-      reply = response(400, "text/plain", "Host header required\n", head);
-      co_return;
-    }
-    if (host && !host_names_listener(*host, local.address(), cfg->admin.hosts)) {
-      refused("misdirected_host", peer,
-              fmt::format("Host \"{}\" names neither this listener's address, localhost nor [admin] hosts",
-                          printable(host->substr(0, 256))));
-      reply = response(421, "text/plain",
-                       "misdirected request: Host must be this listener's address, localhost or a name in "
-                       "[admin] hosts\n",
-                       head);
-      co_return;
-    }
-    if (!cfg->admin.token.empty()) {
-      const request_token t = find_token(req, query);
-      if (!t.present || !token_matches(t.value, cfg->admin.token)) {
-        ctx_.hub.admin_refused("unauthorized");
-        log_refusal(peer, t.present ? "wrong token" : "no token");
-        reply = response(401, "text/plain",
-                         "admin token required (Authorization: Bearer TOKEN or "
-                         "?token=TOKEN)\n",
-                         head, "WWW-Authenticate: Bearer realm=\"vlessbench\"\r\n");
-        co_return;
-      }
-    }
-    ticket.leave();  // authenticated: never evicted from now on
-    if (req.method != "GET" && !head) {
-      reply = response(405, "text/plain", "read-only: GET only\n", false, "Allow: GET, HEAD\r\n");
-      co_return;
-    }
-    if (req.content_length > 0) {
-      reply = response(413, "text/plain", "no request bodies\n", false);
-      co_return;
-    }
-    if (path == "/") {
-      reply = response(200, "text/html; charset=utf-8", dashboard_page(), head,
-                       "Content-Security-Policy: " + std::string(dashboard_csp()) + "\r\n");
-    } else if (path == "/api/state" || path == "/metrics") {
-      hub_snapshot s = ctx_.hub.snapshot();
-      if (ctx_.fill_gauges) ctx_.fill_gauges(s);
-      if (path == "/metrics")
-        reply = response(200, "text/plain; version=0.0.4; charset=utf-8", format_metrics(s, ctx_.version), head);
-      else
-        reply = response(200, "application/json", format_state_json(s, ctx_.version), head);
-    } else if (path == "/api/log") {
-      const auto q = parse_log_query(query);
-      if (q.invalid()) {
-        reply = response(400, "text/plain", fmt::format("bad /api/log query: {}\n", q.reason), head);
-      } else if (const auto why = log_unreadable(cfg->log.access)) {
-        reply = response(409, "text/plain", *why, head);
-      } else if (log_streams_ >= max_log_streams) {
-        reply =
-            response(503, "text/plain",
-                     fmt::format("{} /api/log answers are streaming already: try again when they end\n", log_streams_),
-                     head, "Retry-After: 5\r\n");
-      } else {
-        log_request = q.value;
-        log_file = cfg->log.access;
-        log_head = head;
-      }
-    } else {
-      reply = response(404, "text/plain", "not found: /, /api/state, /metrics, /api/log?run=ID\n", head);
-    }
-  };
-  co_await (work() || watchdog(deadline, [&] {
+  answer a;
+  co_await (answer_head(socket, ticket, peer, local.address(), a) || watchdog(deadline, [&] {
               std::error_code ignored;
               socket.close(ignored);
             }));
   ticket.leave();
-  if (log_request && socket.is_open()) {
+  if (a.log_request && socket.is_open()) {
     ++log_streams_;
     struct release {
       std::size_t& n;
       ~release() { --n; }
     } guard{log_streams_};
-    co_await stream_log(socket, log_file, *log_request, log_head);
+    co_await stream_log(socket, a.log_file, *a.log_request, a.log_head);
     std::error_code ignored;
     socket.shutdown(tcp::socket::shutdown_send, ignored);
     co_return;
   }
-  if (reply.empty() || !socket.is_open()) co_return;
+  if (a.reply.empty() || !socket.is_open()) co_return;
   deadline = steady_clock::now() + write_timeout;
   co_await ([&]() -> awaitable<void> {
-    auto [wec, wn] = co_await asio::async_write(socket, asio::buffer(reply), as_tuple_awaitable);
+    auto [wec, wn] = co_await asio::async_write(socket, asio::buffer(a.reply), as_tuple_awaitable);
     (void)wec;
     (void)wn;
     socket.shutdown(tcp::socket::shutdown_send, ec);
@@ -331,6 +238,109 @@ awaitable<void> admin_server::handle(std::shared_ptr<pending_set> set, tcp::sock
                        std::error_code ignored;
                        socket.close(ignored);
                      }));
+}
+
+awaitable<void> admin_server::answer_head(tcp::socket& socket, pending_set::ticket& ticket, const std::string& peer,
+                                          asio::ip::address local, answer& out) {
+  std::string buf;
+  std::array<char, 4096> chunk{};
+  parse_result<http::request> parsed;
+  for (;;) {
+    parsed = http::parse_request(buf);
+    if (!parsed.need_more()) break;
+    auto [rec, n] = co_await socket.async_read_some(asio::buffer(chunk), as_tuple_awaitable);
+    if (rec) co_return;
+    buf.append(chunk.data(), n);
+  }
+  if (parsed.invalid()) {
+    const bool too_large = parsed.reason == "header too large" || parsed.reason == "too many headers";
+    out.reply = response(too_large ? 431 : 400, "text/plain", "bad request\n", false);
+    co_return;
+  }
+  const http::request& req = parsed.value;
+  const std::string_view target = req.target;
+  const auto mark = target.find('?');
+  const std::string_view path = target.substr(0, mark);
+  const std::string_view query = mark == std::string_view::npos ? std::string_view() : target.substr(mark + 1);
+  const auto cfg = ctx_.cfg();
+  if (auto refusal = refuse_request(req, query, peer, local, *cfg)) {
+    out.reply = std::move(*refusal);
+    co_return;
+  }
+  ticket.leave();  // authenticated: never evicted from now on
+  out = route_request(req, path, query, *cfg);
+}
+
+std::optional<std::string> admin_server::refuse_request(const http::request& req, std::string_view query,
+                                                        const std::string& peer, const asio::ip::address& local,
+                                                        const config& cfg) {
+  const bool head = req.method == "HEAD";
+  const auto host = req.find("Host");
+  if (!host && req.version_minor >= 1) {
+    refused("missing_host", peer, "HTTP/1.1 request without Host");
+    return response(400, "text/plain", "Host header required\n", head);
+  }
+  if (host && !host_names_listener(*host, local, cfg.admin.hosts)) {
+    refused("misdirected_host", peer,
+            fmt::format("Host \"{}\" names neither this listener's address, localhost nor [admin] hosts",
+                        printable(host->substr(0, 256))));
+    return response(421, "text/plain",
+                    "misdirected request: Host must be this listener's address, localhost or a name in "
+                    "[admin] hosts\n",
+                    head);
+  }
+  if (!cfg.admin.token.empty()) {
+    const request_token t = find_token(req, query);
+    if (!t.present || !token_matches(t.value, cfg.admin.token)) {
+      ctx_.hub.admin_refused("unauthorized");
+      log_refusal(peer, t.present ? "wrong token" : "no token");
+      return response(401, "text/plain",
+                      "admin token required (Authorization: Bearer TOKEN or "
+                      "?token=TOKEN)\n",
+                      head, "WWW-Authenticate: Bearer realm=\"vlessbench\"\r\n");
+    }
+  }
+  return std::nullopt;
+}
+
+admin_server::answer admin_server::route_request(const http::request& req, std::string_view path,
+                                                 std::string_view query, const config& cfg) {
+  const bool head = req.method == "HEAD";
+  answer out;
+  if (req.method != "GET" && !head) {
+    out.reply = response(405, "text/plain", "read-only: GET only\n", false, "Allow: GET, HEAD\r\n");
+  } else if (req.content_length > 0) {
+    out.reply = response(413, "text/plain", "no request bodies\n", false);
+  } else if (path == "/") {
+    out.reply = response(200, "text/html; charset=utf-8", dashboard_page(), head,
+                         "Content-Security-Policy: " + std::string(dashboard_csp()) + "\r\n");
+  } else if (path == "/api/state" || path == "/metrics") {
+    hub_snapshot s = ctx_.hub.snapshot();
+    if (ctx_.fill_gauges) ctx_.fill_gauges(s);
+    if (path == "/metrics")
+      out.reply = response(200, "text/plain; version=0.0.4; charset=utf-8", format_metrics(s, ctx_.version), head);
+    else
+      out.reply = response(200, "application/json", format_state_json(s, ctx_.version), head);
+  } else if (path == "/api/log") {
+    const auto q = parse_log_query(query);
+    if (q.invalid()) {
+      out.reply = response(400, "text/plain", fmt::format("bad /api/log query: {}\n", q.reason), head);
+    } else if (const auto why = log_unreadable(cfg.log.access)) {
+      out.reply = response(409, "text/plain", *why, head);
+    } else if (log_streams_ >= max_log_streams) {
+      out.reply =
+          response(503, "text/plain",
+                   fmt::format("{} /api/log answers are streaming already: try again when they end\n", log_streams_),
+                   head, "Retry-After: 5\r\n");
+    } else {
+      out.log_request = q.value;
+      out.log_file = cfg.log.access;
+      out.log_head = head;
+    }
+  } else {
+    out.reply = response(404, "text/plain", "not found: /, /api/state, /metrics, /api/log?run=ID\n", head);
+  }
+  return out;
 }
 
 }  // namespace vlessbench::admin

@@ -17,6 +17,8 @@
 #include "core/config/config.hpp"
 #include "core/runtime/pending_set.hpp"
 #include "core/log/state_hub.hpp"
+#include "core/wire/http_parser.hpp"
+#include "core/wire/log_query.hpp"
 
 namespace vlessbench::admin {
 
@@ -69,6 +71,20 @@ class admin_server {
   // destroys a connection still pending after the server is gone (a stop during a half-sent head).
   awaitable<void> handle(std::shared_ptr<pending_set> set, tcp::socket socket, pending_set::ticket admitted,
                          std::chrono::milliseconds head_timeout);
+  // A request's answer: a reply, or GET /api/log's stream once the head phase is over.
+  struct answer {
+    std::string reply;
+    std::optional<log_query> log_request;
+    std::string log_file;
+    bool log_head = false;
+  };
+  // The head phase: read the request head, check its Host and token, route it.
+  awaitable<void> answer_head(tcp::socket& socket, pending_set::ticket& ticket, const std::string& peer,
+                              asio::ip::address local, answer& out);
+  // The Host and token checks: the refusal's reply, or nothing when the request may go on.
+  std::optional<std::string> refuse_request(const http::request& req, std::string_view query, const std::string& peer,
+                                            const asio::ip::address& local, const config& cfg);
+  answer route_request(const http::request& req, std::string_view path, std::string_view query, const config& cfg);
   void log_refusal(const std::string& peer, std::string_view why);
   // Counted in /metrics by reason; one info line per reason per second, with the count.
   void refused(std::string_view reason, std::string_view peer, std::string_view detail);

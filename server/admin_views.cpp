@@ -34,26 +34,8 @@ std::string label(std::string_view name, std::string_view value) {
 
 nlohmann::json opt(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 
-}  // namespace
-
-std::string escape_label(std::string_view v) {
-  std::string out;
-  out.reserve(v.size());
-  for (char c : v) {
-    if (c == '\\')
-      out += "\\\\";
-    else if (c == '"')
-      out += "\\\"";
-    else if (c == '\n')
-      out += "\\n";
-    else
-      out += c;
-  }
-  return out;
-}
-
-std::string format_metrics(const hub_snapshot& s, std::string_view version) {
-  exposition m;
+// The daemon as a whole: build, config generation, reloads, what is open, the log's drops, probe runs.
+void daemon_metrics(exposition& m, const hub_snapshot& s, std::string_view version) {
   m.family("vlessbench_build_info", "gauge", "Always 1; the version label is the daemon's.");
   m.sample("vlessbench_build_info", label("version", version), "1");
   m.family("vlessbench_config_generation", "gauge",
@@ -76,6 +58,10 @@ std::string format_metrics(const hub_snapshot& s, std::string_view version) {
            std::to_string(s.log_dropped_session_rate));
   m.family("vlessbench_probe_runs_total", "counter", "Browser probe results accepted (probe.run events).");
   m.sample("vlessbench_probe_runs_total", "", std::to_string(s.probe_runs));
+}
+
+// What the probe, the admin listener and the UDP targets refused, by reason.
+void refusal_metrics(exposition& m, const hub_snapshot& s) {
   m.family("vlessbench_probe_results_refused_total", "counter",
            "Browser probe results refused, by reason (docs/probe.md).");
   for (const auto& [reason, n] : s.probe_refused)
@@ -91,8 +77,10 @@ std::string format_metrics(const hub_snapshot& s, std::string_view version) {
     for (const auto& [reason, n] : reasons)
       m.sample("vlessbench_udp_refused_total", label("listener", name) + "," + label("reason", reason),
                std::to_string(n));
+}
 
-  // UDP targets (docs/target.md "No amplifier"): the echo's answers and bytes, DNS rate limiting.
+// UDP targets (docs/target.md "No amplifier"): the echo's answers and bytes, DNS rate limiting.
+void udp_answer_metrics(exposition& m, const hub_snapshot& s) {
   m.family("vlessbench_udp_echo_datagrams_total", "counter",
            "Datagrams the UDP echo took, by answer: full (route trailer), short (too short for it), none.");
   // Each family for the listeners it concerns: one that took a datagram, one that judged a query.
@@ -130,9 +118,11 @@ std::string format_metrics(const hub_snapshot& s, std::string_view version) {
     m.sample("vlessbench_dns_rrl_responses_total", label("listener", name) + ",action=\"dropped\"",
              std::to_string(c.rrl_dropped));
   }
+}
 
-  // One series per configured listener, its kind and socket policy as labels (value 1), to join
-  // the counters below on `listener`.
+// One series per configured listener, its kind and socket policy as labels (value 1), to join
+// the counters below on `listener`; what each target answered.
+void listener_metrics(exposition& m, const hub_snapshot& s) {
   m.family(
       "vlessbench_listener_info", "gauge",
       "Always 1 per configured listener; labels: kind, address, socket policy (accepted and upstream), transport.");
@@ -154,7 +144,10 @@ std::string format_metrics(const hub_snapshot& s, std::string_view version) {
     m.sample("vlessbench_target_answers_total", label("listener", l.name) + ",route=\"direct\"",
              std::to_string(all - vless));
   }
+}
 
+// The VLESS sessions' counters, per listener.
+void session_metrics(exposition& m, const hub_snapshot& s) {
   m.family("vlessbench_sessions_total", "counter", "Admitted VLESS sessions, counted at close.");
   for (const auto& [name, c] : s.counters)
     m.sample("vlessbench_sessions_total", label("listener", name), std::to_string(c.sessions));
@@ -174,6 +167,9 @@ std::string format_metrics(const hub_snapshot& s, std::string_view version) {
     m.sample("vlessbench_bytes_total", label("listener", name) + ",direction=\"up\"", std::to_string(c.bytes_up));
     m.sample("vlessbench_bytes_total", label("listener", name) + ",direction=\"down\"", std::to_string(c.bytes_down));
   }
+}
+
+void phase_metrics(exposition& m, const hub_snapshot& s) {
   m.family("vlessbench_phase_seconds", "histogram",
            "Session phases: TLS handshake, wait for the VLESS header, upstream "
            "connect.");
@@ -192,6 +188,105 @@ std::string format_metrics(const hub_snapshot& s, std::string_view version) {
       m.sample("vlessbench_phase_seconds_count", base, std::to_string(h.count));
     }
   }
+}
+
+// A listener as the dashboard shows it: a listener nothing has reached yet shows zeros, not missing
+// fields.
+nlohmann::json listener_json(const listener_view& l, const hub_snapshot& s) {
+  using nlohmann::json;
+  json o{{"kind", l.kind},
+         {"name", l.name},
+         {"listen", l.listen},
+         {"policy", l.policy},
+         {"upstream_policy", l.upstream_policy},
+         {"transport", l.transport}};
+  static const listener_counters none{};
+  const auto it = s.counters.find(l.name);
+  const auto& c = it != s.counters.end() ? it->second : none;
+  o["sessions"] = c.sessions;
+  o["stalls"] = c.stalls;
+  o["bytes_up"] = c.bytes_up;
+  o["bytes_down"] = c.bytes_down;
+  o["rejects"] = c.rejects;
+  o["answers"] = c.answers;
+  o["answers_vless"] = c.answers_vless;
+  o["policy_changed_unix_ms"] = c.policy_changed_unix_ms ? json(c.policy_changed_unix_ms) : json(nullptr);
+  o["stalls_before_policy_change"] = c.stalls_before_policy_change;
+  json phases = json::object();
+  for (std::size_t i = 0; i < hub_phases.size(); ++i)
+    phases[std::string(to_string(hub_phases[i]))] =
+        json{{"buckets", c.phases[i].buckets}, {"count", c.phases[i].count}, {"sum_ms", c.phases[i].sum_ms}};
+  o["phases"] = phases;
+  return o;
+}
+
+nlohmann::json session_json(const session_record& r) {
+  return nlohmann::json({{"id", r.id},
+                         {"closed_unix_ms", r.closed_unix_ms},
+                         {"listener", r.listener},
+                         {"user", r.user},
+                         {"client", r.client},
+                         {"dest", r.dest},
+                         {"transport", r.transport},
+                         {"tls_version", r.tls_version},
+                         {"alpn", r.alpn},
+                         {"sni", r.sni},
+                         {"ja4", r.ja4},
+                         {"quickack", r.quickack},
+                         {"tls_ms", opt(r.tls_ms)},
+                         {"vless_header_ms", opt(r.header_ms)},
+                         {"upstream_connect_ms", opt(r.upstream_ms)},
+                         {"stall", r.stall},
+                         {"bytes_up", r.bytes_up},
+                         {"bytes_down", r.bytes_down},
+                         {"close_reason", r.close_reason}});
+}
+
+nlohmann::json probe_json(const probe_record& p) {
+  return nlohmann::json({{"unix_ms", p.unix_ms},
+                         {"listener", p.listener},
+                         {"peer", p.peer},
+                         {"user_agent", p.user_agent},
+                         {"run", p.run},
+                         {"verdict", p.verdict},
+                         {"page_verdict", p.page_verdict},
+                         {"new", p.new_count},
+                         {"reuse", p.reuse_count},
+                         {"ok", p.ok},
+                         {"failed", p.failed},
+                         {"vless_samples", p.vless_samples},
+                         {"direct_samples", p.direct_samples},
+                         {"stall_samples", p.stall_samples},
+                         {"new_median_ms", opt(p.new_median_ms)},
+                         {"reuse_median_ms", opt(p.reuse_median_ms)}});
+}
+
+}  // namespace
+
+std::string escape_label(std::string_view v) {
+  std::string out;
+  out.reserve(v.size());
+  for (char c : v) {
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+  return out;
+}
+
+std::string format_metrics(const hub_snapshot& s, std::string_view version) {
+  exposition m;
+  daemon_metrics(m, s, version);
+  refusal_metrics(m, s);
+  udp_answer_metrics(m, s);
+  listener_metrics(m, s);
+  session_metrics(m, s);
+  phase_metrics(m, s);
   return m.take();
 }
 
@@ -211,56 +306,10 @@ std::string format_state_json(const hub_snapshot& s, std::string_view version) {
   j["udp_refused"] = s.udp_refused;
   j["buckets_ms"] = phase_buckets_ms;
   json listeners = json::array();
-  for (const auto& l : s.listeners) {
-    json o{{"kind", l.kind},
-           {"name", l.name},
-           {"listen", l.listen},
-           {"policy", l.policy},
-           {"upstream_policy", l.upstream_policy},
-           {"transport", l.transport}};
-    {  // a listener nothing has reached yet shows zeros, not missing fields
-      static const listener_counters none{};
-      const auto it = s.counters.find(l.name);
-      const auto& c = it != s.counters.end() ? it->second : none;
-      o["sessions"] = c.sessions;
-      o["stalls"] = c.stalls;
-      o["bytes_up"] = c.bytes_up;
-      o["bytes_down"] = c.bytes_down;
-      o["rejects"] = c.rejects;
-      o["answers"] = c.answers;
-      o["answers_vless"] = c.answers_vless;
-      o["policy_changed_unix_ms"] = c.policy_changed_unix_ms ? json(c.policy_changed_unix_ms) : json(nullptr);
-      o["stalls_before_policy_change"] = c.stalls_before_policy_change;
-      json phases = json::object();
-      for (std::size_t i = 0; i < hub_phases.size(); ++i)
-        phases[std::string(to_string(hub_phases[i]))] =
-            json{{"buckets", c.phases[i].buckets}, {"count", c.phases[i].count}, {"sum_ms", c.phases[i].sum_ms}};
-      o["phases"] = phases;
-    }
-    listeners.push_back(std::move(o));
-  }
+  for (const auto& l : s.listeners) listeners.push_back(listener_json(l, s));
   j["listeners"] = std::move(listeners);
   json sessions = json::array();
-  for (const auto& r : s.sessions)
-    sessions.push_back({{"id", r.id},
-                        {"closed_unix_ms", r.closed_unix_ms},
-                        {"listener", r.listener},
-                        {"user", r.user},
-                        {"client", r.client},
-                        {"dest", r.dest},
-                        {"transport", r.transport},
-                        {"tls_version", r.tls_version},
-                        {"alpn", r.alpn},
-                        {"sni", r.sni},
-                        {"ja4", r.ja4},
-                        {"quickack", r.quickack},
-                        {"tls_ms", opt(r.tls_ms)},
-                        {"vless_header_ms", opt(r.header_ms)},
-                        {"upstream_connect_ms", opt(r.upstream_ms)},
-                        {"stall", r.stall},
-                        {"bytes_up", r.bytes_up},
-                        {"bytes_down", r.bytes_down},
-                        {"close_reason", r.close_reason}});
+  for (const auto& r : s.sessions) sessions.push_back(session_json(r));
   j["sessions"] = std::move(sessions);
   json reloads = json::array();
   for (const auto& r : s.reloads) {
@@ -270,23 +319,7 @@ std::string format_state_json(const hub_snapshot& s, std::string_view version) {
   }
   j["reloads"] = std::move(reloads);
   json probes = json::array();
-  for (const auto& p : s.probes)
-    probes.push_back({{"unix_ms", p.unix_ms},
-                      {"listener", p.listener},
-                      {"peer", p.peer},
-                      {"user_agent", p.user_agent},
-                      {"run", p.run},
-                      {"verdict", p.verdict},
-                      {"page_verdict", p.page_verdict},
-                      {"new", p.new_count},
-                      {"reuse", p.reuse_count},
-                      {"ok", p.ok},
-                      {"failed", p.failed},
-                      {"vless_samples", p.vless_samples},
-                      {"direct_samples", p.direct_samples},
-                      {"stall_samples", p.stall_samples},
-                      {"new_median_ms", opt(p.new_median_ms)},
-                      {"reuse_median_ms", opt(p.reuse_median_ms)}});
+  for (const auto& p : s.probes) probes.push_back(probe_json(p));
   j["probes"] = std::move(probes);
   // Bytes from the network need not be UTF-8: replaced, never a throw.
   return j.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -267,50 +267,35 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
     // Only authorised sessions count against max_sessions (silent connections wait in the pending
     // set); all of them taken, a new connection could only be refused later, after a handshake.
     if (rt_.vless_sessions >= rt_.cfg->limits.max_sessions) {
-      std::error_code ignored;
-      const auto client = format_endpoint(peer);
-      const vless_reject_event event{.listener = state->name,
-                                     .client = client,
-                                     .reason = to_string(reject_code::too_many_sessions),
-                                     .phase = "accept"};
-      rt_.events.emit(event);
-      note_refusal(rt_, event.reason, fmt::format("{} on {}", client, state->name));
-      socket.close(ignored);
+      refuse_at_accept(*state, socket, peer, reject_code::too_many_sessions);
       continue;
     }
     // A source address at its session cap is refused before a handshake it could only lose later.
     auto budget = rt_.clients.connect(peer.address());
     if (budget->client().sessions.value() >= rt_.cfg->limits.max_sessions_per_client) {
-      std::error_code ignored;
-      const auto client = format_endpoint(peer);
-      const auto detail = std::to_string(rt_.cfg->limits.max_sessions_per_client) +
-                          " sessions open from this address ([limits] max_sessions_per_client)";
-      const vless_reject_event event{.listener = state->name,
-                                     .client = client,
-                                     .reason = to_string(reject_code::too_many_sessions_from_client),
-                                     .phase = "accept",
-                                     .detail = detail};
-      rt_.events.emit(event);
-      note_refusal(rt_, event.reason, fmt::format("{} on {}", client, state->name));
-      socket.close(ignored);
+      refuse_at_accept(*state, socket, peer, reject_code::too_many_sessions_from_client,
+                       std::to_string(rt_.cfg->limits.max_sessions_per_client) +
+                           " sessions open from this address ([limits] max_sessions_per_client)");
       continue;
     }
-    vless_server::session_start start{state,
-                                      tls_,
-                                      rt_.cfg,
-                                      state->name,
-                                      state->transport,
-                                      state->tcp.load(),
-                                      state->upstream_tcp.load(),
-                                      state->generation,
-                                      rt_.next_session_id++,
-                                      peer,
-                                      admit_pending(*state, socket.get_executor()),
-                                      std::move(budget)};
+    vless_server::session_start start{vless_server::listener_snapshot::of(state, tls_, rt_.cfg), rt_.next_session_id++,
+                                      peer, admit_pending(*state, socket.get_executor()), std::move(budget)};
     const auto executor = socket.get_executor();
     asio::co_spawn(executor, vless_server::serve_session(rt_, std::move(start), std::move(socket)),
                    [](std::exception_ptr e) { log_exception(e, "vless session"); });
   }
+}
+
+template <class Socket>
+void daemon::refuse_at_accept(const listener_runtime& state, Socket& socket, const tcp::endpoint& peer,
+                              reject_code reason, const std::string& detail) {
+  std::error_code ignored;
+  const auto client = format_endpoint(peer);
+  const vless_reject_event event{
+      .listener = state.name, .client = client, .reason = to_string(reason), .phase = "accept", .detail = detail};
+  rt_.events.emit(event);
+  note_refusal(rt_, event.reason, fmt::format("{} on {}", client, state.name));
+  socket.close(ignored);
 }
 
 pending_set::ticket daemon::admit_pending(const listener_runtime& l, const asio::any_io_executor& ex) {

@@ -13,6 +13,7 @@
 #include "core/net/asio_compat.hpp"
 #include "server/admin_server.hpp"
 #include "server/ports_file.hpp"
+#include "server/reject_code.hpp"
 #include "server/reload_plan.hpp"
 #include "server/runtime.hpp"
 #include "target/target_context.hpp"
@@ -58,12 +59,35 @@ class daemon {
   void commit_sockets(const reload_plan& plan, opened_sockets opened);
   awaitable<void> accept_loop(std::shared_ptr<listener> l);
   bool shed_connection(listener& l);
+  // A VLESS connection refused at accept, before its handshake: its vless.reject line, the socket closed.
+  template <class Socket>
+  void refuse_at_accept(const listener_runtime& state, Socket& socket, const tcp::endpoint& peer, reject_code reason,
+                        const std::string& detail = {});
   // A newly accepted connection joins the pending set (evicting the oldest at the cap).
   pending_set::ticket admit_pending(const listener_runtime& l, const asio::any_io_executor& ex);
   void keep_spare_fd();
   awaitable<void> signal_loop();
   awaitable<void> drain();
+  // SIGHUP (server/daemon_reload.cpp): read → plan → prepare → commit → report; a failed step keeps
+  // the running generation.
   void reload();
+  // What a reload sets up before its commit, everything that can fail; dropped (closed) on failure.
+  struct prepared_reload {
+    std::shared_ptr<asio::ssl::context> tls;
+    std::vector<std::shared_ptr<listener>> opened;  // bound here, started at commit
+    opened_sockets sockets;
+    std::shared_ptr<tcp::acceptor> admin;  // a rebound admin listener
+  };
+  void reload_failed(const std::string& error);
+  std::optional<std::string> read_reload_config(std::shared_ptr<const config>& next) const;
+  std::optional<std::string> prepare_reload(const reload_plan& plan, const config& next, prepared_reload& prepared);
+  // The listeners the next generation runs, started, in next's order; the ones it drops closed.
+  std::vector<std::shared_ptr<listener>> commit_listeners(const reload_plan& plan, const config& next,
+                                                          std::vector<std::shared_ptr<listener>> opened,
+                                                          std::uint64_t generation);
+  // Returns the changes to report.
+  std::vector<std::string> commit_reload(reload_plan& plan, std::shared_ptr<const config> next,
+                                         prepared_reload prepared, std::uint64_t generation);
   void reopen_access_log();
   void print_links() const;
   // What every running listener is bound to, by name; admin: the admin listener's endpoint.

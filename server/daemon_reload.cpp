@@ -30,87 +30,107 @@ void daemon::reopen_access_log() {
 }
 
 void daemon::reload() {
-  auto fail = [&](const std::string& error) {
-    spdlog::error("reload failed, keeping generation {}: {}", rt_.generation, error);
-    const config_reload_event event{.ok = false, .generation = rt_.generation, .error = error};
-    rt_.events.emit(event);
-  };
-  if (!config_file_) return fail("running on the embedded default: there is no file to re-read");
-
   std::shared_ptr<const config> next;
+  if (auto failure = read_reload_config(next)) return reload_failed(*failure);
+
+  // What changes is decided from the two configs alone (server/reload_plan); the rest applies it.
+  // Everything that can fail (certificate, binding, the log file) is done before the commit.
+  reload_plan plan = plan_reload(*rt_.cfg, *next);
+  if (plan.refused) return reload_failed(*plan.refused);
+
+  prepared_reload prepared;
+  if (auto failure = prepare_reload(plan, *next, prepared)) return reload_failed(*failure);
+
+  const auto generation = rt_.generation + 1;
+  const auto changes = commit_reload(plan, std::move(next), std::move(prepared), generation);
+  spdlog::info("reload ok: generation {}: {}", generation,
+               changes.empty() ? std::string("no listener changes") : fmt::format("{}", fmt::join(changes, "; ")));
+  const config_reload_event event{
+      .ok = true, .generation = generation, .changes = static_cast<std::uint64_t>(changes.size())};
+  rt_.events.emit(event);
+}
+
+void daemon::reload_failed(const std::string& error) {
+  spdlog::error("reload failed, keeping generation {}: {}", rt_.generation, error);
+  const config_reload_event event{.ok = false, .generation = rt_.generation, .error = error};
+  rt_.events.emit(event);
+}
+
+std::optional<std::string> daemon::read_reload_config(std::shared_ptr<const config>& next) const {
+  if (!config_file_) return "running on the embedded default: there is no file to re-read";
   try {
     next = std::make_shared<const config>(load_config_file(*config_file_));
   } catch (const config_error& e) {
     std::string joined;
     for (const auto& err : e.errors()) joined += (joined.empty() ? "" : "; ") + err;
-    return fail(joined);
+    return joined;
   } catch (const std::exception& e) {
-    return fail(e.what());
+    return e.what();
   }
+  return std::nullopt;
+}
 
-  // What changes is decided from the two configs alone (server/reload_plan); the rest applies it.
-  // Everything that can fail (certificate, binding, the log file) is done before the commit.
-  reload_plan plan = plan_reload(*rt_.cfg, *next);
-  if (plan.refused) return fail(*plan.refused);
-
-  auto tls = tls_;
+std::optional<std::string> daemon::prepare_reload(const reload_plan& plan, const config& next,
+                                                  prepared_reload& prepared) {
+  prepared.tls = tls_;
   if (plan.tls_changed) {
     try {
-      tls::ensure_certificate(next->tls);
-      tls = std::make_shared<asio::ssl::context>(tls::make_server_context(next->tls));
+      tls::ensure_certificate(next.tls);
+      prepared.tls = std::make_shared<asio::ssl::context>(tls::make_server_context(next.tls));
     } catch (const std::exception& e) {
-      return fail(e.what());
+      return e.what();
     }
   }
 
-  std::vector<std::shared_ptr<listener>> opened;
   auto abandon_opened = [&] {
-    for (auto& o : opened) {
+    for (auto& o : prepared.opened) {
       std::error_code ignored;
       o->acceptor.close(ignored);
     }
   };
   for (const auto& w : plan.open) {
     try {
-      opened.push_back(open_listener(w));
+      prepared.opened.push_back(open_listener(w));
     } catch (const std::exception& e) {
       abandon_opened();
-      return fail(e.what());
+      return e.what();
     }
   }
 
   // Bound here, started at commit; dropped (closed) if the reload fails after this.
-  opened_sockets sockets;
   try {
-    sockets = open_sockets(plan);
+    prepared.sockets = open_sockets(plan);
   } catch (const std::exception& e) {
     abandon_opened();
-    return fail(e.what());
+    return e.what();
   }
 
-  std::shared_ptr<tcp::acceptor> admin;
-  if (plan.admin_rebind && next->admin.listen) {
+  if (plan.admin_rebind && next.admin.listen) {
     try {
-      admin = admin_.bind(*next->admin.listen);
+      prepared.admin = admin_.bind(*next.admin.listen);
     } catch (const std::exception& e) {
       abandon_opened();
-      return fail(e.what());
+      return e.what();
     }
   }
 
   if (plan.reopen_access_log) {
     try {
-      rt_.log.open(next->log.access);
+      rt_.log.open(next.log.access);
     } catch (const std::exception& e) {
       abandon_opened();
-      if (admin) admin->close();
-      return fail(e.what());
+      if (prepared.admin) prepared.admin->close();
+      return e.what();
     }
   }
+  return std::nullopt;
+}
 
-  // Commit. listeners_ always holds the running config's listeners, so every endpoint the plan
-  // keeps, takes over or closes is open.
-  const auto generation = rt_.generation + 1;
+// listeners_ always holds the running config's listeners, so every endpoint the plan keeps, takes
+// over or closes is open.
+std::vector<std::shared_ptr<daemon::listener>> daemon::commit_listeners(const reload_plan& plan, const config& next,
+                                                                        std::vector<std::shared_ptr<listener>> opened,
+                                                                        std::uint64_t generation) {
   auto take_running = [&](const tcp::endpoint& ep) {
     auto it = std::find_if(listeners_.begin(), listeners_.end(),
                            [&](const auto& l) { return l && l->state->endpoint == ep; });
@@ -153,22 +173,28 @@ void daemon::reload() {
   }
   // In the next config's order, as listeners_of lists it (names are unique; a port 0 in next is
   // not the bound one).
-  const auto wanted = listeners_of(*next);
+  const auto wanted = listeners_of(next);
   auto rank = [&](const std::shared_ptr<listener>& l) {
     return std::find_if(wanted.begin(), wanted.end(), [&](const auto& w) { return w.name == l->state->name; }) -
            wanted.begin();
   };
   std::stable_sort(next_listeners.begin(), next_listeners.end(),
                    [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
-  listeners_ = std::move(next_listeners);
-  commit_sockets(plan, std::move(sockets));
+  return next_listeners;
+}
+
+std::vector<std::string> daemon::commit_reload(reload_plan& plan, std::shared_ptr<const config> next,
+                                               prepared_reload prepared, std::uint64_t generation) {
+  listeners_ = commit_listeners(plan, *next, std::move(prepared.opened), generation);
+  commit_sockets(plan, std::move(prepared.sockets));
+  auto& admin = prepared.admin;
   // The admin listener as it runs after the commit: rebound, off, or the running one kept.
   const std::optional<tcp::endpoint> admin_bound =
       !plan.admin_rebind ? rt_.cfg->admin.listen
                          : (admin ? std::optional(admin->local_endpoint()) : std::optional<tcp::endpoint>());
   next = with_bound_ports(*next, admin_bound);
 
-  tls_ = std::move(tls);
+  tls_ = std::move(prepared.tls);
   if (plan.log_queue_changed) rt_.log.set_queue_bytes(next->log.queue_bytes);
   rt_.log.set_max_lines_per_second(next->log.max_lines_per_second);  // unchanged: a no-op
   rt_.log.set_max_session_lines_per_second(next->log.max_session_lines_per_second);
@@ -190,11 +216,7 @@ void daemon::reload() {
   } catch (const std::exception& e) {
     spdlog::error("reload: --ports-file: {}", e.what());
   }
-  spdlog::info("reload ok: generation {}: {}", generation,
-               changes.empty() ? std::string("no listener changes") : fmt::format("{}", fmt::join(changes, "; ")));
-  const config_reload_event event{
-      .ok = true, .generation = generation, .changes = static_cast<std::uint64_t>(changes.size())};
-  rt_.events.emit(event);
+  return changes;
 }
 
 }  // namespace vlessbench

@@ -31,6 +31,19 @@ std::string_view to_string(close_reason r) {
   return "unknown";
 }
 
+listener_snapshot listener_snapshot::of(std::shared_ptr<listener_runtime> l, std::shared_ptr<asio::ssl::context> tls,
+                                        std::shared_ptr<const config> cfg) {
+  listener_snapshot s{.tls = std::move(tls),
+                      .cfg = std::move(cfg),
+                      .listener_name = l->name,
+                      .transport = l->transport,
+                      .policy = l->tcp.load(),
+                      .upstream_policy = l->upstream_tcp.load(),
+                      .generation = l->generation};
+  s.listener = std::move(l);
+  return s;
+}
+
 namespace {
 
 // Over TLS or plain TCP: Stream<tls_stream> or Stream<plain_stream>.
@@ -82,18 +95,9 @@ awaitable<void> serve_grpc_on(runtime& rt, std::shared_ptr<session_start> start,
   auto ids = std::make_shared<connection_ids>(start->session_id);
   hooks.serve_stream = [&rt, start, ex, ids](tcp::socket end, const transport::facts& facts,
                                              std::shared_ptr<const grpc::h2_stream> stream) {
-    session_start s{start->listener,
-                    start->tls,
-                    start->cfg,
-                    start->listener_name,
-                    start->transport,
-                    start->policy,
-                    start->upstream_policy,
-                    start->generation,
-                    ids->take(rt),
-                    start->client,
-                    rt.pending.admit(ex, pending_cap(start->cfg->limits.max_pending, nofile_limit()))};
-    s.budget = start->budget;  // the connection's streams share its budget ([limits] max_upstreams_per_connection)
+    // The connection's snapshot and budget ([limits] max_upstreams_per_connection), a stream's own id and ticket.
+    session_start s{*start, ids->take(rt), start->client,
+                    rt.pending.admit(ex, pending_cap(start->cfg->limits.max_pending, nofile_limit())), start->budget};
     asio::co_spawn(
         ex,
         detail::serve<grpc_stream>(rt, std::move(s), std::move(end),

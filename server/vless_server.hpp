@@ -59,7 +59,7 @@ class session_count {
 // What a session takes from the main thread when it is accepted: it may run on another thread,
 // so it reads neither rt.cfg nor the listener's name again (a reload changes those). The
 // listener's policies are atomic and still read at every read.
-struct session_start {
+struct listener_snapshot {
   std::shared_ptr<listener_runtime> listener;
   std::shared_ptr<asio::ssl::context> tls;  // keeps the context alive across a reload
   std::shared_ptr<const config> cfg;
@@ -68,6 +68,15 @@ struct session_start {
   tcp_policy policy;         // the listener's, with the generation they belong to
   tcp_policy upstream_policy;
   std::uint64_t generation = 0;
+
+  // The listener as it is now, with the TLS context and config its connections run under.
+  static listener_snapshot of(std::shared_ptr<listener_runtime> l, std::shared_ptr<asio::ssl::context> tls,
+                              std::shared_ptr<const config> cfg);
+};
+
+// A session's start: its listener's snapshot (a gRPC connection's streams share their connection's)
+// and what is its own.
+struct session_start : listener_snapshot {
   std::uint64_t session_id = 0;
   tcp::endpoint client;         // from accept: the socket's peer is gone once the client resets
   pending_set::ticket pending;  // until the header is authorised

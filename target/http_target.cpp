@@ -277,23 +277,8 @@ struct connection {
     }
     buf.resize(head_chunk);
     for (;;) {
-      // Wait for a whole head: idle timeout before the first byte, header timeout after it.
-      deadline = head_deadline(steady_clock::now() + (used ? limits().header_timeout : limits().idle_timeout));
       parse_result<http::request> parsed;
-      bool started = used > 0;
-      for (;;) {
-        parsed = http::parse_request(std::string_view(buf.data(), used));
-        if (!parsed.need_more()) {
-          pending.leave();
-          break;
-        }
-        if (ctx.stopping && used == 0) co_return;
-        if (co_await read_more() == 0) co_return;
-        if (!started) {
-          started = true;
-          deadline = head_deadline(steady_clock::now() + limits().header_timeout);
-        }
-      }
+      if (!co_await read_head(parsed)) co_return;
       // Every byte on this connection was written after the session registered it, so by now the
       // entry is there if the connection is a relay.
       if (!route_found) route_found = ctx.routes.find(id);
@@ -308,137 +293,191 @@ struct connection {
       const auto started_at = steady_clock::now();
       const http::request& req = parsed.value;
       consume(parsed.consumed);
-      response_plan plan = plan_response(req);
-      if (plan.probe_page || plan.probe_token) {
-        const auto t = ctx.probe_runs_seen->issue(probe_client(route.get(), peer), started_at);
-        plan.body = plan.probe_page ? probe_page(t.run, t.token)
-                                    : "{\"run\":\"" + t.run + "\",\"token\":\"" + t.token + "\"}\n";
-      }
-      if (plan.index_page) plan_index_page(plan, ctx, listener->name, req, id.to_address);
-      if (const auto sample = probe_sample_of(req)) {
-        probe_runs::seen s;
-        if (route) {
-          const auto& p = route->phases;
-          const auto from = p.upgrade_done >= 0 ? p.upgrade_done : p.tls_done;
-          s.vless = true;
-          s.session = route->session_id;
-          if (from >= 0 && p.header_complete >= 0) s.vless_ms = static_cast<double>(p.header_complete - from) / 1000.0;
-        }
-        ctx.probe_runs_seen->observe(sample->run, sample->seq, s, started_at);
-      }
-      // Each probe result is a probe.run line of up to 256 KiB: past [limits]
-      // probe_results_per_minute (all target listeners together) a post is refused, its body never
-      // read, so a flood of posts cannot flood the log.
-      if (plan.probe_result && !ctx.probe_posts->take(started_at, ctx.limits().probe_results_per_minute)) {
-        plan = error_response(429, "probe results arrive faster than [limits] probe_results_per_minute");
-        plan.note = "probe_rate_limited";
-        plan.close = true;
-      }
-
-      // A client that asks first (curl does for bodies over 1 KiB) would otherwise wait about a
-      // second before sending: that second would land in an upload measurement. Only a response
-      // that reads the body invites it: any other (404, 405, ...) is answered at once and the
-      // connection closed, the body never read (RFC 9110 §10.1.1).
-      if (req.content_length > 0 && req.version_minor == 1 && used == 0) {
-        if (auto expect = req.find("Expect"); expect && http::iequals(*expect, "100-continue")) {
-          if (!plan.sink && !plan.probe_result) {
-            const std::string head = format_head(plan, plan.content_length(), route_value, "", false);
-            const bool ok = co_await write_all(asio::buffer(head), asio::buffer(plan.body));
-            log_request(req, plan.status, route.get(), ok ? plan.body.size() : 0, 0, started_at, ok);
-            co_return;
-          }
-          static constexpr std::string_view go_on = "HTTP/1.1 100 Continue\r\n\r\n";
-          if (!co_await write_all(asio::buffer(go_on.data(), go_on.size()))) co_return;
-        }
-      }
-
-      std::uint64_t body_in = 0;
-      if (plan.sink) {
-        // Read and discard the declared body; bytes already buffered count first.
-        std::uint64_t left = req.content_length;
-        std::uint64_t from_buf = std::min<std::uint64_t>(left, used);
-        consume(from_buf);
-        left -= from_buf;
-        body_in += from_buf;
-        // A buffer of its own, for this body only (64 KiB reads; uninitialised: never read back).
-        const std::size_t sink_size = static_cast<std::size_t>(std::min<std::uint64_t>(left, read_chunk));
-        const std::unique_ptr<char[]> sink(left > 0 ? new char[sink_size] : nullptr);
-        auto rate = start_rate();
-        while (left > 0) {
-          arm_body_deadline();
-          auto [ec, n] = co_await stream.async_read_some(
-              asio::buffer(sink.get(), std::min<std::uint64_t>(sink_size, left)), as_tuple_awaitable);
-          if (ec) co_return log_slow(req, route.get(), body_in, started_at);
-          left -= n;
-          body_in += n;
-          count_rate(rate, n);
-        }
-        end_rate();
-        plan.body = std::to_string(body_in) + "\n";
-      } else if (plan.probe_result) {
-        body_in = co_await read_probe_result(req, plan, route.get());
-        if (!plan.probe_result) co_return log_slow(req, route.get(), body_in, started_at);
-      } else if (req.content_length > 0 && !(plan.close && plan.status >= 400)) {
-        // Endpoints that take no body still have to skip it to keep the framing (a refusal that
-        // closes does not read it).
-        std::uint64_t left = req.content_length;
-        auto rate = start_rate();
-        while (left > 0) {
-          arm_body_deadline();
-          if (used == 0 && co_await read_more() == 0) co_return log_slow(req, route.get(), 0, started_at);
-          auto n = std::min<std::uint64_t>(left, used);
-          consume(n);
-          left -= n;
-          count_rate(rate, n);
-        }
-        end_rate();
-      }
+      response_plan plan = route_request(req, route.get(), started_at);
+      if (!co_await answer_expect(req, plan, route_value, route.get(), started_at)) co_return;
+      const auto body_in = co_await read_body(req, plan, route.get(), started_at);
+      if (!body_in) co_return;
       if (plan.delay.count() > 0) {
         deadline = steady_clock::now() + plan.delay + limits().idle_timeout;
         asio::steady_timer timer(stream.get_executor(), plan.delay);
         auto [ec] = co_await timer.async_wait(as_tuple_awaitable);
         if (ec) co_return;
       }
-
-      // Decided now, not when the head arrived: a drain that began during /delay must say close.
-      const bool keep_alive = req.keep_alive && !ctx.stopping && !plan.close;
-      const std::string timing =
-          route ? format_server_timing(route->phases, route->quickack, route->ja4, route->generation) : std::string();
-      const std::uint64_t length = plan.content_length();
-      const std::string head =
-          format_head(plan, length, route_value, timing, keep_alive, route ? std::string_view(route->listener) : "");
-      arm_write_deadline();
-      bool ok = true;
-      std::uint64_t sent = 0;
-      if (plan.head_only || plan.status == 204) {
-        ok = co_await write_all(asio::buffer(head));
-      } else if (plan.generated_bytes == 0) {
-        ok = co_await write_all(asio::buffer(head), asio::buffer(plan.body));
-        sent = plan.body.size();
-      } else {
-        const auto& block = pattern_block();
-        std::uint64_t left = plan.generated_bytes;
-        std::size_t first = static_cast<std::size_t>(std::min<std::uint64_t>(left, block.size()));
-        ok = co_await write_all(asio::buffer(head), asio::buffer(block.data(), first));
-        left -= first;
-        sent += first;
-        while (ok && left > 0) {
-          arm_write_deadline();
-          std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, block.size()));
-          ok = co_await write_all(asio::buffer(block.data(), n));
-          left -= n;
-          sent += ok ? n : 0;
-        }
-      }
-      log_request(req, plan.status, route.get(), sent, body_in, started_at, ok,
-                  slow ? "slow_transfer" : "response not completed", plan.note);
-      busy = false;
-      if (!ok || !keep_alive) co_return;
+      if (!co_await respond(req, plan, route_value, route.get(), *body_in, started_at)) co_return;
       if (used == 0 && buf.size() > head_chunk) {  // a burst grew it: idle at the small size again
         buf.resize(head_chunk);
         buf.shrink_to_fit();
       }
     }
+  }
+
+  // Waits for a whole head: idle timeout before the first byte, header timeout after it. False:
+  // the connection ended (or a drain found it idle).
+  awaitable<bool> read_head(parse_result<http::request>& parsed) {
+    deadline = head_deadline(steady_clock::now() + (used ? limits().header_timeout : limits().idle_timeout));
+    bool started = used > 0;
+    for (;;) {
+      parsed = http::parse_request(std::string_view(buf.data(), used));
+      if (!parsed.need_more()) {
+        pending.leave();
+        co_return true;
+      }
+      if (ctx.stopping && used == 0) co_return false;
+      if (co_await read_more() == 0) co_return false;
+      if (!started) {
+        started = true;
+        deadline = head_deadline(steady_clock::now() + limits().header_timeout);
+      }
+    }
+  }
+
+  // What the request gets: the pure plan, with the pages and probe tokens filled in, the probe's
+  // samples observed, and the probe-result rate applied.
+  response_plan route_request(const http::request& req, const route_info* route, steady_clock::time_point started_at) {
+    response_plan plan = plan_response(req);
+    if (plan.probe_page || plan.probe_token) {
+      const auto t = ctx.probe_runs_seen->issue(probe_client(route, peer), started_at);
+      plan.body =
+          plan.probe_page ? probe_page(t.run, t.token) : "{\"run\":\"" + t.run + "\",\"token\":\"" + t.token + "\"}\n";
+    }
+    if (plan.index_page) plan_index_page(plan, ctx, listener->name, req, id.to_address);
+    if (const auto sample = probe_sample_of(req)) {
+      probe_runs::seen s;
+      if (route) {
+        const auto& p = route->phases;
+        const auto from = p.upgrade_done >= 0 ? p.upgrade_done : p.tls_done;
+        s.vless = true;
+        s.session = route->session_id;
+        if (from >= 0 && p.header_complete >= 0) s.vless_ms = static_cast<double>(p.header_complete - from) / 1000.0;
+      }
+      ctx.probe_runs_seen->observe(sample->run, sample->seq, s, started_at);
+    }
+    // Each probe result is a probe.run line of up to 256 KiB: past [limits]
+    // probe_results_per_minute (all target listeners together) a post is refused, its body never
+    // read, so a flood of posts cannot flood the log.
+    if (plan.probe_result && !ctx.probe_posts->take(started_at, ctx.limits().probe_results_per_minute)) {
+      plan = error_response(429, "probe results arrive faster than [limits] probe_results_per_minute");
+      plan.note = "probe_rate_limited";
+      plan.close = true;
+    }
+    return plan;
+  }
+
+  // A client that asks first (curl does for bodies over 1 KiB) would otherwise wait about a
+  // second before sending: that second would land in an upload measurement. Only a response
+  // that reads the body invites it: any other (404, 405, ...) is answered at once and the
+  // connection closed, the body never read (RFC 9110 §10.1.1). False: the connection ends.
+  awaitable<bool> answer_expect(const http::request& req, const response_plan& plan, const std::string& route_value,
+                                const route_info* route, steady_clock::time_point started_at) {
+    if (req.content_length > 0 && req.version_minor == 1 && used == 0) {
+      if (auto expect = req.find("Expect"); expect && http::iequals(*expect, "100-continue")) {
+        if (!plan.sink && !plan.probe_result) {
+          const std::string head = format_head(plan, plan.content_length(), route_value, "", false);
+          const bool ok = co_await write_all(asio::buffer(head), asio::buffer(plan.body));
+          log_request(req, plan.status, route, ok ? plan.body.size() : 0, 0, started_at, ok);
+          co_return false;
+        }
+        static constexpr std::string_view go_on = "HTTP/1.1 100 Continue\r\n\r\n";
+        if (!co_await write_all(asio::buffer(go_on.data(), go_on.size()))) co_return false;
+      }
+    }
+    co_return true;
+  }
+
+  // The request's body: counted into a sink, read as a probe result, or skipped to keep the
+  // framing. Returns the body bytes read, or nothing when the connection ends.
+  awaitable<std::optional<std::uint64_t>> read_body(const http::request& req, response_plan& plan,
+                                                    const route_info* route, steady_clock::time_point started_at) {
+    std::uint64_t body_in = 0;
+    if (plan.sink) {
+      // Read and discard the declared body; bytes already buffered count first.
+      std::uint64_t left = req.content_length;
+      std::uint64_t from_buf = std::min<std::uint64_t>(left, used);
+      consume(from_buf);
+      left -= from_buf;
+      body_in += from_buf;
+      // A buffer of its own, for this body only (64 KiB reads; uninitialised: never read back).
+      const std::size_t sink_size = static_cast<std::size_t>(std::min<std::uint64_t>(left, read_chunk));
+      const std::unique_ptr<char[]> sink(left > 0 ? new char[sink_size] : nullptr);
+      auto rate = start_rate();
+      while (left > 0) {
+        arm_body_deadline();
+        auto [ec, n] = co_await stream.async_read_some(
+            asio::buffer(sink.get(), std::min<std::uint64_t>(sink_size, left)), as_tuple_awaitable);
+        if (ec) {
+          log_slow(req, route, body_in, started_at);
+          co_return std::nullopt;
+        }
+        left -= n;
+        body_in += n;
+        count_rate(rate, n);
+      }
+      end_rate();
+      plan.body = std::to_string(body_in) + "\n";
+    } else if (plan.probe_result) {
+      body_in = co_await read_probe_result(req, plan, route);
+      if (!plan.probe_result) {
+        log_slow(req, route, body_in, started_at);
+        co_return std::nullopt;
+      }
+    } else if (req.content_length > 0 && !(plan.close && plan.status >= 400)) {
+      // Endpoints that take no body still have to skip it to keep the framing (a refusal that
+      // closes does not read it).
+      std::uint64_t left = req.content_length;
+      auto rate = start_rate();
+      while (left > 0) {
+        arm_body_deadline();
+        if (used == 0 && co_await read_more() == 0) {
+          log_slow(req, route, 0, started_at);
+          co_return std::nullopt;
+        }
+        auto n = std::min<std::uint64_t>(left, used);
+        consume(n);
+        left -= n;
+        count_rate(rate, n);
+      }
+      end_rate();
+    }
+    co_return body_in;
+  }
+
+  // Writes the response and its http.request line. True: the connection stays for the next request.
+  awaitable<bool> respond(const http::request& req, const response_plan& plan, const std::string& route_value,
+                          const route_info* route, std::uint64_t body_in, steady_clock::time_point started_at) {
+    // Decided now, not when the head arrived: a drain that began during /delay must say close.
+    const bool keep_alive = req.keep_alive && !ctx.stopping && !plan.close;
+    const std::string timing =
+        route ? format_server_timing(route->phases, route->quickack, route->ja4, route->generation) : std::string();
+    const std::uint64_t length = plan.content_length();
+    const std::string head =
+        format_head(plan, length, route_value, timing, keep_alive, route ? std::string_view(route->listener) : "");
+    arm_write_deadline();
+    bool ok = true;
+    std::uint64_t sent = 0;
+    if (plan.head_only || plan.status == 204) {
+      ok = co_await write_all(asio::buffer(head));
+    } else if (plan.generated_bytes == 0) {
+      ok = co_await write_all(asio::buffer(head), asio::buffer(plan.body));
+      sent = plan.body.size();
+    } else {
+      const auto& block = pattern_block();
+      std::uint64_t left = plan.generated_bytes;
+      std::size_t first = static_cast<std::size_t>(std::min<std::uint64_t>(left, block.size()));
+      ok = co_await write_all(asio::buffer(head), asio::buffer(block.data(), first));
+      left -= first;
+      sent += first;
+      while (ok && left > 0) {
+        arm_write_deadline();
+        std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(left, block.size()));
+        ok = co_await write_all(asio::buffer(block.data(), n));
+        left -= n;
+        sent += ok ? n : 0;
+      }
+    }
+    log_request(req, plan.status, route, sent, body_in, started_at, ok,
+                slow ? "slow_transfer" : "response not completed", plan.note);
+    busy = false;
+    co_return ok&& keep_alive;
   }
 
   // POST /probe/result: the body (plan_response capped its length) read whole, then judged by

@@ -229,6 +229,33 @@ void read_destinations(const table_reader& root, destinations_config& out) {
   }
 }
 
+// [admin] hosts: the names a request's Host may carry besides the listener's address.
+void read_admin_hosts(const table_reader& r, admin_config& out) {
+  if (const toml::node* n = r.find("hosts")) {
+    if (!n->is_array()) {
+      r.error("hosts", std::string("expected an array of strings, got ") + std::string(type_name(n->type())));
+    } else {
+      const toml::array& arr = *n->as_array();
+      if (arr.size() > admin_config::max_hosts)
+        r.error("hosts", "at most " + std::to_string(admin_config::max_hosts) + " names");
+      for (std::size_t i = 0; i < arr.size() && i < admin_config::max_hosts; ++i) {
+        const toml::node& item = *arr.get(i);
+        const std::string key = toml_reader::index_path(r.key_path("hosts"), i);
+        const auto line = toml_reader::line_of(item.source());
+        if (!item.is_string()) {
+          r.errors().add(line, key, std::string("expected a string, got ") + std::string(type_name(item.type())));
+          continue;
+        }
+        std::string reason;
+        if (auto name = normalize_host_name(item.as_string()->get(), reason))
+          out.hosts.push_back(*name);
+        else
+          r.errors().add(line, key, quote(item.as_string()->get()) + ": " + reason);
+      }
+    }
+  }
+}
+
 // [admin]: enabled = false or listen = "" turn it off; off loopback a token is required.
 void read_admin(const table_reader& root, admin_config& out) {
   if (!root.find("admin")) return;
@@ -259,29 +286,7 @@ void read_admin(const table_reader& root, admin_config& out) {
     else
       out.token = *token;
   }
-  if (const toml::node* n = r->find("hosts")) {
-    if (!n->is_array()) {
-      r->error("hosts", std::string("expected an array of strings, got ") + std::string(type_name(n->type())));
-    } else {
-      const toml::array& arr = *n->as_array();
-      if (arr.size() > admin_config::max_hosts)
-        r->error("hosts", "at most " + std::to_string(admin_config::max_hosts) + " names");
-      for (std::size_t i = 0; i < arr.size() && i < admin_config::max_hosts; ++i) {
-        const toml::node& item = *arr.get(i);
-        const std::string key = toml_reader::index_path(r->key_path("hosts"), i);
-        const auto line = toml_reader::line_of(item.source());
-        if (!item.is_string()) {
-          r->errors().add(line, key, std::string("expected a string, got ") + std::string(type_name(item.type())));
-          continue;
-        }
-        std::string reason;
-        if (auto name = normalize_host_name(item.as_string()->get(), reason))
-          out.hosts.push_back(*name);
-        else
-          r->errors().add(line, key, quote(item.as_string()->get()) + ": " + reason);
-      }
-    }
-  }
+  read_admin_hosts(*r, out);
   auto bounded = [&](std::string_view key, std::int64_t min, std::int64_t max) -> std::optional<std::int64_t> {
     auto v = r->integer(key);
     if (!v) return std::nullopt;

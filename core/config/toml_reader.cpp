@@ -241,6 +241,7 @@ struct toml_defect {
 // exact for text that is valid TOML up to that spot, since toml++ stops at its first error: it
 // tracks strings, comments and open arrays/inline tables, which is all that decides where a header
 // can start and what a '}' closes.
+// size: one scanner; its states (comment, string, header) all move one cursor, line count and bracket stack
 std::optional<toml_defect> find_toml_defect(std::string_view text) {
   const std::size_t n = text.size();
   std::uint32_t line = 1;
@@ -375,6 +376,7 @@ struct unicode_patch {
   std::vector<std::pair<std::size_t, std::string>> placeholders;  // where in text, the bytes replaced
 };
 
+// size: one scanner; its states (outside strings, inside one, after a backslash) share one cursor and output
 std::optional<unicode_patch> patch_unicode(std::string_view text) {
   const bool any = std::any_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) >= 0xC2; });
   if (!any) return std::nullopt;

@@ -180,6 +180,27 @@ std::string_view stream_decoder::take_varint(unsigned char byte, bool& done) {
   return {};
 }
 
+// A field's tag is read: its number and wire type decide what its bytes are.
+std::string_view stream_decoder::start_field(std::uint64_t tag) {
+  if (auto why = check_tag(tag, kind_, data_seen_); !why.empty()) return fail(why);
+  if (left_ == 0) return fail("field_overruns_message");
+  field_ = static_cast<std::uint32_t>(tag >> 3);
+  switch (tag & 7) {
+    case 0: state_ = state::skip_varint; break;
+    case 1:
+      field_left_ = 8;
+      state_ = state::skip_bytes;
+      break;
+    case 5:
+      field_left_ = 4;
+      state_ = state::skip_bytes;
+      break;
+    default: state_ = state::length; break;
+  }
+  if (field_left_ > left_ && state_ == state::skip_bytes) return fail("field_overruns_message");
+  return {};
+}
+
 stream_decoder::step stream_decoder::decode(std::string_view in, std::string& out) {
   step s;
   if (failed()) {
@@ -212,22 +233,7 @@ stream_decoder::step stream_decoder::decode(std::string_view in, std::string& ou
         const std::uint64_t tag = varint_;
         varint_ = 0;
         varint_bytes_ = 0;
-        if (auto why = check_tag(tag, kind_, data_seen_); !why.empty()) return stop(fail(why));
-        if (left_ == 0) return stop(fail("field_overruns_message"));
-        field_ = static_cast<std::uint32_t>(tag >> 3);
-        switch (tag & 7) {
-          case 0: state_ = state::skip_varint; break;
-          case 1:
-            field_left_ = 8;
-            state_ = state::skip_bytes;
-            break;
-          case 5:
-            field_left_ = 4;
-            state_ = state::skip_bytes;
-            break;
-          default: state_ = state::length; break;
-        }
-        if (field_left_ > left_ && state_ == state::skip_bytes) return stop(fail("field_overruns_message"));
+        if (auto why = start_field(tag); !why.empty()) return stop(why);
         break;
       }
       case state::skip_varint:

@@ -95,6 +95,7 @@ class stream_decoder {
   std::string_view fail(std::string_view why) { return failure_ = why; }
   void end_field();
   std::string_view take_varint(unsigned char byte, bool& done);
+  std::string_view start_field(std::uint64_t tag);
 
   message_kind kind_;
   std::size_t max_message_;

@@ -27,6 +27,30 @@ std::optional<share_link> fail(std::string& reason, std::string text) {
   return std::nullopt;
 }
 
+// allowInsecure= and its newer spelling insecure=: booleans that must agree when both are given.
+bool read_allow_insecure(const query_params& params, bool& allow_insecure, std::string& reason) {
+  for (std::string_view key : {"allowInsecure", "insecure"}) {
+    const auto it = params.find(key);
+    if (it == params.end()) continue;
+    const std::string* v = &it->second;
+    bool value = false;
+    if (*v == "1" || iequals(*v, "true")) {
+      value = true;
+    } else if (*v == "0" || iequals(*v, "false")) {
+      value = false;
+    } else {
+      reason = std::string(key) + "=" + *v + " is not a boolean (want 1, true, 0 or false)";
+      return false;
+    }
+    if (key == "insecure" && params.find("allowInsecure") != params.end() && value != allow_insecure) {
+      reason = "allowInsecure and insecure disagree";
+      return false;
+    }
+    allow_insecure = value;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::optional<share_link> parse_share_link(std::string_view text, std::string& reason) {
@@ -93,21 +117,7 @@ std::optional<share_link> parse_share_link(std::string_view text, std::string& r
 
   if (const auto* v = param("sni")) link.sni = *v;
 
-  for (std::string_view key : {"allowInsecure", "insecure"}) {
-    const auto* v = param(key);
-    if (!v) continue;
-    bool value = false;
-    if (*v == "1" || iequals(*v, "true")) {
-      value = true;
-    } else if (*v == "0" || iequals(*v, "false")) {
-      value = false;
-    } else {
-      return fail(reason, std::string(key) + "=" + *v + " is not a boolean (want 1, true, 0 or false)");
-    }
-    if (key == "insecure" && param("allowInsecure") && value != link.allow_insecure)
-      return fail(reason, "allowInsecure and insecure disagree");
-    link.allow_insecure = value;
-  }
+  if (!read_allow_insecure(params, link.allow_insecure, reason)) return std::nullopt;
 
   if (has_fragment) {
     const auto name = percent_decode(fragment);

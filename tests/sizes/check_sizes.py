@@ -10,6 +10,12 @@ among its first HEAD lines, REASON at least MIN_REASON characters (what the file
 that a split would have to pass around). A file that grows past the limit is cut where it reads
 well, or says why it is not.
 
+The same for a function (STYLE.md, "short procedures"): a function definition in a product file is at
+most FUNCTION_LIMIT lines, from its declaration's first line to its body's closing brace (a lambda
+inside it counts toward it); over FUNCTION_SOFT_LIMIT only with a `// size: REASON` comment in the
+comment lines just above it, REASON at least MIN_REASON characters. cpp_functions.py finds the
+definitions (a brace scan that skips comments and literals).
+
 Usage: check_sizes.py [ROOT]   (default: the repository this file is in). Prints one line per
 violation, FILE: reason, and exits 1 if there is any.
 """
@@ -19,12 +25,16 @@ import re
 import sys
 from pathlib import Path
 
+from cpp_functions import functions
+
 LAYERS = ("core", "server", "target", "runner")
 SUFFIXES = (".cpp", ".hpp", ".h")
 LIMIT = 700
 SOFT_LIMIT = 600
 HEAD = 40
 MIN_REASON = 20
+FUNCTION_LIMIT = 120
+FUNCTION_SOFT_LIMIT = 80
 REASON = re.compile(r"^\s*// size: (.*\S)\s*$")
 
 
@@ -36,14 +46,44 @@ def stated_reason(lines: list[str]) -> str | None:
     return None
 
 
+def reason_above(lines: list[str], first: int) -> str | None:
+    """The `// size:` reason among the comment lines just above line `first` (1-based)."""
+    i = first - 2
+    while i >= 0 and lines[i].lstrip().startswith("//"):
+        m = REASON.match(lines[i])
+        if m:
+            return m.group(1)
+        i -= 1
+    return None
+
+
+def function_violations(rel: str, text: str) -> list[str]:
+    out = []
+    lines = text.splitlines()
+    for f in functions(text):
+        where, n = f"{rel}:{f.head_line}: function {f.name}", f.length
+        if n > FUNCTION_LIMIT:
+            out.append(f"{where} is {n} lines, over the limit of {FUNCTION_LIMIT}: cut it into named steps")
+        elif n > FUNCTION_SOFT_LIMIT:
+            reason = reason_above(lines, f.head_line)
+            if reason is None:
+                out.append(f"{where} is {n} lines, over {FUNCTION_SOFT_LIMIT} without a '// size: REASON' "
+                           f"comment just above it")
+            elif len(reason) < MIN_REASON:
+                out.append(f"{where} is {n} lines, its '// size:' reason is under {MIN_REASON} characters")
+    return out
+
+
 def violations(root: Path) -> list[str]:
     out = []
     for layer in LAYERS:
         for path in sorted((root / layer).rglob("*")):
             if not path.is_file() or path.suffix not in SUFFIXES:
                 continue
-            lines = path.read_text(errors="replace").splitlines()
+            text = path.read_text(errors="replace")
+            lines = text.splitlines()
             rel = path.relative_to(root).as_posix()
+            out += function_violations(rel, text)
             n = len(lines)
             if n > LIMIT:
                 out.append(f"{rel}: {n} lines, over the limit of {LIMIT}: split it")

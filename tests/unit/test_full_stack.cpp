@@ -49,6 +49,7 @@ struct stack {
     vless_listener->name = "raw-tls";
     vless_listener->kind = listener_kind::vless;
     vless_listener->endpoint = vless_acceptor.local_endpoint();
+    vless_listener->generation = 1;
     target_listener->name = "http";
     target_listener->kind = listener_kind::target;
     target_listener->endpoint = target_acceptor.local_endpoint();
@@ -64,17 +65,8 @@ struct stack {
     for (int i = 0; i < n; ++i) {
       tcp::endpoint peer;
       auto socket = co_await vless_acceptor.async_accept(peer, use_awaitable);
-      vless_server::session_start start{vless_listener,
-                                        tls,
-                                        rt.cfg,
-                                        vless_listener->name,
-                                        vless_listener->transport,
-                                        vless_listener->tcp.load(),
-                                        vless_listener->upstream_tcp.load(),
-                                        1,
-                                        rt.next_session_id++,
-                                        peer,
-                                        {}};
+      vless_server::session_start start{
+          vless_server::listener_snapshot::of(vless_listener, tls, rt.cfg), rt.next_session_id++, peer, {}};
       asio::co_spawn(io, vless_server::serve_session(rt, std::move(start), std::move(socket)), asio::detached);
     }
   }
