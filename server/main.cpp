@@ -272,6 +272,45 @@ int start_daemon(const std::string& config_file, const std::string& ports_file, 
   }
 }
 
+// `vlessbenchd links`'s options.
+struct links_command {
+  CLI::App* cmd = nullptr;
+  std::string config, ports;
+  vlessbench::links_options opts;
+  bool no_qr = false;
+};
+
+void add_links_command(CLI::App& app, links_command& c) {
+  c.cmd = app.add_subcommand("links", "print share links, Clash/sing-box/v2ray entries and QR codes");
+  c.cmd->add_option("-c,--config", c.config,
+                    "TOML config file the daemon runs with (the package's: /etc/vlessbench/vlessbenchd.toml)");
+  c.cmd->add_option("--host", c.opts.host, "address clients use to reach this machine");
+  c.cmd->add_option("--sni", c.opts.sni, "TLS server name the clients send")->capture_default_str();
+  c.cmd->add_flag("--no-qr", c.no_qr, "omit the terminal QR codes");
+  c.cmd->add_option("--ports-file", c.ports,
+                    "the running daemon's --ports-file: the ports its port-0 listeners were given");
+}
+
+// `vlessbenchd reload`'s options: the unit's ExecReload. The daemon binary sends the signal itself,
+// because /bin/kill (procps) is not part of a minimal Debian install and systemd 252 has no
+// Type=notify-reload.
+struct reload_command {
+  CLI::App* cmd = nullptr;
+  std::string config, pid_file;
+  pid_t pid = 0;
+};
+
+void add_reload_command(CLI::App& app, reload_command& c) {
+  c.cmd = app.add_subcommand("reload", "check --config, then tell the daemon --pid to reload it (SIGHUP)");
+  c.cmd->add_option("-c,--config", c.config, "TOML config file the daemon runs with")->required();
+  auto* by_pid = c.cmd->add_option("--pid", c.pid, "the daemon's process id (systemd: $MAINPID)");
+  auto* by_file = c.cmd->add_option("--pid-file", c.pid_file, "or the file the daemon's --pid-file wrote");
+  by_pid->excludes(by_file);
+  c.cmd->callback([by_pid, by_file] {
+    if (by_pid->count() + by_file->count() == 0) throw CLI::RequiredError("--pid PID or --pid-file FILE");
+  });
+}
+
 int run(int argc, char** argv) {
   CLI::App app{
       "vlessbenchd: the VLESS side of proxy-client tests: VLESS listeners (TLS, WebSocket, HTTPUpgrade, "
@@ -291,31 +330,10 @@ int run(int argc, char** argv) {
                  "(`vlessbenchd reload --pid-file FILE` without systemd)");
   app.set_version_flag("--version", std::string("vlessbenchd ") + VLESSBENCH_VERSION);
   app.footer(exit_codes_help);
-  auto* links = app.add_subcommand("links", "print share links, Clash/sing-box/v2ray entries and QR codes");
-  std::string links_config;
-  vlessbench::links_options links_opts;
-  bool no_qr = false;
-  links->add_option("-c,--config", links_config,
-                    "TOML config file the daemon runs with (the package's: /etc/vlessbench/vlessbenchd.toml)");
-  links->add_option("--host", links_opts.host, "address clients use to reach this machine");
-  links->add_option("--sni", links_opts.sni, "TLS server name the clients send")->capture_default_str();
-  links->add_flag("--no-qr", no_qr, "omit the terminal QR codes");
-  std::string links_ports;
-  links->add_option("--ports-file", links_ports,
-                    "the running daemon's --ports-file: the ports its port-0 listeners were given");
-  // The unit's ExecReload: the daemon binary sends the signal itself, because /bin/kill (procps)
-  // is not part of a minimal Debian install and systemd 252 has no Type=notify-reload.
-  auto* reload = app.add_subcommand("reload", "check --config, then tell the daemon --pid to reload it (SIGHUP)");
-  std::string reload_config;
-  pid_t reload_pid = 0;
-  std::string reload_pid_file;
-  reload->add_option("-c,--config", reload_config, "TOML config file the daemon runs with")->required();
-  auto* reload_by_pid = reload->add_option("--pid", reload_pid, "the daemon's process id (systemd: $MAINPID)");
-  auto* reload_by_file = reload->add_option("--pid-file", reload_pid_file, "or the file the daemon's --pid-file wrote");
-  reload_by_pid->excludes(reload_by_file);
-  reload->callback([&] {
-    if (reload_by_pid->count() + reload_by_file->count() == 0) throw CLI::RequiredError("--pid PID or --pid-file FILE");
-  });
+  links_command links;
+  add_links_command(app, links);
+  reload_command reload;
+  add_reload_command(app, reload);
   auto* uuid = app.add_subcommand("uuid", "print a new random user UUID (version 4) for [[users]] uuid");
   try {
     app.parse(argc, argv);
@@ -331,19 +349,19 @@ int run(int argc, char** argv) {
     return 0;
   }
 
-  if (*reload) {
+  if (*reload.cmd) {
     try {
-      if (!reload_pid_file.empty()) reload_pid = read_pid_file(reload_pid_file);
+      if (!reload.pid_file.empty()) reload.pid = read_pid_file(reload.pid_file);
     } catch (const std::exception& e) {
       std::cerr << "vlessbenchd reload: " << e.what() << "\n";
       return 1;
     }
-    return reload_daemon(reload_config, reload_pid);
+    return reload_daemon(reload.config, reload.pid);
   }
 
-  if (*links) {
-    links_opts.qr = !no_qr;
-    return print_links_of(links_config, links_ports, links_opts);
+  if (*links.cmd) {
+    links.opts.qr = !links.no_qr;
+    return print_links_of(links.config, links.ports, links.opts);
   }
 
   if (check_only) {

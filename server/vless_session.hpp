@@ -293,6 +293,8 @@ struct session : session_core {
     return r > 0 ? static_cast<std::size_t>(r) : 0;
   }
 
+  // size: the upload relay's hot loop, kept as one coroutine: a step of its own per block would be a
+  // coroutine frame per block on the path every byte takes.
   awaitable<void> client_to_upstream(std::size_t pending) {
     // The payload that arrived with the header goes first.
     if (pending > 0) {
