@@ -1,5 +1,5 @@
 #pragma once
-// Statistics for latency samples: pure functions, hand-checked in tests/unit/test_stats.cpp.
+// Statistics for latency samples: pure functions, hand-checked in tests/unit/runner/test_stats.cpp.
 #include <cstdint>
 #include <optional>
 #include <span>

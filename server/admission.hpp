@@ -2,8 +2,8 @@
 // Who may open a VLESS session, with which request (STYLE.md: admission outside the session, as
 // trojan keeps its authenticator apart). Pure: a config and a parsed header in, a verdict out;
 // the session applies it (server/vless_server.cpp) and the unit tests pin it
-// (tests/unit/test_vless_admission.cpp). Destinations are checked later, per resolved address
-// (core/runtime/destination_policy.hpp), and live admission against reloads in core/runtime/live_config.hpp.
+// (tests/unit/server/test_vless_admission.cpp). Destinations are checked later, per resolved address
+// (server/destination_policy.hpp), and live admission against reloads in server/live_config.hpp.
 #include <optional>
 #include <string>
 #include <string_view>

@@ -17,7 +17,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "core/log/access_events.hpp"
-#include "core/runtime/destination_policy.hpp"
+#include "server/destination_policy.hpp"
 #include "target/banner_target.hpp"
 #include "target/http_target.hpp"
 #include "core/log/logging.hpp"

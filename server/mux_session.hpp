@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "core/log/access_events.hpp"
-#include "core/runtime/client_budget.hpp"
+#include "server/client_budget.hpp"
 #include "core/log/logging.hpp"
 #include "core/wire/mux_frame.hpp"
 #include "core/runtime/mux_subs.hpp"
@@ -222,7 +222,7 @@ class mux_relay {
     const mux::decision d = table_.on_frame(f);
     switch (d.act) {
       case mux::action::open: {
-        // Its upstream socket's place in the client's budget (core/runtime/client_budget.hpp), before anything opens.
+        // Its upstream socket's place in the client's budget (server/client_budget.hpp), before anything opens.
         auto taken = s_.budget->take_upstream(s_.cfg->limits.max_upstreams_per_connection,
                                               s_.cfg->limits.max_upstreams_per_client);
         if (!taken.slot) {

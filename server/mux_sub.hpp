@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/net/watchdog.hpp"
-#include "core/runtime/client_budget.hpp"
+#include "server/client_budget.hpp"
 #include "core/runtime/route_registry.hpp"
 #include "core/wire/mux_frame.hpp"
 #include "core/wire/session_info.hpp"

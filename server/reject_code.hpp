@@ -2,7 +2,7 @@
 // The vless.reject reasons the server decides itself (docs/sessions.md "vless.reject"): one enum,
 // one to_string, so a reason is spelt in one place. Reasons from another vocabulary pass through
 // as strings: a wire parser's (core/wire: bad_version, bad_addons, ...), a transport's opening or
-// stream failure (server/transport), the destination policy's (core/runtime/destination_policy),
+// stream failure (server/transport), the destination policy's (server/destination_policy),
 // Vision's and sing-mux's own.
 #include <cstddef>
 #include <string_view>

@@ -2,7 +2,7 @@
 // What a reload (SIGHUP) changes, decided from the running config and the next one alone: no
 // sockets, no files, no clock. server/daemon.cpp applies the plan (binds what it opens, builds the
 // TLS context, reopens the access log, then commits); the plan is unit-tested on its own
-// (tests/unit/test_reload_plan.cpp).
+// (tests/unit/server/test_reload_plan.cpp).
 #include <optional>
 #include <string>
 #include <utility>

@@ -10,11 +10,11 @@
 
 #include "core/log/access_log.hpp"
 #include "core/log/emit.hpp"
-#include "core/runtime/client_budget.hpp"
+#include "server/client_budget.hpp"
 #include "core/config/config.hpp"
 #include "core/runtime/connection_set.hpp"
 #include "core/runtime/listener_runtime.hpp"
-#include "core/runtime/live_config.hpp"
+#include "server/live_config.hpp"
 #include "core/runtime/pending_set.hpp"
 #include "core/log/refusal_tally.hpp"
 #include "core/runtime/route_registry.hpp"

@@ -16,7 +16,7 @@
 #include "core/net/delivery_watch.hpp"
 #include "core/net/tcp_info.hpp"
 #include "core/net/watchdog.hpp"
-#include "core/runtime/client_budget.hpp"
+#include "server/client_budget.hpp"
 #include "core/wire/session_info.hpp"
 #include "core/wire/vless_codec.hpp"
 #include "server/reject_code.hpp"

@@ -4,7 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "core/runtime/destination_policy.hpp"
+#include "server/destination_policy.hpp"
 #include "core/wire/net_address.hpp"
 
 namespace vlessbench::vless_server::detail {

@@ -3,7 +3,7 @@
 // behalf goes through here, for whole VLESS sessions (TCP and UDP, server/vless_session.hpp) and
 // Mux.Cool/XUDP sub-connections alike (server/mux_session.hpp). It is where the proof the product
 // sells is kept: the destination's addresses are looked up, every one checked against
-// [destinations] (core/runtime/destination_policy.hpp) before any connect, the socket connected
+// [destinations] (server/destination_policy.hpp) before any connect, the socket connected
 // with the listener's upstream policy, and its identity registered in the route registry before a
 // byte is sent, so a target names the session (or sub) that reached it. A connect() takes only
 // what resolve() returned, so no caller can skip the policy. Callers keep what is theirs: their

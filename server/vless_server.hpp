@@ -80,7 +80,7 @@ struct session_start : listener_snapshot {
   std::uint64_t session_id = 0;
   tcp::endpoint client;         // from accept: the socket's peer is gone once the client resets
   pending_set::ticket pending;  // until the header is authorised
-  // The client connection's budget (core/runtime/client_budget.hpp), shared by a gRPC connection's
+  // The client connection's budget (server/client_budget.hpp), shared by a gRPC connection's
   // streams; empty: the session takes one of its own for its client's address.
   std::shared_ptr<connection_budget> budget;
 };

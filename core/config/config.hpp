@@ -116,7 +116,7 @@ struct limits_config {
   // refused (End with the error option, vless.sub "too_many_subs"). Read per session at admission.
   std::uint32_t max_mux_subs = 64;
   // What one source address (all VLESS listeners) and one client TCP connection may hold
-  // (core/runtime/client_budget.hpp; docs/configuration.md): authorised sessions per address; upstream
+  // (server/client_budget.hpp; docs/configuration.md): authorised sessions per address; upstream
   // connections (a session's, a mux sub's, a UDP destination's socket) per connection, all of a
   // gRPC connection's streams together, and per address; bytes mux sub-connections hold for
   // their destinations, per address. Past one: refused with reason client_budget or

@@ -2,8 +2,8 @@
 // Reading a TOML file for a schema (core/config/config.cpp): toml++ behind one call that survives any
 // input, typed access to a table's keys, and errors that name the file line and the key's full
 // dotted path ("vless[1].tcp.quickack"), collected so that a file reports all its problems at once.
-// Core-internal: it exposes toml++ types, which only core/*.cpp see (toml++ is a private dependency
-// of vlessbench_core).
+// Core-internal: it exposes toml++ types, which only core/config/*.cpp see (toml++ is a private
+// dependency of vlessbench_config).
 #include <cstddef>
 #include <cstdint>
 #include <functional>

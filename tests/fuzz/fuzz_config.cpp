@@ -12,7 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     vlessbench::config c = vlessbench::parse_config(text, "fuzz.toml");
     // A config that passed validation must satisfy what validation promises: at least one
-    // listener of any kind (a [[dns]] or [[udp_target]] alone is a config, tests/unit/test_config.cpp).
+    // listener of any kind (a [[dns]] or [[udp_target]] alone is a config, tests/unit/core/config/test_config.cpp).
     if (c.vless.empty() && c.target.empty() && c.udp_target.empty() && c.dns.empty()) __builtin_trap();
     if (c.users.empty()) __builtin_trap();
     for (const auto& u : c.users)

@@ -3,7 +3,7 @@
 
     python3 tests/fuzz/unit_seeds.py [--out tests/fuzz/corpus] [--check]
 
-Reads tests/unit/*.cpp, finds every wire vector written as a constant expression of the house
+Reads tests/unit/**/test_*.cpp, finds every wire vector written as a constant expression of the house
 notation (`bytes({0x00, 0x05}) + "hello"`, adjacent string literals, `std::string(15, '\\0')`),
 and writes each one that a unit test file hands to its parser as corpus/TARGET/unit-FILE-HASH
 (FILE without test_ and .cpp, HASH the first 10 hex digits of the bytes' SHA-256), so the vectors live once, in the
@@ -236,9 +236,10 @@ def main() -> int:
     args = ap.parse_args()
     want: dict = {}
     for fname, routes in SOURCES.items():
-        src = UNIT / fname
-        if not src.exists():
-            print(f"missing: {src}", file=sys.stderr)
+        # tests/unit mirrors the source folders: a file is found by its name in any of them.
+        src = next(iter(sorted(UNIT.rglob(fname))), None)
+        if src is None:
+            print(f"missing: {UNIT}/**/{fname}", file=sys.stderr)
             return 2
         stem = fname.removeprefix("test_").removesuffix(".cpp")
         text = src.read_text()

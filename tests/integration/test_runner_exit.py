@@ -142,7 +142,7 @@ def a_dead_path_fails_the_run_with_its_name_and_a_hint():
 
 @suite.test
 def no_successful_sample_fails_whatever_the_share_and_help_lists_the_codes():
-    # (The share itself: tests/unit/test_runner_report.cpp, "failing paths".)
+    # (The share itself: tests/unit/runner/test_runner_report.cpp, "failing paths".)
     out = tempdir("vlessbench-dead-")
     refused = f"r=http://{LOOPBACK}:{free_port()}"
     r = runner("run", "--target", TARGET, "--path", refused, "--new", 2, "--reuse", 0, "--warmup", 0, "--out", out,

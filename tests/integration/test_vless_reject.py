@@ -307,7 +307,7 @@ def too_many_sessions():
                  "vless": [{"name": "small", "listen": ANY_PORT}],
                  "target": [{"name": "t", "listen": ANY_PORT}]},
                 limits={"max_sessions": 2}) as d:
-        # Only authorised sessions take a slot (a bare handshake does not: test_admission).
+        # Only authorised sessions take a slot (a bare handshake does not: test_capacity).
         held = []
         for _ in range(2):
             c = TlsClient(d.port("small")).handshake()

@@ -111,13 +111,17 @@ def violations(root: Path) -> list[str]:
                                        f"core/{part}/ may include core/{{{','.join(sorted(CORE_MAY_INCLUDE[part]))}}}/")
                     continue
                 # Not a layer path: a project header named without its folder is the mistake the
-                # rule exists for; anything else (a test's local helper) must sit beside the file.
+                # rule exists for; anything else (a test's local helper) must sit beside the file or,
+                # outside the layers, in a folder above it (tests/unit/bytes.hpp for
+                # tests/unit/core/wire/test_x.cpp: tests/unit mirrors the source folders).
                 owners = [str(p.relative_to(root)) for layer in LAYERS for p in (root / layer).rglob(inc)
                           if p.is_file() and str(p.relative_to(root / layer)) .endswith(inc)][:1]
+                above = [f.parent] if mine else [d for d in f.parents if root in d.parents]
                 if owners:
                     out.append(f"{rel}:{no}: #include \"{inc}\" must name its folder (\"{owners[0]}\")")
-                elif not (f.parent / inc).is_file():
-                    out.append(f"{rel}:{no}: #include \"{inc}\" is neither a layer header nor beside {rel.name}")
+                elif not any((d / inc).is_file() for d in above):
+                    out.append(f"{rel}:{no}: #include \"{inc}\" is neither a layer header nor beside {rel.name}"
+                               f"{'' if mine else ' or in a folder above it'}")
     return out
 
 

@@ -40,6 +40,7 @@ def main() -> int:
         "runner/r.cpp": '#include "runner/r.hpp"\n#include "core/client/client.hpp"\n',
         "tests/unit/x.cpp": '#include "server/s.hpp"\n#include "helper.hpp"\n',
         "tests/unit/helper.hpp": "#pragma once\n",
+        "tests/unit/core/wire/y.cpp": '#include "core/wire/wire.hpp"\n#include "helper.hpp"\n',  # helper above it
     })
     bad_files = {
         "core/a.cpp": '#include "core/wire/wire.hpp"\n',                # a file at core/'s top level
@@ -53,6 +54,7 @@ def main() -> int:
         "runner/r.cpp": '#include "target/t.hpp"\n',                    # runner -> target
         "server/s.cpp": '#include "runner/r.hpp"\n',                    # server -> runner
         "server/x.cpp": '#include "core/wire/nope.hpp"\n',              # missing
+        "tests/unit/core/z.cpp": '#include "nowhere.hpp"\n',           # a helper that is nowhere
     }
     expected = ["core/a.cpp:1: a source file at core/'s top level", "core/misc/m.cpp:1: core/misc/ is not a known",
                 "core/wire/b.cpp:1: #include \"wire.hpp\" must name its folder",
@@ -61,7 +63,8 @@ def main() -> int:
                 "core/wire/e.cpp:1: core/wire/ must not include <spdlog/spdlog.h>",
                 "core/runtime/x.cpp:1: core/ must not include server/",
                 "target/t.cpp:2: target/ must not include server/", "runner/r.cpp:1: runner/ must not include target/",
-                "server/s.cpp:1: server/ must not include runner/", "server/x.cpp:1: includes \"core/wire/nope.hpp\""]
+                "server/s.cpp:1: server/ must not include runner/", "server/x.cpp:1: includes \"core/wire/nope.hpp\"",
+                "tests/unit/core/z.cpp:1: #include \"nowhere.hpp\" is neither a layer header nor beside"]
     # Every sub-layer's rule fires: each includes the first other core folder it may not.
     for s in SUBS:
         no = [o for o in SUBS if o not in CORE_MAY_INCLUDE[s]]

@@ -9,11 +9,11 @@ import sys
 
 here = pathlib.Path(__file__).resolve().parent
 bad = []
-for f in sorted(here.glob("*.cpp")):
+for f in sorted(here.rglob("*.cpp")):
     for n, line in enumerate(f.read_text().splitlines(), 1):
         m = re.search(r'TEST_CASE\(\s*"((?:[^"\\]|\\.)*)"', line)
         if m and (";" in m.group(1) or m.group(1)[:1] == "-"):
-            bad.append(f"{f.name}:{n}: {m.group(1)!r}")
+            bad.append(f"{f.relative_to(here)}:{n}: {m.group(1)!r}")
 for b in bad:
     print(b)
 print(f"unit test names: {len(bad)} that ctest cannot run by name")

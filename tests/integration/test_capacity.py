@@ -27,7 +27,7 @@ from harness import (ANY_PORT, SANITIZED, Daemon, Suite, TlsClient, check, http_
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "load"))
 from loadkit import figure, open_fds, raise_nofile  # noqa: E402
 
-suite = Suite("test_admission")
+suite = Suite("test_capacity")
 require_binary()
 SLACK = 3.0 if SANITIZED else 1.0
 GOOD_REQUESTS = 40

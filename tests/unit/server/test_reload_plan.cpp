@@ -1,5 +1,5 @@
 // plan_reload (server/reload_plan): what a SIGHUP keeps, opens, closes and logs, decided from two
-// configs alone. The integration tests (test_lifecycle, test_signals, test_reload_admission) drive
+// configs alone. The integration tests (test_lifecycle, test_signals, test_reload_sessions) drive
 // the same through a running daemon.
 #include <algorithm>
 #include <string>

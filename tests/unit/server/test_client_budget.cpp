@@ -1,7 +1,7 @@
-// A client's budget (core/runtime/client_budget.hpp) and the refusal tally (core/log/refusal_tally.hpp).
+// A client's budget (server/client_budget.hpp) and the refusal tally (core/log/refusal_tally.hpp).
 #include <catch2/catch.hpp>
 
-#include "core/runtime/client_budget.hpp"
+#include "server/client_budget.hpp"
 #include "core/log/refusal_tally.hpp"
 
 using namespace vlessbench;

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "core/config/config.hpp"
-#include "core/runtime/destination_policy.hpp"
+#include "server/destination_policy.hpp"
 
 using namespace vlessbench;
 using namespace std::chrono_literals;

@@ -1,4 +1,4 @@
-#include "core/runtime/live_config.hpp"
+#include "server/live_config.hpp"
 
 #include <algorithm>
 

@@ -16,7 +16,7 @@ import time
 import harness as h
 
 LAN = "10.88.0.1"
-suite = h.Suite("test_reload_admission")
+suite = h.Suite("test_reload_sessions")
 ALICE = ("alice", h.new_uuid())
 BOB = ("bob", h.new_uuid())
 

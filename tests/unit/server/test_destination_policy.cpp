@@ -3,7 +3,7 @@
 #include <string>
 
 #include "core/config/config.hpp"
-#include "core/runtime/destination_policy.hpp"
+#include "server/destination_policy.hpp"
 
 using namespace vlessbench;
 

@@ -1,4 +1,4 @@
-#include "core/runtime/destination_policy.hpp"
+#include "server/destination_policy.hpp"
 
 #include <algorithm>
 #include <cerrno>

@@ -4,7 +4,7 @@
 
 #include <thread>
 
-#include "core/runtime/live_config.hpp"
+#include "server/live_config.hpp"
 #include "core/wire/vless_codec.hpp"
 
 using namespace vlessbench;
