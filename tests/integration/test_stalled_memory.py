@@ -95,6 +95,8 @@ class Sink:
             self.conns.append(c)
 
     def close(self):
+        if self.stopping:  # closed already (a failed round's finally closes it again)
+            return
         self.stopping = True
         self.thread.join(timeout=5)
         for c in self.conns:
