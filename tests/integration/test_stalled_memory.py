@@ -273,10 +273,12 @@ def grpc_uploader(d: h.Daemon, sink: Sink) -> Uploader:
     return up
 
 
-def stall(d: h.Daemon, listener: str, ups: list[Uploader], timeout: float = 60.0) -> list[dict]:
-    """Pushes every uploader until the daemon reads none of them: each accepted connection's
-    receive queue holds bytes (or its flow-control window is shut) and nothing moved (sent,
-    received) in three looks in a row."""
+def stall(d: h.Daemon, listener: str, ups: list[Uploader], sink: Sink, timeout: float = 60.0) -> list[dict]:
+    """Pushes every uploader until the daemon reads none of them: every session reached the sink,
+    each accepted connection's receive queue holds bytes (or its flow-control window is shut) and
+    nothing moved (sent, received) in three looks in a row. (A gRPC stream's window shuts on what
+    the daemon buffered before its upstream connect completed: without the sink's count a session
+    still connecting would pass for stalled, and the round's close would refuse it.)"""
     deadline = time.monotonic() + timeout
     last, still = None, 0
     while time.monotonic() < deadline:
@@ -292,7 +294,8 @@ def stall(d: h.Daemon, listener: str, ups: list[Uploader], timeout: float = 60.0
         now = (sum(u.sent for u in ups), sum(c["bytes_received"] for c in conns))
         by_peer = {c["peer"]: c for c in conns}
         held = [by_peer.get(u.sock.getsockname()) for u in ups]
-        held_all = all(c is not None and (c["recv_q"] > 0 or u.window_closed()) for u, c in zip(ups, held))
+        held_all = len(sink.conns) >= len(ups) and all(
+            c is not None and (c["recv_q"] > 0 or u.window_closed()) for u, c in zip(ups, held))
         still = still + 1 if held_all and now == last and moved == 0 else 0
         if still >= 3:
             return conns
@@ -336,7 +339,7 @@ def stalled_uploads(listener: str, make) -> None:
             mark = d.mark()
             rss0 = h.rss_kib(pid)
             ups = [make(d, sink) for _ in range(N if rnd == "measured" else 8)]
-            stall(d, listener, ups)
+            stall(d, listener, ups, sink)
             rss1 = h.rss_kib(pid)
             per = (rss1 - rss0) / len(ups)
             detail = smaps(pid)
