@@ -180,37 +180,8 @@ def a_large_log_streams_with_the_daemons_memory_unchanged():
 @suite.test
 def an_answer_without_its_end_line_is_refused_as_cut_short():
     """A stand-in admin listener that sends a 200 and lines but closes before log.end."""
-    if "out" not in HTTP_RUN:
-        run_with_verify_fetches_the_runs_lines_and_passes()
-    lsock = socket.socket()
-    lsock.bind((LAN, 0))
-    lsock.listen(1)
-    lsock.settimeout(30)
-    port = lsock.getsockname()[1]
-
-    def serve():
-        try:
-            conn, _ = lsock.accept()
-        except OSError:
-            return
-        with conn:
-            conn.settimeout(10)
-            buf = b""
-            while b"\r\n\r\n" not in buf:
-                chunk = conn.recv(4096)
-                if not chunk:
-                    return
-                buf += chunk
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\nConnection: close\r\n\r\n"
-                         + (D.access.read_text().splitlines()[0] + "\n").encode())
-
-    t = threading.Thread(target=serve, daemon=True)
-    t.start()
-    try:
-        v = runner("verify", HTTP_RUN["out"], "--daemon", f"http://{LAN}:{port}", timeout=60)
-    finally:
-        t.join(timeout=30)
-        lsock.close()
+    v, _ = verify_against_stand_in(
+        lambda conn: conn.sendall(OK_HEAD + (D.access.read_text().splitlines()[0] + "\n").encode()))
     check(v.returncode == 1 and "ended its answer without a log.end line: the answer is cut short" in v.stderr,
           v.stdout + v.stderr)
 
