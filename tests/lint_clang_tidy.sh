@@ -18,34 +18,57 @@ if [[ ! -f $build/compile_commands.json ]]; then
   echo "$build/compile_commands.json missing (configure with -DCMAKE_EXPORT_COMPILE_COMMANDS=ON): skipped"
   exit 77
 fi
-# Each file with the key of what its check depends on: its own text, every header of ours (a
-# header change re-checks everything), .clang-tidy, its compile command and clang-tidy's version.
-# A file whose key passed before is not checked again (the cache keeps only clean results, so a
-# warning is reported on every run until it is fixed).
+# Each file with the key of what its check depends on: its own text, the text of every header of
+# ours it includes (from ninja's dependency log of the build tree; every header of ours when the log
+# has no valid entry for the file), .clang-tidy, its compile command and clang-tidy's version. A
+# file whose key passed before is not checked again (the cache keeps only clean results, so a
+# warning is reported on every run until it is fixed), so a change to one header re-checks only
+# the files that include it.
 tidy_version=$("$tidy" --version 2>/dev/null | tr '\n' ' ')
-mapfile -t entries < <(python3 - "$build/compile_commands.json" "$src" "$tidy_version" <<'PY'
-import hashlib, json, os, sys
-db, src, version = sys.argv[1], os.path.realpath(sys.argv[2]), sys.argv[3]
+deps_log=$(mktemp)
+ninja -C "$build" -t deps >"$deps_log" 2>/dev/null || : >"$deps_log"
+mapfile -t entries < <(python3 - "$build/compile_commands.json" "$src" "$tidy_version" "$deps_log" <<'PY'
+import hashlib, json, os, shlex, sys
+db, src, version, deps_log = sys.argv[1], os.path.realpath(sys.argv[2]), sys.argv[3], sys.argv[4]
+build = os.path.dirname(os.path.realpath(db))
 layers = ("core", "server", "target", "runner")
-headers = hashlib.sha256()
+ours = {}
 for layer in layers:
     for root, dirs, names in sorted(os.walk(os.path.join(src, layer))):
         dirs.sort()
         for n in sorted(names):
             if n.endswith((".hpp", ".h", ".inc")):
                 path = os.path.join(root, n)
-                headers.update(path.encode() + b"\0" + open(path, "rb").read())
-common = headers.hexdigest() + open(os.path.join(src, ".clang-tidy"), "rb").read().hex() + version
+                ours[path] = hashlib.sha256(path.encode() + b"\0" + open(path, "rb").read()).hexdigest()
+every_header = "".join(ours[p] for p in sorted(ours))
+# ninja -t deps: "OUTPUT: #deps N, deps mtime T (VALID|STALE)" then one indented path per line.
+deps, current = {}, None
+for line in open(deps_log, errors="replace"):
+    if line.startswith("    ") and current is not None:
+        path = os.path.realpath(os.path.join(build, line.strip()))
+        if path in ours:
+            deps[current].add(path)
+    elif ": #deps " in line:
+        out, _, rest = line.partition(": #deps ")
+        current = out if "(VALID)" in rest else None
+        if current is not None:
+            deps[current] = set()
+common = open(os.path.join(src, ".clang-tidy"), "rb").read().hex() + version
 seen = set()
 for entry in json.load(open(db)):
     f = os.path.realpath(os.path.join(entry["directory"], entry["file"]))
     rel = os.path.relpath(f, src)
     if rel.split(os.sep)[0] in layers and f.endswith(".cpp") and f not in seen:
         seen.add(f)
-        key = hashlib.sha256((common + json.dumps(entry, sort_keys=True)).encode() + open(f, "rb").read())
+        args = shlex.split(entry["command"]) if "command" in entry else entry.get("arguments", [])
+        output = entry.get("output") or next((b for a, b in zip(args, args[1:]) if a == "-o"), None)
+        headers = deps.get(output)
+        included = every_header if headers is None else "".join(ours[p] for p in sorted(headers))
+        key = hashlib.sha256((common + included + json.dumps(entry, sort_keys=True)).encode() + open(f, "rb").read())
         print(f"{f}\t{key.hexdigest()}")
 PY
 )
+rm -f "$deps_log"
 cache=${VLESSBENCH_TIDY_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vlessbench/clang-tidy}
 mkdir -p "$cache" 2>/dev/null || cache=""
 declare -A keys
