@@ -21,13 +21,19 @@ namespace {
 struct log_file {
   std::filesystem::path path =
       std::filesystem::temp_directory_path() / ("vlessbench-admin-log-" + std::to_string(::getpid()) + ".jsonl");
-  // `filler` bytes of another run's lines, then one line of run "wanted".
-  explicit log_file(std::size_t filler) {
+  // `filler` bytes of another run's lines, then `hole` bytes the file system does not store (they
+  // read as zeros: one over-long line the scan skips, read from no disk), then one line of run
+  // "wanted".
+  explicit log_file(std::size_t filler, std::uint64_t hole = 0) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     const std::string other =
         R"({"event":"http.request","ts":"2026-12-05T01:00:00Z","run":"other","seq":1,"path":"/generate_204"})"
         "\n";
     for (std::size_t n = 0; n < filler; n += other.size()) out << other;
+    if (hole > 0) {
+      out.seekp(static_cast<std::streamoff>(hole), std::ios::cur);
+      out << "\n";
+    }
     out << R"({"event":"http.request","ts":"2026-12-05T01:00:01Z","run":"wanted","seq":7})"
         << "\n";
   }
@@ -63,10 +69,13 @@ struct stream_fixture {
 }  // namespace
 
 TEST_CASE("/api/log: a scan longer than the write timeout still answers whole", "[admin][log]") {
-  // 48 MB of other runs' lines take far longer to scan than 20 ms; the reader reads all along.
-  const log_file f(48u << 20);
+  // 1 MB of other runs' lines and a 384 MiB hole take far longer to scan than the write timeout; the
+  // reader reads all along. The timeout is long enough that a write the kernel takes at once is
+  // never cut by the scheduler's delay alone (20 ms was not, under ASan on two loaded cores).
+  const auto write_timeout = std::chrono::milliseconds(150);
+  const log_file f(1u << 20, std::uint64_t{384} << 20);
   stream_fixture t;
-  t.serve(f.path.string(), std::chrono::milliseconds(20));
+  t.serve(f.path.string(), write_timeout);
   std::string got;
   std::array<char, 64 * 1024> buf{};
   asio::co_spawn(
@@ -81,7 +90,7 @@ TEST_CASE("/api/log: a scan longer than the write timeout still answers whole", 
       asio::detached);
   t.io.run_for(std::chrono::seconds(60));
   REQUIRE(t.served);
-  CHECK(t.serve_time > std::chrono::milliseconds(20));  // else this test shows nothing
+  CHECK(t.serve_time > write_timeout);  // else this test shows nothing
   CHECK_THAT(got, Catch::Contains(R"("run":"wanted","seq":7})"));
   CHECK_THAT(got, Catch::Contains(R"("event":"log.end")") && Catch::Contains(R"("complete":true)"));
 }
