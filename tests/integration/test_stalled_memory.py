@@ -275,7 +275,7 @@ def grpc_uploader(d: h.Daemon, sink: Sink) -> Uploader:
     return up
 
 
-def stall(d: h.Daemon, listener: str, ups: list[Uploader], sink: Sink, timeout: float = 60.0) -> list[dict]:
+def stall(d: h.Daemon, listener: str, ups: list[Uploader], sink: Sink, timeout: float = 120.0) -> list[dict]:
     """Pushes every uploader until the daemon reads none of them: every session reached the sink,
     each accepted connection's receive queue holds bytes (or its flow-control window is shut) and
     nothing moved (sent, received) in three looks in a row. (A gRPC stream's window shuts on what
