@@ -88,26 +88,29 @@ if [[ ${#entries[@]} -eq 0 ]]; then
   echo "no sources of ours in $build/compile_commands.json"
   exit 1
 fi
-# A GCC build's database lacks the defines cmake/Dependencies.cmake adds for clang (Asio 1.22 with
-# libstdc++'s <coroutine>); harmless repeats in a clang build's.
-extra=(--extra-arg=-DASIO_HAS_CO_AWAIT=1 --extra-arg=-DASIO_HAS_STD_COROUTINE=1 --extra-arg=-Wno-unknown-warning-option)
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 start=$(date +%s)
+# Each file is checked by one clang-tidy; a file whose own log has no diagnostic (a header's warning
+# counts for every file that includes it) and whose clang-tidy exited 0 is remembered at once, so a
+# run cut short (a timeout) keeps what it finished. A GCC build's database lacks the defines
+# cmake/Dependencies.cmake adds for clang (Asio 1.22 with libstdc++'s <coroutine>): the extra
+# arguments add them (harmless repeats in a clang build's).
 if [[ ${#files[@]} -gt 0 ]]; then
-  printf '%s\n' "${files[@]}" | xargs -P "$jobs" -I{} sh -c \
-    '"$0" -p "$1" --quiet "$2" "$3" "$4" "{}" > "$5/$(echo {} | tr / _).log" 2>&1' \
-    "$tidy" "$build" "${extra[@]}" "$out"
+  for f in "${files[@]}"; do printf '%s\t%s\n' "$f" "${keys[$f]}"; done | xargs -P "$jobs" -L1 -d '\n' sh -c '
+    tidy=$1 build=$2 out=$3 cache=$4 entry=$5
+    f=${entry%%	*} key=${entry##*	}
+    log="$out/$(echo "$f" | tr / _).log"
+    "$tidy" -p "$build" --quiet --extra-arg=-DASIO_HAS_CO_AWAIT=1 --extra-arg=-DASIO_HAS_STD_COROUTINE=1 \
+      --extra-arg=-Wno-unknown-warning-option "$f" >"$log" 2>&1
+    rc=$?
+    if [ -n "$cache" ] && [ "$rc" -eq 0 ] && ! grep -qE ": (warning|error): " "$log"; then touch "$cache/$key.ok"; fi
+  ' sh "$tidy" "$build" "$out" "$cache"
 fi
 # Each header's warnings appear once per file that includes it: count distinct ones.
 warnings=$(cat "$out"/*.log 2>/dev/null | grep -E '^/.*: (warning|error): ' | sort -u)
 count=$(printf '%s' "$warnings" | grep -c . || true)
 echo "clang-tidy: ${#files[@]} files checked, $cached unchanged since a clean check (cache: ${cache:-none}), $count distinct warning(s)/error(s), $(( $(date +%s) - start ))s with $jobs job(s)"
-# A file is clean when its own log has no diagnostic at all (a header's warning counts for every
-# file that includes it): only those are remembered.
-if [[ -n $cache && $count -eq 0 ]]; then
-  for f in "${files[@]}"; do touch "$cache/${keys[$f]}.ok"; done
-fi
 if [[ $count -gt 0 ]]; then
   # The full diagnostics (with notes and code excerpts) of every file that had any.
   for f in "$out"/*.log; do grep -qE ': (warning|error): ' "$f" && cat "$f"; done
