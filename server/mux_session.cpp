@@ -66,14 +66,14 @@ void mux_relay::handle(const mux::frame& f) {
     case mux::action::ignore: break;
     case mux::action::refuse:
       engine_.refused(f.id, f.dest, d.reason);
-      open_refused(f.id, engine_.out());
+      end_with_error(f.id, engine_.out());
       engine_.answered();
       break;
     case mux::action::kill: engine_.kill(f.id, d.reason); break;
     case mux::action::stray:
       engine_.refused(f.id, f.dest, d.reason);
       if (f.st == mux::status::keep) {
-        open_refused(f.id, engine_.out());
+        end_with_error(f.id, engine_.out());
         engine_.answered();
       }
       break;
@@ -100,9 +100,13 @@ void mux_relay::closed(std::uint16_t id, std::uint32_t number, bool tell, bool e
   mux::encode_mux_frame(out, f);
 }
 
-// An End with the error option (a refused New: the table forgets it; a stray Keep).
 void mux_relay::open_refused(std::uint16_t id, std::string& out) {
   table_.cancel_open(id);
+  end_with_error(id, out);
+}
+
+// An End with the error option: a New refused, a Keep for an id never opened.
+void mux_relay::end_with_error(std::uint16_t id, std::string& out) const {
   if (engine_.stopping()) return;
   mux::frame f;
   f.id = id;

@@ -36,6 +36,7 @@ class mux_relay final : sub_framing {
   static constexpr std::size_t relay_read = 64 * 1024;
 
   void handle(const mux::frame& f);
+  void end_with_error(std::uint16_t id, std::string& out) const;
 
   // sub_framing: Keep and End frames.
   void send(std::uint16_t id, std::string_view data, const destination* from, std::string& out) override;
