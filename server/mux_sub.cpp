@@ -54,15 +54,15 @@ void emit_sub_closed(runtime& rt, const route_info& session, std::string_view li
   rt.events.emit(e);
 }
 
-void emit_sub_refused(runtime& rt, const route_info& session, std::string_view listener, const mux::frame& f,
-                      std::string_view why, std::string_view detail) {
-  const std::string dest = f.dest ? mux::format_target(*f.dest) : std::string();
+void emit_sub_refused(runtime& rt, const route_info& session, std::string_view listener, std::uint16_t id,
+                      const std::optional<destination>& dest, std::string_view why, std::string_view detail) {
+  const std::string named = dest ? format_destination(*dest) : std::string();
   const vless_sub_event e{.session = session.session_id,
-                          .mux_id = f.id,
+                          .mux_id = id,
                           .listener = listener,
                           .user = session.user,
-                          .net = f.dest ? (f.dest->net == mux::network::udp ? "udp" : "tcp") : "",
-                          .dest = dest,
+                          .net = dest ? (dest->net == network::udp ? "udp" : "tcp") : "",
+                          .dest = named,
                           .close_reason = "rejected",
                           .error = why,
                           .detail = detail};

@@ -1,8 +1,8 @@
 #pragma once
-// A Mux.Cool sub-connection as the mux relay (server/mux_session.hpp) keeps it: its queue towards
-// the destination, its sockets (TCP, or one UDP flow per destination) and its counters; and the
-// relay's bounds (the window its header comment explains). No template: nothing here depends on
-// the session or its transport.
+// A sub-connection as the sub-connection engine (server/sub_engine.hpp) keeps it, whatever its
+// framing (Mux.Cool, sing-mux): its queue towards the destination, its sockets (TCP, or one UDP
+// flow per destination) and its counters; and the engine's bounds (the window its header comment
+// explains). No template: nothing here depends on the session or its transport.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -81,12 +81,13 @@ struct mux_sub_conn : std::enable_shared_from_this<mux_sub_conn> {
   void close_sockets();
 };
 
-// The vless.sub line of a sub-connection at its close (close_reason and error as the relay's
+// The vless.sub line of a sub-connection at its close (close_reason and error as the engine's
 // finish names them).
 void emit_sub_closed(runtime& rt, const route_info& session, std::string_view listener, const mux_sub_conn& c,
                      std::string_view reason, std::string_view error, std::string_view detail);
-// The vless.sub line of a New frame refused, or of a frame for no live sub-connection.
-void emit_sub_refused(runtime& rt, const route_info& session, std::string_view listener, const mux::frame& f,
-                      std::string_view why, std::string_view detail);
+// The vless.sub line of an open refused (id, its destination when it named one), or of a frame
+// for no live sub-connection.
+void emit_sub_refused(runtime& rt, const route_info& session, std::string_view listener, std::uint16_t id,
+                      const std::optional<destination>& dest, std::string_view why, std::string_view detail);
 
 }  // namespace vlessbench::vless_server::detail

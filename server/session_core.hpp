@@ -65,11 +65,6 @@ class session_ending {
   bool after_relay_ = false;
 };
 
-template <class Session>
-class mux_relay;
-template <class Session>
-class sing_mux_relay;
-
 class session_core {
  public:
   // What a relay reads of its session: the runtime, the listener, the config, the ids and route
@@ -177,13 +172,6 @@ class session_core {
   watchdog_deadline deadline;
 
  private:
-  // The Mux.Cool and sing-mux relays still use the fields below by name, until the
-  // sub-connection engine reaches the session through the operations above.
-  template <class Session>
-  friend class mux_relay;
-  template <class Session>
-  friend class sing_mux_relay;
-
   session_phase phase_ = session_phase::tls;
   std::string reject_reason;
   std::string reject_detail;

@@ -1,8 +1,8 @@
 #pragma once
 // sing-mux's h2mux on the gRPC transport's nghttp2 driver (server/transport/grpc_h2.hpp in its CONNECT mode):
-// the HTTP/2 layer core/runtime/sing_mux_bridge.hpp asks for (sing_mux::h2_framing), as events per stream.
+// the HTTP/2 layer server/sing_mux_framing.hpp asks for (sing_mux::h2_framing), as events per stream.
 // The driver's bounds hold as they do for gRPC: SETTINGS_MAX_CONCURRENT_STREAMS (here the session's
-// max_mux_subs), manual flow control (a stream's window opens as the relay reads its bytes), the PING /
+// max_mux_subs), manual flow control (a stream's window opens as the engine takes its bytes), the PING /
 // SETTINGS / CONTINUATION flood limits and the RST_STREAM rate (GOAWAY ENHANCE_YOUR_CALM).
 #include <cstddef>
 #include <cstdint>
@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/runtime/sing_mux_bridge.hpp"
+#include "server/sing_mux_framing.hpp"
 #include "server/transport/grpc_h2.hpp"
 
 namespace vlessbench::vless_server {

@@ -33,6 +33,29 @@
 
 namespace vlessbench::vless_server::detail {
 
+// A session's client transport as the sub-connection engine's client_stream (server/sub_engine.hpp): the one
+// place a multiplexed session's I/O meets the transport's type.
+template <class Session>
+class client_stream_of final : public client_stream {
+ public:
+  explicit client_stream_of(Session& s) : s_(s) {}
+  awaitable<io_result> read_some(asio::mutable_buffer into) override {
+    auto [ec, n] = co_await s_.client.async_read_some(into, as_tuple_awaitable);
+    co_return io_result{ec, n};
+  }
+  awaitable<io_result> write_all(asio::const_buffer from) override {
+    auto [ec, n] = co_await asio::async_write(s_.client, from, transfer_all_unchunked{}, as_tuple_awaitable);
+    co_return io_result{ec, n};
+  }
+  void cancel() override {
+    std::error_code ignored;
+    s_.client_socket().cancel(ignored);
+  }
+
+ private:
+  Session& s_;
+};
+
 // One VLESS session over a client transport (server/transport/transport.hpp): raw TLS,
 // WebSocket or HTTPUpgrade; the session never knows which.
 template <transport::client_transport Transport>
@@ -40,10 +63,11 @@ struct session : session_core {
   Transport client;
   policy_stream upstream;
   std::optional<route_registration> reg;
-  std::optional<udp_upstream> udp_up;                 // command 2 (UDP): the socket to the destination
-  std::unique_ptr<mux_relay<session>> mux;            // command 3 (Mux.Cool): its sub-connections
-  std::unique_ptr<sing_mux_relay<session>> sing_mux;  // sp.mux.sing-box.arpa: its streams, as Mux.Cool subs
-  upstream_dialer dialer;  // the destination's lookup and connect (server/upstream_dialer.hpp)
+  std::optional<udp_upstream> udp_up;         // command 2 (UDP): the socket to the destination
+  std::unique_ptr<client_stream> mux_client;  // the client as a multiplexed session's relay reads and writes it
+  std::unique_ptr<mux_relay> mux;             // command 3 (Mux.Cool): its sub-connections
+  std::unique_ptr<sing_mux_relay> sing_mux;   // sp.mux.sing-box.arpa: its streams, subs as Mux.Cool's are
+  upstream_dialer dialer;                     // the destination's lookup and connect (server/upstream_dialer.hpp)
 
   // Takes everything out of start; make(listener, tls context, socket) builds the transport.
   template <class Make>
@@ -450,13 +474,15 @@ struct session : session_core {
       dest = header.dest.address;  // vless::mux_domain
       enter(session_phase::relay);
       touch();
-      mux = std::make_unique<mux_relay<session>>(*this, pending);
+      mux_client = std::make_unique<client_stream_of<session>>(*this);
+      mux = std::make_unique<mux_relay>(*this, *mux_client, client.get_executor(), pending);
       co_await mux->run();
     } else if (is_sing_mux()) {
       dest = format_destination(header.dest);
       enter(session_phase::relay);
       touch();
-      sing_mux = std::make_unique<sing_mux_relay<session>>(*this, pending);
+      mux_client = std::make_unique<client_stream_of<session>>(*this);
+      sing_mux = std::make_unique<sing_mux_relay>(*this, *mux_client, client.get_executor(), pending);
       co_await sing_mux->run();
     } else {
       if (!co_await connect_upstream()) co_return;

@@ -3,7 +3,7 @@
 // multiplexer: the session request that opens the VLESS payload, each stream's request and response
 // status, the UDP packet framing inside a stream, and the padding of the first records. Pure
 // functions over bytes; the multiplexers are core/wire/smux_frame.hpp and core/wire/yamux_frame.hpp,
-// the translation onto the Mux.Cool relay core/runtime/sing_mux_bridge.hpp. Layout, learnt from
+// the framing of the sub-connection engine server/sing_mux_framing.hpp. Layout, learnt from
 // sing-mux's public sources (docs/sessions.md "sing-mux"):
 //
 //   session request: u8 version (0 or 1) | u8 protocol (0 smux, 1 yamux, 2 h2mux)

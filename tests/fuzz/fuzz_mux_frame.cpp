@@ -2,7 +2,7 @@
 // an invalid result has a reason; a complete frame re-encodes to exactly the bytes it was read
 // from (the layout has one encoding); every proper prefix of a complete frame is need_more
 // (a frame is never refused for being cut short); data lies inside the input. Then the input as
-// a stream of frames drives a sub-connection table (core/runtime/mux_subs.hpp): never more live than its
+// a stream of frames drives a sub-connection table (server/mux_subs.hpp): never more live than its
 // cap, numbers only grow, an opened id is live with its number, an ended or killed one is not.
 #include <cstddef>
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "core/wire/mux_frame.hpp"
-#include "core/runtime/mux_subs.hpp"
+#include "server/mux_subs.hpp"
 
 using namespace vlessbench;
 

@@ -1,7 +1,7 @@
-// The Mux.Cool sub-connection table (core/runtime/mux_subs.hpp): what the session does with each frame.
+// The Mux.Cool sub-connection table (server/mux_subs.hpp): what the session does with each frame.
 #include <catch2/catch.hpp>
 
-#include "core/runtime/mux_subs.hpp"
+#include "server/mux_subs.hpp"
 
 using namespace vlessbench;
 using namespace vlessbench::mux;

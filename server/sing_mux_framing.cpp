@@ -1,7 +1,8 @@
-#include "core/runtime/sing_mux_bridge.hpp"
+#include "server/sing_mux_framing.hpp"
 
 #include <algorithm>
 
+#include "core/wire/mux_frame.hpp"
 #include "core/wire/smux_frame.hpp"
 #include "core/wire/yamux_frame.hpp"
 
@@ -9,17 +10,16 @@ namespace vlessbench::sing_mux {
 
 namespace {
 
-constexpr std::size_t mux_data = 0xffff;       // the most one Mux.Cool frame carries
 constexpr std::size_t smux_chunk = 32 * 1024;  // smux's own MaxFrameSize
-constexpr std::size_t max_ended = 4096;        // streams ended by the relay, awaiting the client's close
+constexpr std::size_t max_ended = 4096;        // streams ended by the engine, awaiting the client's close
 constexpr std::size_t logged_refusals = 16;
 
 }  // namespace
 
-bridge::bridge(std::size_t max_streams, std::uint32_t seed, std::function<std::unique_ptr<h2_framing>()> h2)
+framing::framing(std::size_t max_streams, std::uint32_t seed, std::function<std::unique_ptr<h2_framing>()> h2)
     : max_streams_(max_streams), rng_(seed), make_h2_(std::move(h2)) {}
 
-std::string_view bridge::up(std::string_view in, std::string& to_relay, std::string& to_client) {
+std::string_view framing::up(std::string_view in, sub_events& to_engine, std::string& to_client) {
   if (!error_.empty()) return error_;
   if (req_ && req_->padding)
     unpad_.feed(in, in_);
@@ -41,32 +41,30 @@ std::string_view bridge::up(std::string_view in, std::string& to_relay, std::str
     else
       in_ = std::move(rest);
   }
-  return frames_up(to_relay, to_client);
+  return frames_up(to_engine, to_client);
 }
 
-std::string_view bridge::frames_up(std::string& to_relay, std::string& to_client) {
-  up_base_ = to_relay.size();
+std::string_view framing::frames_up(sub_events& to_engine, std::string& to_client) {
   if (is_h2()) {
-    if (const std::string_view e = h2_frames(to_relay, to_client); !e.empty() && error_.empty()) {
+    if (const std::string_view e = h2_frames(to_engine, to_client); !e.empty() && error_.empty()) {
       error_text_ = e;
       error_ = error_text_;
     }
-    produced_ += to_relay.size() - up_base_;
     return error_;
   }
   std::size_t at = 0;
   while (error_.empty() && at < in_.size()) {
     const std::size_t before = at;
-    const std::string_view e = is_yamux() ? yamux_frame(to_relay, to_client, at) : smux_frame(to_relay, to_client, at);
+    const std::string_view e =
+        is_yamux() ? yamux_frame(to_engine, to_client, at) : smux_frame(to_engine, to_client, at);
     if (!e.empty()) error_ = e;
     if (at == before) break;  // need more
   }
   in_.erase(0, at);
-  produced_ += to_relay.size() - up_base_;
   return error_;
 }
 
-std::string_view bridge::smux_frame(std::string& to_relay, std::string& to_client, std::size_t& at) {
+std::string_view framing::smux_frame(sub_events& to_engine, std::string& to_client, std::size_t& at) {
   const auto p = smux::parse_frame(std::string_view(in_).substr(at));
   if (p.invalid()) return p.reason;
   if (!p.complete()) return {};
@@ -86,10 +84,10 @@ std::string_view bridge::smux_frame(std::string& to_relay, std::string& to_clien
         if (f.data.size() > s->recv_window) return "window_exceeded";
         s->recv_window -= f.data.size();
       }
-      data_up(*s, f.data, to_relay, to_client);
+      data_up(*s, f.data, to_engine, to_client);
       break;
     case smux::cmd::fin:
-      if (s != nullptr) fin_up(*s, false, to_relay, to_client);
+      if (s != nullptr) fin_up(*s, false, to_engine, to_client);
       break;
     case smux::cmd::upd:
       if (s != nullptr) {
@@ -103,7 +101,7 @@ std::string_view bridge::smux_frame(std::string& to_relay, std::string& to_clien
   return {};
 }
 
-std::string_view bridge::yamux_frame(std::string& to_relay, std::string& to_client, std::size_t& at) {
+std::string_view framing::yamux_frame(sub_events& to_engine, std::string& to_client, std::size_t& at) {
   const auto p = yamux::parse_frame(std::string_view(in_).substr(at));
   if (p.invalid()) return p.reason;
   if (!p.complete()) return {};
@@ -128,15 +126,15 @@ std::string_view bridge::yamux_frame(std::string& to_relay, std::string& to_clie
   } else if (!f.data.empty()) {
     if (f.data.size() > s->recv_window) return "window_exceeded";
     s->recv_window -= f.data.size();
-    data_up(*s, f.data, to_relay, to_client);
+    data_up(*s, f.data, to_engine, to_client);
   }
   if ((f.flags & (yamux::flag_fin | yamux::flag_rst)) != 0)
     if (auto again = streams_.find(f.stream); again != streams_.end())
-      fin_up(again->second, (f.flags & yamux::flag_rst) != 0, to_relay, to_client);
+      fin_up(again->second, (f.flags & yamux::flag_rst) != 0, to_engine, to_client);
   return {};
 }
 
-std::string_view bridge::h2_frames(std::string& to_relay, std::string& to_client) {
+std::string_view framing::h2_frames(sub_events& to_engine, std::string& to_client) {
   h2_events_.clear();
   std::string_view e = h2_->feed(in_, h2_events_);
   in_.clear();
@@ -148,14 +146,14 @@ std::string_view bridge::h2_frames(std::string& to_relay, std::string& to_client
         if (s == nullptr) open(ev.stream, to_client);  // nghttp2 opens a stream id once
         break;
       case h2_framing::event::kind_t::data:
-        if (s == nullptr || s->reset || s->relay_end || s->client_fin)
+        if (s == nullptr || s->reset || s->engine_end || s->client_fin)
           h2_->consumed(ev.stream, ev.data.size());  // nothing reads it: its window comes back now
         else
-          data_up(*s, ev.data, to_relay, to_client);
+          data_up(*s, ev.data, to_engine, to_client);
         break;
       case h2_framing::event::kind_t::ended:
       case h2_framing::event::kind_t::reset:
-        if (s != nullptr) fin_up(*s, ev.kind == h2_framing::event::kind_t::reset, to_relay, to_client);
+        if (s != nullptr) fin_up(*s, ev.kind == h2_framing::event::kind_t::reset, to_engine, to_client);
         break;
     }
   }
@@ -168,7 +166,7 @@ std::string_view bridge::h2_frames(std::string& to_relay, std::string& to_client
   return e;
 }
 
-bridge::stream* bridge::open(std::uint32_t sid, std::string& to_client) {
+framing::stream* framing::open(std::uint32_t sid, std::string& to_client) {
   stream& s = streams_[sid];
   s.sid = sid;
   s.send_window = yamux::initial_window;
@@ -178,142 +176,135 @@ bridge::stream* bridge::open(std::uint32_t sid, std::string& to_client) {
   ++live_;
   if (is_yamux()) yamux::encode_frame(to_client, yamux::type::window_update, yamux::flag_ack, sid, 0);
   if (live_ > max_streams_) {  // h2mux: nghttp2 refuses past SETTINGS_MAX_CONCURRENT_STREAMS first
-    std::string none;
+    sub_events none;
     refuse(s, "too_many_streams", none, to_client);
     return nullptr;
   }
   return &s;
 }
 
-void bridge::data_up(stream& s, std::string_view data, std::string& to_relay, std::string& to_client) {
+void framing::data_up(stream& s, std::string_view data, sub_events& to_engine, std::string& to_client) {
   if (data.empty()) return;
   if (!reading(s)) return credit(s, data.size(), to_client);  // nobody reads them: no credit waits
-  data_into(s, data, to_relay, to_client);
-  // Credited back once the relay has read what these bytes became (relay_consumed); bytes the
-  // relay has read already (a refusal took them) at once.
-  const std::uint64_t end = produced_ + (to_relay.size() - up_base_);
-  if (end <= consumed_) return credit(s, data.size(), to_client);
-  if (!credits_.empty() && credits_.back().sid == s.sid && credits_.back().relay_end == end)
-    credits_.back().bytes += data.size();
-  else
-    credits_.push_back({end, s.sid, data.size()});
+  data_into(s, data, to_engine, to_client);
+  // Credited back once the engine has taken the events these bytes became (consumed()); at once when no
+  // event waits (a refusal took them, or a request still cut short).
+  if (to_engine.empty()) return credit(s, data.size(), to_client);
+  sub_event& last = to_engine.back();
+  if (last.kind == sub_event::kind_t::credit && last.stream == s.sid) {
+    last.bytes += data.size();
+    return;
+  }
+  sub_event c;
+  c.kind = sub_event::kind_t::credit;
+  c.stream = s.sid;
+  c.bytes = data.size();
+  to_engine.push_back(std::move(c));
 }
 
-void bridge::relay_consumed(std::size_t n, std::string& to_client) {
-  consumed_ += n;
-  while (!credits_.empty() && credits_.front().relay_end <= consumed_) {
-    const auto c = credits_.front();
-    credits_.pop_front();
-    if (const auto it = streams_.find(c.sid); it != streams_.end())
-      credit(it->second, c.bytes, to_client);
-    else if (h2_)
-      h2_->consumed(c.sid, c.bytes);  // forgotten here, its window still counts at the connection
-  }
+void framing::consumed(std::uint32_t stream, std::size_t bytes, std::string& to_client) {
+  if (const auto it = streams_.find(stream); it != streams_.end())
+    credit(it->second, bytes, to_client);
+  else if (h2_)
+    h2_->consumed(stream, bytes);  // forgotten here, its window still counts at the connection
   if (h2_) h2_->drain(to_client);
 }
 
-void bridge::data_into(stream& s, std::string_view data, std::string& to_relay, std::string& to_client) {
+void framing::data_into(stream& s, std::string_view data, sub_events& to_engine, std::string& to_client) {
   if (!reading(s)) return;
   if (!s.requested) {
     s.pending.append(data);
     const auto p = parse_stream_request(s.pending);
-    if (p.invalid()) return refuse(s, p.reason, to_relay, to_client);
+    if (p.invalid()) return refuse(s, p.reason, to_engine, to_client);
     if (!p.complete()) return;
     s.requested = true;
     s.req = p.value;
     s.pending.erase(0, p.consumed);
-    const bool addressed = s.req.dest.net == mux::network::udp && s.req.packet_addr;
-    if (!addressed && s.req.dest.port == 0) return refuse(s, "port_zero", to_relay, to_client);
-    if (s.req.dest.net == mux::network::tcp) {
+    const bool addressed = s.req.dest.net == network::udp && s.req.packet_addr;
+    if (!addressed && s.req.dest.port == 0) return refuse(s, "port_zero", to_engine, to_client);
+    if (s.req.dest.net == network::tcp) {
       std::string first = std::move(s.pending);
       s.pending.clear();
-      const std::string_view rest(first);
-      new_to_relay(s, s.req.dest, rest.substr(0, mux_data), to_relay);
-      for (std::size_t off = mux_data; off < rest.size(); off += mux_data)
-        keep_to_relay(s, rest.substr(off, mux_data), nullptr, to_relay);
-      return;
+      return open_to_engine(s, s.req.dest, first, to_engine);
     }
-    if (!addressed) new_to_relay(s, s.req.dest, {}, to_relay);
-    return udp_up(s, to_relay, to_client);
+    if (!addressed) open_to_engine(s, s.req.dest, {}, to_engine);
+    return udp_up(s, to_engine, to_client);
   }
-  if (s.req.dest.net == mux::network::udp) {
+  if (s.req.dest.net == network::udp) {
     s.pending.append(data);
-    return udp_up(s, to_relay, to_client);
+    return udp_up(s, to_engine, to_client);
   }
-  for (std::size_t off = 0; off < data.size(); off += mux_data)
-    keep_to_relay(s, data.substr(off, mux_data), nullptr, to_relay);
+  data_to_engine(s, data, nullptr, to_engine);
 }
 
-void bridge::udp_up(stream& s, std::string& to_relay, std::string& to_client) {
+void framing::udp_up(stream& s, sub_events& to_engine, std::string& to_client) {
   std::size_t at = 0;
   for (;;) {
     const auto p = parse_udp_packet(std::string_view(s.pending).substr(at), s.req.packet_addr);
-    if (p.invalid()) return refuse(s, p.reason, to_relay, to_client);
+    if (p.invalid()) return refuse(s, p.reason, to_engine, to_client);
     if (!p.complete()) break;
     at += p.consumed;
-    const mux::target* dest = p.value.dest ? &*p.value.dest : nullptr;
-    if (dest != nullptr && dest->port == 0) return refuse(s, "port_zero", to_relay, to_client);
+    const destination* dest = p.value.dest ? &*p.value.dest : nullptr;
+    if (dest != nullptr && dest->port == 0) return refuse(s, "port_zero", to_engine, to_client);
     if (!s.opened) {
       s.first_dest = *dest;
-      new_to_relay(s, *dest, p.value.data, to_relay);
+      open_to_engine(s, *dest, p.value.data, to_engine);
     } else {
-      keep_to_relay(s, p.value.data, dest, to_relay);
+      data_to_engine(s, p.value.data, dest, to_engine);
     }
   }
   s.pending.erase(0, at);
 }
 
-void bridge::new_to_relay(stream& s, const mux::target& t, std::string_view data, std::string& to_relay) {
+void framing::open_to_engine(stream& s, const destination& t, std::string_view data, sub_events& to_engine) {
   s.mux_id = free_mux_id();
   by_mux_[s.mux_id] = s.sid;
   s.opened = true;
-  mux::frame f;
-  f.id = s.mux_id;
-  f.st = mux::status::new_sub;
-  f.dest = t;
-  f.option = data.empty() ? 0 : mux::option_data;
-  f.data = data;
-  mux::encode_mux_frame(to_relay, f);
+  sub_event e;
+  e.kind = sub_event::kind_t::open;
+  e.id = s.mux_id;
+  e.dest = t;
+  e.has_data = !data.empty();
+  e.data = data;
+  to_engine.push_back(std::move(e));
 }
 
-void bridge::keep_to_relay(const stream& s, std::string_view data, const mux::target* dest, std::string& to_relay) {
-  mux::frame f;
-  f.id = s.mux_id;
-  f.st = mux::status::keep;
-  f.option = mux::option_data;
-  f.data = data;
-  if (dest != nullptr) f.dest = *dest;
-  mux::encode_mux_frame(to_relay, f);
+void framing::data_to_engine(const stream& s, std::string_view data, const destination* dest, sub_events& to_engine) {
+  sub_event e;
+  e.kind = sub_event::kind_t::data;
+  e.id = s.mux_id;
+  e.data = data;
+  if (dest != nullptr) e.dest = *dest;
+  to_engine.push_back(std::move(e));
 }
 
-void bridge::end_to_relay(stream& s, bool error, std::string& to_relay) {
-  if (!s.opened || s.mux_id == 0 || s.relay_end) return;
-  mux::frame f;
-  f.id = s.mux_id;
-  f.st = mux::status::end;
-  f.option = error ? mux::option_error : 0;
-  mux::encode_mux_frame(to_relay, f);
+void framing::end_to_engine(const stream& s, sub_events& to_engine) {
+  if (!s.opened || s.mux_id == 0 || s.engine_end) return;
+  sub_event e;
+  e.kind = sub_event::kind_t::end;
+  e.id = s.mux_id;
+  to_engine.push_back(std::move(e));
 }
 
-void bridge::fin_up(stream& s, bool rst, std::string& to_relay, std::string& to_client) {
+void framing::fin_up(stream& s, bool rst, sub_events& to_engine, std::string& to_client) {
   if (s.client_fin || s.reset) return;
   s.client_fin = true;
   s.reset = rst;
-  if (s.relay_end) return forget(s.sid);
+  if (s.engine_end) return forget(s.sid);
   if (!s.opened) {  // no sub yet: nothing to end but the stream
     if (!rst) send_close(s, to_client);
-    s.relay_end = true;
+    s.engine_end = true;
     --live_;
     return forget(s.sid);
   }
-  end_to_relay(s, rst, to_relay);
+  end_to_engine(s, to_engine);
 }
 
-void bridge::refuse(stream& s, std::string_view reason, std::string& to_relay, std::string& to_client) {
+void framing::refuse(stream& s, std::string_view reason, sub_events& to_engine, std::string& to_client) {
   ++refused_;
   if (refusals_.size() < logged_refusals && refused_ <= logged_refusals)
-    refusals_.push_back({s.sid, reason, s.requested ? mux::format_target(s.req.dest) : std::string()});
-  end_to_relay(s, true, to_relay);
+    refusals_.push_back({s.sid, reason, s.requested ? format_destination(s.req.dest) : std::string()});
+  end_to_engine(s, to_engine);
   if (!s.responded) {
     std::string status;
     encode_stream_error(status, reason);
@@ -323,64 +314,58 @@ void bridge::refuse(stream& s, std::string_view reason, std::string& to_relay, s
   send_close(s, to_client);
   if (s.mux_id != 0) by_mux_.erase(s.mux_id);
   s.mux_id = 0;
-  s.relay_end = true;
+  s.engine_end = true;
   --live_;
   s.pending.clear();
   if (s.client_fin) return forget(s.sid);
   ended(s.sid);
 }
 
-std::string_view bridge::down(std::string_view in, std::string& to_client) {
-  down_in_.append(in);
-  std::size_t at = 0;
-  for (;;) {
-    const auto p = mux::parse_mux_frame(std::string_view(down_in_).substr(at));
-    if (p.invalid()) return error_ = "relay_framing";  // our own relay's frames: a bug
-    if (!p.complete()) break;
-    at += p.consumed;
-    const mux::frame& f = p.value;
-    const auto m = by_mux_.find(f.id);
-    if (m == by_mux_.end()) continue;
-    stream& s = streams_.at(m->second);
-    if (f.st == mux::status::keep && f.has_data() && !s.reset) {
-      std::string out;
-      if (!s.responded) out.push_back(static_cast<char>(status_success));
-      s.responded = true;
-      if (s.req.dest.net == mux::network::udp) {
-        const mux::target* dest = nullptr;
-        if (s.req.packet_addr) dest = f.dest ? &*f.dest : (s.first_dest ? &*s.first_dest : &s.req.dest);
-        encode_udp_packet(out, dest, f.data);
-      } else {
-        out.append(f.data);
-      }
-      send_data(s, out, to_client);
-    } else if (f.st == mux::status::end) {
-      by_mux_.erase(s.mux_id);
-      s.mux_id = 0;
-      if (!s.responded && !s.reset) {
-        std::string status;
-        if (f.error())
-          encode_stream_error(status, "refused by vlessbenchd (its access log has the reason)");
-        else
-          status.push_back(static_cast<char>(status_success));
-        s.responded = true;
-        send_data(s, status, to_client);
-      }
-      if (!s.reset) send_close(s, to_client);
-      s.relay_end = true;
-      --live_;
-      if (s.client_fin || s.reset)
-        forget(s.sid);
-      else
-        ended(s.sid);
-    }
+void framing::send(std::uint16_t id, std::string_view data, const destination* from, std::string& to_client) {
+  const auto m = by_mux_.find(id);
+  if (m == by_mux_.end()) return;
+  stream& s = streams_.at(m->second);
+  if (s.reset) return;
+  std::string out;
+  if (!s.responded) out.push_back(static_cast<char>(status_success));
+  s.responded = true;
+  if (s.req.dest.net == network::udp) {
+    const destination* dest = nullptr;
+    if (s.req.packet_addr) dest = from != nullptr ? from : (s.first_dest ? &*s.first_dest : &s.req.dest);
+    encode_udp_packet(out, dest, data);
+  } else {
+    out.append(data);
   }
-  down_in_.erase(0, at);
+  send_data(s, out, to_client);
   if (h2_) h2_->drain(to_client);
-  return error_;
 }
 
-void bridge::send_data(stream& s, std::string_view data, std::string& to_client) {
+void framing::closed(std::uint16_t id, bool error, std::string& to_client) {
+  const auto m = by_mux_.find(id);
+  if (m == by_mux_.end()) return;
+  stream& s = streams_.at(m->second);
+  by_mux_.erase(s.mux_id);
+  s.mux_id = 0;
+  if (!s.responded && !s.reset) {
+    std::string status;
+    if (error)
+      encode_stream_error(status, "refused by vlessbenchd (its access log has the reason)");
+    else
+      status.push_back(static_cast<char>(status_success));
+    s.responded = true;
+    send_data(s, status, to_client);
+  }
+  if (!s.reset) send_close(s, to_client);
+  s.engine_end = true;
+  --live_;
+  if (s.client_fin || s.reset)
+    forget(s.sid);
+  else
+    ended(s.sid);
+  if (h2_) h2_->drain(to_client);
+}
+
+void framing::send_data(stream& s, std::string_view data, std::string& to_client) {
   if (s.closed_out) return;
   if (is_h2()) return h2_->send(s.sid, data);  // the HTTP/2 windows hold what they must
   if (!s.held.empty() || s.fin_held) {
@@ -412,7 +397,7 @@ void bridge::send_data(stream& s, std::string_view data, std::string& to_client)
   }
 }
 
-void bridge::send_close(stream& s, std::string& to_client) {
+void framing::send_close(stream& s, std::string& to_client) {
   if (s.closed_out) return;
   if (!s.held.empty()) {
     s.fin_held = true;
@@ -427,7 +412,7 @@ void bridge::send_close(stream& s, std::string& to_client) {
     smux::encode_frame(to_client, smux_version_ == 0 ? 1 : smux_version_, smux::cmd::fin, s.sid);
 }
 
-void bridge::flush(stream& s, std::string& to_client) {
+void framing::flush(stream& s, std::string& to_client) {
   if (s.held.empty()) return;
   std::string held = std::move(s.held);
   s.held.clear();
@@ -438,7 +423,7 @@ void bridge::flush(stream& s, std::string& to_client) {
   if (fin) send_close(s, to_client);
 }
 
-void bridge::credit(stream& s, std::size_t n, std::string& to_client) {
+void framing::credit(stream& s, std::size_t n, std::string& to_client) {
   if (is_h2()) return h2_->consumed(s.sid, n);
   s.recv_unacked += n;
   s.consumed += n;
@@ -453,16 +438,16 @@ void bridge::credit(stream& s, std::size_t n, std::string& to_client) {
   }
 }
 
-void bridge::ended(std::uint32_t sid) {
+void framing::ended(std::uint32_t sid) {
   ended_.push_back(sid);
   while (ended_.size() > max_ended) {
     const auto old = ended_.front();
     ended_.pop_front();
-    if (auto o = streams_.find(old); o != streams_.end() && o->second.relay_end) forget(old);
+    if (auto o = streams_.find(old); o != streams_.end() && o->second.engine_end) forget(old);
   }
 }
 
-void bridge::forget(std::uint32_t sid) {
+void framing::forget(std::uint32_t sid) {
   const auto it = streams_.find(sid);
   if (it == streams_.end()) return;
   held_ -= it->second.held.size();
@@ -470,12 +455,12 @@ void bridge::forget(std::uint32_t sid) {
   streams_.erase(it);
 }
 
-std::uint16_t bridge::free_mux_id() const {
+std::uint16_t framing::free_mux_id() const {
   while (next_mux_ == 0 || by_mux_.contains(next_mux_)) ++next_mux_;
   return next_mux_++;
 }
 
-std::string bridge::seal(std::string bytes) {
+std::string framing::seal(std::string bytes) {
   if (!req_ || !req_->padding || sealed_ >= padded_records || bytes.empty()) return bytes;
   std::string out;
   std::string_view rest(bytes);

@@ -1,4 +1,4 @@
-#include "core/runtime/mux_subs.hpp"
+#include "server/mux_subs.hpp"
 
 namespace vlessbench::mux {
 

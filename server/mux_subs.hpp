@@ -1,7 +1,7 @@
 #pragma once
 // The Mux.Cool sub-connection table of one VLESS command 3 session, as a pure state machine: each frame the
 // client sends (core/wire/mux_frame.hpp) in, what the session does with it out. No sockets; server/mux_session.hpp
-// applies the decisions and tests/unit/test_mux_subs.cpp pins them.
+// applies the decisions and tests/unit/server/test_mux_subs.cpp pins them.
 //
 // Rules (docs/sessions.md "Mux"):
 //   New      opens a sub-connection numbered 1, 2, ... in the session (route_info::sub), unless its
