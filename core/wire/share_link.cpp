@@ -104,6 +104,16 @@ std::optional<share_link> parse_share_link(std::string_view text, std::string& r
   if (const auto* v = param("encryption"); v && *v != "none")
     return fail(reason, "encryption=" + *v + " is not supported: VLESS has no encryption, use encryption=none");
 
+  // REALITY is a security layer in TLS's place: the transport's rules are TLS's.
+  if (const auto* v = param("security"); v && *v == "reality") {
+    reality_params r;
+    if (const auto* k = param("pbk")) r.public_key = *k;
+    if (const auto* s = param("sid")) r.short_id = *s;
+    if (const auto* f = param("fp"); f && !f->empty()) r.fingerprint = *f;
+    if (r.public_key.empty()) return fail(reason, "security=reality without pbk= (the server's public key)");
+    link.reality = std::move(r);
+    params["security"] = "tls";
+  }
   auto transport = parse_transport_query(params, reason);
   if (!transport) return std::nullopt;
   link.transport = std::move(*transport);
@@ -133,9 +143,16 @@ std::string format_share_link(const share_link& link) {
   std::string out = "vless://" + vless::format_uuid(link.uuid) + "@" + format_host_port(link.host, link.port);
   // security= first, then the link's own sni= and allowInsecure=, then type= and the rest.
   const auto transport = transport_query(link.transport);
-  out += "?encryption=none&security=" + percent_encode(transport.front().second);
-  if (!link.sni.empty()) out += "&sni=" + percent_encode(link.sni);
-  out += link.allow_insecure ? "&allowInsecure=1" : "&allowInsecure=0";
+  if (link.reality) {
+    out += "?encryption=none&security=reality";
+    if (!link.sni.empty()) out += "&sni=" + percent_encode(link.sni);
+    out += "&pbk=" + percent_encode(link.reality->public_key) + "&sid=" + percent_encode(link.reality->short_id) +
+           "&fp=" + percent_encode(link.reality->fingerprint);
+  } else {
+    out += "?encryption=none&security=" + percent_encode(transport.front().second);
+    if (!link.sni.empty()) out += "&sni=" + percent_encode(link.sni);
+    out += link.allow_insecure ? "&allowInsecure=1" : "&allowInsecure=0";
+  }
   for (std::size_t i = 1; i < transport.size(); ++i)
     out += "&" + std::string(transport[i].first) + "=" + percent_encode(transport[i].second);
   if (!link.flow.empty()) out += "&flow=" + percent_encode(link.flow);
