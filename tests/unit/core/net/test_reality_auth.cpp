@@ -2,7 +2,7 @@
 // vector made independently of BoringSSL: python's `cryptography` (X25519, HKDF-SHA256,
 // AES-GCM, HMAC-SHA512) sealed the session id of a hand-built ClientHello the way Xray's client
 // does (server key 01..20, client key 65..84, version 25.9.11, time 1764900000, short id
-// 0123abcd); the script is in the commit message that added this file.
+// 0123abcd): tests/unit/core/net/reality_vector.py prints it.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
