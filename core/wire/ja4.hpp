@@ -38,8 +38,8 @@ struct client_hello {
   std::uint16_t legacy_version = 0;
   std::size_t session_id_length = 0;  // the session id lies at body offset 35 (after version, random, its length)
   std::string server_name;            // the first host_name of extension 0x0000 ("" when none)
-  std::vector<std::uint16_t> supported_groups;  // extension 0x000a, in their order, GREASE included
-  std::vector<key_share_entry> key_shares;      // extension 0x0033, in their order, GREASE included
+  std::vector<std::uint16_t> supported_groups;      // extension 0x000a, in their order, GREASE included
+  std::vector<key_share_entry> key_shares;          // extension 0x0033, in their order, GREASE included
   std::vector<std::uint16_t> cipher_suites;         // as sent, GREASE included
   std::vector<std::uint16_t> extensions;            // extension types as sent, GREASE included
   std::vector<std::uint16_t> supported_versions;    // extension 0x002b, empty when absent

@@ -51,6 +51,24 @@ bool read_allow_insecure(const query_params& params, bool& allow_insecure, std::
   return true;
 }
 
+// security=reality: pbk= (required), sid=, fp=. REALITY is a security layer in TLS's place, so
+// the transport's rules are TLS's: params says security=tls afterwards.
+bool read_reality(query_params& params, share_link& link, std::string& reason) {
+  const auto security = params.find("security");
+  if (security == params.end() || security->second != "reality") return true;
+  reality_params r;
+  if (const auto k = params.find("pbk"); k != params.end()) r.public_key = k->second;
+  if (const auto s = params.find("sid"); s != params.end()) r.short_id = s->second;
+  if (const auto f = params.find("fp"); f != params.end() && !f->second.empty()) r.fingerprint = f->second;
+  if (r.public_key.empty()) {
+    reason = "security=reality without pbk= (the server's public key)";
+    return false;
+  }
+  link.reality = std::move(r);
+  security->second = "tls";
+  return true;
+}
+
 }  // namespace
 
 std::optional<share_link> parse_share_link(std::string_view text, std::string& reason) {
@@ -104,16 +122,7 @@ std::optional<share_link> parse_share_link(std::string_view text, std::string& r
   if (const auto* v = param("encryption"); v && *v != "none")
     return fail(reason, "encryption=" + *v + " is not supported: VLESS has no encryption, use encryption=none");
 
-  // REALITY is a security layer in TLS's place: the transport's rules are TLS's.
-  if (const auto* v = param("security"); v && *v == "reality") {
-    reality_params r;
-    if (const auto* k = param("pbk")) r.public_key = *k;
-    if (const auto* s = param("sid")) r.short_id = *s;
-    if (const auto* f = param("fp"); f && !f->empty()) r.fingerprint = *f;
-    if (r.public_key.empty()) return fail(reason, "security=reality without pbk= (the server's public key)");
-    link.reality = std::move(r);
-    params["security"] = "tls";
-  }
+  if (!read_reality(params, link, reason)) return std::nullopt;
   auto transport = parse_transport_query(params, reason);
   if (!transport) return std::nullopt;
   link.transport = std::move(*transport);
