@@ -48,6 +48,7 @@ struct core_kind {
   std::vector<std::string> run, check, version;
   const char* suffix;
   bool vision;  // speaks flow xtls-rprx-vision (v2ray 4.34 has no flows: it would run such a link as plain VLESS)
+  bool reality = true;  // speaks security=reality (v2ray has none; sing-box only when built with uTLS)
 };
 
 const std::vector<core_kind>& core_kinds() {
@@ -55,7 +56,7 @@ const std::vector<core_kind>& core_kinds() {
       {"mihomo", {"-d", "{dir}", "-f", "{config}"}, {"-t", "-d", "{dir}", "-f", "{config}"}, {"-v"}, ".yaml", true},
       {"sing-box", {"run", "-c", "{config}"}, {"check", "-c", "{config}"}, {"version"}, ".json", true},
       {"xray", {"run", "-c", "{config}"}, {"run", "-test", "-c", "{config}"}, {"version"}, ".json", true},
-      {"v2ray", {"-config", "{config}"}, {"-test", "-config", "{config}"}, {"-version"}, ".json", false},
+      {"v2ray", {"-config", "{config}"}, {"-test", "-config", "{config}"}, {"-version"}, ".json", false, false},
   };
   return kinds;
 }
@@ -485,13 +486,21 @@ std::vector<std::unique_ptr<core_process>> start_cores(const clients_args& a, co
     if (target) preflight(node, *target);
   for (const auto& node : nodes) {
     const std::string suffix = many ? "-" + path_name_part(node.name) : "";
-    if (!a.no_builtin) paths.push_back("builtin" + suffix + "=" + format_share_link(node));
+    // The built-in client speaks TLS, not REALITY: a REALITY node is the cores' alone.
+    if (!a.no_builtin && !node.reality) paths.push_back("builtin" + suffix + "=" + format_share_link(node));
+    if (!a.no_builtin && node.reality)
+      std::cerr << "vlessbench clients: the built-in client has no REALITY (node " << node.name << "): left out\n";
     for (const auto& [kind, exe] : cores) {
       const std::string name = std::string(kind->name) + suffix;
       if (!node.flow.empty() && !kind->vision) {
         // Its checker would accept the link and the core would silently drop the flow: the path
         // would be measured as something it is not.
         std::cerr << "vlessbench clients: " << kind->name << " has no flow " << node.flow << " (node " << node.name
+                  << "): left out for that node\n";
+        continue;
+      }
+      if (node.reality && !kind->reality) {
+        std::cerr << "vlessbench clients: " << kind->name << " has no REALITY (node " << node.name
                   << "): left out for that node\n";
         continue;
       }

@@ -186,8 +186,44 @@ std::shared_ptr<listener_runtime> daemon::make_listener_state(const planned_list
   st->tcp = p.tcp;
   st->upstream_tcp = p.upstream_tcp;
   st->transport = p.transport;
+  use_reality(*st, p.reality);
   st->generation = rt_.generation;
   return st;
+}
+
+void daemon::use_reality(listener_runtime& st, const std::optional<reality::settings>& s) {
+  if (!s) {
+    st.reality.reset();
+    st.reality_tls.reset();
+    return;
+  }
+  st.reality = std::make_shared<reality::listener_state>(*s);
+  st.reality_tls = std::make_shared<asio::ssl::context>(reality::make_context(st.reality));
+}
+
+// A REALITY listener relays refused connections to its target, by default the daemon's first
+// HTTPS target (on loopback when it listens on every address): known once the targets are bound.
+void daemon::wire_reality_fallbacks() {
+  std::optional<tcp::endpoint> https;
+  for (const auto& l : listeners_)
+    if (l->state->kind == listener_kind::https && !https) https = l->state->endpoint;
+  for (const auto& l : listeners_) {
+    auto& r = l->state->reality;
+    if (!r) continue;
+    const auto& target = r->config().target;
+    if (!target.empty()) {
+      const auto colon = target.rfind(':');
+      std::string host = target.substr(0, colon);
+      if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+      r->set_fallback(host, static_cast<std::uint16_t>(std::stoul(target.substr(colon + 1))));
+    } else if (https) {
+      auto addr = https->address();
+      if (addr.is_unspecified())
+        addr = addr.is_v4() ? asio::ip::address(asio::ip::address_v4::loopback())
+                            : asio::ip::address(asio::ip::address_v6::loopback());
+      r->set_fallback(addr.to_string(), https->port());
+    }
+  }
 }
 
 std::shared_ptr<daemon::listener> daemon::open_listener(const planned_listener& p) {
@@ -278,8 +314,9 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
                            " sessions open from this address ([limits] max_sessions_per_client)");
       continue;
     }
-    vless_server::session_start start{vless_server::listener_snapshot::of(state, tls_, rt_.cfg), rt_.next_session_id++,
-                                      peer, admit_pending(*state, socket.get_executor()), std::move(budget)};
+    vless_server::session_start start{
+        vless_server::listener_snapshot::of(state, state->reality_tls ? state->reality_tls : tls_, rt_.cfg),
+        rt_.next_session_id++, peer, admit_pending(*state, socket.get_executor()), std::move(budget)};
     const auto executor = socket.get_executor();
     asio::co_spawn(executor, vless_server::serve_session(rt_, std::move(start), std::move(socket)),
                    [](std::exception_ptr e) { log_exception(e, "vless session"); });
@@ -430,6 +467,7 @@ int daemon::run() {
   // the share links and a reload see what a "HOST:0" listener was given.
   rt_.cfg = with_bound_ports(*rt_.cfg, admin ? std::optional(admin->local_endpoint()) : std::nullopt);
   rt_.live.publish(rt_.cfg);
+  wire_reality_fallbacks();
   const auto& cfg = *rt_.cfg;
   start_workers(cfg.limits.threads);  // before any accept loop hands sessions to them
   for (auto& l : listeners_) {

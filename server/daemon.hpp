@@ -66,6 +66,9 @@ class daemon {
   // A newly accepted connection joins the pending set (evicting the oldest at the cap).
   pending_set::ticket admit_pending(const listener_runtime& l, const asio::any_io_executor& ex);
   void keep_spare_fd();
+  // security = "reality": the listener's REALITY state and context (reset without).
+  static void use_reality(listener_runtime& st, const std::optional<reality::settings>& s);
+  void wire_reality_fallbacks();
   awaitable<void> signal_loop();
   awaitable<void> drain();
   // SIGHUP (server/daemon_reload.cpp): read → plan → prepare → commit → report; a failed step keeps

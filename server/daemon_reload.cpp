@@ -7,6 +7,7 @@
 #include "core/log/logging.hpp"
 #include "core/net/tls.hpp"
 #include "server/daemon.hpp"
+#include "server/reality_keys.hpp"
 #include "server/reload_plan.hpp"
 
 #include <fmt/ranges.h>
@@ -59,7 +60,9 @@ void daemon::reload_failed(const std::string& error) {
 std::optional<std::string> daemon::read_reload_config(std::shared_ptr<const config>& next) const {
   if (!config_file_) return "running on the embedded default: there is no file to re-read";
   try {
-    next = std::make_shared<const config>(load_config_file(*config_file_));
+    auto loaded = load_config_file(*config_file_);
+    resolve_reality_keys(loaded, true);
+    next = std::make_shared<const config>(std::move(loaded));
   } catch (const config_error& e) {
     std::string joined;
     for (const auto& err : e.errors()) joined += (joined.empty() ? "" : "; ") + err;
@@ -145,6 +148,7 @@ std::vector<std::shared_ptr<daemon::listener>> daemon::commit_listeners(const re
     st.tcp = k.to.tcp;
     st.upstream_tcp = k.to.upstream_tcp;
     st.transport = k.to.transport;  // for connections accepted from now on (each copies it at accept)
+    if (k.from.reality != k.to.reality) use_reality(st, k.to.reality);
     st.generation = generation;
     next_listeners.push_back(std::move(l));
   }
@@ -211,6 +215,7 @@ std::vector<std::string> daemon::commit_reload(reload_plan& plan, std::shared_pt
       admin_.close();
   }
   publish_listeners();
+  wire_reality_fallbacks();
   try {
     write_ports_file();
   } catch (const std::exception& e) {

@@ -11,6 +11,7 @@
 #include "core/wire/net_address.hpp"
 #include "core/wire/share_link.hpp"
 #include "core/wire/vision.hpp"
+#include "core/net/reality_auth.hpp"
 #include "core/net/tls.hpp"
 
 namespace vlessbench {
@@ -22,7 +23,12 @@ share_link listener_link(const vless_listener_config& l, const user_config& u, c
   link.host = host;
   link.port = l.listen.port();
   link.transport = l.transport;
-  if (l.transport.tls) {
+  if (l.reality) {
+    // The client's SNI must be one of server_names; its proof uses the first short id.
+    link.sni = l.reality->server_names.front();
+    link.reality = reality_params{reality::encode_key(reality::public_key(l.reality->private_key)),
+                                  l.reality->short_ids_text.front(), "chrome"};
+  } else if (l.transport.tls) {
     link.sni = sni;
     link.allow_insecure = insecure;
   }
@@ -62,6 +68,10 @@ std::string transport_words(const transport_spec& t) {
   const bool wrapped =
       t.kind == transport_kind::ws || t.kind == transport_kind::httpupgrade || t.kind == transport_kind::grpc;
   return std::string(to_string(t.kind)) + (wrapped && !t.tls ? " over plain TCP" : "");
+}
+
+std::string transport_words(const vless_listener_config& l) {
+  return transport_words(l.transport) + (l.reality ? " with REALITY" : "");
 }
 
 std::vector<user_link> listener_links(const vless_listener_config& l, const config& cfg, const std::string& host,
@@ -108,7 +118,7 @@ target::index_content index_content_of(const config& cfg, std::string_view liste
       n.name = link.name;
       n.listener = l.name;
       n.user = user->name;
-      n.transport = transport_words(l.transport);
+      n.transport = transport_words(l);
       n.quickack = std::string(to_string(l.tcp.quickack));
       n.vision = !link.flow.empty();
       n.link = format_share_link(link);
@@ -187,13 +197,12 @@ void print_links(std::ostream& out, const config& cfg, const links_options& opts
                                  ": pass --host with the address clients use to reach this machine");
       host = l.listen.address().to_string();
     }
-    const transport_spec& t = l.transport;
     for (const auto& [user, link] : listener_links(l, cfg, host, opts.sni)) {
       const bool with_flow = !link.flow.empty();
       const std::string uri = format_share_link(link);
 
       out << "## " << link.name << " (listener " << l.name << ", user " << user->name << ", transport "
-          << transport_words(t) << (with_flow ? ", flow xtls-rprx-vision" : "")
+          << transport_words(l) << (with_flow ? ", flow xtls-rprx-vision" : "")
           << ", tcp quickack=" << to_string(l.tcp.quickack) << ")\n\n";
       out << "Share link (Shadowrocket, v2rayN, NekoBox):\n" << uri << "\n\n";
       if (opts.qr) out << terminal_qr(uri) << "\n";

@@ -36,6 +36,8 @@ std::vector<user_link> listener_links(const vless_listener_config& l, const conf
 
 // What a transport is, as `links` names it: "tls", "ws", "ws over plain TCP", ...
 std::string transport_words(const transport_spec& t);
+// The listener's, naming REALITY when it has it.
+std::string transport_words(const vless_listener_config& l);
 
 // The index page of [[target]] `listener` (target/index_page.hpp) under cfg, whose listeners are
 // bound (no port 0): every link of every [[vless]] listener, dialling the target's index_host or

@@ -19,6 +19,7 @@
 
 #include "server/daemon.hpp"
 #include "server/links.hpp"
+#include "server/reality_keys.hpp"
 #include "server/ports_file.hpp"
 #include "core/log/logging.hpp"
 #include "core/net/tls.hpp"
@@ -228,6 +229,7 @@ int print_links_of(const std::string& config_file, const std::string& ports_file
   }
   try {
     auto cfg = vlessbench::load_config_file(config_file);
+    vlessbench::resolve_reality_keys(cfg, false);
     if (!ports_file.empty()) resolve_from_ports_file(cfg, ports_file);
     vlessbench::print_links(std::cout, cfg, opts);
     return 0;
@@ -245,12 +247,11 @@ int start_daemon(const std::string& config_file, const std::string& ports_file, 
   try {
     std::optional<std::filesystem::path> file;
     std::shared_ptr<const vlessbench::config> cfg;
-    if (config_file.empty()) {
-      cfg = std::make_shared<const vlessbench::config>(vlessbench::default_config());
-    } else {
-      file = config_file;
-      cfg = std::make_shared<const vlessbench::config>(vlessbench::load_config_file(config_file));
-    }
+    vlessbench::config loaded =
+        config_file.empty() ? vlessbench::default_config() : vlessbench::load_config_file(config_file);
+    if (!config_file.empty()) file = config_file;
+    vlessbench::resolve_reality_keys(loaded, true);
+    cfg = std::make_shared<const vlessbench::config>(std::move(loaded));
     if (const auto problems = start_problems(*cfg, config_file, ports_file); !problems.empty()) {
       for (const auto& p : problems) std::cerr << "vlessbenchd: " << p << "\n";
       return 1;

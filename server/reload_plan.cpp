@@ -128,7 +128,7 @@ std::vector<planned_listener> listeners_of(const config& c) {
   std::vector<planned_listener> out;
   out.reserve(c.vless.size() + c.target.size());
   for (const auto& v : c.vless)
-    out.push_back({listener_kind::vless, v.name, v.listen, v.tcp, v.upstream_tcp, v.transport});
+    out.push_back({listener_kind::vless, v.name, v.listen, v.tcp, v.upstream_tcp, v.transport, v.reality});
   for (const auto& t : c.target) out.push_back({t.kind(), t.name, t.listen, t.tcp, t.tcp, {}});
   return out;
 }
@@ -164,7 +164,7 @@ reload_plan plan_reload(const config& current, const config& next) {
     // A transport change applies to connections accepted after the reload (the listener's
     // runtime carries it, each accepted connection copies it); the line says so after the
     // policies, which it leaves as they were.
-    const bool transport = from.transport != to.transport;
+    const bool transport = from.transport != to.transport || from.reality != to.reality;
     if (from.tcp != to.tcp || from.upstream_tcp != to.upstream_tcp || from.name != to.name || transport)
       plan.changes.push_back(
           fmt::format("{} \"{}\" on {}: {} -> {}{}{}", to_string(from.kind), to.name, format_endpoint(from.listen),

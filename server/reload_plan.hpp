@@ -20,8 +20,9 @@ struct planned_listener {
   std::string name;
   asio::ip::tcp::endpoint listen;
   tcp_policy tcp;
-  tcp_policy upstream_tcp;   // a target's is its tcp (it dials nothing)
-  transport_spec transport;  // a vless listener's (applies to connections accepted after a reload)
+  tcp_policy upstream_tcp;                   // a target's is its tcp (it dials nothing)
+  transport_spec transport;                  // a vless listener's (applies to connections accepted after a reload)
+  std::optional<reality::settings> reality;  // a vless listener's security = "reality"
   bool operator==(const planned_listener&) const = default;
 };
 

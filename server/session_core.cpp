@@ -134,13 +134,13 @@ void session_core::finish(const transport::facts& t, const relay_summary& r) {
   counted_for_client.reset();
   counted.reset();
   if (reason == close_reason::rejected) {
-    log_reject(t.ja4);
+    log_reject(t);
   } else {
     log_session(t, r);
   }
 }
 
-void session_core::log_reject(std::string_view ja4) {
+void session_core::log_reject(const transport::facts& t) {
   const vless_reject_event event{.session = info->session_id,
                                  .listener = listener_name,
                                  .client = info->client,
@@ -151,7 +151,9 @@ void session_core::log_reject(std::string_view ja4) {
                                  .user = info->user,
                                  .dest = dest,
                                  .duration_us = info->phases.closed.get(),
-                                 .ja4 = ja4};
+                                 .ja4 = t.ja4,
+                                 .groups = t.groups,
+                                 .key_shares = t.key_shares};
   rt.events.emit(event);
   spdlog::debug("vless {} session {} from {} rejected: {} ({})", listener_name, info->session_id, info->client,
                 reject_reason, reject_detail);
@@ -174,6 +176,8 @@ void session_core::log_session(const transport::facts& t, const relay_summary& r
                                   .sni = t.sni,
                                   .alpn = t.alpn,
                                   .ja4 = t.ja4,
+                                  .groups = t.groups,
+                                  .key_shares = t.key_shares,
                                   .transport = t.transport,
                                   .early_data = t.early_data,
                                   .policy = policy_at_accept,

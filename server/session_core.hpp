@@ -245,7 +245,7 @@ class session_core {
   }
 
  private:
-  void log_reject(std::string_view ja4);
+  void log_reject(const transport::facts& t);
   void log_session(const transport::facts& t, const relay_summary& r);
 };
 

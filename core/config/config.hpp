@@ -20,6 +20,7 @@
 #include "core/wire/uuid.hpp"
 #include "core/config/listener_kind.hpp"
 #include "core/wire/net_address.hpp"  // endpoints (listeners) and ip_network (destinations)
+#include "core/wire/reality.hpp"
 #include "core/wire/transport_spec.hpp"
 
 namespace vlessbench {
@@ -36,6 +37,9 @@ struct vless_listener_config {
   tcp_policy tcp;            // accepted client sockets
   tcp_policy upstream_tcp;   // sockets the daemon dials
   transport_spec transport;  // what carries the VLESS stream (core/wire/transport_spec.hpp)
+  // security = "reality": REALITY in place of TLS (core/wire/reality.hpp); private_key all zero
+  // until the daemon makes or loads one (reality::settings::key_generated).
+  std::optional<reality::settings> reality;
   bool operator==(const vless_listener_config&) const = default;
 };
 

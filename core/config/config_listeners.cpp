@@ -84,12 +84,99 @@ struct listener_fields {
   std::optional<asio::ip::tcp::endpoint> listen;
 };
 
+// security = "reality" and its keys (docs/configuration.md "REALITY"); nullopt for TLS. ok is
+// cleared when a key is wrong (the errors are added).
+std::optional<reality::settings> read_reality(const table_reader& r, const transport_spec& transport, bool& ok) {
+  const auto security = r.string("security").value_or("tls");
+  static constexpr std::array<std::string_view, 6> reality_keys{"private_key", "server_names",  "short_ids",
+                                                                "target",      "max_time_diff", "require_mlkem_share"};
+  if (security == "tls") {
+    for (const auto key : reality_keys)
+      if (r.find(key)) {
+        r.error(key, "only with security = \"reality\"");
+        ok = false;
+      }
+    return std::nullopt;
+  }
+  if (security != "reality") {
+    r.error("security", quote(security) + ": expected \"tls\" or \"reality\"");
+    ok = false;
+    return std::nullopt;
+  }
+  if (transport.kind != transport_kind::tls && transport.kind != transport_kind::grpc) {
+    r.error("security", "\"reality\" carries transport = \"tls\" (raw TCP) or \"grpc\"");
+    ok = false;
+  }
+  if (!transport.tls) {
+    r.error("security", "\"reality\" is the security layer: tls = false contradicts it");
+    ok = false;
+  }
+  reality::settings s;
+  if (auto key = r.string("private_key")) {
+    if (auto k = reality::decode_key(*key)) {
+      s.private_key = *k;
+    } else {
+      r.error("private_key", "expected an X25519 private key in base64url (43 characters, as `xray x25519` prints)");
+      ok = false;
+    }
+  } else {
+    s.key_generated = true;
+  }
+  s.server_names = r.strings("server_names").value_or(std::vector<std::string>{"www.example.com"});
+  if (s.server_names.empty()) {
+    r.error("server_names", "at least one name: a client's SNI must be one of them");
+    ok = false;
+  }
+  s.short_ids_text = r.strings("short_ids").value_or(std::vector<std::string>{""});
+  for (const auto& text : s.short_ids_text) {
+    if (auto id = reality::parse_short_id(text)) {
+      s.short_ids.push_back(*id);
+    } else {
+      r.error("short_ids", quote(text) + ": expected 0 to 16 hex digits, an even count");
+      ok = false;
+    }
+  }
+  if (s.short_ids_text.empty()) {
+    r.error("short_ids", "at least one (\"\" is the empty short id)");
+    ok = false;
+  }
+  s.target = r.string("target").value_or("");
+  if (!s.target.empty() && (s.target.rfind(':') == std::string::npos || s.target.back() == ':')) {
+    r.error("target", quote(s.target) + ": expected host:port");
+    ok = false;
+  }
+  if (auto ms = r.integer("max_time_diff")) {
+    if (*ms < 0 || *ms > 86'400'000) {
+      r.error("max_time_diff", "milliseconds, 0 (any) to 86400000");
+      ok = false;
+    } else {
+      s.max_time_diff_ms = static_cast<std::uint32_t>(*ms);
+    }
+  }
+  s.require_mlkem_share = r.boolean("require_mlkem_share").value_or(false);
+  return s;
+}
+
 struct vless_schema {
   static constexpr std::string_view table = "vless";
-  static constexpr std::array<std::string_view, 11> keys{
-      "name",        "listen", "tcp",  "upstream_tcp",   "transport",
-      "tls",         "path",   "host", "max_early_data", "early_data_header",
-      "service_name"};
+  static constexpr std::array<std::string_view, 18> keys{"name",
+                                                         "listen",
+                                                         "tcp",
+                                                         "upstream_tcp",
+                                                         "transport",
+                                                         "tls",
+                                                         "path",
+                                                         "host",
+                                                         "max_early_data",
+                                                         "early_data_header",
+                                                         "service_name",
+                                                         "security",
+                                                         "private_key",
+                                                         "short_ids",
+                                                         "server_names",
+                                                         "target",
+                                                         "max_time_diff",
+                                                         "require_mlkem_share"};
   // Reads every key of the kind (so all its errors are reported), then builds the listener.
   static std::optional<vless_listener_config> read(const table_reader& r, const listener_fields& f) {
     auto tcp = read_tcp_policy(r, "tcp");
@@ -101,8 +188,10 @@ struct vless_schema {
                             r.integer("max_early_data"), r.string("early_data_header"), r.string("service_name")},
                            transport);
     for (const auto& [key, message] : transport_errors) r.error(key, message);
-    if (!f.name || !f.listen || !tcp || !upstream || !transport_errors.empty()) return std::nullopt;
-    return vless_listener_config{*f.name, *f.listen, *tcp, *upstream, std::move(transport)};
+    bool reality_ok = true;
+    auto reality = read_reality(r, transport, reality_ok);
+    if (!f.name || !f.listen || !tcp || !upstream || !transport_errors.empty() || !reality_ok) return std::nullopt;
+    return vless_listener_config{*f.name, *f.listen, *tcp, *upstream, std::move(transport), std::move(reality)};
   }
 };
 

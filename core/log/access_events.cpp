@@ -33,6 +33,8 @@ std::string format_event(const vless_reject_event& e) {
       .add("phase", e.phase)
       .add("bytes_seen", e.bytes_seen);
   add_if(line, "ja4", e.ja4);
+  if (!e.groups.empty()) line.add_names("groups", e.groups);
+  if (!e.key_shares.empty()) line.add_names("key_shares", e.key_shares);
   add_if(line, "detail", e.detail);
   add_if(line, "user", e.user);
   add_if(line, "dest", e.dest);
@@ -54,6 +56,8 @@ std::string format_event(const vless_session_event& e) {
       .add("sni", e.sni)
       .add("alpn", e.alpn)
       .add("ja4", e.ja4);
+  if (!e.groups.empty()) line.add_names("groups", e.groups);
+  if (!e.key_shares.empty()) line.add_names("key_shares", e.key_shares);
   if (!e.transport.empty() && e.transport != "tls") line.add("transport", e.transport).add("early_data", e.early_data);
   line.begin_object("policy")
       .add("nodelay", e.policy.nodelay)

@@ -26,7 +26,9 @@ struct vless_reject_event {
   std::string_view user;
   std::string_view dest;
   std::optional<std::int64_t> duration_us;
-  std::string_view ja4;  // the client's TLS fingerprint, once its ClientHello arrived
+  std::string_view ja4;     // the client's TLS fingerprint, once its ClientHello arrived
+  std::string_view groups;  // its supported groups and key shares, comma-separated (arrays in the line)
+  std::string_view key_shares;
 };
 std::string format_event(const vless_reject_event& e);
 
@@ -51,6 +53,8 @@ struct vless_session_event {
   std::string_view cmd;  // "tcp", "udp", "mux"
   std::string_view tls_version, cipher, sni, alpn;
   std::string_view ja4;          // the client's TLS fingerprint (core/wire/ja4.hpp)
+  std::string_view groups;       // its ClientHello's supported groups, comma-separated (logged as an array)
+  std::string_view key_shares;   // its key shares, likewise
   std::string_view transport;    // "tls" (left out: the lines of raw TLS stay as they were), "ws", ...
   std::uint64_t early_data = 0;  // bytes of the VLESS stream that came with the upgrade request
   tcp_policy policy;             // the listener's policies at accept, with their generation

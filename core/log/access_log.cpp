@@ -135,6 +135,21 @@ json_line& json_line::end_array() {
   return *this;
 }
 
+json_line& json_line::add_names(std::string_view k, std::string_view names) {
+  key(k);
+  out_ += '[';
+  bool first = true;
+  while (!names.empty()) {
+    const auto comma = names.find(',');
+    if (!first) out_ += ',';
+    first = false;
+    append_json_string(out_, names.substr(0, comma), max_field);
+    names = comma == std::string_view::npos ? std::string_view{} : names.substr(comma + 1);
+  }
+  out_ += ']';
+  return *this;
+}
+
 const std::string& json_line::finish() {
   out_ += "}\n";
   return out_;

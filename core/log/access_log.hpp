@@ -39,6 +39,8 @@ class json_line {
   json_line& begin_array(std::string_view key);
   json_line& begin_element();
   json_line& end_array();
+  // An array of strings from comma-separated names: add_names("k", "a,b") writes "k":["a","b"].
+  json_line& add_names(std::string_view key, std::string_view comma_separated);
   const std::string& finish();  // closes the object and appends '\n'
 
  private:

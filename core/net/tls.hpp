@@ -36,6 +36,18 @@ std::string sni_received(const SSL* ssl);
 // the server context's early ClientHello callback; "" before one arrived or when the parser
 // refused it (the handshake goes on either way: BoringSSL has accepted that ClientHello).
 std::string ja4_received(const SSL* ssl);
+// The same ClientHello's supported groups and key share groups, by name (core/wire/reality.hpp:
+// group_name), comma-separated in the client's order, GREASE left out ("X25519MLKEM768,X25519").
+std::string groups_received(const SSL* ssl);
+std::string key_shares_received(const SSL* ssl);
+
+#ifdef OPENSSL_IS_BORINGSSL
+namespace detail {
+// The daemon's context's callbacks, shared with REALITY's context (core/net/reality_auth.hpp).
+ssl_select_cert_result_t record_client_hello(const SSL_CLIENT_HELLO* hello);
+int select_alpn_cb(SSL* ssl, const uint8_t** out, uint8_t* out_len, const uint8_t* in, unsigned in_len, void* arg);
+}  // namespace detail
+#endif
 
 // Self-signed certificate and key in PEM, for tests and persisted certificates.
 struct pem_pair {

@@ -21,6 +21,7 @@
 #include <openssl/digest.h>
 #include <spdlog/spdlog.h>
 
+#include "core/net/reality_auth.hpp"
 #include "core/wire/ja4.hpp"
 
 #include <openssl/bio.h>
@@ -88,32 +89,73 @@ int select_alpn(SSL* ssl, const uint8_t** out, uint8_t* out_len, const uint8_t* 
 
 }  // namespace
 
+int detail::select_alpn_cb(SSL* ssl, const uint8_t** out, uint8_t* out_len, const uint8_t* in, unsigned in_len,
+                           void* arg) {
+  return select_alpn(ssl, out, out_len, in, in_len, arg);
+}
+
 void offer_h2(SSL* ssl) { SSL_set_ex_data(ssl, h2_index(), const_cast<unsigned char*>(alpn_h2)); }
 
 namespace {
-// The SSL's JA4, owned by the SSL through ex_data and freed with it.
+// What the SSL's ClientHello said (JA4, groups, key shares), owned by the SSL through ex_data and
+// freed with it.
+struct hello_record {
+  std::string ja4;
+  std::string groups;      // supported_groups by name, comma-separated, in order
+  std::string key_shares;  // key_share groups by name, comma-separated, in order
+};
+
 int ja4_index() {
   static const int index = SSL_get_ex_new_index(
       0, nullptr, nullptr, nullptr,
-      [](void*, void* ptr, CRYPTO_EX_DATA*, int, long, void*) { delete static_cast<std::string*>(ptr); });
+      [](void*, void* ptr, CRYPTO_EX_DATA*, int, long, void*) { delete static_cast<hello_record*>(ptr); });
   return index;
+}
+
+std::string names(const std::vector<std::uint16_t>& groups) {
+  std::string out;
+  for (const auto g : groups) {
+    if (reality::group_name(g) == "GREASE") continue;
+    if (!out.empty()) out += ',';
+    out += reality::group_name(g);
+  }
+  return out;
+}
+
+const hello_record* hello_of(const SSL* ssl) {
+  const int index = ja4_index();
+  if (ssl == nullptr || index < 0) return nullptr;
+  return static_cast<const hello_record*>(SSL_get_ex_data(ssl, index));
 }
 
 // Runs before BoringSSL acts on the ClientHello. It only records: whatever the parser makes of
 // the bytes, the handshake continues. A HelloRetryRequest's second ClientHello keeps the first's.
-ssl_select_cert_result_t record_ja4(const SSL_CLIENT_HELLO* hello) {
+ssl_select_cert_result_t record_ja4(const SSL_CLIENT_HELLO* hello) { return detail::record_client_hello(hello); }
+
+}  // namespace
+
+ssl_select_cert_result_t detail::record_client_hello(const SSL_CLIENT_HELLO* hello) {
   const int index = ja4_index();
   if (index < 0 || SSL_get_ex_data(hello->ssl, index) != nullptr) return ssl_select_cert_success;
   try {
-    std::string_view reason;
-    auto fp = std::make_unique<std::string>(
-        ja4_of_client_hello(std::span(hello->client_hello, hello->client_hello_len), &reason));
-    if (fp->empty()) spdlog::debug("ja4: ClientHello not fingerprinted: {}", reason);
-    if (SSL_set_ex_data(hello->ssl, index, fp.get())) (void)fp.release();
+    auto rec = std::make_unique<hello_record>();
+    const auto parsed = parse_client_hello(std::span(hello->client_hello, hello->client_hello_len));
+    if (parsed.complete()) {
+      rec->ja4 = ja4_fingerprint(parsed.value);
+      rec->groups = names(parsed.value.supported_groups);
+      std::vector<std::uint16_t> shares;
+      for (const auto& k : parsed.value.key_shares) shares.push_back(k.group);
+      rec->key_shares = names(shares);
+    } else {
+      spdlog::debug("ja4: ClientHello not fingerprinted: {}", parsed.reason);
+    }
+    if (SSL_set_ex_data(hello->ssl, index, rec.get())) (void)rec.release();
   } catch (const std::exception&) {  // out of memory: no fingerprint, the connection goes on
   }
   return ssl_select_cert_success;
 }
+
+namespace {
 
 uint16_t to_protocol_version(const std::string& v) { return v == "1.3" ? TLS1_3_VERSION : TLS1_2_VERSION; }
 
@@ -357,10 +399,18 @@ bool ensure_certificate(const tls_config& cfg) {
 }
 
 std::string ja4_received(const SSL* ssl) {
-  const int index = ja4_index();
-  if (ssl == nullptr || index < 0) return {};
-  const auto* fp = static_cast<const std::string*>(SSL_get_ex_data(ssl, index));
-  return fp ? *fp : std::string();
+  const auto* rec = hello_of(ssl);
+  return rec ? rec->ja4 : std::string();
+}
+
+std::string groups_received(const SSL* ssl) {
+  const auto* rec = hello_of(ssl);
+  return rec ? rec->groups : std::string();
+}
+
+std::string key_shares_received(const SSL* ssl) {
+  const auto* rec = hello_of(ssl);
+  return rec ? rec->key_shares : std::string();
 }
 
 std::string certificate_sha256(const std::string& pem_file) {
@@ -414,3 +464,105 @@ asio::ssl::context make_server_context(const tls_config& cfg) {
 }
 
 }  // namespace vlessbench::tls
+
+namespace vlessbench::reality {
+namespace {
+
+// The listener state a REALITY context keeps alive, and the one it hands each connection.
+int state_index() {
+  static const int index =
+      SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, [](void*, void* ptr, CRYPTO_EX_DATA*, int, long, void*) {
+        delete static_cast<std::shared_ptr<listener_state>*>(ptr);
+      });
+  return index;
+}
+
+// An authenticated connection's signature_algorithms patch: where the entry that stands in for
+// ed25519 lies in BoringSSL's ClientHello buffer, and what it held.
+struct sigalg_patch {
+  std::uint8_t* at = nullptr;
+  std::uint8_t was[2] = {};
+};
+
+int patch_index() {
+  static const int index = SSL_get_ex_new_index(
+      0, nullptr, nullptr, nullptr,
+      [](void*, void* ptr, CRYPTO_EX_DATA*, int, long, void*) { delete static_cast<sigalg_patch*>(ptr); });
+  return index;
+}
+
+constexpr std::uint16_t sigalg_ed25519 = 0x0807;
+
+// REALITY servers sign CertificateVerify with ed25519 even when the client's list (a browser's)
+// does not name it, and REALITY clients accept that. BoringSSL signs only with what the client
+// listed, so for an authenticated connection its copy of the list shows ed25519 in the place of
+// the last entry while the extensions are parsed, and the bytes are put back (restore_sigalgs,
+// the certificate callback, which runs before the ClientHello enters the transcript).
+ssl_select_cert_result_t select_reality(const SSL_CLIENT_HELLO* hello) {
+  (void)tls::detail::record_client_hello(hello);
+  auto* patch = static_cast<sigalg_patch*>(SSL_get_ex_data(hello->ssl, patch_index()));
+  if (patch == nullptr || patch->at != nullptr) return ssl_select_cert_success;
+  const std::uint8_t* data = nullptr;
+  std::size_t len = 0;
+  if (!SSL_early_callback_ctx_extension_get(hello, TLSEXT_TYPE_signature_algorithms, &data, &len) || len < 4)
+    return ssl_select_cert_success;
+  const std::size_t list = static_cast<std::size_t>(data[0]) << 8 | data[1];
+  if (list + 2 != len || list % 2 != 0) return ssl_select_cert_success;
+  for (std::size_t i = 2; i < len; i += 2)
+    if ((static_cast<std::uint16_t>(data[i] << 8 | data[i + 1])) == sigalg_ed25519) return ssl_select_cert_success;
+  patch->at = const_cast<std::uint8_t*>(data + len - 2);
+  patch->was[0] = patch->at[0];
+  patch->was[1] = patch->at[1];
+  patch->at[0] = sigalg_ed25519 >> 8;
+  patch->at[1] = sigalg_ed25519 & 0xff;
+  return ssl_select_cert_success;
+}
+
+int restore_sigalgs(SSL* ssl, void*) {
+  auto* patch = static_cast<sigalg_patch*>(SSL_get_ex_data(ssl, patch_index()));
+  if (patch != nullptr && patch->at != nullptr) {
+    patch->at[0] = patch->was[0];
+    patch->at[1] = patch->was[1];
+    patch->at = nullptr;
+  }
+  return 1;
+}
+
+}  // namespace
+
+asio::ssl::context make_context(std::shared_ptr<listener_state> state) {
+  asio::ssl::context ctx(asio::ssl::context::tls_server);
+  SSL_CTX* native = ctx.native_handle();
+  SSL_CTX_set_min_proto_version(native, TLS1_3_VERSION);
+  SSL_CTX_set_max_proto_version(native, TLS1_3_VERSION);
+  SSL_CTX_set_options(native, SSL_OP_NO_TICKET);
+  SSL_CTX_set_num_tickets(native, 0);
+  SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_OFF);
+  SSL_CTX_set_alpn_select_cb(native, tls::detail::select_alpn_cb, nullptr);
+  SSL_CTX_set_select_certificate_cb(native, select_reality);
+  SSL_CTX_set_cert_cb(native, restore_sigalgs, nullptr);
+  auto holder = std::make_unique<std::shared_ptr<listener_state>>(std::move(state));
+  if (!SSL_CTX_set_ex_data(native, state_index(), holder.get()))
+    throw std::runtime_error("REALITY: SSL_CTX_set_ex_data");
+  (void)holder.release();
+  return ctx;
+}
+
+listener_state* state_of(SSL* ssl) {
+  if (ssl == nullptr) return nullptr;
+  const auto* holder =
+      static_cast<std::shared_ptr<listener_state>*>(SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), state_index()));
+  return holder ? holder->get() : nullptr;
+}
+
+bool use_certificate(SSL* ssl, const listener_state& state, const key32& auth_key) {
+  const auto cert = state.certificate_for(auth_key);
+  if (!SSL_use_certificate_ASN1(ssl, cert.data(), cert.size())) return false;
+  if (!SSL_use_PrivateKey(ssl, state.signing_key())) return false;
+  auto patch = std::make_unique<sigalg_patch>();
+  if (!SSL_set_ex_data(ssl, patch_index(), patch.get())) return false;
+  (void)patch.release();
+  return true;
+}
+
+}  // namespace vlessbench::reality

@@ -1,10 +1,12 @@
 #pragma once
 // One listener's live state, shared by the daemon that owns it and the connections it accepted.
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "core/net/asio_compat.hpp"
 #include "core/config/listener_kind.hpp"
+#include "core/net/reality_auth.hpp"
 #include "core/net/socket_policy.hpp"
 #include "core/wire/transport_spec.hpp"
 
@@ -21,6 +23,10 @@ struct listener_runtime {
   shared_tcp_policy tcp;
   shared_tcp_policy upstream_tcp;
   transport_spec transport;  // a vless listener's (core/wire/transport_spec.hpp)
+  // security = "reality": the listener's REALITY state and the TLS context made from it, which
+  // its connections use in place of the daemon's.
+  std::shared_ptr<reality::listener_state> reality;
+  std::shared_ptr<asio::ssl::context> reality_tls;
   std::uint64_t generation = 0;
   bool closed = false;
 };

@@ -42,7 +42,12 @@ std::string mihomo_proxy(const share_link& l, const client_entry_options& opts) 
                     "    tls: " +
                     (tls ? "true" : "false") + "\n";
   if (!l.flow.empty()) out += "    flow: " + l.flow + "\n";
-  if (tls) {
+  if (l.reality) {
+    out += "    servername: " + yaml_quote(l.sni) + "\n";
+    out += "    client-fingerprint: " + l.reality->fingerprint + "\n";
+    out += "    reality-opts:\n      public-key: " + l.reality->public_key +
+           "\n      short-id: " + yaml_quote(l.reality->short_id) + "\n";
+  } else if (tls) {
     out += "    servername: " + yaml_quote(l.sni) + "\n";
     out += std::string("    skip-cert-verify: ") + (l.allow_insecure ? "true" : "false") + "\n";
     if (!opts.fingerprint.empty())
@@ -73,7 +78,14 @@ std::string singbox_outbound(const share_link& l, const client_entry_options&) {
                               {"server_port", l.port},
                               {"uuid", vless::format_uuid(l.uuid)}};
   if (!l.flow.empty()) sing["flow"] = l.flow;
-  if (t.tls) sing["tls"] = {{"enabled", true}, {"server_name", l.sni}, {"insecure", l.allow_insecure}};
+  if (l.reality)
+    sing["tls"] = {
+        {"enabled", true},
+        {"server_name", l.sni},
+        {"utls", {{"enabled", true}, {"fingerprint", l.reality->fingerprint}}},
+        {"reality", {{"enabled", true}, {"public_key", l.reality->public_key}, {"short_id", l.reality->short_id}}}};
+  else if (t.tls)
+    sing["tls"] = {{"enabled", true}, {"server_name", l.sni}, {"insecure", l.allow_insecure}};
   if (t.kind == transport_kind::ws) {
     nlohmann::ordered_json tr{{"type", "ws"}, {"path", path_of(t)}};
     if (!t.host.empty()) tr["headers"] = {{"Host", t.host}};
@@ -96,8 +108,17 @@ std::string v2ray_outbound(const share_link& l, const client_entry_options&) {
   const transport_spec& t = l.transport;
   const bool tls = t.tls;
   // v2fly reads maxEarlyData + earlyDataHeaderName (4.39+), Xray the path's ?ed=; both are set.
-  nlohmann::ordered_json stream{{"network", std::string(link_type(t.kind))}, {"security", tls ? "tls" : "none"}};
-  if (tls) stream["tlsSettings"] = {{"serverName", l.sni}, {"allowInsecure", l.allow_insecure}};
+  nlohmann::ordered_json stream{{"network", std::string(link_type(t.kind))},
+                                {"security", l.reality ? "reality"
+                                             : tls     ? "tls"
+                                                       : "none"}};
+  if (l.reality)
+    stream["realitySettings"] = {{"serverName", l.sni},
+                                 {"fingerprint", l.reality->fingerprint},
+                                 {"publicKey", l.reality->public_key},
+                                 {"shortId", l.reality->short_id}};
+  else if (tls)
+    stream["tlsSettings"] = {{"serverName", l.sni}, {"allowInsecure", l.allow_insecure}};
   if (t.kind == transport_kind::ws) {
     const bool ed = t.max_early_data > 0;
     nlohmann::ordered_json ws{{"path", ed ? path_of(t) + "?ed=" + std::to_string(t.max_early_data) : path_of(t)}};

@@ -29,6 +29,7 @@ class reader {
   bool sub(std::size_t n, reader& out) {
     if (left() < n) return false;
     out = reader(in_.subspan(pos_, n));
+    out.set_base(position());
     pos_ += n;
     return true;
   }
@@ -61,10 +62,14 @@ class reader {
     return true;
   }
   std::span<const std::uint8_t> rest() const { return in_.subspan(pos_); }
+  // Where the cursor is, counted from the start of the outermost input.
+  std::size_t position() const { return base_ + pos_; }
+  void set_base(std::size_t base) { base_ = base; }
 
  private:
   std::span<const std::uint8_t> in_;
   std::size_t pos_ = 0;
+  std::size_t base_ = 0;
 };
 
 parse_result<client_hello> refuse(std::string_view reason) {
@@ -78,11 +83,51 @@ constexpr std::uint16_t ext_server_name = 0x0000;
 constexpr std::uint16_t ext_signature_algorithms = 0x000d;
 constexpr std::uint16_t ext_alpn = 0x0010;
 constexpr std::uint16_t ext_supported_versions = 0x002b;
+constexpr std::uint16_t ext_supported_groups = 0x000a;
+constexpr std::uint16_t ext_key_share = 0x0033;
+
+// server_name (RFC 6066): a list of (type, name); the first host_name (type 0) is kept.
+std::string_view read_server_name(reader body, client_hello& h) {
+  if (body.left() == 0) return {};  // empty: the SNI is there, without a name
+  std::uint16_t list_len = 0;
+  reader list(std::span<const std::uint8_t>{});
+  if (!body.u16(list_len) || !body.sub(list_len, list) || body.left() != 0) return "bad server_name";
+  while (list.left() > 0) {
+    std::uint8_t type = 0;
+    std::uint16_t len = 0;
+    if (!list.u8(type) || !list.u16(len) || list.left() < len) return "bad server_name";
+    const auto name = list.rest().first(len);
+    list.skip(len);
+    if (type == 0 && h.server_name.empty()) h.server_name.assign(name.begin(), name.end());
+  }
+  return {};
+}
+
+// key_share (RFC 8446 4.2.8): a list of (group, key exchange bytes), kept as offsets.
+std::string_view read_key_shares(reader body, client_hello& h) {
+  std::uint16_t list_len = 0;
+  reader list(std::span<const std::uint8_t>{});
+  if (!body.u16(list_len) || !body.sub(list_len, list) || body.left() != 0) return "bad key_share";
+  while (list.left() > 0) {
+    key_share_entry e;
+    std::uint16_t len = 0;
+    if (!list.u16(e.group) || !list.u16(len) || list.left() < len) return "bad key_share";
+    e.offset = list.position();
+    e.length = len;
+    list.skip(len);
+    h.key_shares.push_back(e);
+  }
+  return {};
+}
 
 // The extension bodies JA4 reads; every other one is only counted.
 std::string_view read_extension(std::uint16_t type, reader body, client_hello& h) {
   switch (type) {
-    case ext_server_name: h.has_sni = true; return {};
+    case ext_server_name: h.has_sni = true; return read_server_name(body, h);
+    case ext_supported_groups:
+      if (!body.u16_list<true>(h.supported_groups) || body.left() != 0) return "bad supported_groups";
+      return {};
+    case ext_key_share: return read_key_shares(body, h);
     case ext_supported_versions:
       if (!body.u16_list<false>(h.supported_versions) || body.left() != 0) return "bad supported_versions";
       return {};
@@ -186,6 +231,7 @@ parse_result<client_hello> parse_client_hello(std::span<const std::uint8_t> body
   std::uint8_t session_id_len = 0;
   if (!in.u16(h.legacy_version) || !in.skip(32)) return refuse("truncated before the session id");
   if (!in.u8(session_id_len) || session_id_len > 32 || !in.skip(session_id_len)) return refuse("bad session id");
+  h.session_id_length = session_id_len;
   if (!in.u16_list<true>(h.cipher_suites)) return refuse("bad cipher suites");
   std::uint8_t compression_len = 0;
   if (!in.u8(compression_len) || !in.skip(compression_len)) return refuse("bad compression methods");

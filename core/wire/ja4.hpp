@@ -16,6 +16,7 @@
 // (what follows the 4-byte handshake header: legacy version, random, session id, cipher suites,
 // compression methods, extensions) in, the fields JA4 reads or a reason out. It never reads past
 // the input and refuses trailing bytes, as a TLS stack does.
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -26,8 +27,19 @@
 
 namespace vlessbench {
 
+// A key_share entry (extension 0x0033): its group and where its key exchange bytes lie in the body.
+struct key_share_entry {
+  std::uint16_t group = 0;
+  std::size_t offset = 0;  // into the ClientHello body
+  std::size_t length = 0;
+};
+
 struct client_hello {
   std::uint16_t legacy_version = 0;
+  std::size_t session_id_length = 0;  // the session id lies at body offset 35 (after version, random, its length)
+  std::string server_name;            // the first host_name of extension 0x0000 ("" when none)
+  std::vector<std::uint16_t> supported_groups;      // extension 0x000a, in their order, GREASE included
+  std::vector<key_share_entry> key_shares;          // extension 0x0033, in their order, GREASE included
   std::vector<std::uint16_t> cipher_suites;         // as sent, GREASE included
   std::vector<std::uint16_t> extensions;            // extension types as sent, GREASE included
   std::vector<std::uint16_t> supported_versions;    // extension 0x002b, empty when absent

@@ -51,6 +51,24 @@ bool read_allow_insecure(const query_params& params, bool& allow_insecure, std::
   return true;
 }
 
+// security=reality: pbk= (required), sid=, fp=. REALITY is a security layer in TLS's place, so
+// the transport's rules are TLS's: params says security=tls afterwards.
+bool read_reality(query_params& params, share_link& link, std::string& reason) {
+  const auto security = params.find("security");
+  if (security == params.end() || security->second != "reality") return true;
+  reality_params r;
+  if (const auto k = params.find("pbk"); k != params.end()) r.public_key = k->second;
+  if (const auto s = params.find("sid"); s != params.end()) r.short_id = s->second;
+  if (const auto f = params.find("fp"); f != params.end() && !f->second.empty()) r.fingerprint = f->second;
+  if (r.public_key.empty()) {
+    reason = "security=reality without pbk= (the server's public key)";
+    return false;
+  }
+  link.reality = std::move(r);
+  security->second = "tls";
+  return true;
+}
+
 }  // namespace
 
 std::optional<share_link> parse_share_link(std::string_view text, std::string& reason) {
@@ -104,6 +122,7 @@ std::optional<share_link> parse_share_link(std::string_view text, std::string& r
   if (const auto* v = param("encryption"); v && *v != "none")
     return fail(reason, "encryption=" + *v + " is not supported: VLESS has no encryption, use encryption=none");
 
+  if (!read_reality(params, link, reason)) return std::nullopt;
   auto transport = parse_transport_query(params, reason);
   if (!transport) return std::nullopt;
   link.transport = std::move(*transport);
@@ -133,9 +152,16 @@ std::string format_share_link(const share_link& link) {
   std::string out = "vless://" + vless::format_uuid(link.uuid) + "@" + format_host_port(link.host, link.port);
   // security= first, then the link's own sni= and allowInsecure=, then type= and the rest.
   const auto transport = transport_query(link.transport);
-  out += "?encryption=none&security=" + percent_encode(transport.front().second);
-  if (!link.sni.empty()) out += "&sni=" + percent_encode(link.sni);
-  out += link.allow_insecure ? "&allowInsecure=1" : "&allowInsecure=0";
+  if (link.reality) {
+    out += "?encryption=none&security=reality";
+    if (!link.sni.empty()) out += "&sni=" + percent_encode(link.sni);
+    out += "&pbk=" + percent_encode(link.reality->public_key) + "&sid=" + percent_encode(link.reality->short_id) +
+           "&fp=" + percent_encode(link.reality->fingerprint);
+  } else {
+    out += "?encryption=none&security=" + percent_encode(transport.front().second);
+    if (!link.sni.empty()) out += "&sni=" + percent_encode(link.sni);
+    out += link.allow_insecure ? "&allowInsecure=1" : "&allowInsecure=0";
+  }
   for (std::size_t i = 1; i < transport.size(); ++i)
     out += "&" + std::string(transport[i].first) + "=" + percent_encode(transport[i].second);
   if (!link.flow.empty()) out += "&flow=" + percent_encode(link.flow);

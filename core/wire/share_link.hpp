@@ -15,6 +15,16 @@
 
 namespace vlessbench {
 
+// security=reality's parameters (Xray's link form): pbk= the server's X25519 public key
+// (base64url), sid= a short id (hex), fp= the uTLS fingerprint the client imitates. sni= is the
+// link's sni.
+struct reality_params {
+  std::string public_key;
+  std::string short_id;
+  std::string fingerprint = "chrome";
+  bool operator==(const reality_params&) const = default;
+};
+
 struct share_link {
   uuid_bytes uuid{};
   std::string host;  // without brackets for IPv6
@@ -24,7 +34,8 @@ struct share_link {
   std::string flow;  // empty, or xtls-rprx-vision (type=tcp, security=tls only)
   // security=, type=, path=, host=, ed=, serviceName=, mode= (core/wire/transport_spec.hpp)
   transport_spec transport;
-  std::string name;  // fragment, percent-decoded
+  std::string name;                       // fragment, percent-decoded
+  std::optional<reality_params> reality;  // security=reality (raw TCP or grpc; transport.tls is true)
   bool operator==(const share_link&) const = default;
 };
 

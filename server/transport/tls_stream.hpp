@@ -27,10 +27,12 @@
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <spdlog/spdlog.h>
 
 #include "server/buffer_pool.hpp"
 #include "core/net/policy_stream.hpp"
 #include "core/net/tls.hpp"
+#include "server/transport/reality.hpp"
 #include "server/transport/transport.hpp"
 
 namespace vlessbench {
@@ -65,8 +67,16 @@ class tls_stream {
   // tls_handshake_failed after a failed open(); TLS errors later are the session's to name.
   std::optional<std::string_view> failure() const { return failure_; }
   transport::facts facts() const {
-    return {to_string(transport_kind::tls), tls::version_name(ssl_),  tls::cipher_name(ssl_),
-            tls::sni_received(ssl_),        tls::alpn_selected(ssl_), tls::ja4_received(ssl_)};
+    transport::facts f{to_string(transport_kind::tls), tls::version_name(ssl_),  tls::cipher_name(ssl_),
+                       tls::sni_received(ssl_),        tls::alpn_selected(ssl_), tls::ja4_received(ssl_)};
+    f.groups = tls::groups_received(ssl_);
+    f.key_shares = tls::key_shares_received(ssl_);
+    if (refused_hello_) {  // REALITY relayed it: BoringSSL never saw it
+      f.ja4 = refused_hello_->ja4;
+      f.groups = refused_hello_->groups;
+      f.key_shares = refused_hello_->key_shares;
+    }
+    return f;
   }
 
   template <class Token>
@@ -74,7 +84,8 @@ class tls_stream {
     return run<false>([](SSL* s) { return SSL_do_handshake(s); }, std::forward<Token>(token));
   }
 
-  // The transport's opening: the TLS handshake (server side).
+  // The transport's opening: the TLS handshake (server side); on a REALITY listener the
+  // ClientHello is judged first (server/transport/reality.hpp).
   awaitable<std::error_code> open(const transport::open_clock& clock);
 
   template <class MutableBufferSequence, class Token>
@@ -325,9 +336,20 @@ class tls_stream {
     return m;
   }
 
+  // REALITY: the ClientHello read and judged; authenticated, BoringSSL reads those bytes first.
+  awaitable<std::error_code> open_reality(reality::listener_state& state);
+  void preload(const std::vector<std::uint8_t>& bytes) {
+    in_rest_ = std::make_unique<char[]>(bytes.size());
+    std::memcpy(in_rest_.get(), bytes.data(), bytes.size());
+    in_ = in_rest_.get();
+    in_pos_ = 0;
+    in_used_ = bytes.size();
+  }
+
   policy_stream next_;
   SSL* ssl_ = nullptr;
-  std::optional<std::string_view> failure_;  // failure()
+  std::unique_ptr<reality::opening> refused_hello_;  // a REALITY refusal's ClientHello facts
+  std::optional<std::string_view> failure_;          // failure()
   // Ciphertext received and not yet given to BoringSSL: in_ points into the pooled block, or into
   // in_rest_ once release_read_ahead() moved a remainder there.
   buffer_pool::block in_block_;
@@ -341,7 +363,29 @@ class tls_stream {
   unsigned inline_streak_ = 0;  // completions in a row without a wait (run())
 };
 
+inline awaitable<std::error_code> tls_stream::open_reality(reality::listener_state& state) {
+  std::error_code read_error;
+  auto judged = co_await reality::read_and_judge(next_, state, read_error);
+  if (judged.why == reality::refusal::none) {
+    if (!reality::use_certificate(ssl_, state, judged.auth_key)) co_return asio::error::no_memory;
+    preload(judged.hello);
+    co_return std::error_code{};
+  }
+  failure_ = reality::to_string(judged.why);
+  refused_hello_ = std::make_unique<reality::opening>();
+  refused_hello_->ja4 = judged.ja4;
+  refused_hello_->groups = judged.groups;
+  refused_hello_->key_shares = judged.key_shares;
+  if (read_error) co_return read_error;
+  const auto ended = co_await reality::relay_to_target(socket(), state, judged.hello);
+  spdlog::debug("REALITY fallback: {}", ended);
+  co_return reality::make_error_code(judged.why);
+}
+
 inline awaitable<std::error_code> tls_stream::open(const transport::open_clock& clock) {
+  if (auto* state = reality::state_of(ssl_)) {
+    if (auto refused = co_await open_reality(*state)) co_return refused;
+  }
   auto [ec] = co_await async_handshake(asio::ssl::stream_base::server, as_tuple_awaitable);
   if (ec)
     failure_ = "tls_handshake_failed";

@@ -71,6 +71,8 @@ struct facts {
   std::string alpn;
   std::string ja4;               // the client's TLS fingerprint (core/wire/ja4.hpp); "" without TLS
   std::uint64_t early_data = 0;  // bytes of the VLESS stream that came with the upgrade request
+  std::string groups;            // the ClientHello's supported groups, comma-separated names ("" without TLS)
+  std::string key_shares;        // its key shares, likewise ("X25519MLKEM768,X25519")
 };
 
 // What a transport can do beyond the byte stream. Every transport states all of it (a
