@@ -21,10 +21,11 @@ std::filesystem::path key_file(const config& c, const std::string& listener) {
 void resolve_reality_keys(config& c, bool create) {
   for (auto& v : c.vless) {
     if (!v.reality || !v.reality->key_generated) continue;
-    if (c.tls.cert.empty() || !c.tls.generate) {
-      v.reality->private_key = reality::generate_private_key();
-      continue;
-    }
+    if (c.tls.cert.empty() || !c.tls.generate)
+      throw std::runtime_error("listener " + v.name +
+                               ": security = \"reality\" without private_key needs [tls] generate = true (the "
+                               "daemon keeps the key it makes beside the certificate); or set private_key "
+                               "(`xray x25519` makes one)");
     const auto path = key_file(c, v.name);
     std::ifstream in(path);
     std::string line;
@@ -36,10 +37,9 @@ void resolve_reality_keys(config& c, bool create) {
       v.reality->private_key = *key;
       continue;
     }
-    if (!create) {
-      v.reality->private_key = reality::generate_private_key();
-      continue;
-    }
+    if (!create)
+      throw std::runtime_error("listener " + v.name + ": no REALITY key yet (" + path.string() +
+                               "): the daemon makes it at its first start; start it once, or set private_key");
     v.reality->private_key = reality::generate_private_key();
     const auto old_mask = ::umask(077);
     std::ofstream out(path, std::ios::trunc);

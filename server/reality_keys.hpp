@@ -7,7 +7,10 @@
 
 namespace vlessbench {
 
-// Fills every generated key of c. Throws std::runtime_error naming the file on I/O errors.
+// Fills every REALITY listener's key that the config leaves to the daemon from its file beside the
+// certificate ([tls] generate), made there when create is set and it is missing. Throws
+// std::runtime_error with the reason and the remedy: no [tls] generate to keep a key, a file that
+// holds no key or cannot be written, or (create unset: `links`) no key made yet.
 void resolve_reality_keys(config& c, bool create);
 
 }  // namespace vlessbench
