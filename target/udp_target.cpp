@@ -128,7 +128,8 @@ awaitable<void> udp_echo_target::serve() {
     f.last = now;
     ++f.packets_in;
     f.bytes_in += n;
-    // Never longer than the datagram (no amplifier): the trailer takes the datagram's last bytes.
+    // Never longer than a direct datagram (no amplifier): the trailer takes the datagram's last bytes.
+    // A relayed one too short for it gets it appended: its answer goes back into the session.
     const udp_echo_answer echo = format_udp_echo(std::string_view(buf.data(), n), name_, f.route.get());
     if (echo.form == udp_echo_form::none) {
       ++f.unanswered;
