@@ -568,6 +568,15 @@ CLI::App* add_clients_command(CLI::App& app, clients_args& ca) {
       ->delimiter(',')
       ->check(CLI::IsMember({"mihomo", "sing-box", "xray", "v2ray"}));
   clients->add_flag("--no-builtin", ca.no_builtin, "leave the built-in client out");
+  clients->add_flag("--delay-tests", ca.delay_tests,
+                    "instead of a run: each core's own delay test (mihomo's controller, unified-delay off and on) "
+                    "or its formula (emulated: v2rayN, sing-box, Xray observatory) beside the true new and reused "
+                    "times, in one table");
+  clients->add_option("--delay-count", ca.delay_count, "--delay-tests: tests and samples per core and node")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  clients->add_option("--daemon-log", ca.daemon_log,
+                      "--delay-tests: the daemon's access log, for the phases of the delay tests' own requests");
   clients->add_option("--out", ca.out, "output directory (the run's files; the cores' configs and logs in cores/)")
       ->capture_default_str();
   clients->allow_extras();

@@ -1,4 +1,5 @@
 #include "runner/clients.hpp"
+#include "runner/clients_detail.hpp"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -37,19 +38,10 @@
 #include "runner/report.hpp"
 
 namespace vlessbench::runner {
-namespace {
+namespace clients_detail {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-
-// What each core is called with: {config} and {dir} are filled in.
-struct core_kind {
-  const char* name;
-  std::vector<std::string> run, check, version;
-  const char* suffix;
-  bool vision;  // speaks flow xtls-rprx-vision (v2ray 4.34 has no flows: it would run such a link as plain VLESS)
-  bool reality = true;  // speaks security=reality (v2ray has none; sing-box only when built with uTLS)
-};
 
 const std::vector<core_kind>& core_kinds() {
   static const std::vector<core_kind> kinds = {
@@ -300,24 +292,14 @@ std::string config_text(const core_kind& k, const share_link& link, std::uint16_
   return cfg.dump(2) + "\n";
 }
 
-// One started core; stopped (SIGTERM, then SIGKILL after 3 s) when it goes.
-struct core_process {
-  std::string name;
-  pid_t pid = -1;
-  std::uint16_t port = 0;
-  fs::path log;
-  core_process() = default;
-  core_process(const core_process&) = delete;
-  core_process& operator=(const core_process&) = delete;
-  ~core_process() {
-    if (pid <= 0) return;
-    ::kill(pid, SIGTERM);
-    if (!wait_for(pid, 3000ms)) {
-      ::kill(pid, SIGKILL);
-      wait_for(pid, 2000ms);
-    }
+core_process::~core_process() {
+  if (pid <= 0) return;
+  ::kill(pid, SIGTERM);
+  if (!wait_for(pid, 3000ms)) {
+    ::kill(pid, SIGKILL);
+    wait_for(pid, 2000ms);
   }
-};
+}
 
 std::string first_line_of_output(const fs::path& exe, const std::vector<std::string>& args, const fs::path& dir) {
   const fs::path log = dir / "version.txt";
@@ -333,7 +315,7 @@ std::string first_line_of_output(const fs::path& exe, const std::vector<std::str
   return line;
 }
 
-}  // namespace
+}  // namespace clients_detail
 
 std::string path_name_part(const std::string& text) {
   std::string out;
@@ -342,9 +324,7 @@ std::string path_name_part(const std::string& text) {
   return out.empty() ? "node" : out.substr(0, 40);
 }
 
-namespace {
-
-using core_list = std::vector<std::pair<const core_kind*, fs::path>>;
+namespace clients_detail {
 
 // The nodes: --link and the vless:// lines of --links, each with a name.
 std::vector<share_link> read_nodes(const clients_args& a) {
@@ -530,11 +510,14 @@ std::vector<std::unique_ptr<core_process>> start_cores(const clients_args& a, co
   return running;
 }
 
-}  // namespace
+}  // namespace clients_detail
+
+using namespace clients_detail;
 
 int do_clients(const clients_args& a, const std::string& self) {
   const std::vector<share_link> nodes = read_nodes(a);
   const core_list cores = find_cores(a);
+  if (a.delay_tests) return do_delay_tests(a, nodes, cores);
 
   const fs::path out = a.out;
   const fs::path work = out / "cores";

@@ -19,6 +19,11 @@ struct clients_args {
   bool no_builtin = false;              // leave the built-in client out
   std::string out = "results/clients";
   std::vector<std::string> run_args;  // passed on to `vlessbench run`
+  // --delay-tests: instead of a run, each core's own delay test (mihomo's controller) or its
+  // documented formula (emulated) beside the true new and reused times (docs/clients.md).
+  bool delay_tests = false;
+  int delay_count = 5;     // delay tests, new and reused samples per core and node
+  std::string daemon_log;  // the daemon's access log: the phases of the delay tests' requests
 };
 
 int do_clients(const clients_args& a, const std::string& self);

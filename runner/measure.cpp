@@ -13,13 +13,19 @@
 #include <optional>
 
 #include "core/wire/dns_message.hpp"
+#include "core/wire/ntp_message.hpp"
 #include "core/wire/server_timing.hpp"
+#include "core/wire/stun_message.hpp"
 #include "runner/datagram.hpp"
 #include "runner/tunnel.hpp"
 
 namespace vlessbench::runner {
 
 namespace {
+
+// A stun:// request's size: room for the answer's XOR-MAPPED-ADDRESS (IPv6) and a SOFTWARE naming
+// a route of the length udp_echo_room allows for.
+constexpr std::size_t stun_request_room = 20 + 24 + 4 + 236;
 
 // On a terminal a bar with an ETA, redrawn at most every 100 ms; elsewhere (a log, a pipe) one line
 // every `every_s` seconds, so a long run in CI or under nohup still shows it is alive.
@@ -307,6 +313,27 @@ datagram_probe plan_datagram(const state& st, std::uint64_t seq, const std::stri
               return r.complete() && r.value.id == id;
             }};
   }
+  if (st.opts.target.scheme == target_scheme::ntp) {
+    // The transmit time is the sample's tag: the answer's origin echoes it.
+    const auto now =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch());
+    const std::uint64_t transmit = ntp::from_unix_ns(static_cast<std::uint64_t>(now.count())) ^ (seq & 0xFFFF);
+    return {ntp::format_request(transmit), [transmit](std::string_view reply) {
+              const auto r = ntp::parse_packet(reply);
+              return r.complete() && r.value.mode == ntp::mode_server && r.value.origin == transmit;
+            }};
+  }
+  if (st.opts.target.scheme == target_scheme::stun) {
+    stun::transaction_id id{};
+    for (std::size_t i = 0; i < 8; ++i) id[i] = static_cast<std::uint8_t>(seq >> (8 * i));
+    const std::uint32_t run_tag = stun::crc32(st.opts.run_id);
+    for (std::size_t i = 0; i < 4; ++i) id[8 + i] = static_cast<std::uint8_t>(run_tag >> (8 * i));
+    // Padded: a direct source's answer is never longer than its request, and SOFTWARE names the route.
+    return {stun::format_request(id, stun_request_room), [id](std::string_view reply) {
+              const auto r = stun::parse_response(reply);
+              return r.complete() && r.value.id == id;
+            }};
+  }
   std::string line = format_echo_line(st.opts.run_id, seq, name);
   line.pop_back();  // the echo's trailer starts with its own newline
   // The echo is never longer than the datagram: room for its route trailer after the line.
@@ -336,6 +363,13 @@ void record_datagram(sample& s, target_scheme scheme, const std::string& reply, 
       s.ok = false;
       s.error = "dns: no A record in the answer";
     }
+  } else if (scheme == target_scheme::stun) {
+    // SOFTWARE: "<listener> <route>"; absent when the padded request still left no room for it.
+    const auto r = stun::parse_response(reply);
+    const auto sp = r.value.software.find(' ');
+    if (sp != std::string::npos) s.route = parse_route_header(std::string_view(r.value.software).substr(sp + 1));
+  } else if (scheme == target_scheme::ntp) {
+    // The NTP answer has no room for the route: the target's udp.packet line proves it (verify).
   } else {
     const auto echo = parse_udp_echo(reply);
     if (echo.complete()) {

@@ -140,11 +140,15 @@ std::string_view to_string(target_scheme s) {
     case target_scheme::banner: return "banner";
     case target_scheme::udp: return "udp";
     case target_scheme::dns: return "dns";
+    case target_scheme::ntp: return "ntp";
+    case target_scheme::stun: return "stun";
   }
   return "?";
 }
 
-bool is_datagram(target_scheme s) { return s == target_scheme::udp || s == target_scheme::dns; }
+bool is_datagram(target_scheme s) {
+  return s == target_scheme::udp || s == target_scheme::dns || s == target_scheme::ntp || s == target_scheme::stun;
+}
 
 bool check_paths_for_target(const std::vector<path_spec>& paths, const target_url& target, std::string& reason) {
   if (!is_datagram(target.scheme)) return true;
@@ -202,16 +206,22 @@ bool normalize_dns_name(std::string& name) {
   return ok && label > 0;
 }
 
+bool takes_no_path(target_scheme s) {
+  return s == target_scheme::banner || s == target_scheme::udp || s == target_scheme::ntp || s == target_scheme::stun;
+}
+
 }  // namespace
 
 std::optional<target_url> parse_target_url(std::string_view text, std::string& reason) {
   // Each scheme with its default port (0: none, the URL must name one).
-  static constexpr std::array<std::tuple<std::string_view, target_scheme, std::uint16_t>, 5> schemes{{
+  static constexpr std::array<std::tuple<std::string_view, target_scheme, std::uint16_t>, 7> schemes{{
       {"http://", target_scheme::http, 80},
       {"https://", target_scheme::https, 443},
       {"banner://", target_scheme::banner, 0},
       {"udp://", target_scheme::udp, 0},
       {"dns://", target_scheme::dns, 53},
+      {"ntp://", target_scheme::ntp, 123},
+      {"stun://", target_scheme::stun, 3478},
   }};
   target_url url;
   std::size_t scheme_len = 0;
@@ -223,13 +233,13 @@ std::optional<target_url> parse_target_url(std::string_view text, std::string& r
     break;
   }
   if (scheme_len == 0) {
-    reason = "target must be an http://, https://, banner://, udp:// or dns:// URL (got '" + std::string(text) + "')";
+    reason = "target must be an http, https, banner, udp, dns, ntp or stun URL (got '" + std::string(text) + "')";
     return std::nullopt;
   }
   std::string_view rest = text.substr(scheme_len);
   const auto slash = rest.find('/');
   std::string_view authority = rest.substr(0, slash);
-  const bool no_path = url.scheme == target_scheme::banner || url.scheme == target_scheme::udp;
+  const bool no_path = takes_no_path(url.scheme);
   if (no_path && slash != std::string_view::npos && slash + 1 != rest.size()) {
     reason = "a " + std::string(to_string(url.scheme)) + ":// target has no path";
     return std::nullopt;

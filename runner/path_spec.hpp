@@ -69,10 +69,11 @@ struct path_spec {
 // the runner opens through the tunnel (its handshake is the inner_tls phase), or a server that
 // speaks first (the daemon's [[banner]]: time to the first server byte, then an echo), or a UDP
 // target: the daemon's [[udp_target]] echo (one datagram's round trip) or its [[dns]] responder
-// (one A query's time), both carried as datagrams (docs/runner.md "UDP and DNS targets").
-enum class target_scheme { http, https, banner, udp, dns };
-std::string_view to_string(target_scheme s);  // "http", "https", "banner", "udp", "dns"
-bool is_datagram(target_scheme s);            // udp, dns
+// (one A query's time), or a [[udp_target]] in mode "ntp" (one NTP v4 query) or "stun" (one STUN
+// Binding request), all carried as datagrams (docs/runner.md "UDP and DNS targets").
+enum class target_scheme { http, https, banner, udp, dns, ntp, stun };
+std::string_view to_string(target_scheme s);  // "http", "https", "banner", "udp", "dns", "ntp", "stun"
+bool is_datagram(target_scheme s);            // udp, dns, ntp, stun
 
 struct target_url {
   target_scheme scheme = target_scheme::http;
@@ -84,7 +85,8 @@ struct target_url {
 };
 
 // `http://HOST[:PORT][/PATH]`, `https://HOST[:PORT][/PATH]` (port 443 by default),
-// `banner://HOST:PORT` or `udp://HOST:PORT` (a port is required, no path), or
+// `banner://HOST:PORT`, `udp://HOST:PORT`, `ntp://HOST[:PORT]` (123 by default) or
+// `stun://HOST[:PORT]` (3478 by default) (no path), or
 // `dns://HOST[:PORT]/NAME` (port 53 by default; NAME a DNS name, queried for A).
 std::optional<target_url> parse_target_url(std::string_view text, std::string& reason);
 

@@ -83,7 +83,9 @@ class verifier {
 
     const std::string target_text = summary["run"].value("target", "");
     banner_run_ = target_text.rfind("banner://", 0) == 0;
-    udp_run_ = target_text.rfind("udp://", 0) == 0;
+    // ntp:// and stun:// samples go to [[udp_target]]s too: proven by their udp.packet lines.
+    udp_run_ = target_text.rfind("udp://", 0) == 0 || target_text.rfind("ntp://", 0) == 0 ||
+               target_text.rfind("stun://", 0) == 0;
     dns_run_ = target_text.rfind("dns://", 0) == 0;
     if (dns_run_) {
       std::string why;
@@ -352,8 +354,9 @@ log_query run_log_query(const std::string& summary_json, std::chrono::seconds si
   log_query q;
   q.run = summary["run"]["id"].get<std::string>();
   const std::string target = summary["run"].value("target", "");
-  for (const auto& [scheme, event] : {std::pair{"banner://", "banner.connection"}, std::pair{"udp://", "udp.packet"},
-                                      std::pair{"dns://", "dns.query"}})
+  for (const auto& [scheme, event] :
+       {std::pair{"banner://", "banner.connection"}, std::pair{"udp://", "udp.packet"},
+        std::pair{"dns://", "dns.query"}, std::pair{"ntp://", "udp.packet"}, std::pair{"stun://", "udp.packet"}})
     if (target.rfind(scheme, 0) == 0) q.events.emplace_back(event);
   if (q.events.empty()) return q;
   std::tm tm{};

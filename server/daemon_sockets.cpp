@@ -44,7 +44,7 @@ std::shared_ptr<target::udp_echo_target> daemon::open_udp_target(const udp_liste
   if (ec)
     throw std::runtime_error(fmt::format("udp_target listener \"{}\" cannot bind {}: {}", c.name,
                                          format_endpoint(as_tcp(c.listen)), ec.message()));
-  return std::make_shared<target::udp_echo_target>(target_, c.name, std::move(sock));
+  return std::make_shared<target::udp_echo_target>(target_, c.name, std::move(sock), c.mode);
 }
 
 std::shared_ptr<target::dns_responder> daemon::open_dns(const dns_listener_config& c) {
@@ -98,14 +98,15 @@ void daemon::commit_sockets(const reload_plan& plan, opened_sockets opened) {
   }
   for (const auto& [from, to] : plan.udp_targets.keep) {
     for (auto& u : udp_targets_)
-      if (u->endpoint() == from.listen) u->rename(to.name);
+      if (u->endpoint() == from.listen) u->update(to.name, to.mode);
   }
   for (const auto& [from, to] : plan.dns.keep) {
     for (auto& d : dns_)
       if (d->endpoint() == from.listen) d->update(to.name, zone_of(to));
   }
   for (auto& u : opened.udp_targets) {
-    spdlog::info("udp_target listener \"{}\" on {}", u->name(), format_endpoint(as_tcp(u->endpoint())));
+    spdlog::info("udp_target listener \"{}\" ({}) on {}", u->name(), to_string(u->mode()),
+                 format_endpoint(as_tcp(u->endpoint())));
     u->start();
     udp_targets_.push_back(std::move(u));
   }

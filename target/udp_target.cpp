@@ -6,7 +6,10 @@
 
 #include "core/log/access_events.hpp"
 #include "core/log/logging.hpp"
+#include "core/wire/net_address.hpp"
+#include "core/wire/ntp_message.hpp"
 #include "core/wire/route_header.hpp"
+#include "core/wire/stun_message.hpp"
 #include "core/net/udp_dest.hpp"
 #include "core/runtime/udp_guard.hpp"
 
@@ -14,12 +17,13 @@ namespace vlessbench::target {
 
 using udp = asio::ip::udp;
 
-udp_echo_target::udp_echo_target(target_context& ctx, std::string name, udp::socket socket)
+udp_echo_target::udp_echo_target(target_context& ctx, std::string name, udp::socket socket, udp_mode mode)
     : ctx_(ctx),
       name_(std::move(name)),
       socket_(std::move(socket)),
       sweep_timer_(socket_.get_executor()),
-      refusals_(std::make_shared<udp_refusals>(ctx, socket_.get_executor(), "udp_target")) {
+      refusals_(std::make_shared<udp_refusals>(ctx, socket_.get_executor(), "udp_target")),
+      mode_(mode) {
   std::error_code ec;
   local_ = socket_.local_endpoint(ec);
   // On a wildcard address each datagram's own destination completes its flow's identity.
@@ -128,8 +132,16 @@ awaitable<void> udp_echo_target::serve() {
     f.last = now;
     ++f.packets_in;
     f.bytes_in += n;
-    // Never longer than the datagram (no amplifier): the trailer takes the datagram's last bytes.
-    const udp_echo_answer echo = format_udp_echo(std::string_view(buf.data(), n), name_, f.route.get());
+    udp_echo_answer echo;
+    if (mode_ == udp_mode::echo) {
+      // Never longer than a direct datagram (no amplifier): the trailer takes the datagram's last bytes.
+      // A relayed one too short for it gets it appended: its answer goes back into the session.
+      echo = format_udp_echo(std::string_view(buf.data(), n), name_, f.route.get());
+    } else {
+      probe_answer a = answer_probe(std::string_view(buf.data(), n), d.peer, d.local, f.route.get());
+      if (!a.refusal.empty()) refusals_->note(name_, a.refusal, d.peer);
+      if (!a.bytes.empty()) echo = {udp_echo_form::full, std::move(a.bytes)};
+    }
     if (echo.form == udp_echo_form::none) {
       ++f.unanswered;
       ctx_.hub.udp_echo_counted(name_, udp_echo_form::none, n, 0);
@@ -148,6 +160,49 @@ awaitable<void> udp_echo_target::serve() {
       }
     }
   }
+}
+
+udp_echo_target::probe_answer udp_echo_target::answer_probe(std::string_view datagram, const udp::endpoint& peer,
+                                                            const udp::endpoint& local, const route_info* route) {
+  // The NTP clock is read at arrival, before anything else is spent on the request.
+  const auto arrival = std::chrono::system_clock::now();
+  // What a forged source could reflect is limited as the DNS responder's answers are: not a VLESS
+  // session's relay, nor a loopback source or the address the request was sent to.
+  const auto source = unmapped(peer.address());
+  if (!route && !source.is_loopback() && source != unmapped(local.address())) {
+    const limits_config l = ctx_.limits();
+    const rrl_settings s{.responses_per_second = l.dns_rrl_responses_per_second, .slip = 0, .window = l.dns_rrl_window};
+    if (rrl_.check(peer.address(), s, std::chrono::steady_clock::now()) != rrl_action::answer)
+      return {{}, "rate_limited"};
+  }
+  const auto ntp_now = [](std::chrono::system_clock::time_point t) {
+    return ntp::from_unix_ns(
+        static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count()));
+  };
+  if (mode_ == udp_mode::ntp) {
+    const auto r = ntp::parse_request(datagram);
+    if (!r.complete()) return {{}, r.reason};
+    // 48 bytes, never more than the request: no room for the route, which the flow line proves.
+    return {ntp::format_response(r.value, ntp_now(arrival), ntp_now(std::chrono::system_clock::now())), {}};
+  }
+  const auto r = stun::parse_request(datagram);
+  if (!r.complete()) return {{}, r.reason};
+  stun::mapped_address mapped;
+  const auto from = unmapped(peer.address());
+  mapped.v6 = from.is_v6();
+  mapped.port = peer.port();
+  if (mapped.v6) {
+    const auto b = from.to_v6().to_bytes();
+    std::copy(b.begin(), b.end(), mapped.bytes.begin());
+  } else {
+    const auto b = from.to_v4().to_bytes();
+    std::copy(b.begin(), b.end(), mapped.bytes.begin());
+  }
+  const std::string software = name_ + " " + format_route_header(route);
+  // A relayed request's answer goes back into its session: no size bound; a direct one's is its size.
+  std::string answer = stun::format_response(r.value, mapped, software, route ? 0 : datagram.size());
+  if (answer.empty()) return {{}, "stun_answer_larger_than_request"};
+  return {std::move(answer), {}};
 }
 
 // Logs and forgets the flows idle for [limits] udp_idle_timeout_ms, checking a

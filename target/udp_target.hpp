@@ -6,6 +6,12 @@
 // VLESS UDP session's upstream socket (the route registry, as TCP upstreams),
 // or `direct`. Logged as one `udp.packet` line per flow (source address): never
 // a line per datagram.
+// In mode "ntp" or "stun" ([[udp_target]] mode, docs/target.md) it answers as an NTP server (mode 4,
+// the daemon's clock; core/wire/ntp_message.hpp) or a STUN server (Binding success with
+// XOR-MAPPED-ADDRESS and SOFTWARE naming the route; core/wire/stun_message.hpp) instead, for the
+// UDP delay tests clients ship; the same flow lines prove the route. A direct source's answer is
+// never longer than its request, and direct sources are rate limited per prefix as the DNS
+// responder's answers are (target/dns_rrl.hpp, [limits] dns_rrl_*); a limited request is dropped.
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -13,7 +19,9 @@
 #include <string>
 #include <utility>
 
+#include "core/config/config.hpp"
 #include "core/net/asio_compat.hpp"
+#include "target/dns_rrl.hpp"
 #include "target/target_context.hpp"
 #include "target/udp_refusals.hpp"
 
@@ -27,12 +35,18 @@ class udp_echo_target : public std::enable_shared_from_this<udp_echo_target> {
 
   // socket: bound already (the daemon binds, so a failure names the listener at
   // start).
-  udp_echo_target(target_context& ctx, std::string name, asio::ip::udp::socket socket);
+  udp_echo_target(target_context& ctx, std::string name, asio::ip::udp::socket socket, udp_mode mode = udp_mode::echo);
   void start();  // serves on the socket's executor until stop()
   void stop();   // closes the socket; every open flow is logged ("stop")
   const std::string& name() const { return name_; }
   // A reload that keeps the endpoint: flows and their routes stay, later lines carry the name.
   void rename(std::string name) { name_ = std::move(name); }
+  // The same, with the mode the reload gives it (the next datagram is answered in it).
+  void update(std::string name, udp_mode mode) {
+    name_ = std::move(name);
+    mode_ = mode;
+  }
+  udp_mode mode() const { return mode_; }
   asio::ip::udp::endpoint endpoint() const;
 
  private:
@@ -43,6 +57,14 @@ class udp_echo_target : public std::enable_shared_from_this<udp_echo_target> {
     std::uint64_t short_answers = 0, unanswered = 0;
     std::chrono::steady_clock::time_point first, last;
   };
+  // A datagram's answer in mode ntp or stun: empty when it gets none, refusal then saying why (empty
+  // for none at all: a STUN answer that cannot fit in a direct request's size).
+  struct probe_answer {
+    std::string bytes;
+    std::string_view refusal;
+  };
+  probe_answer answer_probe(std::string_view datagram, const asio::ip::udp::endpoint& peer,
+                            const asio::ip::udp::endpoint& local, const route_info* route);
   awaitable<void> serve();
   awaitable<void> sweep();
   // A flow is a source and the local address it sent to (several on a wildcard socket).
@@ -58,6 +80,8 @@ class udp_echo_target : public std::enable_shared_from_this<udp_echo_target> {
   // Datagrams not answered (core/runtime/udp_guard.hpp): /metrics, udp.refused, the human log.
   std::shared_ptr<udp_refusals> refusals_;
   std::map<flow_key, flow> flows_;
+  udp_mode mode_ = udp_mode::echo;
+  response_rate_limiter rrl_;  // direct sources of an ntp or stun target
   bool stopped_ = false;
 };
 

@@ -510,10 +510,21 @@ config default_config() {
   cfg.target.push_back({"https", {loopback, 8081}, kernel, true});
   cfg.target.push_back({"banner", {loopback, 8082}, kernel, false, true});
   cfg.udp_target.push_back({"udp", {loopback, 8083}});
+  cfg.udp_target.push_back({"ntp", {loopback, 8123}, udp_mode::ntp});
+  cfg.udp_target.push_back({"stun", {loopback, 8478}, udp_mode::stun});
   cfg.dns.push_back({"dns", {loopback, 8053}});
   cfg.users.push_back(random_user("default"));
   cfg.source = "<embedded default>";
   return cfg;
+}
+
+std::string_view to_string(udp_mode m) {
+  switch (m) {
+    case udp_mode::ntp: return "ntp";
+    case udp_mode::stun: return "stun";
+    case udp_mode::echo: break;
+  }
+  return "echo";
 }
 
 }  // namespace vlessbench

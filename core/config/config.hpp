@@ -63,11 +63,18 @@ struct target_listener_config {
   bool operator==(const target_listener_config&) const = default;
 };
 
+// What a [[udp_target]] answers (docs/target.md): its echo with the route trailer, or as an NTP
+// server (mode 4, the daemon's clock) or a STUN server (Binding responses) would, for the UDP
+// delay tests clients ship.
+enum class udp_mode { echo, ntp, stun };
+std::string_view to_string(udp_mode m);
+
 // A [[udp_target]]: echoes each datagram with a trailer naming its route (docs/target.md). Opened at
 // start; a reload that changes the list is refused (server/reload_plan.cpp).
 struct udp_listener_config {
   std::string name;
   asio::ip::udp::endpoint listen;
+  udp_mode mode = udp_mode::echo;
   bool operator==(const udp_listener_config&) const = default;
 };
 

@@ -230,10 +230,24 @@ struct banner_schema {
 struct udp_target_schema {
   static constexpr std::string_view table = "udp_target";
   static constexpr bool udp = true;
-  static constexpr std::array<std::string_view, 2> keys{"name", "listen"};
-  static std::optional<udp_listener_config> read(const table_reader&, const listener_fields& f) {
-    if (!f.name || !f.listen) return std::nullopt;
-    return udp_listener_config{*f.name, {f.listen->address(), f.listen->port()}};
+  static constexpr std::array<std::string_view, 3> keys{"name", "listen", "mode"};
+  static std::optional<udp_listener_config> read(const table_reader& r, const listener_fields& f) {
+    udp_mode mode = udp_mode::echo;
+    bool ok = true;
+    if (auto m = r.string("mode")) {
+      if (*m == "ntp") {
+        mode = udp_mode::ntp;
+      } else if (*m == "stun") {
+        mode = udp_mode::stun;
+      } else if (*m != "echo") {
+        r.error("mode", quote(*m) + ": expected \"echo\", \"ntp\" or \"stun\"");
+        ok = false;
+      }
+    } else if (r.find("mode")) {
+      ok = false;
+    }
+    if (!f.name || !f.listen || !ok) return std::nullopt;
+    return udp_listener_config{*f.name, {f.listen->address(), f.listen->port()}, mode};
   }
 };
 

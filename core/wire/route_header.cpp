@@ -263,6 +263,11 @@ udp_echo_answer format_udp_echo(std::string_view datagram, std::string_view list
   std::string tail = udp_trailer(listener, session);
   if (tail.size() <= n) {
     a.form = udp_echo_form::full;
+  } else if (session != nullptr) {
+    a.form = udp_echo_form::full;
+    a.bytes.reserve(n + tail.size());
+    a.bytes.append(datagram.substr(0, n)).append(tail);
+    return a;
   } else {
     tail = std::string(udp_short_marker) + std::to_string(tail.size());
     if (tail.size() > n) return a;  // too short even to say why: no answer

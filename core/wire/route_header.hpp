@@ -86,6 +86,11 @@ parse_result<banner_line> parse_banner_line(std::string_view bytes);
 // length as the datagram, which says how long it would have had to be:
 //   <datagram minus its last S bytes> "\nVLESSBENCH-UDP-SHORT need=" <T>
 // and one too short even for that (under about 30 bytes) gets no answer at all.
+// Those size rules hold for direct sources only. A datagram relayed by one of the daemon's own VLESS
+// sessions (session given: the route registry knew its source) cannot be a spoofed reflection, as its
+// answer goes back into the authenticated session; one too short for its trailer (a 3-byte `nc -u`
+// from an app behind a client's TUN) gets the trailer appended instead:
+//   <datagram> "\nVLESSBENCH-UDP " <listener> " " <route header value>
 inline constexpr std::size_t max_udp_echo = 65'507;
 // Padding that leaves room for the trailer of listener and user names up to about 80 bytes
 // together (a session id of 20 digits, a sub, transport=httpupgrade).

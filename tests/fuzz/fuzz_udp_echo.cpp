@@ -1,8 +1,8 @@
 // libFuzzer target for the [[udp_target]] echo's answer (core/wire/route_header.hpp format_udp_echo /
 // parse_udp_echo). Invariants: a refusal says why; a short answer names a size it needed; a complete
 // one consumes all of it with a known route and a listener without a space. And the format side,
-// the input taken as a datagram: the answer is never longer than the datagram, and a full or short
-// answer reads back as what it is.
+// the input taken as a datagram: a direct one's answer is never longer than the datagram (a relayed
+// one too short for its trailer gets it appended), and a full or short answer reads back as what it is.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -30,21 +30,26 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   s.user = "fuzz";
   for (const route_info* route : {static_cast<const route_info*>(nullptr), static_cast<const route_info*>(&s)}) {
     const auto a = format_udp_echo(input, "udp", route);
-    if (a.bytes.size() > input.size()) __builtin_trap();
+    // Never longer than asked from a direct source; a relayed one may get its trailer appended.
+    if (route == nullptr && a.bytes.size() > input.size()) __builtin_trap();
+    const bool appended = route != nullptr && input.size() < udp_echo_trailer_size("udp", route);
     const auto back = parse_udp_echo(a.bytes);
     switch (a.form) {
       case udp_echo_form::full:
-        if (a.bytes.size() != std::min(input.size(), max_udp_echo) || !back.complete() ||
-            back.value.listener != "udp" || (back.value.route.kind == route_kind::vless) != (route != nullptr))
+        if (a.bytes.size() != (appended ? input.size() + udp_echo_trailer_size("udp", route)
+                                        : std::min(input.size(), max_udp_echo)) ||
+            !back.complete() || back.value.listener != "udp" ||
+            (back.value.route.kind == route_kind::vless) != (route != nullptr))
           __builtin_trap();
         break;
       case udp_echo_form::short_form:
-        if (a.bytes.size() != input.size() || !back.invalid() ||
+        if (route != nullptr || a.bytes.size() != input.size() || !back.invalid() ||
             back.value.needed != udp_echo_trailer_size("udp", route))
           __builtin_trap();
         break;
       case udp_echo_form::none:
-        if (!a.bytes.empty() || input.size() >= udp_echo_trailer_size("udp", route)) __builtin_trap();
+        if (route != nullptr || !a.bytes.empty() || input.size() >= udp_echo_trailer_size("udp", route))
+          __builtin_trap();
         break;
     }
   }

@@ -55,6 +55,8 @@ SOURCES = {
     "test_socks5_udp.cpp": [("socks5_udp", binary)],
     "test_dns_message.cpp": [("dns_response", lambda v, b: binary(v, b) and len(v) >= 12 and v[2] & 0x80),
                              ("dns_query", binary)],
+    "test_ntp_stun.cpp": [("stun_message", lambda v, b: binary(v, b) and len(v) >= 20 and v[4:8] == b"\x21\x12\xa4\x42"),
+                          ("ntp_packet", lambda v, b: binary(v, b) and len(v) >= 40)],
     "test_http_parser.cpp": [("http_response", lambda v, b: v.startswith(b"HTTP/")),
                              ("http_request", lambda v, b: b"\r\n" in v or b"\n" in v)],
     "test_share_link.cpp": [("share_link", lambda v, b: v.startswith(b"vless://"))],

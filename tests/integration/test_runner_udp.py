@@ -30,7 +30,9 @@ D = Daemon({
               {"name": "up", "listen": ANY_PORT, "transport": "httpupgrade", "path": "/up"},
               {"name": "grpc", "listen": ANY_PORT, "transport": "grpc"}],
     "target": [{"name": "http", "listen": ANY_PORT}],
-    "udp_target": [{"name": "udp", "listen": ANY_PORT}],
+    "udp_target": [{"name": "udp", "listen": ANY_PORT},
+                   {"name": "ntp", "listen": ANY_PORT, "mode": "ntp"},
+                   {"name": "stun", "listen": ANY_PORT, "mode": "stun"}],
     "dns": [{"name": "dns", "listen": ANY_PORT}],
 }, limits={"udp_idle_timeout_ms": 400})
 UDP_PORT = D.port("udp")
@@ -165,6 +167,28 @@ def dns_query_through_every_path():
     for s in rows:
         want = (int(s["session"]) if s["session"] else None, s["route"])
         check(want in logged, (s, sorted(logged, key=str)[:5]))
+
+
+@suite.test
+def ntp_and_stun_through_every_path():
+    """ntp:// and stun:// (issue 43) time a query to the [[udp_target]] modes as dns:// does. STUN's
+    SOFTWARE names the route, so its samples are checked and verified like udp://; an NTP answer has
+    no room for one: its samples carry none, and the target's udp.packet lines name the sessions."""
+    out, _, rows, _ = run(f"stun://{LOOPBACK}:{D.port('stun')}")
+    routes_right(rows)
+    flows_right(rows)
+    v = verify(out)
+    check("verify: OK" in v and "udp.packet lines in the log" in v, v)
+    mark = D.mark()
+    out, _, rows, summary = run(f"ntp://{LOOPBACK}:{D.port('ntp')}", new=2, reuse=3)
+    check(len(rows) == 4 * 5 and all(s["ok"] == "1" and s["route"] == "unknown" for s in rows), rows[:3])
+    check(summary["run"]["target"].startswith("ntp://"), summary["run"])
+    for route in ("vless", "direct"):
+        D.wait_event("udp.packet", since=mark, timeout=8, listener="ntp", route=route)
+    lines = D.events("udp.packet", since=mark, listener="ntp")
+    check(any(e["route"] == "vless" for e in lines) and any(e["route"] == "direct" for e in lines), lines)
+    check(all(e["packets_out"] == e["packets_in"] for e in lines), lines)
+    check(all(e.get("vless_user") == "alice" for e in lines if e["route"] == "vless"), lines)
 
 
 @suite.test

@@ -60,6 +60,34 @@ def curl_generate_204_and_head():
 
 
 @suite.test
+def head_on_delay_test_paths_through_vless():
+    """What the clients' delay tests send (mihomo and sing-box: HEAD; mihomo's unified-delay a second
+    HEAD on the same connection): HEAD /generate_204 and HEAD / through a VLESS session, keep-alive,
+    answered with the GET's status and headers and no body, each logged like a GET with its session."""
+    mark = D.mark()
+    with TlsClient(D.port("kernel")) as c:
+        c.handshake()
+        c.send(vless_header(D.uuid, PORT) + http_request("HEAD", "/generate_204", headers={"X-Vlessbench-Seq": "h1"}))
+        read_vless_response_header(c.stream)
+        got = [c.stream.read_response(head_only=True)]
+        for seq, path in (("h2", "/generate_204"), ("h3", "/")):
+            c.send(http_request("HEAD", path, headers={"X-Vlessbench-Seq": seq}))
+            got.append(c.stream.read_response(head_only=True))
+        # The connection is still in step: a GET after the HEADs reads its own body.
+        c.send(http_request("GET", "/", headers={"X-Vlessbench-Seq": "h4"}))
+        last = c.stream.read_response()
+    check([r.status for r in got] == [204, 204, 200], got)
+    check(got[2].headers.get("content-length") == "18" and last.body == b"vlessbench target\n", (got[2], last))
+    sid = route_session(got[0].headers["x-vlessbench-route"])
+    check(all(route_session(r.headers["x-vlessbench-route"]) == sid for r in got), got)
+    check(all("server-timing" in r.headers for r in got), got)
+    for seq, path, status in (("h1", "/generate_204", 204), ("h2", "/generate_204", 204), ("h3", "/", 200)):
+        e = D.wait_event("http.request", since=mark, seq=seq)
+        check(e["method"] == "HEAD" and e["path"] == path and e["status"] == status and e["bytes"] == 0, e)
+        check(e["route"] == "vless" and e["vless_session"] == sid and e["vless_user"] == D.user, e)
+
+
+@suite.test
 def curl_bytes_and_sink():
     r = curl([BASE + "/bytes/100000"])
     check(r.stdout == pattern(100000), f"/bytes/100000 gave {len(r.stdout)} bytes")

@@ -292,6 +292,25 @@ TEST_CASE("udp:// and dns:// targets", "[runner]") {
   CHECK(reason == "a udp:// target needs a port (udp://HOST:PORT)");
 }
 
+TEST_CASE("ntp:// and stun:// targets: default ports 123 and 3478 and no path", "[runner]") {
+  std::string reason;
+  const auto n = parse_target_url("ntp://127.0.0.1", reason);
+  REQUIRE(n);
+  CHECK(n->scheme == target_scheme::ntp);
+  CHECK(n->port == 123);
+  CHECK(is_datagram(n->scheme));
+  const auto s = parse_target_url("stun://127.0.0.1:8478", reason);
+  REQUIRE(s);
+  CHECK(s->scheme == target_scheme::stun);
+  CHECK(s->port == 8478);
+  CHECK(to_string(s->scheme) == "stun");
+  CHECK(parse_target_url("stun://127.0.0.1", reason)->port == 3478);
+  CHECK_FALSE(parse_target_url("ntp://127.0.0.1:123/x", reason));
+  CHECK(reason == "a ntp:// target has no path");
+  CHECK_FALSE(parse_target_url("quic://127.0.0.1:1", reason));
+  CHECK(reason.find("ntp or stun URL") != std::string::npos);
+}
+
 TEST_CASE("only direct, socks5 and vless paths carry udp:// and dns:// targets", "[runner]") {
   std::string reason;
   const auto udp = *parse_target_url("udp://127.0.0.1:9", reason);

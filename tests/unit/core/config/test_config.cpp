@@ -1050,7 +1050,22 @@ TEST_CASE("[[udp_target]]: UDP ports are apart from TCP ones, unique among UDP l
                  "listen = \"127.0.0.1:9054\"\n")
             .find("duplicate listener name") != std::string::npos);
   CHECK(default_config().udp_target ==
-        std::vector<udp_listener_config>{{"udp", {asio::ip::make_address("127.0.0.1"), 8083}}});
+        std::vector<udp_listener_config>{{"udp", {asio::ip::make_address("127.0.0.1"), 8083}},
+                                         {"ntp", {asio::ip::make_address("127.0.0.1"), 8123}, udp_mode::ntp},
+                                         {"stun", {asio::ip::make_address("127.0.0.1"), 8478}, udp_mode::stun}});
+  // The mode: echo by default, ntp or stun; anything else named.
+  const config m = parse_config(
+      "[[udp_target]]\nname = \"n\"\nlisten = \"127.0.0.1:9123\"\nmode = \"ntp\"\n"
+      "[[udp_target]]\nname = \"s\"\nlisten = \"127.0.0.1:9478\"\nmode = \"stun\"\n"
+      "[[udp_target]]\nname = \"e\"\nlisten = \"127.0.0.1:9083\"\nmode = \"echo\"\n",
+      "x.toml");
+  CHECK(m.udp_target[0].mode == udp_mode::ntp);
+  CHECK(m.udp_target[1].mode == udp_mode::stun);
+  CHECK(m.udp_target[2].mode == udp_mode::echo);
+  CHECK(error_of("[[udp_target]]\nname = \"u\"\nlisten = \"127.0.0.1:9053\"\nmode = \"quic\"\n") ==
+        "x.toml:4: udp_target[0].mode: \"quic\": expected \"echo\", \"ntp\" or \"stun\"");
+  CHECK(error_of("[[udp_target]]\nname = \"u\"\nlisten = \"127.0.0.1:9053\"\nmode = 3\n").find("mode") !=
+        std::string::npos);
 }
 
 TEST_CASE("[[dns]]: zone and addresses, UDP and TCP on one port", "[config]") {

@@ -44,15 +44,15 @@ TEST_CASE("udp echo trailer: format and parse round trip", "[udp_trailer]") {
   CHECK_FALSE(r.value.route.session);
 }
 
-TEST_CASE("udp echo trailer: a short datagram gets a short answer no longer than itself", "[udp_trailer]") {
-  route_info s;
-  s.session_id = 42;
-  s.user = "alice";
-  const std::size_t need = udp_echo_trailer_size("udp", &s);
+TEST_CASE("udp echo trailer: a short direct datagram gets a short answer no longer than itself", "[udp_trailer]") {
+  // A listener name long enough that the direct trailer outgrows the short form.
+  const std::string listener = "a-listener-with-a-long-name";
+  const std::size_t need = udp_echo_trailer_size(listener, nullptr);
   const std::string short_form = "\nVLESSBENCH-UDP-SHORT need=" + std::to_string(need);
+  REQUIRE(short_form.size() < need);
   for (std::size_t n = 0; n <= need + 2; ++n) {
     const std::string asked(n, 'q');
-    const auto a = format_udp_echo(asked, "udp", &s);
+    const auto a = format_udp_echo(asked, listener, nullptr);
     CAPTURE(n);
     CHECK(a.bytes.size() <= n);
     if (n >= need) {
@@ -70,6 +70,31 @@ TEST_CASE("udp echo trailer: a short datagram gets a short answer no longer than
       CHECK(a.bytes.empty());
     }
   }
+}
+
+TEST_CASE("udp echo trailer: a short datagram relayed by a VLESS session gets the whole trailer", "[udp_trailer]") {
+  // Its answer goes back into the authenticated session: no reflection, so no size rule.
+  route_info s;
+  s.session_id = 42;
+  s.user = "alice";
+  const std::string trailer = "\nVLESSBENCH-UDP udp vless session=42 user=alice";
+  for (std::size_t n = 0; n <= trailer.size() + 2; ++n) {
+    const std::string asked(n, 'q');
+    const auto a = format_udp_echo(asked, "udp", &s);
+    CAPTURE(n);
+    CHECK(a.form == udp_echo_form::full);
+    const auto r = parse_udp_echo(a.bytes);
+    REQUIRE(r.complete());
+    CHECK(r.value.route.session == 42);
+    if (n < trailer.size()) {
+      CHECK(a.bytes == asked + trailer);  // appended: the datagram whole
+      CHECK(r.value.payload == asked);
+    } else {
+      CHECK(a.bytes.size() == n);
+    }
+  }
+  const auto tiny = format_udp_echo("hi\n", "udp", &s);
+  CHECK(tiny.bytes == "hi\n" + trailer);
 }
 
 TEST_CASE("udp echo trailer: a datagram that looks like one keeps its bytes", "[udp_trailer]") {
@@ -107,15 +132,14 @@ TEST_CASE("udp echo trailer: the room a client leaves fits long names", "[udp_tr
 
 TEST_CASE("udp echo trailer: a short answer whose head holds a full marker reads as short", "[udp_trailer]") {
   // Found by the fuzz target udp_echo: the last marker is the daemon's, whichever form it is.
-  route_info s;
-  s.session_id = 45;
-  s.user = "fuzz";
+  // (Direct now: a relayed datagram gets the whole trailer.)
+  const std::string listener = "a-listener-with-a-long-name";
   const std::string asked = "\nVLESSBENCH-UDP VL\nVLESSBENCH-UvlessORT need=";
-  const auto a = format_udp_echo(asked, "udp", &s);
+  const auto a = format_udp_echo(asked, listener, nullptr);
   REQUIRE(a.form == udp_echo_form::short_form);
   const auto r = parse_udp_echo(a.bytes);
   CHECK(r.invalid());
-  CHECK(r.value.needed == udp_echo_trailer_size("udp", &s));
+  CHECK(r.value.needed == udp_echo_trailer_size(listener, nullptr));
 }
 
 TEST_CASE("udp echo trailer: anything else is invalid", "[udp_trailer]") {
