@@ -55,6 +55,7 @@ std::string format_event(const vless_session_event& e) {
       .add("alpn", e.alpn)
       .add("ja4", e.ja4);
   if (!e.transport.empty() && e.transport != "tls") line.add("transport", e.transport).add("early_data", e.early_data);
+  if (!e.emulate.empty()) line.add("emulate", e.emulate);
   line.begin_object("policy")
       .add("nodelay", e.policy.nodelay)
       .add("quickack", to_string(e.policy.quickack))

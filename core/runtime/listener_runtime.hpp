@@ -5,6 +5,7 @@
 
 #include "core/net/asio_compat.hpp"
 #include "core/config/listener_kind.hpp"
+#include "core/net/path_emulation.hpp"
 #include "core/net/socket_policy.hpp"
 #include "core/wire/transport_spec.hpp"
 
@@ -21,6 +22,7 @@ struct listener_runtime {
   shared_tcp_policy tcp;
   shared_tcp_policy upstream_tcp;
   transport_spec transport;  // a vless listener's (core/wire/transport_spec.hpp)
+  path_emulation emulate;    // what netem adds on its port (its sessions' log lines name it)
   std::uint64_t generation = 0;
   bool closed = false;
 };
