@@ -135,17 +135,20 @@ void listener_metrics(exposition& m, const hub_snapshot& s) {
                  label("transport", l.transport),
              "1");
   // Path emulation (emulate = {...}): what netem adds to what the host sends on the listener's port.
-  m.family("vlessbench_listener_emulated_delay_ms", "gauge",
-           "netem delay on what the host sends from the listener's port (emulate.delay_ms; 0: none).");
-  for (const auto& l : s.listeners)
-    m.sample("vlessbench_listener_emulated_delay_ms", label("listener", l.name), std::to_string(l.emulate_delay_ms));
-  m.family("vlessbench_listener_emulated_loss_ratio", "gauge",
-           "netem loss on what the host sends from the listener's port (emulate.loss_pct / 100).");
-  for (const auto& l : s.listeners) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", l.emulate_loss_pct / 100);
-    m.sample("vlessbench_listener_emulated_loss_ratio", label("listener", l.name), buf);
-  }
+  const auto gauge = [&](const char* name, const char* help, auto value) {
+    m.family(name, "gauge", help);
+    for (const auto& l : s.listeners) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%g", value(l));
+      m.sample(name, label("listener", l.name), buf);
+    }
+  };
+  gauge("vlessbench_listener_emulated_delay_seconds",
+        "netem delay on what the host sends from the listener's port (emulate.delay_ms / 1000; 0: none).",
+        [](const listener_view& l) { return l.emulate_delay_ms / 1000.0; });
+  gauge("vlessbench_listener_emulated_loss_ratio",
+        "netem loss on what the host sends from the listener's port (emulate.loss_pct / 100).",
+        [](const listener_view& l) { return l.emulate_loss_pct / 100; });
   m.family("vlessbench_target_answers_total", "counter",
            "What a target answered (HTTP/HTTPS requests, UDP echo datagrams at the flow's end, DNS queries, banner "
            "connections), by route.");
