@@ -49,8 +49,9 @@ std::string fit_family(const path_spec& p, const path_result& r) {
 
 }  // namespace
 
-void fit_round_trip_families(const std::vector<path_spec>& paths, std::vector<path_result>& out,
+void fit_round_trip_families(const std::vector<path_spec>& paths, std::vector<path_result>& results,
                              const std::vector<std::vector<sample>>& fresh) {
+  auto& out = results;
   std::map<std::string, std::vector<std::size_t>> families;
   for (std::size_t i = 0; i < out.size(); ++i) {
     std::vector<double> rtts;

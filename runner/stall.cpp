@@ -170,10 +170,11 @@ std::string subtracted_note(const stall_verdict& v, const header_wait& hw) {
 
 }  // namespace
 
-stall_verdict judge_stall(std::span<const sample> samples, const header_wait& hw) {
+stall_verdict judge_stall(std::span<const sample> new_connection_samples, const header_wait& wait) {
+  const auto& hw = wait;
   stall_verdict v;
   std::vector<double> rtts;
-  const stall_evidence e = gather_phases(samples, hw, v, rtts);
+  const stall_evidence e = gather_phases(new_connection_samples, hw, v, rtts);
   if (!rtts.empty()) {
     v.rtts_subtracted = hw.round_trips;
     v.rtt_subtracted_ms = median_of(rtts);
