@@ -75,9 +75,12 @@ vlessbench_require("toml++" tomlplusplus_FOUND libtomlplusplus-dev)
 if(PkgConfig_FOUND)
   pkg_check_modules(SYSTEMD QUIET IMPORTED_TARGET libsystemd)
   pkg_check_modules(QRENCODE QUIET IMPORTED_TARGET libqrencode)
+  # Path emulation (emulate = {...}): netem set through rtnetlink, server/netem.cpp.
+  pkg_check_modules(NLROUTE QUIET IMPORTED_TARGET libnl-route-3.0)
 endif()
 vlessbench_require("libsystemd" SYSTEMD_FOUND libsystemd-dev)
 vlessbench_require("libqrencode" QRENCODE_FOUND libqrencode-dev)
+vlessbench_require("libnl-route-3" NLROUTE_FOUND "libnl-3-dev libnl-route-3-dev")
 
 if(VLESSBENCH_TESTS)
   find_package(Catch2 QUIET)

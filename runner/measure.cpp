@@ -230,6 +230,7 @@ awaitable<sample> new_connection_sample(state& st, std::size_t p, int round) {
   if (!err) r = co_await t->exchange(request.head, request.upload);
   const auto t1 = std::chrono::steady_clock::now();
   t->disarm();
+  if (!err && !r.error) s.rtt_ms = t->path_rtt_ms();
   t->close();
   if (err) r.error = std::move(err);
   s.ns = elapsed_ns(t0, t1);

@@ -119,7 +119,7 @@ std::vector<path_result> analyze(const std::vector<path_spec>& paths, std::size_
       m.paired_delta_median = stats::median(m.paired_deltas);
       m.paired_delta_ci = stats::bootstrap_median_ci(m.paired_deltas, mix_seed(seed, r.name, mode + 2));
     }
-    r.stall = judge_stall(fresh_samples[i]);
+    r.stall = judge_stall(fresh_samples[i], header_wait_of(paths[i], fresh_samples[i]));
     // Vision pads the first writes (docs/runner.md "Vision"): the verdict reads the server's
     // phases as before, and says what the padding changes for a Nagle-prone client.
     if (paths[i].link && !paths[i].link->flow.empty() && r.stall.verdict != stall_verdict::kind::no_data)
@@ -128,6 +128,7 @@ std::vector<path_result> analyze(const std::vector<path_spec>& paths, std::size_
           "0-255 without), so past one TCP segment its tail waits for an ACK under Nagle";
     r.stall.text += grpc_entry_note(paths[i].kind, fresh_samples[i]);
   }
+  fit_round_trip_families(paths, out, fresh_samples);
   return out;
 }
 
@@ -241,6 +242,7 @@ std::string format_table(const std::vector<path_result>& results) {
     t += "\nstall verdict: " + results.front().stall.text + "\n";
     return t;
   }
+  t += format_round_trips(results, name_w);
   t += "\nstall verdict (server phase TLS done -> VLESS header >= 30 ms):\n";
   for (const auto& r : results) t += "  " + pad(r.name, name_w) + "  " + r.stall.text + "\n";
   return t;
@@ -374,6 +376,23 @@ ordered_json run_json(const run_metadata& meta, const std::vector<path_result>& 
   return run;
 }
 
+// A family's fit: k (round trips per new request) and fixed (ms), with their 95% intervals.
+ordered_json round_trips_json(const round_trip_fit& f) {
+  ordered_json j;
+  j["family"] = f.family;
+  j["paths"] = f.paths;
+  if (f.fit) {
+    j["n"] = f.fit->n;
+    j["k"] = round6(f.fit->slope);
+    j["k_ci"] = {round6(f.fit->slope_ci.low), round6(f.fit->slope_ci.high)};
+    j["fixed_ms"] = round6(f.fit->intercept);
+    j["fixed_ci_ms"] = {round6(f.fit->intercept_ci.low), round6(f.fit->intercept_ci.high)};
+    j["r2"] = round6(f.fit->r2);
+  }
+  j["text"] = f.text;
+  return j;
+}
+
 }  // namespace
 
 std::string summary_json(const run_metadata& meta, const std::vector<path_result>& results) {
@@ -412,7 +431,11 @@ std::string summary_json(const run_metadata& meta, const std::vector<path_result
                   {"terminated_in_between", r.stall.terminated_in_between},
                   {"foreign_phases", r.stall.foreign_phases},
                   {"shared_session_samples", r.stall.shared_session_samples},
+                  {"rtts_subtracted", r.stall.rtts_subtracted},
+                  {"rtt_subtracted_ms", json_ms(r.stall.rtt_subtracted_ms)},
                   {"text", r.stall.text}};
+    p["rtt_ms"] = json_ms(r.rtt_ms);
+    if (r.round_trips) p["round_trips"] = round_trips_json(*r.round_trips);
     mismatches += r.route_mismatches;
     paths[r.name] = p;
   }

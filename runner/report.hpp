@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runner/fit.hpp"
 #include "runner/path_spec.hpp"
 #include "runner/sample.hpp"
 #include "runner/stats.hpp"
@@ -32,10 +33,24 @@ struct stall_verdict {
   std::size_t shared_session_samples = 0;  // left out: one session answered several (mux subs)
   std::vector<double> vless_sorted_ms;     // the counted VLESS header waits, sorted (the stall plot)
   std::optional<double> max_vless_ms;
-  std::string text;  // one line for the table
+  // The waits judged are the server's less this many RTTs of the path (header_wait).
+  int rtts_subtracted = 0;
+  std::optional<double> rtt_subtracted_ms;  // median of the RTTs subtracted
+  std::string text;                         // one line for the table
 };
 std::string_view to_string(stall_verdict::kind k);
-stall_verdict judge_stall(std::span<const sample> new_connection_samples);
+// Round trips the transport spends inside the server's VLESS-header wait (from TLS done, or from
+// the 101 on an upgrade, to the header complete): ws and httpupgrade without early data send the
+// header only once the 101 arrived, one round trip after the server sent it. The verdict
+// subtracts that many measured RTTs (the sample's own, else rtt_ms) and says so.
+struct header_wait {
+  int round_trips = 0;
+  std::string why;               // "ws without early data"
+  std::optional<double> rtt_ms;  // the path's median RTT, for samples without their own
+};
+// fresh: the path's new-connection samples, whose median RTT is the fallback rtt_ms.
+header_wait header_wait_of(const path_spec& path, std::span<const sample> fresh = {});
+stall_verdict judge_stall(std::span<const sample> new_connection_samples, const header_wait& wait = {});
 // What udp:// and dns:// runs say instead of a verdict.
 stall_verdict stall_not_applicable();
 
@@ -71,6 +86,10 @@ struct path_result {
   std::size_t route_mismatches = 0;
   std::map<std::string, std::size_t> routes;  // "direct"/"vless"/"unknown" -> count
   stall_verdict stall;
+  // The path's RTT (median over its new-connection samples that measured one, ms) and the fit of
+  // its family (the paths that differ from it only in RTT): fixed + k x RTT (runner/fit.hpp).
+  std::optional<double> rtt_ms;
+  std::optional<round_trip_fit> round_trips;
   std::string last_error;  // of the path's last failed sample, in the order they were taken
   // What the daemon said it was running for this path's answers (Server-Timing ack and gen):
   // samples per listener ACK policy and per config generation, so runs across a reload compare.
@@ -131,6 +150,13 @@ std::vector<path_result> analyze(const std::vector<path_spec>& paths, std::size_
                                  std::uint64_t seed);
 
 std::string format_table(const std::vector<path_result>& results);
+
+// Round trips per new request (runner/round_trips.cpp): each path's rtt_ms and its family's fit
+// (round_trips) from the new-connection samples, per path in paths' order.
+void fit_round_trip_families(const std::vector<path_spec>& paths, std::vector<path_result>& results,
+                             const std::vector<std::vector<sample>>& fresh);
+// The table's "round trips per new request" section; empty when no path measured an RTT.
+std::string format_round_trips(const std::vector<path_result>& results, std::size_t name_width);
 // ns is the time to completion, or to the failure for ok = 0 (e.g. how long a timeout took).
 std::string samples_csv(const std::vector<sample>& samples);
 std::string summary_json(const run_metadata& meta, const std::vector<path_result>& results);

@@ -39,6 +39,10 @@ struct sample {
   // udp:// and dns:// samples of a direct path: the runner's own UDP address ("127.0.0.1:40006"),
   // the peer the target logs, so `verify` finds the sample's flow exactly.
   std::string flow;
+  // New-connection samples on a connection of the runner's own to the path's server (direct,
+  // tcp://, tls://, vless:// without mux): the path's round-trip time as the kernel measured it on
+  // that connection (TCP_INFO min_rtt), ms; the x of the round-trip fit (runner/fit.hpp).
+  std::optional<double> rtt_ms;
 
   double ms() const { return static_cast<double>(ns) / 1e6; }
   // Bulk throughput in MB/s (10^6 bytes per second); 0 when not a bulk sample or no time passed.

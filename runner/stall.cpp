@@ -67,7 +67,8 @@ struct stall_evidence {
   std::size_t shared = 0;            // samples on a session that carried others too (mux subs)
 };
 
-stall_evidence gather_phases(std::span<const sample> samples, stall_verdict& v) {
+stall_evidence gather_phases(std::span<const sample> samples, const header_wait& hw, stall_verdict& v,
+                             std::vector<double>& rtts) {
   stall_evidence e;
   // A session that answered several new-connection samples is a shared mux connection: its
   // phases were timed once, for the session, not for any of these samples.
@@ -87,7 +88,12 @@ stall_evidence gather_phases(std::span<const sample> samples, stall_verdict& v) 
     v.foreign_phases += (wait ? 0 : 1) + (s.timing.tls && !tls ? 1 : 0) + (s.timing.upstream && !up ? 1 : 0);
     if (!wait) continue;
     ++v.with_timing;
-    const double w = *wait;
+    double w = *wait;
+    const auto rtt = s.rtt_ms ? s.rtt_ms : hw.rtt_ms;
+    if (hw.round_trips > 0 && rtt) {
+      w = std::max(0.0, w - hw.round_trips * *rtt);
+      rtts.push_back(*rtt);
+    }
     e.vless_all.push_back(w);
     if (tls) e.tls_all.push_back(*tls);
     if (up) e.up_all.push_back(*up);
@@ -139,9 +145,40 @@ void word_verdict(stall_verdict& v, const stall_evidence& e, bool of_stalled) {
 
 }  // namespace
 
-stall_verdict judge_stall(std::span<const sample> samples) {
+header_wait header_wait_of(const path_spec& path, std::span<const sample> fresh) {
+  header_wait h;
+  std::vector<double> rtts;
+  for (const auto& s : fresh)
+    if (s.ok && s.rtt_ms) rtts.push_back(*s.rtt_ms);
+  h.rtt_ms = median_of(rtts);
+  if (!path.link || path.mux) return h;
+  const auto& t = path.link->transport;
+  if (t.upgrades() && t.max_early_data == 0) {
+    h.round_trips = 1;
+    h.why = std::string(to_string(t.kind)) + " without early data: the header follows the 101 by a round trip";
+  }
+  return h;
+}
+
+namespace {
+
+std::string subtracted_note(const stall_verdict& v, const header_wait& hw) {
+  if (v.rtts_subtracted == 0) return "";
+  return "; waits less " + std::to_string(v.rtts_subtracted) + " measured RTT (median " + fmt_ms(v.rtt_subtracted_ms) +
+         " ms; " + hw.why + ")";
+}
+
+}  // namespace
+
+stall_verdict judge_stall(std::span<const sample> new_connection_samples, const header_wait& wait) {
+  const auto& hw = wait;
   stall_verdict v;
-  const stall_evidence e = gather_phases(samples, v);
+  std::vector<double> rtts;
+  const stall_evidence e = gather_phases(new_connection_samples, hw, v, rtts);
+  if (!rtts.empty()) {
+    v.rtts_subtracted = hw.round_trips;
+    v.rtt_subtracted_ms = median_of(rtts);
+  }
   const std::string foreign =
       v.foreign_phases == 0 ? ""
                             : "; " + std::to_string(v.foreign_phases) +
@@ -176,6 +213,7 @@ stall_verdict judge_stall(std::span<const sample> samples) {
   v.upstream_ms = median_of(of_stalled ? e.up_st : e.up_all);
 
   word_verdict(v, e, of_stalled);
+  v.text += subtracted_note(v, hw);
   v.text += foreign;
   if (e.shared > 0)
     v.text +=

@@ -1,5 +1,7 @@
 #include "runner/tunnel.hpp"
 
+#include "core/net/tcp_info.hpp"
+
 #include "runner/proxy_protocol.hpp"
 
 namespace vlessbench::runner {
@@ -120,6 +122,22 @@ void tunnel::arm() {
 void tunnel::disarm() { deadline_.disarm(); }
 
 void tunnel::touch(const char* phase) { deadline_.touch(phase); }
+
+std::optional<double> tunnel::path_rtt_ms() {
+  switch (plan_.spec->kind) {
+    case path_kind::direct:
+    case path_kind::forward:
+    case path_kind::tls:
+    case path_kind::vless: break;
+    case path_kind::http_connect:
+    case path_kind::socks5:
+    case path_kind::tun: return std::nullopt;
+  }
+  if (mux_ || !socket_.is_open()) return std::nullopt;
+  const auto info = read_tcp_info(socket_.native_handle());
+  if (!info || info->min_rtt_us == 0) return std::nullopt;
+  return static_cast<double>(info->min_rtt_us) / 1e3;
+}
 
 void tunnel::close() {
   if (mux_) {

@@ -86,6 +86,11 @@ class tunnel : public std::enable_shared_from_this<tunnel> {
   // banner:// reuse: writes line and reads the same number of bytes back.
   awaitable<maybe_failure> echo(std::string_view line);
 
+  // The path's RTT as the kernel measured it on this tunnel's own TCP connection (TCP_INFO
+  // min_rtt), ms, when that connection goes to the path's server: direct, tcp://, tls:// and
+  // vless:// without mux (a proxy's entry or a TUN is not the path). Before close().
+  std::optional<double> path_rtt_ms();
+
   bool reusable() const { return open_ && reusable_ && (!mux_ || mux_->usable()); }
   void close();
 

@@ -123,9 +123,9 @@ function render(s) {
     " \u00b7 stall threshold " + s.stall_threshold_ms + " ms \u00b7 updated " + when(s.now_unix_ms);
   // Name and stalls first: on a phone they are what is on screen before the box scrolls sideways.
   table("listeners", ["name", "stalls", "policy", "sessions / answers", "kind", "listen", "transport", "upstream policy",
-    "bytes up", "bytes down"],
+    "emulated path", "bytes up", "bytes down"],
     s.listeners.map(l => { const st = stalls(l); return {cls: st.since ? "stall" : "", cells: [l.name, st.text, l.policy,
-      traffic(l), l.kind, l.listen, l.transport, l.upstream_policy, l.bytes_up ?? 0, l.bytes_down ?? 0]}; }));
+      traffic(l), l.kind, l.listen, l.transport, l.upstream_policy, l.emulate || "", l.bytes_up ?? 0, l.bytes_down ?? 0]}; }));
   const rejects = [];
   for (const l of s.listeners) for (const [reason, n] of Object.entries(l.rejects || {})) rejects.push({cells: [l.name, reason, n]});
   table("rejects", ["listener", "reason", "count"], rejects);

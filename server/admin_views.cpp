@@ -1,5 +1,7 @@
 #include "server/admin_views.hpp"
 
+#include <cstdio>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -132,6 +134,21 @@ void listener_metrics(exposition& m, const hub_snapshot& s) {
                  label("policy", l.policy) + "," + label("upstream_policy", l.upstream_policy) + "," +
                  label("transport", l.transport),
              "1");
+  // Path emulation (emulate = {...}): what netem adds to what the host sends on the listener's port.
+  const auto gauge = [&](const char* name, const char* help, auto value) {
+    m.family(name, "gauge", help);
+    for (const auto& l : s.listeners) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%g", value(l));
+      m.sample(name, label("listener", l.name), buf);
+    }
+  };
+  gauge("vlessbench_listener_emulated_delay_seconds",
+        "netem delay on what the host sends from the listener's port (emulate.delay_ms / 1000; 0: none).",
+        [](const listener_view& l) { return l.emulate_delay_ms / 1000.0; });
+  gauge("vlessbench_listener_emulated_loss_ratio",
+        "netem loss on what the host sends from the listener's port (emulate.loss_pct / 100).",
+        [](const listener_view& l) { return l.emulate_loss_pct / 100; });
   m.family("vlessbench_target_answers_total", "counter",
            "What a target answered (HTTP/HTTPS requests, UDP echo datagrams at the flow's end, DNS queries, banner "
            "connections), by route.");
@@ -199,7 +216,8 @@ nlohmann::json listener_json(const listener_view& l, const hub_snapshot& s) {
          {"listen", l.listen},
          {"policy", l.policy},
          {"upstream_policy", l.upstream_policy},
-         {"transport", l.transport}};
+         {"transport", l.transport},
+         {"emulate", l.emulate}};
   static const listener_counters none{};
   const auto it = s.counters.find(l.name);
   const auto& c = it != s.counters.end() ? it->second : none;

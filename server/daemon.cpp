@@ -187,6 +187,7 @@ std::shared_ptr<listener_runtime> daemon::make_listener_state(const planned_list
   st->upstream_tcp = p.upstream_tcp;
   st->transport = p.transport;
   use_reality(*st, p.reality);
+  st->emulate = p.emulate;
   st->generation = rt_.generation;
   return st;
 }
@@ -400,6 +401,26 @@ void daemon::print_links() const {
   }
 }
 
+void daemon::start_emulation() {
+  std::optional<netem::failure> error;
+  const auto cleaned = netem_.clear_leftovers(error);
+  if (!cleaned.empty())
+    spdlog::warn("emulate: removed the netem qdiscs a previous daemon left on {}", fmt::join(cleaned, ", "));
+  std::vector<netem::emulated_port> ports;
+  for (const auto& l : listeners_)
+    if (l->state->emulate.active()) ports.push_back({l->state->name, l->state->endpoint, l->state->emulate});
+  if (ports.empty()) {
+    if (error) spdlog::warn("emulate: {}", error->text());
+    return;
+  }
+  if (auto f = netem_.apply(ports))
+    throw std::runtime_error(
+        fmt::format("emulate on listener \"{}\": cannot install netem: {}", ports.front().listener, f->text()));
+  for (const auto& p : ports)
+    spdlog::info("emulate: listener \"{}\" (port {}): {} on what this host sends", p.listener, p.listen.port(),
+                 describe(p.emulate));
+}
+
 void daemon::publish_listeners() {
   std::vector<listener_view> views;
   for (const auto& l : listeners_) {
@@ -411,6 +432,9 @@ void daemon::publish_listeners() {
                     st.kind == listener_kind::vless ? policy_text(st.upstream_tcp.load()) : std::string(),
                     ""};
     if (st.kind == listener_kind::vless) v.transport = std::string(to_string(st.transport.kind));
+    v.emulate = st.emulate.active() ? describe(st.emulate) : std::string();
+    v.emulate_delay_ms = st.emulate.delay_ms;
+    v.emulate_loss_pct = st.emulate.loss_pct;
     views.push_back(std::move(v));
   }
   // The UDP listeners have no TCP socket policy; the DNS responder's TCP half shares its port.
@@ -469,6 +493,7 @@ int daemon::run() {
   rt_.live.publish(rt_.cfg);
   wire_reality_fallbacks();
   const auto& cfg = *rt_.cfg;
+  start_emulation();
   start_workers(cfg.limits.threads);  // before any accept loop hands sessions to them
   for (auto& l : listeners_) {
     spdlog::info("{} listener \"{}\" on {} ({})", to_string(l->state->kind), l->state->name,
@@ -497,6 +522,7 @@ int daemon::run() {
                cfg.limits.threads);
   io_.run();
   stop_workers();
+  netem_.remove();
   // The sessions' last lines may still wait for a slow reader: they get a bounded time.
   if (const auto lost = rt_.log.shutdown(rt_.cfg->limits.drain_timeout); lost > 0)
     spdlog::warn("access log: {} line(s) not written at exit: the reader of {} did not keep up", lost,

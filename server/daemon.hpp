@@ -12,6 +12,7 @@
 
 #include "core/net/asio_compat.hpp"
 #include "server/admin_server.hpp"
+#include "server/netem.hpp"
 #include "server/ports_file.hpp"
 #include "server/reject_code.hpp"
 #include "server/reload_plan.hpp"
@@ -92,6 +93,12 @@ class daemon {
   std::vector<std::string> commit_reload(reload_plan& plan, std::shared_ptr<const config> next,
                                          prepared_reload prepared, std::uint64_t generation);
   void reopen_access_log();
+  // Path emulation (server/netem.hpp): at start, what a dead daemon left is removed and the
+  // listeners' emulation installed (throws naming the reason and the remedy); a reload's next
+  // listeners' installed before its commit (the running ones' restored on failure).
+  void start_emulation();
+  std::vector<netem::emulated_port> next_emulation(const reload_plan& plan,
+                                                   const std::vector<std::shared_ptr<listener>>& opened) const;
   void print_links() const;
   // What every running listener is bound to, by name; admin: the admin listener's endpoint.
   bound_ports bound_now(std::optional<tcp::endpoint> admin) const;
@@ -122,6 +129,7 @@ class daemon {
   std::optional<std::filesystem::path> ports_file_;
   std::shared_ptr<asio::ssl::context> tls_;
   std::vector<std::shared_ptr<listener>> listeners_;
+  netem::installer netem_;
   std::vector<std::shared_ptr<target::udp_echo_target>> udp_targets_;
   std::vector<std::shared_ptr<target::dns_responder>> dns_;
   asio::signal_set signals_;

@@ -108,11 +108,24 @@ std::optional<std::string> daemon::prepare_reload(const reload_plan& plan, const
     return e.what();
   }
 
+  // The emulation the next listeners ask for: it changes the host, so a failure from here on
+  // restores the running one.
+  const auto running_emulation = netem_.installed();
+  if (auto f = netem_.apply(next_emulation(plan, prepared.opened))) {
+    abandon_opened();
+    netem_.apply(running_emulation);
+    return "emulate: cannot install netem: " + f->text();
+  }
+  auto abandon = [&] {
+    abandon_opened();
+    netem_.apply(running_emulation);
+  };
+
   if (plan.admin_rebind && next.admin.listen) {
     try {
       prepared.admin = admin_.bind(*next.admin.listen);
     } catch (const std::exception& e) {
-      abandon_opened();
+      abandon();
       return e.what();
     }
   }
@@ -121,12 +134,23 @@ std::optional<std::string> daemon::prepare_reload(const reload_plan& plan, const
     try {
       rt_.log.open(next.log.access);
     } catch (const std::exception& e) {
-      abandon_opened();
+      abandon();
       if (prepared.admin) prepared.admin->close();
       return e.what();
     }
   }
   return std::nullopt;
+}
+
+std::vector<netem::emulated_port> daemon::next_emulation(const reload_plan& plan,
+                                                         const std::vector<std::shared_ptr<listener>>& opened) const {
+  std::vector<netem::emulated_port> ports;
+  for (const auto* changes : {&plan.keep, &plan.take_over})
+    for (const auto& c : *changes)
+      if (c.to.emulate.active()) ports.push_back({c.to.name, c.from.listen, c.to.emulate});
+  for (const auto& o : opened)
+    if (o->state->emulate.active()) ports.push_back({o->state->name, o->state->endpoint, o->state->emulate});
+  return ports;
 }
 
 // listeners_ always holds the running config's listeners, so every endpoint the plan keeps, takes
@@ -149,6 +173,7 @@ std::vector<std::shared_ptr<daemon::listener>> daemon::commit_listeners(const re
     st.upstream_tcp = k.to.upstream_tcp;
     st.transport = k.to.transport;  // for connections accepted from now on (each copies it at accept)
     if (k.from.reality != k.to.reality) use_reality(st, k.to.reality);
+    st.emulate = k.to.emulate;      // installed by prepare_reload
     st.generation = generation;
     next_listeners.push_back(std::move(l));
   }

@@ -79,6 +79,20 @@ std::optional<std::string> folder_problem(const std::string& key, const std::str
   return std::nullopt;
 }
 
+// A listener with emulate needs netem and CAP_NET_ADMIN: --check asks the kernel with a throwaway
+// qdisc on lo (removed at once; the one thing it writes), so it says what start would say.
+std::optional<std::string> emulation_problem(const vlessbench::config& cfg) {
+  std::string first;
+  for (const auto& v : cfg.vless)
+    if (first.empty() && v.emulate.active()) first = v.name;
+  for (const auto& t : cfg.target)
+    if (first.empty() && t.emulate.active()) first = t.name;
+  if (first.empty()) return std::nullopt;
+  if (const auto f = vlessbench::netem::installer::probe())
+    return "emulate on listener \"" + first + "\": cannot install netem: " + f->text();
+  return std::nullopt;
+}
+
 // Everything the start opens that --check can judge without writing: the certificate files (or
 // the folder they are generated in) and the access log's folder, every problem at once.
 std::vector<std::string> start_problems(const vlessbench::config& cfg, const std::string& file,
@@ -92,6 +106,7 @@ std::vector<std::string> start_problems(const vlessbench::config& cfg, const std
       problems.push_back(file + ": " + *p);
   if (!ports_file.empty())
     if (auto p = folder_problem("--ports-file", ports_file, "nothing: the unit passes none")) problems.push_back(*p);
+  if (auto p = emulation_problem(cfg)) problems.push_back(file + ": " + *p);
   return problems;
 }
 

@@ -128,10 +128,29 @@ std::vector<planned_listener> listeners_of(const config& c) {
   std::vector<planned_listener> out;
   out.reserve(c.vless.size() + c.target.size());
   for (const auto& v : c.vless)
-    out.push_back({listener_kind::vless, v.name, v.listen, v.tcp, v.upstream_tcp, v.transport, v.reality});
-  for (const auto& t : c.target) out.push_back({t.kind(), t.name, t.listen, t.tcp, t.tcp, {}});
+    out.push_back({listener_kind::vless, v.name, v.listen, v.tcp, v.upstream_tcp, v.transport, v.reality,
+                   v.emulate});
+  for (const auto& t : c.target) out.push_back({t.kind(), t.name, t.listen, t.tcp, t.tcp, {}, {}, t.emulate});
   return out;
 }
+
+namespace {
+
+// A listener kept on its endpoint: its policies, and what else changed. A transport change
+// applies to connections accepted after the reload (the listener's runtime carries it, each
+// accepted connection copies it); the line says so after the policies, which it leaves as they
+// were. An emulate change is reinstalled before the commit.
+std::string kept_listener_change(const planned_listener& from, const planned_listener& to) {
+  const bool transport = from.transport != to.transport || from.reality != to.reality;
+  const bool emulate = from.emulate != to.emulate;
+  return fmt::format("{} \"{}\" on {}: {} -> {}{}{}{}", to_string(from.kind), to.name, format_endpoint(from.listen),
+                     policy_text(from.tcp), policy_text(to.tcp),
+                     from.kind == listener_kind::vless ? " (upstream " + policy_text(to.upstream_tcp) + ")" : "",
+                     transport ? "; transport " + describe(from.transport) + " -> " + describe(to.transport) : "",
+                     emulate ? "; emulate " + describe(from.emulate) + " -> " + describe(to.emulate) : "");
+}
+
+}  // namespace
 
 reload_plan plan_reload(const config& current, const config& next) {
   reload_plan plan;
@@ -160,18 +179,8 @@ reload_plan plan_reload(const config& current, const config& next) {
   for (std::size_t i = 0; i < running.size(); ++i)
     if (!matched[i]) plan.close.push_back(running[i]);
 
-  for (const auto& [from, to] : plan.keep) {
-    // A transport change applies to connections accepted after the reload (the listener's
-    // runtime carries it, each accepted connection copies it); the line says so after the
-    // policies, which it leaves as they were.
-    const bool transport = from.transport != to.transport || from.reality != to.reality;
-    if (from.tcp != to.tcp || from.upstream_tcp != to.upstream_tcp || from.name != to.name || transport)
-      plan.changes.push_back(
-          fmt::format("{} \"{}\" on {}: {} -> {}{}{}", to_string(from.kind), to.name, format_endpoint(from.listen),
-                      policy_text(from.tcp), policy_text(to.tcp),
-                      from.kind == listener_kind::vless ? " (upstream " + policy_text(to.upstream_tcp) + ")" : "",
-                      transport ? "; transport " + describe(from.transport) + " -> " + describe(to.transport) : ""));
-  }
+  for (const auto& [from, to] : plan.keep)
+    if (from != to) plan.changes.push_back(kept_listener_change(from, to));
   for (const auto& [from, to] : plan.take_over)
     plan.changes.push_back(fmt::format("{} \"{}\" on {} is now {} \"{}\" ({})", to_string(from.kind), from.name,
                                        format_endpoint(to.listen), to_string(to.kind), to.name, policy_text(to.tcp)));

@@ -23,6 +23,7 @@ struct planned_listener {
   tcp_policy upstream_tcp;                   // a target's is its tcp (it dials nothing)
   transport_spec transport;                  // a vless listener's (applies to connections accepted after a reload)
   std::optional<reality::settings> reality;  // a vless listener's security = "reality"
+  path_emulation emulate;                    // netem on its port (server/netem.hpp), reinstalled by a reload
   bool operator==(const planned_listener&) const = default;
 };
 

@@ -19,6 +19,7 @@ session_core::session_core(runtime& r, session_start& start)
       admission(std::move(start.pending)),
       policy_at_accept(start.policy),
       upstream_policy_applied(start.upstream_policy),
+      emulate_at_accept(start.emulate),
       generation_at_accept(start.generation) {
   info->session_id = start.session_id;
   info->listener = listener_name;
@@ -180,6 +181,7 @@ void session_core::log_session(const transport::facts& t, const relay_summary& r
                                   .key_shares = t.key_shares,
                                   .transport = t.transport,
                                   .early_data = t.early_data,
+                                  .emulate = emulate_at_accept.active() ? describe(emulate_at_accept) : std::string(),
                                   .policy = policy_at_accept,
                                   .upstream_policy = upstream_policy_applied,
                                   .generation = generation_at_accept,

@@ -223,6 +223,7 @@ class session_core {
   // listener's copy): the log line reports the policies that were applied.
   tcp_policy policy_at_accept;
   tcp_policy upstream_policy_applied;
+  path_emulation emulate_at_accept;
 
  private:
   std::uint64_t generation_at_accept = 0;

@@ -39,7 +39,8 @@ listener_snapshot listener_snapshot::of(std::shared_ptr<listener_runtime> l, std
                       .transport = l->transport,
                       .policy = l->tcp.load(),
                       .upstream_policy = l->upstream_tcp.load(),
-                      .generation = l->generation};
+                      .generation = l->generation,
+                      .emulate = l->emulate};
   s.listener = std::move(l);
   return s;
 }

@@ -68,6 +68,7 @@ struct listener_snapshot {
   tcp_policy policy;         // the listener's, with the generation they belong to
   tcp_policy upstream_policy;
   std::uint64_t generation = 0;
+  path_emulation emulate;  // the listener's at accept (its log line names it)
 
   // The listener as it is now, with the TLS context and config its connections run under.
   static listener_snapshot of(std::shared_ptr<listener_runtime> l, std::shared_ptr<asio::ssl::context> tls,

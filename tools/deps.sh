@@ -36,6 +36,7 @@ done
 pkgs=(cmake ninja-build g++ pkg-config python3 curl
       libasio-dev android-libboringssl-dev libspdlog-dev libtomlplusplus-dev catch2
       libcli11-dev nlohmann-json3-dev libsystemd-dev libqrencode-dev libnghttp2-dev libssl-dev v2ray
+      libnl-3-dev libnl-route-3-dev
       socat haproxy ccache)  # socat, haproxy: bench/run.py's plain-relay and TLS-terminator floors
                              # (test_bench_tools runs haproxy too); ccache: rebuilds compile what changed
 if ((test)); then
@@ -60,7 +61,7 @@ if [[ -n $arch && $arch != "$(dpkg --print-architecture)" ]]; then
   # comes as :arm64 and the headers, the same for every architecture, from the native -dev.
   pkgs+=(crossbuild-essential-arm64 dpkg-dev qemu-user-static android-libboringssl:arm64
          libspdlog-dev:arm64 libtomlplusplus-dev:arm64 libsystemd-dev:arm64 libqrencode-dev:arm64
-         libnghttp2-dev:arm64)
+         libnghttp2-dev:arm64 libnl-3-dev:arm64 libnl-route-3-dev:arm64)
   if ! dpkg --print-foreign-architectures | grep -qx arm64; then
     echo "adding arm64 as a foreign architecture (dpkg --add-architecture arm64)" >&2
     "${sudo[@]}" dpkg --add-architecture arm64

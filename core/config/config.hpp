@@ -15,6 +15,7 @@
 #include <asio/ip/tcp.hpp>
 #include <asio/ip/udp.hpp>
 
+#include "core/net/path_emulation.hpp"
 #include "core/net/tcp_policy.hpp"
 #include "core/net/tls_options.hpp"
 #include "core/wire/uuid.hpp"
@@ -40,6 +41,7 @@ struct vless_listener_config {
   // security = "reality": REALITY in place of TLS (core/wire/reality.hpp); private_key all zero
   // until the daemon makes or loads one (reality::settings::key_generated).
   std::optional<reality::settings> reality;
+  path_emulation emulate;    // netem on what the host sends from this listener's port
   bool operator==(const vless_listener_config&) const = default;
 };
 
@@ -56,6 +58,7 @@ struct target_listener_config {
   bool index_links = false;
   // The host those links dial; empty: the one the browser used (its Host header).
   std::string index_host;
+  path_emulation emulate;  // netem on what the host sends from this listener's port
   // The listener kind the daemon logs and diffs reloads by.
   listener_kind kind() const {
     return banner ? listener_kind::banner : tls ? listener_kind::https : listener_kind::target;

@@ -73,6 +73,51 @@ std::optional<tcp_policy> read_tcp_policy(const table_reader& parent, std::strin
   return policy;
 }
 
+// `emulate = { delay_ms, jitter_ms, loss_pct }`: absent, no emulation; present and wrong: nullopt
+// (the errors are added).
+std::optional<path_emulation> read_emulation(const table_reader& parent) {
+  path_emulation e;
+  if (!parent.find("emulate")) return e;
+  const auto r = parent.table("emulate");
+  if (!r) return std::nullopt;
+  r->reject_unknown({"delay_ms", "jitter_ms", "loss_pct"});
+  bool ok = true;
+  const auto read_ms = [&](std::string_view key, std::uint32_t& out) {
+    const auto v = r->integer(key);
+    if (!v) {
+      ok = ok && !r->find(key);
+      return;
+    }
+    if (*v < 0 || *v > max_emulated_delay_ms) {
+      r->error(key, std::to_string(*v) + ": expected 0 to " + std::to_string(max_emulated_delay_ms) + " ms");
+      ok = false;
+      return;
+    }
+    out = static_cast<std::uint32_t>(*v);
+  };
+  read_ms("delay_ms", e.delay_ms);
+  read_ms("jitter_ms", e.jitter_ms);
+  if (const auto* node = r->find("loss_pct")) {
+    const auto v = node->value<double>();  // an integer reads as its value too
+    if (!v || !node->is_number()) {
+      r->error("loss_pct", "expected a number (percent, 0 to 100)");
+      ok = false;
+    } else if (!(*v >= 0 && *v <= 100)) {
+      r->error("loss_pct", std::to_string(*v) + ": expected 0 to 100 (percent)");
+      ok = false;
+    } else {
+      e.loss_pct = *v;
+    }
+  }
+  if (ok && e.jitter_ms > e.delay_ms) {
+    r->error("jitter_ms", std::to_string(e.jitter_ms) + ": more than delay_ms (" + std::to_string(e.delay_ms) +
+                              "): netem would reorder the listener's packets");
+    ok = false;
+  }
+  if (!ok) return std::nullopt;
+  return e;
+}
+
 // --- Listeners -----------------------------------------------------------------------------------
 // A [[vless]] or [[target]] entry is name and listen (read_listener_common, the same for both)
 // plus the keys of its kind, one schema struct each. Adding a key to a kind: its name in keys,
@@ -159,7 +204,7 @@ std::optional<reality::settings> read_reality(const table_reader& r, const trans
 
 struct vless_schema {
   static constexpr std::string_view table = "vless";
-  static constexpr std::array<std::string_view, 18> keys{"name",
+  static constexpr std::array<std::string_view, 19> keys{"name",
                                                          "listen",
                                                          "tcp",
                                                          "upstream_tcp",
@@ -176,7 +221,8 @@ struct vless_schema {
                                                          "server_names",
                                                          "target",
                                                          "max_time_diff",
-                                                         "require_mlkem_share"};
+                                                         "require_mlkem_share",
+                                                         "emulate"};
   // Reads every key of the kind (so all its errors are reported), then builds the listener.
   static std::optional<vless_listener_config> read(const table_reader& r, const listener_fields& f) {
     auto tcp = read_tcp_policy(r, "tcp");
@@ -190,14 +236,18 @@ struct vless_schema {
     for (const auto& [key, message] : transport_errors) r.error(key, message);
     bool reality_ok = true;
     auto reality = read_reality(r, transport, reality_ok);
-    if (!f.name || !f.listen || !tcp || !upstream || !transport_errors.empty() || !reality_ok) return std::nullopt;
-    return vless_listener_config{*f.name, *f.listen, *tcp, *upstream, std::move(transport), std::move(reality)};
+    auto emulate = read_emulation(r);
+    if (!f.name || !f.listen || !tcp || !upstream || !transport_errors.empty() || !reality_ok || !emulate)
+      return std::nullopt;
+    return vless_listener_config{*f.name, *f.listen, *tcp, *upstream, std::move(transport), std::move(reality),
+                                 *emulate};
   }
 };
 
 struct target_schema {
   static constexpr std::string_view table = "target";
-  static constexpr std::array<std::string_view, 6> keys{"name", "listen", "tcp", "tls", "index_links", "index_host"};
+  static constexpr std::array<std::string_view, 7> keys{"name",        "listen",     "tcp",    "tls",
+                                                        "index_links", "index_host", "emulate"};
   static std::optional<target_listener_config> read(const table_reader& r, const listener_fields& f) {
     auto tcp = read_tcp_policy(r, "tcp");
     const bool tls = r.boolean("tls").value_or(false);
@@ -209,19 +259,21 @@ struct target_schema {
       index_host = normalize_host_name(*h, reason);
       if (!index_host) r.error("index_host", quote(*h) + ": " + reason);
     }
-    if (!f.name || !f.listen || !tcp || !index_host) return std::nullopt;
-    return target_listener_config{*f.name, *f.listen, *tcp, tls, false, index_links, std::move(*index_host)};
+    auto emulate = read_emulation(r);
+    if (!f.name || !f.listen || !tcp || !index_host || !emulate) return std::nullopt;
+    return target_listener_config{*f.name, *f.listen, *tcp, tls, false, index_links, std::move(*index_host), *emulate};
   }
 };
 
 // [[banner]]: a server-first target (docs/target.md), one of the daemon's own targets.
 struct banner_schema {
   static constexpr std::string_view table = "banner";
-  static constexpr std::array<std::string_view, 3> keys{"name", "listen", "tcp"};
+  static constexpr std::array<std::string_view, 4> keys{"name", "listen", "tcp", "emulate"};
   static std::optional<target_listener_config> read(const table_reader& r, const listener_fields& f) {
     auto tcp = read_tcp_policy(r, "tcp");
-    if (!f.name || !f.listen || !tcp) return std::nullopt;
-    return target_listener_config{*f.name, *f.listen, *tcp, false, true};
+    auto emulate = read_emulation(r);
+    if (!f.name || !f.listen || !tcp || !emulate) return std::nullopt;
+    return target_listener_config{*f.name, *f.listen, *tcp, false, true, false, {}, *emulate};
   }
 };
 

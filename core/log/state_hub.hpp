@@ -97,6 +97,9 @@ probe_record make_probe_record(const probe_run_event& e);
 // A listener as the running config has it, for the dashboard's table.
 struct listener_view {
   std::string kind, name, listen, policy, upstream_policy, transport;
+  std::string emulate;  // "delay 40 ms loss 1%"; empty: no path emulation
+  std::uint32_t emulate_delay_ms = 0;
+  double emulate_loss_pct = 0;
 };
 
 struct hub_snapshot {

@@ -19,6 +19,7 @@ std::optional<tcp_info_snapshot> read_tcp_info(int fd) {
   s.ato_us = info.tcpi_ato;
   s.retransmits = info.tcpi_total_retrans;
   s.unacked = info.tcpi_unacked;
+  if (len >= offsetof(struct tcp_info, tcpi_min_rtt) + sizeof info.tcpi_min_rtt) s.min_rtt_us = info.tcpi_min_rtt;
   if (len >= offsetof(struct tcp_info, tcpi_delivery_rate) + sizeof info.tcpi_delivery_rate)
     s.delivery_rate = info.tcpi_delivery_rate;
   return s;

@@ -9,6 +9,7 @@ namespace vlessbench {
 struct tcp_info_snapshot {
   std::uint32_t rtt_us = 0;
   std::uint32_t rttvar_us = 0;
+  std::uint32_t min_rtt_us = 0;   // the lowest RTT seen: the path's, without delayed ACKs; 0 unknown
   std::uint32_t ato_us = 0;       // delayed-ACK timeout currently in force
   std::uint32_t retransmits = 0;  // total retransmitted segments
   std::uint32_t unacked = 0;

@@ -7,6 +7,7 @@
 #include "core/net/asio_compat.hpp"
 #include "core/config/listener_kind.hpp"
 #include "core/net/reality_auth.hpp"
+#include "core/net/path_emulation.hpp"
 #include "core/net/socket_policy.hpp"
 #include "core/wire/transport_spec.hpp"
 
@@ -27,6 +28,7 @@ struct listener_runtime {
   // its connections use in place of the daemon's.
   std::shared_ptr<reality::listener_state> reality;
   std::shared_ptr<asio::ssl::context> reality_tls;
+  path_emulation emulate;    // what netem adds on its port (its sessions' log lines name it)
   std::uint64_t generation = 0;
   bool closed = false;
 };

@@ -51,7 +51,9 @@ def main():
     # The config is 0640 root:vlessbench (packaging/deb/postinst): the dynamic user reads it through
     # this group.
     assert props.get("SupplementaryGroups") == ["vlessbench"], props.get("SupplementaryGroups")
-    assert props["AmbientCapabilities"] == ["CAP_NET_BIND_SERVICE"]
+    # CAP_NET_ADMIN: emulate = {...} installs netem qdiscs (server/netem.cpp).
+    assert props["AmbientCapabilities"] == ["CAP_NET_BIND_SERVICE CAP_NET_ADMIN"], props["AmbientCapabilities"]
+    assert props["CapabilityBoundingSet"] == ["CAP_NET_BIND_SERVICE CAP_NET_ADMIN"], props["CapabilityBoundingSet"]
     assert props["StateDirectory"] == ["vlessbench"] and props["LogsDirectory"] == ["vlessbench"]
     for key in ("NoNewPrivileges", "ProtectSystem", "ProtectHome", "PrivateTmp", "RestrictAddressFamilies",
                 "SystemCallFilter"):
