@@ -173,7 +173,7 @@ std::vector<std::shared_ptr<daemon::listener>> daemon::commit_listeners(const re
     st.upstream_tcp = k.to.upstream_tcp;
     st.transport = k.to.transport;  // for connections accepted from now on (each copies it at accept)
     if (k.from.reality != k.to.reality) use_reality(st, k.to.reality);
-    st.emulate = k.to.emulate;      // installed by prepare_reload
+    st.emulate = k.to.emulate;  // installed by prepare_reload
     st.generation = generation;
     next_listeners.push_back(std::move(l));
   }

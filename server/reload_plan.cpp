@@ -128,8 +128,7 @@ std::vector<planned_listener> listeners_of(const config& c) {
   std::vector<planned_listener> out;
   out.reserve(c.vless.size() + c.target.size());
   for (const auto& v : c.vless)
-    out.push_back({listener_kind::vless, v.name, v.listen, v.tcp, v.upstream_tcp, v.transport, v.reality,
-                   v.emulate});
+    out.push_back({listener_kind::vless, v.name, v.listen, v.tcp, v.upstream_tcp, v.transport, v.reality, v.emulate});
   for (const auto& t : c.target) out.push_back({t.kind(), t.name, t.listen, t.tcp, t.tcp, {}, {}, t.emulate});
   return out;
 }

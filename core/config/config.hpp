@@ -41,7 +41,7 @@ struct vless_listener_config {
   // security = "reality": REALITY in place of TLS (core/wire/reality.hpp); private_key all zero
   // until the daemon makes or loads one (reality::settings::key_generated).
   std::optional<reality::settings> reality;
-  path_emulation emulate;    // netem on what the host sends from this listener's port
+  path_emulation emulate;  // netem on what the host sends from this listener's port
   bool operator==(const vless_listener_config&) const = default;
 };
 

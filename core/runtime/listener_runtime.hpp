@@ -28,7 +28,7 @@ struct listener_runtime {
   // its connections use in place of the daemon's.
   std::shared_ptr<reality::listener_state> reality;
   std::shared_ptr<asio::ssl::context> reality_tls;
-  path_emulation emulate;    // what netem adds on its port (its sessions' log lines name it)
+  path_emulation emulate;  // what netem adds on its port (its sessions' log lines name it)
   std::uint64_t generation = 0;
   bool closed = false;
 };
