@@ -297,5 +297,44 @@ def target_down_refused_and_closed():
     check(target_certificate_subject(D.port("reality"), "www.example.com"), "no answer after the refusals")
 
 
+@suite.test
+def generated_key_is_kept_or_refused():
+    """A listener without private_key: with [tls] generate the daemon makes the key at its first start
+    and keeps it (links print the same pbk= before and after a restart, and `links` before the first
+    start says none was made yet); without it, the start refuses with the remedy."""
+    folder = h.tempdir("vlessbench-reality-key-")
+    listener = {"name": "kept", "listen": f"{LOOPBACK}:{h.free_port()}", "security": "reality",
+                "server_names": [NAME]}
+    users = [{"name": USER, "uuid": h.new_uuid()}]
+    tls = {"cert": str(folder / "cert.pem"), "key": str(folder / "key.pem"), "generate": True}
+    cfg = {"users": users, "tls": tls, "vless": [listener],
+           "target": [{"name": "https", "listen": f"{LOOPBACK}:{h.free_port()}", "tls": True}]}
+    d = h.Daemon(cfg, start=False)
+    before = h.run_daemon(["links", "--config", d.config_path])
+    check(before.returncode != 0 and "no REALITY key yet" in before.stderr, before.stderr)
+
+    def pbk() -> str:
+        r = h.run_daemon(["links", "--config", d.config_path])
+        check(r.returncode == 0, r.stderr)
+        keys = set(re.findall(r"pbk=([A-Za-z0-9_-]+)", r.stdout))
+        check(len(keys) == 1, r.stdout)
+        return keys.pop()
+
+    d.start()
+    first = pbk()
+    check((folder / "reality-kept.key").stat().st_mode & 0o077 == 0, "the key file is readable by others")
+    d.stop()
+    d.start()
+    check(pbk() == first, "the key changed across a restart")
+    d.stop()
+
+    cfg_no = {"users": users, "vless": [listener], "target": [{"name": "web", "listen": f"{LOOPBACK}:{h.free_port()}"}]}
+    d2 = h.Daemon(cfg_no, start=False)
+    d2.start(wait=False)
+    rc = d2.proc.wait(timeout=10)
+    check(rc != 0 and "needs [tls] generate = true" in d2.stderr(), f"rc {rc}: {d2.stderr()}")
+    d2.stop(expect_rc=rc)
+
+
 if __name__ == "__main__":
     suite.run()
