@@ -117,7 +117,7 @@ TEST_CASE("xhttp chunked decoder: bodies split anywhere decode the same", "[xhtt
     }
     CHECK(done);
     CHECK(out == "hello world");
-    CHECK(in.substr(0, 4) == "NEXT");
+    CHECK((in + body.substr(std::min(pos, body.size()))).substr(0, 4) == "NEXT");  // what follows is left
   }
 }
 
