@@ -354,6 +354,12 @@ std::optional<path_spec> parse_path_arg(std::string_view arg, std::string& reaso
     }
     // parse_share_link refuses what the client cannot dial (security, type, a flow other than
     // Vision over raw TLS).
+    if (parsed->transport.kind == transport_kind::xhttp) {
+      reason = "path '" + p.name +
+               "': the built-in client does not speak XHTTP (type=xhttp) yet; measure it through Xray "
+               "(vlessbench clients) or a client's proxy port";
+      return std::nullopt;
+    }
     p.host = parsed->host;
     p.port = parsed->port;
     p.link = std::move(parsed);

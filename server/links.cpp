@@ -23,6 +23,8 @@ share_link listener_link(const vless_listener_config& l, const user_config& u, c
   link.host = host;
   link.port = l.listen.port();
   link.transport = l.transport;
+  // The XHTTP listener speaks HTTP/1.1: over TLS its clients must ask for it (Xray's default is h2).
+  if (l.transport.kind == transport_kind::xhttp && l.transport.tls) link.transport.alpn = "http/1.1";
   if (l.reality) {
     // The client's SNI must be one of server_names; its proof uses the first short id.
     link.sni = l.reality->server_names.front();
@@ -65,8 +67,8 @@ std::string terminal_qr(const std::string& text) {
 }
 
 std::string transport_words(const transport_spec& t) {
-  const bool wrapped =
-      t.kind == transport_kind::ws || t.kind == transport_kind::httpupgrade || t.kind == transport_kind::grpc;
+  const bool wrapped = t.kind == transport_kind::ws || t.kind == transport_kind::httpupgrade ||
+                       t.kind == transport_kind::grpc || t.kind == transport_kind::xhttp;
   return std::string(to_string(t.kind)) + (wrapped && !t.tls ? " over plain TCP" : "");
 }
 
@@ -213,9 +215,13 @@ void print_links(std::ostream& out, const config& cfg, const links_options& opts
         entry.fingerprint_note =
             "none yet: " + cfg.tls.cert + " is made at the daemon's first start; run links again after it for the pin";
       out << "Clash / mihomo (proxies:):\n" << mihomo_proxy(link, entry) << "\n";
-      out << "sing-box (outbounds):\n" << singbox_outbound(link, entry) << "\n\n";
-      // v2ray (v2fly) has no Vision: the entry is Xray's alone.
-      out << (with_flow ? "Xray (outbounds):\n" : "v2ray / Xray (outbounds):\n") << v2ray_outbound(link, entry)
+      // sing-box has no XHTTP; v2ray (v2fly) has neither XHTTP nor Vision: those entries are Xray's alone.
+      const bool xray_only = with_flow || t.kind == transport_kind::xhttp;
+      if (t.kind != transport_kind::xhttp)
+        out << "sing-box (outbounds):\n" << singbox_outbound(link, entry) << "\n\n";
+      else
+        out << "sing-box: no XHTTP transport (use Xray or mihomo)\n\n";
+      out << (xray_only ? "Xray (outbounds):\n" : "v2ray / Xray (outbounds):\n") << v2ray_outbound(link, entry)
           << "\n\n";
     }
   }

@@ -9,6 +9,7 @@
 #include "server/transport/tls_stream.hpp"
 #include "server/transport/vision_stream.hpp"
 #include "server/transport/ws_stream.hpp"
+#include "server/transport/xhttp_h1.hpp"
 #include "server/vless_session.hpp"
 
 namespace vlessbench::vless_server {
@@ -153,6 +154,90 @@ awaitable<void> serve_grpc(runtime& rt, session_start start, tcp::socket socket,
   return serve_grpc_on<plain_stream>(rt, shared, limits, t.service_name, ex, std::move(next));
 }
 
+// A listener's XHTTP sessions outlive the connection whose request made them (the GET and the
+// POSTs may come on different connections): one hub per listener, held by its connections and
+// its sessions' reapers (server/transport/xhttp_session.hpp), never past the io_context.
+std::shared_ptr<xhttp::hub> xhttp_hub_of(runtime& rt, const std::shared_ptr<listener_runtime>& l) {
+  // One per thread: a hub serves one executor (with [limits] threads > 1 a session's requests must
+  // reach the same thread; see docs/configuration.md).
+  thread_local std::map<std::weak_ptr<listener_runtime>, std::weak_ptr<xhttp::hub>, std::owner_less<>> hubs;
+  std::erase_if(hubs, [](const auto& e) { return e.first.expired() || e.second.expired(); });
+  auto h = hubs[l].lock();
+  if (!h) {
+    h = std::make_shared<xhttp::hub>();
+    hubs[l] = h;
+    h->reject = [&rt, name = l->name](const xhttp::session_state& s, std::string_view reason, std::string_view detail) {
+      const std::string text = "session " + s.id + ": " + std::string(detail);
+      rt.events.emit(vless_reject_event{.session = rt.next_session_id++,
+                                        .listener = name,
+                                        .client = s.client,
+                                        .reason = reason,
+                                        .phase = "xhttp",
+                                        .detail = text});
+    };
+  }
+  return h;
+}
+
+// An XHTTP listener's connection (server/transport/xhttp_h1.hpp): every session its requests
+// complete becomes a VLESS session of its own (its own id, pending ticket and log line), served
+// on its socketpair end by the same session template as every other transport.
+template <class Lower, class... LowerArgs>
+awaitable<void> serve_xhttp_on(runtime& rt, std::shared_ptr<session_start> start, xhttp::connection_limits limits,
+                               asio::any_io_executor ex, LowerArgs... lower) {
+  xhttp::connection_hooks hooks;
+  auto ids = std::make_shared<connection_ids>(start->session_id);
+  hooks.serve = [&rt, start, ex, ids](tcp::socket end, const transport::facts& facts,
+                                      std::shared_ptr<const xhttp::session_state> state) {
+    session_start s{*start, ids->take(rt), start->client,
+                    rt.pending.admit(ex, pending_cap(start->cfg->limits.max_pending, nofile_limit())), start->budget};
+    asio::co_spawn(
+        ex,
+        detail::serve<xhttp_stream>(rt, std::move(s), std::move(end),
+                                    [facts, state](listener_runtime& l, asio::ssl::context&, tcp::socket sock) {
+                                      return xhttp_stream(policy_stream(std::move(sock), &l.tcp), facts, state);
+                                    }),
+        [](std::exception_ptr e) {
+          if (e) spdlog::error("xhttp session: unexpected exception");
+        });
+  };
+  hooks.reject = [&rt, start, ids](std::string_view reason, std::string_view detail) {
+    const auto client = format_endpoint(start->client);
+    rt.events.emit(vless_reject_event{.session = ids->take(rt),
+                                      .listener = start->listener_name,
+                                      .client = client,
+                                      .reason = reason,
+                                      .phase = "xhttp",
+                                      .detail = detail});
+    spdlog::debug("vless {} xhttp connection from {}: {} ({})", start->listener_name, client, reason, detail);
+  };
+  hooks.first_request = [start] { start->pending.leave(); };
+  auto conn = std::make_shared<xhttp::h1_connection<Lower>>(xhttp_hub_of(rt, start->listener), start->transport, limits,
+                                                            std::move(hooks), start->client, std::move(lower)...);
+  if (auto err = apply_on_open(conn->socket().native_handle(), start->policy))
+    spdlog::warn("vless {}: setsockopt: {}", start->listener_name, err.message());
+  const connection_registration registered(rt.connections, ex, [conn](bool force) { conn->drain(force); });
+  const pending_leaver leaver{*start};
+  auto evict = [weak = std::weak_ptr(conn)] {
+    if (auto c = weak.lock()) c->drain(true);
+  };
+  if (!start->pending.arm(evict)) evict();
+  // NOLINTNEXTLINE(bugprone-use-after-move)
+  co_await conn->run();
+}
+
+awaitable<void> serve_xhttp(runtime& rt, session_start start, tcp::socket socket, const transport_spec& t) {
+  xhttp::connection_limits limits;
+  limits.handshake_timeout = start.cfg->limits.handshake_timeout;
+  limits.idle_timeout = start.cfg->limits.idle_timeout;
+  limits.body_timeout = start.cfg->limits.handshake_timeout;
+  auto shared = std::make_shared<session_start>(std::move(start));
+  const asio::any_io_executor ex = socket.get_executor();
+  policy_stream next(std::move(socket), &shared->listener->tcp);
+  if (t.tls) return serve_xhttp_on<tls_stream>(rt, shared, limits, ex, std::move(next), std::ref(*shared->tls));
+  return serve_xhttp_on<plain_stream>(rt, shared, limits, ex, std::move(next));
+}
+
 }  // namespace
 
 // The listener's transport picks the session's.
@@ -163,6 +248,7 @@ awaitable<void> serve_session(runtime& rt, session_start start, tcp::socket sock
     case transport_kind::httpupgrade:
       return serve_upgraded<httpupgrade_stream>(rt, std::move(start), std::move(socket), std::move(t));
     case transport_kind::grpc: return serve_grpc(rt, std::move(start), std::move(socket), t);
+    case transport_kind::xhttp: return serve_xhttp(rt, std::move(start), std::move(socket), t);
     case transport_kind::tls: break;
   }
   // Raw TLS, with XTLS Vision when a request names it (server/transport/vision_stream.hpp).

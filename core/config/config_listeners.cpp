@@ -204,7 +204,7 @@ std::optional<reality::settings> read_reality(const table_reader& r, const trans
 
 struct vless_schema {
   static constexpr std::string_view table = "vless";
-  static constexpr std::array<std::string_view, 19> keys{"name",
+  static constexpr std::array<std::string_view, 24> keys{"name",
                                                          "listen",
                                                          "tcp",
                                                          "upstream_tcp",
@@ -222,17 +222,19 @@ struct vless_schema {
                                                          "target",
                                                          "max_time_diff",
                                                          "require_mlkem_share",
-                                                         "emulate"};
+                                                         "emulate",
+"mode", "padding_bytes", "max_post_bytes", "max_buffered_posts", "session_timeout_ms"};
   // Reads every key of the kind (so all its errors are reported), then builds the listener.
   static std::optional<vless_listener_config> read(const table_reader& r, const listener_fields& f) {
     auto tcp = read_tcp_policy(r, "tcp");
     auto upstream = read_tcp_policy(r, "upstream_tcp");
     // The transport's keys are checked in core/wire/transport_spec.cpp.
     transport_spec transport;
-    const auto transport_errors =
-        validate_transport({r.string("transport"), r.boolean("tls"), r.string("path"), r.string("host"),
-                            r.integer("max_early_data"), r.string("early_data_header"), r.string("service_name")},
-                           transport);
+    const auto transport_errors = validate_transport(
+        {r.string("transport"), r.boolean("tls"), r.string("path"), r.string("host"), r.integer("max_early_data"),
+         r.string("early_data_header"), r.string("service_name"), r.string("mode"), r.string("padding_bytes"),
+         r.integer("max_post_bytes"), r.integer("max_buffered_posts"), r.integer("session_timeout_ms")},
+        transport);
     for (const auto& [key, message] : transport_errors) r.error(key, message);
     bool reality_ok = true;
     auto reality = read_reality(r, transport, reality_ok);

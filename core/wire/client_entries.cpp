@@ -34,9 +34,10 @@ std::string mihomo_proxy(const share_link& l, const client_entry_options& opts) 
                     "    server: " +
                     yaml_quote(l.host) + "\n" + "    port: " + std::to_string(l.port) + "\n" +
                     "    uuid: " + vless::format_uuid(l.uuid) + "\n" + "    network: " +
-                    (t.upgrades() ? "ws"
-                     : grpc       ? "grpc"
-                                  : "tcp") +
+                    (t.upgrades()                      ? "ws"
+                     : grpc                            ? "grpc"
+                     : t.kind == transport_kind::xhttp ? "xhttp"
+                                                       : "tcp") +
                     "\n" +
                     "    udp: true\n"
                     "    tls: " +
@@ -56,6 +57,12 @@ std::string mihomo_proxy(const share_link& l, const client_entry_options& opts) 
       out += "    # fingerprint: " + opts.fingerprint_note + "\n";
   }
   if (grpc) out += "    grpc-opts:\n      grpc-service-name: " + yaml_quote(t.service_name) + "\n";
+  if (t.kind == transport_kind::xhttp) {
+    if (tls && !t.alpn.empty()) out += "    alpn:\n      - " + yaml_quote(t.alpn) + "\n";
+    out += "    xhttp-opts:\n      path: " + yaml_quote(path_of(t)) + "\n";
+    if (!t.host.empty()) out += "      host: " + yaml_quote(t.host) + "\n";
+    out += "      mode: " + std::string(xhttp::to_string(t.xhttp_mode)) + "\n";
+  }
   if (t.upgrades()) {
     out += "    ws-opts:\n      path: " + yaml_quote(path_of(t)) + "\n";
     if (!t.host.empty()) out += "      headers:\n        Host: " + yaml_quote(t.host) + "\n";
@@ -119,6 +126,7 @@ std::string v2ray_outbound(const share_link& l, const client_entry_options&) {
                                  {"shortId", l.reality->short_id}};
   else if (tls)
     stream["tlsSettings"] = {{"serverName", l.sni}, {"allowInsecure", l.allow_insecure}};
+  if (tls && !l.reality && !t.alpn.empty()) stream["tlsSettings"]["alpn"] = {t.alpn};
   if (t.kind == transport_kind::ws) {
     const bool ed = t.max_early_data > 0;
     nlohmann::ordered_json ws{{"path", ed ? path_of(t) + "?ed=" + std::to_string(t.max_early_data) : path_of(t)}};
@@ -136,6 +144,10 @@ std::string v2ray_outbound(const share_link& l, const client_entry_options&) {
     nlohmann::ordered_json g{{"serviceName", t.service_name}};
     if (t.grpc_multi) g["multiMode"] = true;
     stream["grpcSettings"] = g;
+  } else if (t.kind == transport_kind::xhttp) {
+    nlohmann::ordered_json x{{"path", path_of(t)}, {"mode", std::string(xhttp::to_string(t.xhttp_mode))}};
+    if (!t.host.empty()) x["host"] = t.host;
+    stream["xhttpSettings"] = x;
   }
   nlohmann::ordered_json user{{"id", vless::format_uuid(l.uuid)}, {"encryption", "none"}, {"level", 0}};
   if (!l.flow.empty()) user["flow"] = l.flow;

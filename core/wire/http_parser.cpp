@@ -255,16 +255,20 @@ std::optional<std::string_view> request::find(std::string_view name) const { ret
 
 std::optional<std::string_view> response::find(std::string_view name) const { return find_header(*this, name); }
 
-parse_result<request> parse_request(std::string_view buffer) {
+parse_result<request> parse_request(std::string_view buffer, body_framing framing) {
   request req;
   field_summary fields;
   const auto outcome = scan_head(buffer, bad_request_line, [&](std::string_view line, bool start) {
     if (start) return take_request_line(line, req);
     if (auto reason = take_field(line, req.headers, fields); !reason.empty()) return reason;
     // The target has no chunked decoder; refusing TE outright also closes the CL+TE smuggling door.
-    if (fields.has_transfer_encoding) return te_not_supported;
+    if (fields.has_transfer_encoding && framing == body_framing::content_length_only) return te_not_supported;
+    if (fields.has_transfer_encoding && fields.has_content_length) return te_with_content_length;
     return std::string_view{};
   });
+  if (outcome.status == parse_status::complete && fields.has_transfer_encoding && !fields.last_coding_chunked)
+    return finish(head_outcome{parse_status::invalid, 0, te_not_supported}, std::move(req));
+  req.chunked = fields.has_transfer_encoding;
   req.content_length = fields.content_length;
   req.keep_alive = fields.keep_alive(req.version_minor);
   return finish(outcome, std::move(req));

@@ -26,14 +26,20 @@ struct request {
   std::vector<header> headers;
   std::uint64_t content_length = 0;  // 0 when absent
   bool keep_alive = true;            // from version and Connection
+  bool chunked = false;              // Transfer-Encoding ending in chunked (body_framing::chunked_too only)
   // Case-insensitive lookup of the first header with this name.
   std::optional<std::string_view> find(std::string_view name) const;
 };
 
+// What request bodies the caller can read: Content-Length only (the target: Transfer-Encoding is
+// refused outright), or chunked too (XHTTP's streaming uplink; Content-Length with
+// Transfer-Encoding, or a coding other than chunked last, is still refused).
+enum class body_framing { content_length_only, chunked_too };
+
 // Reasons are static strings such as "bad request line", "header too large" (the caller answers
 // 431 for that one, 400 for the others), "transfer-encoding not supported",
 // "conflicting content-length", "bad content-length".
-parse_result<request> parse_request(std::string_view buffer);
+parse_result<request> parse_request(std::string_view buffer, body_framing framing = body_framing::content_length_only);
 
 struct response {
   int status = 0;

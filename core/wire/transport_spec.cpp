@@ -34,7 +34,62 @@ bool is_service_name(std::string_view s) {
 }
 
 constexpr transport_kind all_kinds[] = {transport_kind::tls, transport_kind::ws, transport_kind::httpupgrade,
-                                        transport_kind::grpc};
+                                        transport_kind::grpc, transport_kind::xhttp};
+
+// "FROM-TO" byte counts, FROM <= TO <= limit.
+std::optional<std::pair<std::uint32_t, std::uint32_t>> parse_range(std::string_view s, std::uint32_t limit) {
+  auto number = [](std::string_view t) -> std::optional<std::uint32_t> {
+    if (t.empty() || t.size() > 9) return std::nullopt;
+    std::uint32_t v = 0;
+    for (char c : t) {
+      if (c < '0' || c > '9') return std::nullopt;
+      v = v * 10 + static_cast<std::uint32_t>(c - '0');
+    }
+    return v;
+  };
+  const auto dash = s.find('-');
+  const auto from = number(s.substr(0, dash));
+  const auto to = dash == std::string_view::npos ? from : number(s.substr(dash + 1));
+  if (!from || !to || *from > *to || *to > limit) return std::nullopt;
+  return std::pair{*from, *to};
+}
+
+// The xhttp keys (validate_transport's part for them).
+void validate_xhttp(const transport_keys& keys, transport_spec& out,
+                    std::vector<std::pair<std::string, std::string>>& errors) {
+  const bool xhttp = out.kind == transport_kind::xhttp;
+  auto only = [&](const char* key, bool present) {
+    if (present && !xhttp) errors.emplace_back(key, "only for transport = \"xhttp\"");
+    return present && xhttp;
+  };
+  if (only("mode", keys.mode.has_value())) {
+    if (const auto m = xhttp::mode_named(*keys.mode))
+      out.xhttp_mode = *m;
+    else
+      errors.emplace_back("mode",
+                          "\"" + *keys.mode + "\": expected \"auto\", \"packet-up\", \"stream-up\" or \"stream-one\"");
+  }
+  if (only("padding_bytes", keys.padding_bytes.has_value())) {
+    if (const auto r = parse_range(*keys.padding_bytes, 8192)) {
+      out.padding_min = r->first;
+      out.padding_max = r->second;
+    } else {
+      errors.emplace_back("padding_bytes",
+                          "\"" + *keys.padding_bytes + "\": expected \"FROM-TO\" bytes, FROM <= TO <= 8192");
+    }
+  }
+  auto bounded = [&](const char* key, const std::optional<std::int64_t>& v, std::int64_t lo, std::int64_t hi,
+                     std::uint32_t& field) {
+    if (!only(key, v.has_value())) return;
+    if (*v < lo || *v > hi)
+      errors.emplace_back(key, "expected " + std::to_string(lo) + ".." + std::to_string(hi));
+    else
+      field = static_cast<std::uint32_t>(*v);
+  };
+  bounded("max_post_bytes", keys.max_post_bytes, 16384, 16 << 20, out.max_post_bytes);
+  bounded("max_buffered_posts", keys.max_buffered_posts, 1, 1024, out.max_buffered_posts);
+  bounded("session_timeout_ms", keys.session_timeout_ms, 100, 600'000, out.session_timeout_ms);
+}
 
 // The kind whose name (as spelling names it: the config's or a link's) is name.
 std::optional<transport_kind> kind_named(std::string_view name, std::string_view (*spelling)(transport_kind)) {
@@ -51,6 +106,7 @@ std::string_view to_string(transport_kind k) {
     case transport_kind::ws: return "ws";
     case transport_kind::httpupgrade: return "httpupgrade";
     case transport_kind::grpc: return "grpc";
+    case transport_kind::xhttp: return "xhttp";
   }
   return "tls";
 }
@@ -59,7 +115,7 @@ std::string_view link_type(transport_kind k) { return k == transport_kind::tls ?
 
 std::string describe(const transport_spec& t) {
   std::string out(to_string(t.kind));
-  if (t.kind == transport_kind::ws || t.kind == transport_kind::httpupgrade) {
+  if (t.has_path()) {
     out += " path=" + t.path;
     if (!t.host.empty()) out += " host=" + t.host;
   }
@@ -69,6 +125,10 @@ std::string describe(const transport_spec& t) {
   }
   if (t.kind == transport_kind::grpc) out += " service=" + t.service_name;
   if (t.kind == transport_kind::grpc && t.grpc_multi) out += " multi";
+  if (t.kind == transport_kind::xhttp) {
+    out += " mode=" + std::string(xhttp::to_string(t.xhttp_mode));
+    out += " padding=" + std::to_string(t.padding_min) + "-" + std::to_string(t.padding_max);
+  }
   if (t.kind != transport_kind::tls && !t.tls) out += " plain";
   return out;
 }
@@ -80,15 +140,16 @@ std::vector<std::pair<std::string, std::string>> validate_transport(const transp
     if (const auto kind = kind_named(*keys.transport, to_string))
       out.kind = *kind;
     else
-      errors.emplace_back("transport",
-                          "\"" + *keys.transport + "\": expected \"tls\", \"ws\", \"httpupgrade\" or \"grpc\"");
+      errors.emplace_back(
+          "transport", "\"" + *keys.transport + "\": expected \"tls\", \"ws\", \"httpupgrade\", \"grpc\" or \"xhttp\"");
   }
-  const bool upgrade = out.kind == transport_kind::ws || out.kind == transport_kind::httpupgrade;
+  const bool upgrade = out.has_path();
   auto only_upgrade = [&](const char* key, bool present) {
-    if (present && !upgrade) errors.emplace_back(key, "only for transport = \"ws\" or \"httpupgrade\"");
+    if (present && !upgrade) errors.emplace_back(key, "only for transport = \"ws\", \"httpupgrade\" or \"xhttp\"");
   };
   if (keys.tls && out.kind == transport_kind::tls)
-    errors.emplace_back("tls", "only for transport = \"ws\", \"httpupgrade\" or \"grpc\"");
+    errors.emplace_back("tls", "only for transport = \"ws\", \"httpupgrade\", \"grpc\" or \"xhttp\"");
+  validate_xhttp(keys, out, errors);
   if (keys.service_name && out.kind != transport_kind::grpc)
     errors.emplace_back("service_name", "only for transport = \"grpc\"");
   if (keys.service_name && out.kind == transport_kind::grpc) {
@@ -134,9 +195,11 @@ std::vector<std::pair<std::string_view, std::string>> transport_query(const tran
   if (t.kind == transport_kind::grpc) {
     out.emplace_back("serviceName", t.service_name);
     if (t.grpc_multi) out.emplace_back("mode", "multi");
-  } else if (t.upgrades()) {
+  } else if (t.has_path()) {
     out.emplace_back("path", t.path.empty() ? std::string("/") : t.path);
     if (!t.host.empty()) out.emplace_back("host", t.host);
+    if (t.kind == transport_kind::xhttp) out.emplace_back("mode", xhttp::to_string(t.xhttp_mode));
+    if (t.kind == transport_kind::xhttp && !t.alpn.empty()) out.emplace_back("alpn", t.alpn);
     if (t.kind == transport_kind::ws && t.max_early_data > 0) out.emplace_back("ed", std::to_string(t.max_early_data));
   }
   return out;
@@ -156,7 +219,7 @@ std::optional<transport_spec> parse_transport_query(const query_params& params, 
   if (const auto kind = kind_named(type, link_type))
     t.kind = *kind;
   else
-    return fail("type=" + type + " is not supported: the transports are tcp, ws, httpupgrade and grpc");
+    return fail("type=" + type + " is not supported: the transports are tcp, ws, httpupgrade, grpc and xhttp");
   const bool grpc = t.kind == transport_kind::grpc;
   if (const auto* v = param("headerType"); v && *v != "none" && !v->empty())
     return fail("headerType=" + *v + " is not supported: no HTTP obfuscation over TCP");
@@ -164,10 +227,11 @@ std::optional<transport_spec> parse_transport_query(const query_params& params, 
   // Absent means "none" (the proposal's default). Raw TCP is only ever dialled with TLS; ws,
   // httpupgrade and grpc may run without it (a proxy in front terminates TLS).
   const std::string security = param("security") ? *param("security") : "none";
-  if (security != "tls" && !((t.upgrades() || grpc) && security == "none"))
+  const bool xhttp = t.kind == transport_kind::xhttp;
+  if (security != "tls" && !((t.upgrades() || grpc || xhttp) && security == "none"))
     return fail("security=" + security +
                 " is not supported: the built-in client speaks VLESS over TLS only (use security=tls), "
-                "or over plain TCP with type=ws, type=httpupgrade or type=grpc (security=none)");
+                "or over plain TCP with type=ws, type=httpupgrade, type=grpc or type=xhttp (security=none)");
   t.tls = security == "tls";
 
   if (t.upgrades()) {
@@ -194,6 +258,25 @@ std::optional<transport_spec> parse_transport_query(const query_params& params, 
       }
       if (ed > 100'000) return fail("ed=" + ed_text + " is not a byte count (0..100000)");
       t.max_early_data = ed;
+    }
+  }
+
+  if (xhttp) {
+    if (const auto* v = param("path"); v && !v->empty()) t.path = *v;
+    if (const auto* v = param("host")) t.host = *v;
+    if (t.path.front() != '/') return fail("path=" + t.path + " does not start with '/'");
+    for (char c : t.path)
+      if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f || c == '#')
+        return fail("path=" + t.path + " is not a request path");
+    if (const auto* v = param("mode"); v && !v->empty()) {
+      const auto m = xhttp::mode_named(*v);
+      if (!m) return fail("mode=" + *v + " is not an XHTTP mode (auto, packet-up, stream-up or stream-one)");
+      t.xhttp_mode = *m;
+    }
+    if (const auto* v = param("alpn"); v && !v->empty()) {
+      // Xray's link lists them comma-separated; one is what an XHTTP client speaks.
+      if (*v != "h2" && *v != "http/1.1") return fail("alpn=" + *v + " is not one XHTTP speaks here (h2 or http/1.1)");
+      t.alpn = *v;
     }
   }
 

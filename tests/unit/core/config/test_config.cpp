@@ -272,9 +272,9 @@ TEST_CASE("unknown keys are errors at every level", "[config]") {
         "x.toml:4: vless[0].server: unknown key");
   // A transport's key on another transport (core/wire/transport_spec.cpp).
   CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\nhost = \"example.com\"\n") ==
-        "x.toml:4: vless[0].host: only for transport = \"ws\" or \"httpupgrade\"");
+        "x.toml:4: vless[0].host: only for transport = \"ws\", \"httpupgrade\" or \"xhttp\"");
   CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\ntransport = \"quic\"\n") ==
-        "x.toml:4: vless[0].transport: \"quic\": expected \"tls\", \"ws\", \"httpupgrade\" or \"grpc\"");
+        "x.toml:4: vless[0].transport: \"quic\": expected \"tls\", \"ws\", \"httpupgrade\", \"grpc\" or \"xhttp\"");
   CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\nservice_name = \"g\"\n") ==
         "x.toml:4: vless[0].service_name: only for transport = \"grpc\"");
   CHECK(error_of("[[vless]]\nname = \"a\"\nlisten = \"127.0.0.1:1\"\ntransport = \"ws\"\npath = \"ws\"\n") ==

@@ -122,7 +122,7 @@ TEST_CASE("parse_share_link refuses what the built-in client cannot do", "[share
   CHECK_THAT(refusal(link_with("h:1", "type=tcp")), Catch::Contains("security=none"));
   CHECK_THAT(refusal(link_with("h:1", "security=reality")), Catch::Contains("security=reality is not supported"));
   CHECK_THAT(refusal(link_with("h:1", "security=TLS")), Catch::Contains("security=TLS"));
-  CHECK_THAT(refusal(link_with("h:1", "security=tls&type=xhttp")), Catch::Contains("type=xhttp is not supported"));
+  CHECK_THAT(refusal(link_with("h:1", "security=tls&type=quic")), Catch::Contains("type=quic is not supported"));
   CHECK_THAT(refusal(link_with("h:1", "security=tls&type=httpupgrade&ed=2048")), Catch::Contains("ed= is for type=ws"));
   CHECK_THAT(refusal(link_with("h:1", "security=tls&type=ws&ed=lots")), Catch::Contains("ed=lots"));
   CHECK_THAT(refusal(link_with("h:1", "security=tls&type=ws&path=%2Fws%3Fed%3D1&ed=2")), Catch::Contains("disagree"));

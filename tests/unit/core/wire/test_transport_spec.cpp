@@ -45,8 +45,9 @@ TEST_CASE("transport keys: refusals name the key", "[config][transport]") {
     return errors.empty() ? std::string("(none)") : errors.front().first + ": " + errors.front().second;
   };
   CHECK(first_error({.transport = "tls", .tls = false}) ==
-        "tls: only for transport = \"ws\", \"httpupgrade\" or \"grpc\"");
-  CHECK(first_error({.transport = "grpc", .path = "/x"}) == "path: only for transport = \"ws\" or \"httpupgrade\"");
+        "tls: only for transport = \"ws\", \"httpupgrade\", \"grpc\" or \"xhttp\"");
+  CHECK(first_error({.transport = "grpc", .path = "/x"}) ==
+        "path: only for transport = \"ws\", \"httpupgrade\" or \"xhttp\"");
   CHECK(first_error({.transport = "ws", .service_name = "x"}) == "service_name: only for transport = \"grpc\"");
   CHECK(first_error({.transport = "grpc", .service_name = "a/b"}) ==
         "service_name: \"a/b\": expected 1-128 letters, digits, '-', '.', '_' or '~' (no '/')");
@@ -203,8 +204,8 @@ TEST_CASE("transport spec: parse reads the forms clients emit", "[transport][sha
 }
 
 TEST_CASE("transport spec: parse refuses with the reason the runner prints", "[transport][share_link]") {
-  CHECK(refusal("type=xhttp&security=tls") ==
-        "type=xhttp is not supported: the transports are tcp, ws, httpupgrade and grpc");
+  CHECK(refusal("type=quic&security=tls") ==
+        "type=quic is not supported: the transports are tcp, ws, httpupgrade, grpc and xhttp");
   CHECK(refusal("security=tls&headerType=http") == "headerType=http is not supported: no HTTP obfuscation over TCP");
   CHECK_THAT(refusal("type=tcp"),
              Catch::StartsWith("security=none is not supported: the built-in client speaks VLESS over TLS only"));
