@@ -223,7 +223,11 @@ struct vless_schema {
                                                          "max_time_diff",
                                                          "require_mlkem_share",
                                                          "emulate",
-"mode", "padding_bytes", "max_post_bytes", "max_buffered_posts", "session_timeout_ms"};
+                                                         "mode",
+                                                         "padding_bytes",
+                                                         "max_post_bytes",
+                                                         "max_buffered_posts",
+                                                         "session_timeout_ms"};
   // Reads every key of the kind (so all its errors are reported), then builds the listener.
   static std::optional<vless_listener_config> read(const table_reader& r, const listener_fields& f) {
     auto tcp = read_tcp_policy(r, "tcp");
