@@ -1,3 +1,5 @@
+// size: one sample of every path kind (direct, tcp, tls, vless, mux, udp, dns, ntp, stun) with its
+// route check and phases; each kind's steps are short functions here
 #include "runner/measure.hpp"
 
 #include <unistd.h>

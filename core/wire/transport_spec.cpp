@@ -205,6 +205,8 @@ std::vector<std::pair<std::string_view, std::string>> transport_query(const tran
   return out;
 }
 
+// size: one rule per link parameter of every transport (type, security, path, host, ed, serviceName,
+// mode, alpn), read in one pass so that each refusal names the parameter that caused it
 std::optional<transport_spec> parse_transport_query(const query_params& params, std::string& reason) {
   auto param = [&](std::string_view key) -> const std::string* {
     const auto it = params.find(key);

@@ -165,6 +165,8 @@ int hex_digit(char c) {
 constexpr std::size_t max_trailer_bytes = 8 * 1024;
 }  // namespace
 
+// size: the chunked-body state machine (size line, extension, data, CRLF, trailer) in one loop, each
+// state a few lines; split, its states would share the cursor through members
 parse_result<std::size_t> chunked_decoder::feed(std::string_view in, std::string& out, std::size_t room) {
   parse_result<std::size_t> r;
   auto fail = [&](std::string_view why) {
