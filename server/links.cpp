@@ -215,9 +215,10 @@ void print_links(std::ostream& out, const config& cfg, const links_options& opts
         entry.fingerprint_note =
             "none yet: " + cfg.tls.cert + " is made at the daemon's first start; run links again after it for the pin";
       out << "Clash / mihomo (proxies:):\n" << mihomo_proxy(link, entry) << "\n";
-      // sing-box has no XHTTP; v2ray (v2fly) has neither XHTTP nor Vision: those entries are Xray's alone.
-      const bool xray_only = with_flow || t.kind == transport_kind::xhttp;
-      if (t.kind != transport_kind::xhttp)
+      // sing-box has no XHTTP; v2ray (v2fly) has no XHTTP, Vision or REALITY: those entries are Xray's alone.
+      const bool xhttp = l.transport.kind == transport_kind::xhttp;
+      const bool xray_only = with_flow || xhttp || l.reality.has_value();
+      if (!xhttp)
         out << "sing-box (outbounds):\n" << singbox_outbound(link, entry) << "\n\n";
       else
         out << "sing-box: no XHTTP transport (use Xray or mihomo)\n\n";

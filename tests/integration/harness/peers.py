@@ -105,7 +105,9 @@ def core_config(core: str, links_text: str, heading: str, entry: int, socks: int
     -> the outbound `vlessbenchd links` prints in the section `heading` (a Vision section's Xray
     entry is under "Xray (outbounds):")."""
     if core in ("xray", "v2ray"):
-        family = "Xray (outbounds):" if heading.endswith("-vision") else "v2ray / Xray (outbounds):"
+        # Vision, REALITY and XHTTP sections print an Xray-only entry, the others one for both.
+        section = next((s for s in links_text.split("\n## ") if s.lstrip("# ").startswith(heading)), "")
+        family = "v2ray / Xray (outbounds):" if "v2ray / Xray (outbounds):" in section else "Xray (outbounds):"
         out = links_json(links_text, heading, family)
         cfg = {"log": {"loglevel": "warning"},
                "inbounds": [{"listen": LOOPBACK, "port": entry, "protocol": "http", "settings": {}},
