@@ -360,6 +360,12 @@ std::optional<path_spec> parse_path_arg(std::string_view arg, std::string& reaso
                "(vlessbench clients) or a client's proxy port";
       return std::nullopt;
     }
+    if (parsed->reality) {
+      reason = "path '" + p.name +
+               "': the built-in client does not speak REALITY (security=reality); measure it through Xray or "
+               "mihomo (vlessbench clients) or a client's proxy port";
+      return std::nullopt;
+    }
     p.host = parsed->host;
     p.port = parsed->port;
     p.link = std::move(parsed);

@@ -94,6 +94,14 @@ TEST_CASE("path SPEC: malformed arguments are refused with a reason", "[runner]"
   CHECK_THAT(refusal("x=tls://[::1]:0"), Catch::Contains("port out of range"));
   CHECK_THAT(refusal("x=tls:/1.2.3.4:1"), Catch::Contains("tls://H:P"));
   CHECK_THAT(refusal("x=tun:"), Catch::Contains("SPEC must be"));
+  // Links the daemon prints that the built-in client cannot dial: refused with what to use instead.
+  const std::string uuid = "b831381d-6324-4d53-ad4f-8cda48b30811";
+  CHECK_THAT(
+      refusal("x=vless://" + uuid +
+              "@h:443?security=reality&sni=a.example&pbk=w-pHnSOA-5YebSgBZ49a9v0AVNwww4_AIq7hYf9B3Ek&sid=&fp=chrome"),
+      Catch::Contains("does not speak REALITY"));
+  CHECK_THAT(refusal("x=vless://" + uuid + "@h:443?security=tls&type=xhttp&path=%2Fx&mode=packet-up"),
+             Catch::Contains("does not speak XHTTP"));
 }
 
 TEST_CASE("path SPEC: vless link with the runner's client parameters", "[runner]") {

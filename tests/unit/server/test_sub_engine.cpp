@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -144,10 +145,13 @@ struct fixture {
 struct destination_peer {
   tcp::acceptor acceptor;
   tcp::socket sock;
-  bool accepted = false;
+  // Shared with the accept's handler: a fixture declared before the peer runs its io_context again
+  // when it ends, after the peer is gone, and the handler (operation_aborted) must not write into it.
+  std::shared_ptr<bool> accepted_flag = std::make_shared<bool>(false);
   explicit destination_peer(asio::io_context& io) : acceptor(io, tcp::endpoint(loopback, 0)), sock(io) {
-    acceptor.async_accept(sock, [this](std::error_code ec) { accepted = !ec; });
+    acceptor.async_accept(sock, [flag = accepted_flag](std::error_code ec) { *flag = !ec; });
   }
+  bool accepted() const { return *accepted_flag; }
   destination at() const { return destination_of(loopback, acceptor.local_endpoint().port(), network::tcp); }
   // What has arrived, without waiting; eof once the engine half-closed.
   std::error_code take(std::string& into) {
@@ -170,7 +174,7 @@ TEST_CASE("sub engine: open, data both ways, the client's end, a vless.sub line"
   f.engine->open(5, peer.at(), false, std::string_view("hello"));
   CHECK(f.engine->live(5));
   CHECK(f.engine->subs() == 1);
-  REQUIRE(f.run_until([&] { return peer.accepted; }));
+  REQUIRE(f.run_until([&] { return peer.accepted(); }));
   std::string got;
   REQUIRE(f.run_until([&] { return !peer.take(got) && got == "hello"; }));
   f.engine->data(5, std::string("!"));
@@ -203,7 +207,7 @@ TEST_CASE("sub engine: a kill ends the sub with its reason, the framing told of 
   fixture f;
   destination_peer peer(f.io);
   f.engine->open(3, peer.at(), false, std::nullopt);
-  REQUIRE(f.run_until([&] { return peer.accepted; }));
+  REQUIRE(f.run_until([&] { return peer.accepted(); }));
   f.engine->kill(3, "address_on_tcp_keep");
   REQUIRE(f.framing.closes.size() == 1);
   CHECK(f.framing.closes[0].tell);
@@ -278,7 +282,7 @@ TEST_CASE("sub engine: while the framing holds bytes for the client's windows, s
   destination_peer peer(f.io);
   f.framing.hold = true;
   f.engine->open(4, peer.at(), false, std::nullopt);
-  REQUIRE(f.run_until([&] { return peer.accepted; }));
+  REQUIRE(f.run_until([&] { return peer.accepted(); }));
   asio::write(peer.sock, asio::buffer(std::string("later")));
   f.run_for(std::chrono::milliseconds(200));
   CHECK(f.framing.sends.empty());

@@ -121,7 +121,7 @@ TEST_CASE("xhttp chunked decoder: bodies split anywhere decode the same", "[xhtt
   }
 }
 
-TEST_CASE("xhttp chunked decoder: room bounds what it appends; bad framing is refused", "[xhttp]") {
+TEST_CASE("xhttp chunked decoder: room bounds what it appends, and bad framing is refused", "[xhttp]") {
   chunked_decoder d;
   std::string out;
   auto r = d.feed("a\r\n0123456789\r\n0\r\n\r\n", out, 4);
