@@ -135,8 +135,9 @@ json_line& json_line::end_array() {
   return *this;
 }
 
-json_line& json_line::add_names(std::string_view k, std::string_view names) {
-  key(k);
+json_line& json_line::add_names(std::string_view key, std::string_view comma_separated) {
+  this->key(key);
+  std::string_view names = comma_separated;
   out_ += '[';
   bool first = true;
   while (!names.empty()) {

@@ -180,17 +180,14 @@ parse_result<std::size_t> chunked_decoder::feed(std::string_view in, std::string
     switch (state_) {
       case state::size: {
         const int d = hex_digit(c);
+        const bool ends_size = size_digits_ > 0 && (c == ';' || c == ' ' || c == '\t' || c == '\r');
         if (d >= 0) {
           if (++size_digits_ > 15) return fail("bad chunk size");
           remaining_ = remaining_ * 16 + static_cast<std::uint64_t>(d);
-        } else if (size_digits_ == 0) {
-          return fail("bad chunk size");
-        } else if (c == ';' || c == ' ' || c == '\t') {
-          state_ = state::extension;
-        } else if (c == '\r') {
-          state_ = state::size_lf;
+        } else if (!ends_size) {
+          return fail("bad chunk size");  // no digit yet, or a character a size line cannot hold
         } else {
-          return fail("bad chunk size");
+          state_ = c == '\r' ? state::size_lf : state::extension;
         }
         ++i;
         break;

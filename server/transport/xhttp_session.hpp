@@ -121,7 +121,7 @@ class hub : public std::enable_shared_from_this<hub> {
   bool ended_lately(std::string_view id) const { return ended_.count(id) != 0; }
 
  private:
-  static awaitable<void> reap(std::shared_ptr<hub> self, std::weak_ptr<session_state> s,
+  static awaitable<void> reap(std::shared_ptr<hub> self, std::weak_ptr<session_state> weak,
                               std::chrono::milliseconds after);
   std::map<std::string, std::shared_ptr<session_state>, std::less<>> sessions_;
   std::map<asio::ip::address, std::size_t> half_open_by_source_;
