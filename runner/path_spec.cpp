@@ -293,6 +293,21 @@ std::optional<target_url> parse_target_url(std::string_view text, std::string& r
   return url;
 }
 
+namespace {
+
+// What a link parses to that the built-in client cannot dial, with what to use instead.
+std::optional<std::string> builtin_client_refuses(const share_link& link) {
+  if (link.transport.kind == transport_kind::xhttp)
+    return "the built-in client does not speak XHTTP (type=xhttp) yet; measure it through Xray (vlessbench "
+           "clients) or a client's proxy port";
+  if (link.reality)
+    return "the built-in client does not speak REALITY (security=reality); measure it through Xray or mihomo "
+           "(vlessbench clients) or a client's proxy port";
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<path_spec> parse_path_arg(std::string_view arg, std::string& reason) {
   const auto eq = arg.find('=');
   if (eq == std::string_view::npos) {
@@ -354,16 +369,8 @@ std::optional<path_spec> parse_path_arg(std::string_view arg, std::string& reaso
     }
     // parse_share_link refuses what the client cannot dial (security, type, a flow other than
     // Vision over raw TLS).
-    if (parsed->transport.kind == transport_kind::xhttp) {
-      reason = "path '" + p.name +
-               "': the built-in client does not speak XHTTP (type=xhttp) yet; measure it through Xray "
-               "(vlessbench clients) or a client's proxy port";
-      return std::nullopt;
-    }
-    if (parsed->reality) {
-      reason = "path '" + p.name +
-               "': the built-in client does not speak REALITY (security=reality); measure it through Xray or "
-               "mihomo (vlessbench clients) or a client's proxy port";
+    if (const auto why_not = builtin_client_refuses(*parsed)) {
+      reason = "path '" + p.name + "': " + *why_not;
       return std::nullopt;
     }
     p.host = parsed->host;
