@@ -3,17 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/wire/parse_invalid.hpp"
+
 namespace vlessbench::reality {
 
 namespace {
-
-template <class T>
-parse_result<T> refuse(std::string_view reason) {
-  parse_result<T> r;
-  r.status = parse_status::invalid;
-  r.reason = reason;
-  return r;
-}
 
 constexpr std::uint8_t record_handshake = 0x16;
 constexpr std::uint8_t handshake_client_hello = 0x01;
@@ -22,17 +16,19 @@ constexpr std::uint8_t handshake_client_hello = 0x01;
 
 parse_result<std::span<const std::uint8_t>> client_hello_record(std::span<const std::uint8_t> in) {
   using result = parse_result<std::span<const std::uint8_t>>;
-  if (!in.empty() && in[0] != record_handshake) return refuse<std::span<const std::uint8_t>>("not a TLS handshake");
+  if (!in.empty() && in[0] != record_handshake)
+    return parse_invalid<std::span<const std::uint8_t>>("not a TLS handshake");
   if (in.size() < 5) return {};
-  if (in[1] != 0x03) return refuse<std::span<const std::uint8_t>>("not a TLS record version");
+  if (in[1] != 0x03) return parse_invalid<std::span<const std::uint8_t>>("not a TLS record version");
   const std::size_t length = static_cast<std::size_t>(in[3]) << 8 | in[4];
-  if (length > max_record - 5) return refuse<std::span<const std::uint8_t>>("record longer than 16 KiB");
-  if (length < 4) return refuse<std::span<const std::uint8_t>>("record too short for a handshake message");
+  if (length > max_record - 5) return parse_invalid<std::span<const std::uint8_t>>("record longer than 16 KiB");
+  if (length < 4) return parse_invalid<std::span<const std::uint8_t>>("record too short for a handshake message");
   // The handshake header says early whether the ClientHello fits in this record.
   if (in.size() >= 9) {
-    if (in[5] != handshake_client_hello) return refuse<std::span<const std::uint8_t>>("not a ClientHello");
+    if (in[5] != handshake_client_hello) return parse_invalid<std::span<const std::uint8_t>>("not a ClientHello");
     const std::size_t message = static_cast<std::size_t>(in[6]) << 16 | static_cast<std::size_t>(in[7]) << 8 | in[8];
-    if (message + 4 != length) return refuse<std::span<const std::uint8_t>>("ClientHello not in exactly one record");
+    if (message + 4 != length)
+      return parse_invalid<std::span<const std::uint8_t>>("ClientHello not in exactly one record");
   }
   if (in.size() < 5 + length) return {};
   result r;
@@ -43,10 +39,11 @@ parse_result<std::span<const std::uint8_t>> client_hello_record(std::span<const 
 }
 
 parse_result<hello_facts> read_hello_facts(std::span<const std::uint8_t> message) {
-  if (message.size() < 4 || message[0] != handshake_client_hello) return refuse<hello_facts>("not a ClientHello");
+  if (message.size() < 4 || message[0] != handshake_client_hello)
+    return parse_invalid<hello_facts>("not a ClientHello");
   const auto body = message.subspan(4);
   auto parsed = parse_client_hello(body);
-  if (!parsed.complete()) return refuse<hello_facts>(parsed.reason);
+  if (!parsed.complete()) return parse_invalid<hello_facts>(parsed.reason);
   hello_facts f;
   f.hello = std::move(parsed.value);
   f.message = message;
