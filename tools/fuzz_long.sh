@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Longer fuzz runs than the suite's 6 s per target (ctest label fuzz), one target after another.
+# Longer fuzz runs than the suite's 3 s per target (ctest label fuzz), one target after another.
 #   tools/fuzz_long.sh [SECONDS_PER_TARGET] [TARGET...]      default: 3600, every target
 # Needs the sanitizer tree (tools/test.sh builds build-asan/ with clang 14, ASan+UBSan, libFuzzer).
 # The growing corpus is kept in build-asan/fuzz-corpus/TARGET (seeds: tests/fuzz/corpus/TARGET);

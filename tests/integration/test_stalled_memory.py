@@ -41,7 +41,7 @@ if os.environ.get(h.NETNS_ENV):
 suite = h.Suite("test_stalled_memory")
 h.require_binary()
 
-N = 40 if SANITIZED else 200
+N = 16 if SANITIZED else 200
 # One relay block (256 KiB, server/buffer_pool.hpp) is what a session blocked on its upstream write
 # needs; the budget adds what the session, its TLS state and the transport hold besides. gRPC holds
 # the stream's window too (256 KiB of decoded bytes the socketpair did not take, grpc_h2.hpp).
@@ -337,7 +337,8 @@ def stalled_uploads(listener: str, make) -> None:
     try:
         # Warm-up: one round of the same, so the baseline has the allocator's arenas, the TLS
         # context's caches and the pool the first sessions leave.
-        for rnd in ("warm-up", "measured"):
+        # Under ASan no bound is checked (its report is the check): no warm-up, no wait for the RSS.
+        for rnd in ("measured",) if SANITIZED else ("warm-up", "measured"):
             mark = d.mark()
             rss0 = h.rss_kib(pid)
             ups = [make(d, sink) for _ in range(N if rnd == "measured" else 8)]
@@ -354,7 +355,7 @@ def stalled_uploads(listener: str, make) -> None:
                 continue
             # A bounded wait for what the daemon gives back once they are gone (its memory timer
             # runs once a second): until within a quarter of the margin, 10 s at most.
-            rss2 = wait_rss_below(pid, rss0 + MARGIN_KIB // 4, timeout=10.0)
+            rss2 = h.rss_kib(pid) if SANITIZED else wait_rss_below(pid, rss0 + MARGIN_KIB // 4, timeout=10.0)
             print(f"FIGURE stalled_{listener}_upload_kib_per_session = {per:.0f}")
             print(f"FIGURE stalled_{listener}_rss_kib = {rss0} before, {rss1} with {len(ups)} stalled ({detail}), "
                   f"{rss2} after they closed")
