@@ -501,7 +501,7 @@ int daemon::run() {
     start_accepting(l);
   }
   for (auto& u : udp_targets_) {
-    spdlog::info("udp_target listener \"{}\" on {}", u->name(),
+    spdlog::info("udp_target listener \"{}\" ({}) on {}", u->name(), to_string(u->mode()),
                  format_endpoint(tcp::endpoint(u->endpoint().address(), u->endpoint().port())));
     u->start();
   }
