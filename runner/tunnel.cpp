@@ -62,6 +62,8 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
       tls.sni = !link.sni.empty() ? link.sni : (is_ip_literal(link.host) ? "" : link.host);
       if (link.transport.kind == transport_kind::grpc)
         tls.alpn = "h2";  // gRPC is HTTP/2 (the server refuses http/1.1 there)
+      if (link.transport.kind == transport_kind::xhttp)
+        tls.alpn = std::string(xhttp::to_string(xhttp::version_for(link.transport)));
       // mux=on: a command 3 connection; every sample a sub to the target (runner/mux_tunnel.hpp).
       // packetEncoding=xudp alone: UDP flows as one XUDP sub each on a connection of their own.
       const bool datagram = is_datagram(target.scheme);
@@ -83,6 +85,8 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
       plan.vless.nodelay = options.nodelay;
       plan.vless.split_header = options.writes == write_mode::split;
       plan.vless.transport = link.transport;
+      if (spec.xhttp_post_interval_ms)
+        plan.vless.xhttp_post_interval = std::chrono::milliseconds(*spec.xhttp_post_interval_ms);
       break;
     }
   }
@@ -115,7 +119,8 @@ void tunnel::arm() {
   deadline_.arm(weak_from_this(), [](tunnel& t) {
     std::error_code ignored;
     t.socket_.close(ignored);
-    if (t.mux_) t.mux_->close();  // a stuck sub: the shared connection is remade
+    if (t.vless_ && t.vless_->xhttp()) t.vless_->xhttp()->abort();  // its uplink connection too
+    if (t.mux_) t.mux_->close();                                    // a stuck sub: the shared connection is remade
   });
 }
 
@@ -153,7 +158,12 @@ void tunnel::close() {
 }
 
 std::string tunnel::describe(const std::error_code& ec) const {
-  if (ec.category() == vless::client_category()) return ec.message();  // the whole reason
+  if (ec.category() == vless::client_category()) {
+    // XHTTP's refusals name the answer ("xhttp: the server refused a request: 404 Not Found").
+    if (vless_ && vless_->xhttp() && !vless_->upgrade_error().empty())
+      return ec.message() + ": " + vless_->upgrade_error();
+    return ec.message();  // the whole reason
+  }
   if (ec.category() == mux::category() && !deadline_.timed_out()) {
     if (ec == mux::errc::closed && mux_ && !mux_->failure().empty()) return "mux: " + mux_->failure();
     return ec.message();

@@ -1,0 +1,542 @@
+#include "core/client/xhttp_client.hpp"
+
+#include <nghttp2/nghttp2.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include <openssl/rand.h>
+
+#include "core/client/vless_client.hpp"
+#include "core/net/h2_nv.hpp"
+#include "core/wire/http_parser.hpp"
+#include "core/wire/uuid.hpp"
+
+namespace vlessbench::xhttp {
+
+using h2::nv;
+
+std::string_view to_string(http_version v) { return v == http_version::h2 ? "h2" : "http/1.1"; }
+
+http_version version_for(const transport_spec& t) {
+  if (t.tls) return t.alpn == "http/1.1" ? http_version::h1 : http_version::h2;
+  return t.alpn == "h2" ? http_version::h2 : http_version::h1;
+}
+
+mode client_mode(mode m) { return m == mode::any ? mode::packet_up : m; }
+
+client_settings settings_for(const transport_spec& t, std::string authority, std::chrono::milliseconds post_interval) {
+  client_settings s;
+  s.authority = std::move(authority);
+  s.path = normalize_path(t.path);
+  s.speaks = client_mode(t.xhttp_mode);
+  s.version = version_for(t);
+  s.tls = t.tls;
+  s.padding_min = t.padding_min;
+  s.padding_max = std::max(t.padding_min, t.padding_max);
+  s.max_post_bytes = t.max_post_bytes;
+  s.post_interval = post_interval;
+  return s;
+}
+
+std::string new_session_id() { return vless::format_uuid(vless::random_uuid()); }
+
+std::size_t padding_length(const client_settings& s, std::uint64_t random) {
+  const std::uint64_t span = std::uint64_t{s.padding_max} - s.padding_min + 1;
+  return s.padding_min + static_cast<std::size_t>(random % span);
+}
+
+std::size_t random_padding_length(const client_settings& s) {
+  std::uint64_t r = 0;
+  RAND_bytes(reinterpret_cast<unsigned char*>(&r), sizeof r);
+  return padding_length(s, r);
+}
+
+std::string request_path(const client_settings& s, std::string_view session, std::optional<std::uint64_t> seq) {
+  std::string p = s.path;
+  p += session;
+  if (seq) p += "/" + std::to_string(*seq);
+  return p;
+}
+
+std::string referer(const client_settings& s, std::string_view path, std::size_t padding) {
+  std::string r = s.tls ? "https://" : "http://";
+  r += s.authority;
+  r += path;
+  r += "?x_padding=";
+  r.append(padding, 'X');
+  return r;
+}
+
+std::string h1_head(const client_settings& s, std::string_view method, std::string_view path, std::size_t padding,
+                    h1_body body, std::size_t content_length) {
+  std::string h;
+  h.reserve(256 + padding);
+  h.append(method).append(" ").append(path).append(" HTTP/1.1\r\nHost: ").append(s.authority);
+  h.append("\r\nReferer: ").append(referer(s, path, padding)).append("\r\n");
+  if (body == h1_body::chunked) h += "Content-Type: application/grpc\r\nTransfer-Encoding: chunked\r\n";
+  if (body == h1_body::length) h += "Content-Length: " + std::to_string(content_length) + "\r\n";
+  h += "\r\n";
+  return h;
+}
+
+void append_chunk(std::string& out, std::string_view data) {
+  if (data.empty()) return;
+  char size[20];
+  const int n = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+  out.append(size, static_cast<std::size_t>(n));
+  out += data;
+  out += "\r\n";
+}
+
+namespace {
+
+// "404 Not Found" from a response head.
+std::string status_text(const http::response& r) { return std::to_string(r.status) + " " + r.reason; }
+
+}  // namespace
+
+std::string h1_downlink::feed(std::string_view in, std::string& out) {
+  if (!head_done_) {
+    head_.append(in);
+    const auto r = http::parse_response(head_);
+    if (r.invalid()) return "bad response head: " + std::string(r.reason);
+    if (r.need_more()) return head_.size() > http::max_head_bytes ? "response head too large" : "";
+    if (r.value.status != 200) return status_text(r.value);
+    head_done_ = true;
+    chunked_ = r.value.chunked;
+    remaining_ = r.value.content_length;
+    const std::string rest = head_.substr(r.consumed);
+    head_.clear();
+    head_.shrink_to_fit();
+    in = {};
+    if (rest.empty()) return "";
+    return feed(rest, out);
+  }
+  if (ended_) return "";
+  if (chunked_) {
+    const auto r = chunks_.feed(in, out, std::string::npos);
+    if (r.invalid()) return "downlink: " + std::string(r.reason);
+    ended_ = r.complete();
+    return "";
+  }
+  if (remaining_) {
+    const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(*remaining_, in.size()));
+    out.append(in.substr(0, n));
+    *remaining_ -= n;
+    ended_ = *remaining_ == 0;
+    return "";
+  }
+  out.append(in);
+  return "";
+}
+
+std::string h1_answers::feed(std::string_view in) {
+  in_.append(in);
+  for (;;) {
+    if (body_left_ > 0) {
+      const auto n = static_cast<std::size_t>(std::min<std::uint64_t>(body_left_, in_.size()));
+      in_.erase(0, n);
+      body_left_ -= n;
+      if (body_left_ > 0) return "";
+      ++answered_;
+    }
+    if (in_.empty()) return "";
+    const auto r = http::parse_response(in_);
+    if (r.invalid()) return "bad answer to a POST: " + std::string(r.reason);
+    if (r.need_more()) return in_.size() > http::max_head_bytes ? "answer to a POST too large" : "";
+    if (r.value.status != 200) return status_text(r.value);
+    if (r.value.chunked) return "answer to a POST: chunked";
+    closing_ = !r.value.keep_alive;
+    in_.erase(0, r.consumed);
+    body_left_ = r.value.content_length.value_or(0);
+    if (body_left_ == 0) ++answered_;
+  }
+}
+
+// ---- HTTP/2 ----
+
+struct h2_session::callbacks {
+  static h2_session& self(void* user) { return *static_cast<h2_session*>(user); }
+
+  static int on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name, std::size_t namelen,
+                       const std::uint8_t* value, std::size_t valuelen, std::uint8_t, void* user) {
+    const std::string_view n(reinterpret_cast<const char*>(name), namelen);
+    if (n == ":status") self(user).status_[frame->hd.stream_id].assign(reinterpret_cast<const char*>(value), valuelen);
+    return 0;
+  }
+
+  static int frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user) {
+    auto& c = self(user);
+    const auto id = frame->hd.stream_id;
+    if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_RESPONSE && c.status_[id] != "200")
+      c.fail(c.status_[id] + (id == c.down_ ? " (downlink)" : " (uplink)"));
+    const bool end = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
+    if (end && id == c.down_) c.ended_ = true;
+    return 0;
+  }
+
+  static int data_chunk(nghttp2_session*, std::uint8_t, std::int32_t id, const std::uint8_t* data, std::size_t len,
+                        void* user) {
+    auto& c = self(user);
+    if (id == c.down_) c.received_.append(reinterpret_cast<const char*>(data), len);
+    return 0;
+  }
+
+  static int stream_close(nghttp2_session*, std::int32_t id, std::uint32_t code, void* user) {
+    auto& c = self(user);
+    if (code != NGHTTP2_NO_ERROR) c.fail(std::string("stream reset: ") + nghttp2_http2_strerror(code));
+    if (id == c.down_) c.ended_ = true;
+    c.status_.erase(id);
+    c.posts_.erase(id);
+    return 0;
+  }
+
+  static ssize_t read_data(nghttp2_session*, std::int32_t id, std::uint8_t* buf, std::size_t length,
+                           std::uint32_t* flags, nghttp2_data_source*, void* user) {
+    auto& c = self(user);
+    if (id == c.up_) {
+      if (c.up_pending_.empty()) return NGHTTP2_ERR_DEFERRED;
+      const std::size_t n = std::min(length, c.up_pending_.size());
+      std::copy_n(c.up_pending_.data(), n, buf);
+      c.up_pending_.erase(0, n);
+      return static_cast<ssize_t>(n);
+    }
+    const auto it = c.posts_.find(id);
+    if (it == c.posts_.end()) {
+      *flags |= NGHTTP2_DATA_FLAG_EOF;
+      return 0;
+    }
+    const std::size_t n = std::min(length, it->second.size());
+    std::copy_n(it->second.data(), n, buf);
+    it->second.erase(0, n);
+    if (it->second.empty()) {
+      *flags |= NGHTTP2_DATA_FLAG_EOF;
+      c.posts_.erase(it);
+    }
+    return static_cast<ssize_t>(n);
+  }
+};
+
+h2_session::h2_session(const client_settings& s) : s_(s) {
+  nghttp2_session_callbacks* cbs = nullptr;
+  if (nghttp2_session_callbacks_new(&cbs) != 0) throw std::runtime_error("nghttp2: out of memory");
+  nghttp2_session_callbacks_set_on_header_callback(cbs, callbacks::on_header);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, callbacks::frame_recv);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, callbacks::data_chunk);
+  nghttp2_session_callbacks_set_on_stream_close_callback(cbs, callbacks::stream_close);
+  const int rv = nghttp2_session_client_new(&session_, cbs, this);
+  nghttp2_session_callbacks_del(cbs);
+  if (rv != 0) throw std::runtime_error(std::string("nghttp2: ") + nghttp2_strerror(rv));
+  // A window as large as a bulk download wants: the caller reads the socket only when it reads.
+  const nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+                                             {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 4u << 20}};
+  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, std::size(settings));
+  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0, 16 << 20);
+}
+
+h2_session::~h2_session() { nghttp2_session_del(session_); }
+
+void h2_session::fail(std::string why) {
+  if (error_.empty()) error_ = std::move(why);
+}
+
+std::int32_t h2_session::submit(std::string_view method, const std::string& path, bool body,
+                                std::size_t content_length) {
+  const std::string ref = referer(s_, path, random_padding_length(s_));
+  const std::string length = std::to_string(content_length);
+  nghttp2_nv fields[6] = {nv(":method", method), nv(":scheme", s_.tls ? "https" : "http"),
+                          nv(":authority", s_.authority), nv(":path", path), nv("referer", ref)};
+  std::size_t count = 5;
+  if (body && content_length > 0) {
+    fields[count++] = nv("content-length", length);
+  } else if (body) {
+    fields[count++] = nv("content-type", "application/grpc");  // a streaming body, as Xray's client says
+  }
+  nghttp2_data_provider provider{};
+  provider.read_callback = callbacks::read_data;
+  const auto id = nghttp2_submit_request(session_, nullptr, fields, count, body ? &provider : nullptr, this);
+  if (id < 0) throw std::runtime_error(std::string("nghttp2: ") + nghttp2_strerror(id));
+  return id;
+}
+
+void h2_session::open(std::string_view session) {
+  if (session.empty()) {
+    down_ = up_ = submit("POST", request_path(s_), true, 0);
+    return;
+  }
+  down_ = submit("GET", request_path(s_, session), false, 0);
+  if (s_.speaks == mode::stream_up) up_ = submit("POST", request_path(s_, session), true, 0);
+}
+
+void h2_session::send(std::string_view data) {
+  if (data.empty() || up_ < 0) return;
+  up_pending_ += data;
+  nghttp2_session_resume_data(session_, up_);
+}
+
+void h2_session::post(std::string_view session, std::uint64_t seq, std::string body) {
+  // nghttp2 asks for the body when it sends the stream (take_output), not at submit.
+  const auto id = submit("POST", request_path(s_, session, seq), true, body.size());
+  posts_[id] = std::move(body);
+}
+
+bool h2_session::send_blocked() const { return !up_pending_.empty() || !posts_.empty(); }
+
+std::string h2_session::take_output() {
+  std::string out;
+  for (;;) {
+    const std::uint8_t* data = nullptr;
+    const ssize_t n = nghttp2_session_mem_send(session_, &data);
+    if (n < 0) fail(std::string("h2: ") + nghttp2_strerror(static_cast<int>(n)));
+    if (n <= 0) return out;
+    out.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
+  }
+}
+
+bool h2_session::feed(const char* data, std::size_t n) {
+  const ssize_t rv = nghttp2_session_mem_recv(session_, reinterpret_cast<const std::uint8_t*>(data), n);
+  if (rv < 0) fail(std::string("h2: ") + nghttp2_strerror(static_cast<int>(rv)));
+  if (error_.empty() && nghttp2_session_want_read(session_) == 0 && !ended_)
+    fail("h2: the server closed the connection");
+  return error_.empty();
+}
+
+// ---- I/O ----
+
+namespace {
+
+// (No co_await inside a conditional expression: GCC 12 destroys its temporaries twice.)
+awaitable<std::error_code> write_to(tcp::socket& socket, asio::ssl::stream<tcp::socket&>* tls, std::string_view data) {
+  if (tls) {
+    auto [ec, n] = co_await asio::async_write(*tls, asio::buffer(data.data(), data.size()), as_tuple_awaitable);
+    (void)n;
+    co_return ec;
+  }
+  auto [ec, n] = co_await asio::async_write(socket, asio::buffer(data.data(), data.size()), as_tuple_awaitable);
+  (void)n;
+  co_return ec;
+}
+
+awaitable<std::error_code> read_from(tcp::socket& socket, asio::ssl::stream<tcp::socket&>* tls, char* data,
+                                     std::size_t size, std::size_t& n) {
+  if (tls) {
+    auto [ec, got] = co_await tls->async_read_some(asio::buffer(data, size), as_tuple_awaitable);
+    n = got;
+    co_return ec;
+  }
+  auto [ec, got] = co_await socket.async_read_some(asio::buffer(data, size), as_tuple_awaitable);
+  n = got;
+  co_return ec;
+}
+
+}  // namespace
+
+struct client_transport::uplink_connection {
+  explicit uplink_connection(const asio::any_io_executor& ex) : socket(ex) {}
+  tcp::socket socket;
+  std::optional<asio::ssl::stream<tcp::socket&>> tls;
+  h1_answers answers;
+  std::size_t sent = 0;  // requests written on this connection
+
+  awaitable<std::error_code> write(std::string_view data) { return write_to(socket, tls ? &*tls : nullptr, data); }
+  awaitable<std::error_code> read_some(char* data, std::size_t size, std::size_t& n) {
+    return read_from(socket, tls ? &*tls : nullptr, data, size, n);
+  }
+};
+
+client_transport::client_transport(const client_settings& s, tcp::socket& main, asio::ssl::stream<tcp::socket&>* tls,
+                                   const tcp::endpoint& server, asio::ssl::context& context,
+                                   const tls::client_options& options, bool nodelay)
+    : s_(s),
+      main_(main),
+      tls_(tls),
+      server_(server),
+      context_(context),
+      options_(options),
+      nodelay_(nodelay),
+      session_(s.speaks == mode::stream_one ? std::string{} : new_session_id()),
+      spacing_(main.get_executor()) {
+  if (s_.version == http_version::h2) h2_ = std::make_unique<h2_session>(s_);
+}
+
+client_transport::~client_transport() = default;
+
+void client_transport::abort() {
+  spacing_.cancel();
+  if (uplink_) {
+    std::error_code ignored;
+    uplink_->socket.close(ignored);
+  }
+}
+
+std::error_code client_transport::refused(std::string why) {
+  if (error_.empty()) error_ = std::move(why);
+  return make_error_code(vless::client_errc::xhttp_failed);
+}
+
+awaitable<std::error_code> client_transport::main_write(std::string_view data) { return write_to(main_, tls_, data); }
+
+awaitable<std::error_code> client_transport::main_read(char* data, std::size_t size, std::size_t& n) {
+  return read_from(main_, tls_, data, size, n);
+}
+
+awaitable<std::error_code> client_transport::dial_uplink() {
+  uplink_ = std::make_unique<uplink_connection>(main_.get_executor());
+  auto [ec] = co_await uplink_->socket.async_connect(server_, as_tuple_awaitable);
+  if (ec) co_return ec;
+  std::error_code ignored;
+  if (nodelay_) uplink_->socket.set_option(tcp::no_delay(true), ignored);
+  if (!s_.tls) co_return std::error_code{};
+  uplink_->tls.emplace(uplink_->socket, context_);
+  tls::prepare_client(uplink_->tls->native_handle(), options_);
+  auto [hec] = co_await uplink_->tls->async_handshake(asio::ssl::stream_base::client, as_tuple_awaitable);
+  co_return hec;
+}
+
+awaitable<std::error_code> client_transport::handshake(awaitable<std::error_code> main_tls) {
+  if (s_.version == http_version::h2 || !needs_get()) co_return co_await std::move(main_tls);
+  // HTTP/1.1 with a GET: the POSTs' connection is dialled beside the GET's handshake.
+  auto [a, b] = co_await (std::move(main_tls) && dial_uplink());
+  co_return a ? a : b;
+}
+
+awaitable<std::error_code> client_transport::h2_flush() {
+  for (;;) {
+    const std::string out = h2_->take_output();
+    if (!out.empty())
+      if (auto ec = co_await main_write(out)) co_return ec;
+    if (!h2_->error().empty()) co_return refused(h2_->error());
+    if (!h2_->send_blocked()) co_return std::error_code{};
+    // The server's window is full: read (its WINDOW_UPDATE, and data kept for read_some).
+    char buf[16 * 1024];
+    std::size_t n = 0;
+    if (auto ec = co_await main_read(buf, sizeof buf, n)) co_return ec;
+    h2_->feed(buf, n);
+  }
+}
+
+// The downlink's request and the first uplink bytes, in as few writes as the version allows.
+awaitable<std::error_code> client_transport::first_requests(std::string_view data) {
+  started_ = true;
+  if (h2_) {
+    h2_->open(session_);
+    if (s_.speaks == mode::packet_up) {
+      up_ += data;
+      co_return co_await post_due();  // the GET's HEADERS go out with the first POST
+    }
+    h2_->send(data);
+    co_return co_await h2_flush();
+  }
+  const std::size_t padding = random_padding_length(s_);
+  if (s_.speaks == mode::stream_one) {
+    std::string out = h1_head(s_, "POST", request_path(s_), padding, h1_body::chunked);
+    append_chunk(out, data);
+    co_return co_await main_write(out);
+  }
+  if (auto ec = co_await main_write(h1_head(s_, "GET", request_path(s_, session_), padding, h1_body::none)))
+    co_return ec;
+  if (s_.speaks == mode::packet_up) {
+    up_ += data;
+    co_return co_await post_due();
+  }
+  std::string out = h1_head(s_, "POST", request_path(s_, session_), random_padding_length(s_), h1_body::chunked);
+  append_chunk(out, data);
+  co_return co_await uplink_->write(out);
+}
+
+awaitable<std::error_code> client_transport::post_due() {
+  if (seq_ > 0) {
+    const auto due = last_post_ + s_.post_interval;
+    if (std::chrono::steady_clock::now() < due) {
+      spacing_.expires_at(due);
+      auto [ec] = co_await spacing_.async_wait(as_tuple_awaitable);
+      if (ec) co_return ec;
+    }
+  }
+  const std::size_t n = std::min<std::size_t>(up_.size(), s_.max_post_bytes);
+  std::string body = up_.substr(0, n);
+  up_.erase(0, n);
+  last_post_ = std::chrono::steady_clock::now();
+  const std::uint64_t seq = seq_++;
+  if (h2_) {
+    h2_->post(session_, seq, std::move(body));
+    co_return co_await h2_flush();
+  }
+  co_return co_await h1_post(std::move(body));
+}
+
+// Reads the uplink connection until `until` of its requests are answered.
+awaitable<std::error_code> client_transport::h1_read_answers(std::size_t until) {
+  char buf[4096];
+  while (uplink_->answers.answered() < until) {
+    std::size_t n = 0;
+    if (auto ec = co_await uplink_->read_some(buf, sizeof buf, n)) co_return ec;
+    if (auto why = uplink_->answers.feed({buf, n}); !why.empty()) co_return refused(std::move(why));
+  }
+  co_return std::error_code{};
+}
+
+// One POST on the uplink connection, after the answers to the ones before it (each came long
+// ago: the spacing); a connection the server closed is dialled again.
+awaitable<std::error_code> client_transport::h1_post(std::string body) {
+  if (auto ec = co_await h1_read_answers(uplink_->sent)) co_return ec;
+  if (uplink_->answers.closing())
+    if (auto ec = co_await dial_uplink()) co_return ec;
+  std::string out = h1_head(s_, "POST", request_path(s_, session_, seq_ - 1), random_padding_length(s_),
+                            h1_body::length, body.size());
+  out += body;
+  ++uplink_->sent;
+  co_return co_await uplink_->write(out);
+}
+
+awaitable<std::error_code> client_transport::write(std::string_view data) {
+  if (!started_) co_return co_await first_requests(data);
+  if (s_.speaks != mode::packet_up) {
+    if (h2_) {
+      h2_->send(data);
+      co_return co_await h2_flush();
+    }
+    std::string out;
+    append_chunk(out, data);
+    if (s_.speaks == mode::stream_one) co_return co_await main_write(out);
+    co_return co_await uplink_->write(out);
+  }
+  // packet-up: a POST now if the spacing allows, else the bytes wait for the next one.
+  up_ += data;
+  while (up_.size() >= s_.max_post_bytes)
+    if (auto ec = co_await post_due()) co_return ec;
+  if (!up_.empty() && std::chrono::steady_clock::now() >= last_post_ + s_.post_interval) co_return co_await post_due();
+  co_return std::error_code{};
+}
+
+awaitable<std::error_code> client_transport::read_some(char* data, std::size_t size, std::size_t& n) {
+  n = 0;
+  // What waits for the spacing goes before the downlink is waited for.
+  if (!up_.empty())
+    if (auto ec = co_await post_due()) co_return ec;
+  for (;;) {
+    std::string& in = h2_ ? h2_->received() : down_in_;
+    if (!in.empty()) {
+      n = std::min(size, in.size());
+      std::memcpy(data, in.data(), n);
+      in.erase(0, n);
+      co_return std::error_code{};
+    }
+    if (h2_ && !h2_->error().empty()) co_return refused(h2_->error());
+    if (h2_ ? h2_->ended() : down_.ended()) co_return asio::error::eof;
+    std::size_t got = 0;
+    if (auto ec = co_await main_read(data, size, got)) co_return ec;
+    if (h2_) {
+      h2_->feed(data, got);
+      // Acks and WINDOW_UPDATEs go out now: the server may be waiting for them.
+      if (const std::string acks = h2_->take_output(); !acks.empty())
+        if (auto ec = co_await main_write(acks)) co_return ec;
+      continue;
+    }
+    if (auto why = down_.feed({data, got}, down_in_); !why.empty()) co_return refused(std::move(why));
+  }
+}
+
+}  // namespace vlessbench::xhttp
