@@ -87,6 +87,8 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
       plan.vless.transport = link.transport;
       if (spec.xhttp_post_interval_ms)
         plan.vless.xhttp_post_interval = std::chrono::milliseconds(*spec.xhttp_post_interval_ms);
+      if (link.transport.kind == transport_kind::xhttp && xhttp::version_for(link.transport) == xhttp::http_version::h2)
+        plan.xmux = std::make_shared<path_plan::xmux_path>();
       break;
     }
   }
@@ -120,6 +122,7 @@ void tunnel::arm() {
     std::error_code ignored;
     t.socket_.close(ignored);
     if (t.vless_ && t.vless_->xhttp()) t.vless_->xhttp()->abort();  // its uplink connection too
+    if (t.xmux_) t.xmux_->close();                                  // a stuck session: the shared connection is remade
     if (t.mux_) t.mux_->close();                                    // a stuck sub: the shared connection is remade
   });
 }
@@ -209,7 +212,36 @@ awaitable<maybe_failure> tunnel::mux_connect() {
   co_return std::nullopt;
 }
 
+// Reused samples on an xhttp h2 path: the shared HTTP/2 connection, made (or remade) here, and
+// what earlier sessions left to send (their resets).
+awaitable<maybe_failure> tunnel::prepare_xmux() {
+  auto& path = *plan_.xmux;
+  if (!path.shared || !path.shared->usable()) {
+    path.shared.reset();
+    const auto settings =
+        xhttp::settings_for(plan_.vless.transport, vless::http_host(plan_.vless), plan_.vless.xhttp_post_interval);
+    xmux_ = std::make_shared<xhttp::h2_connection>(socket_.get_executor(), settings);  // the watchdog closes it
+    touch("xmux connection");
+    if (const auto ec = co_await xmux_->connect(plan_.vless.server, *plan_.vless.tls_context, plan_.vless.tls,
+                                                plan_.vless.nodelay)) {
+      xmux_->close();
+      xmux_.reset();
+      co_return failure{"xmux connection: " + describe(ec)};
+    }
+    ++path.connections;
+    path.shared = xmux_;
+  }
+  touch("xmux flush");
+  if (const auto ec = co_await path.shared->flush()) {
+    path.shared->close();
+    co_return failure{"xmux connection: " + describe(ec)};
+  }
+  xmux_ = path.shared;
+  co_return std::nullopt;
+}
+
 awaitable<maybe_failure> tunnel::prepare(bool new_connection) {
+  if (plan_.xmux && !new_connection) co_return co_await prepare_xmux();
   if (!plan_.mux || (new_connection && plan_.mux->fresh_per_new)) co_return std::nullopt;
   bool made = false;
   mux_ = shared_connection(*plan_.mux, socket_.get_executor(), plan_.vless, made);
@@ -283,6 +315,12 @@ awaitable<maybe_failure> tunnel::open() {
       open_ = true;
       if (auto f = co_await mux_connect()) co_return f;
     }
+    open_ = true;
+    co_return std::nullopt;
+  }
+  if (xmux_) {  // a new XHTTP session on the shared HTTP/2 connection: no handshake
+    vless_.emplace(socket_, plan_.vless);
+    vless_->attach(xmux_);
     open_ = true;
     co_return std::nullopt;
   }

@@ -108,6 +108,13 @@ awaitable<std::error_code> client::handshake() {
   co_return std::error_code{};
 }
 
+void client::attach(std::shared_ptr<xhttp::h2_connection> connection) {
+  xhttp_ = std::make_unique<xhttp::client_transport>(
+      xhttp::settings_for(plan_.transport, http_host(), plan_.xhttp_post_interval), std::move(connection));
+  header_pending_ = !plan_.split_header && !plan_.header.empty();
+  response_pending_ = !plan_.header.empty();
+}
+
 // TLS on the connected socket (tls_ in place); nothing without TLS.
 awaitable<std::error_code> client::tls_handshake() {
   if (!tls_) co_return std::error_code{};
@@ -116,11 +123,12 @@ awaitable<std::error_code> client::tls_handshake() {
   co_return ec;
 }
 
-std::string client::http_host() const {
-  const transport_spec& t = plan_.transport;
-  if (!t.host.empty()) return t.host;
-  return !plan_.tls.sni.empty() ? plan_.tls.sni : plan_.server.address().to_string();
+std::string http_host(const client_plan& plan) {
+  if (!plan.transport.host.empty()) return plan.transport.host;
+  return !plan.tls.sni.empty() ? plan.tls.sni : plan.server.address().to_string();
 }
+
+std::string client::http_host() const { return vless::http_host(plan_); }
 
 std::error_code client::h2_error() {
   upgrade_error_ = h2_->error();

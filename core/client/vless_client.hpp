@@ -65,6 +65,10 @@ client_plan make_client_plan(const tcp::endpoint& server, const tls::client_opti
 // in TCP mode) is dialled with, so that floor goes through the same TLS code as a VLESS session.
 client_plan make_bare_tls_plan(const tcp::endpoint& server, const tls::client_options& tls);
 
+// The Host (:authority) an HTTP-based transport names: the link's host=, else the SNI, else the
+// server's address.
+std::string http_host(const client_plan& plan);
+
 // Errors of the client itself (everything else is a socket or TLS error). The message is the
 // whole reason: "vless response: bad_version".
 enum class client_errc {
@@ -92,6 +96,9 @@ class client {
   // httpupgrade without early data. Afterwards the header goes with the first write, or, with
   // split_header, by send_header().
   awaitable<std::error_code> handshake();
+  // xhttp over h2, in place of connect() and handshake(): a new XHTTP session on an open HTTP/2
+  // connection (core/client/xhttp_client.hpp: h2_connection); the socket given is left unused.
+  void attach(std::shared_ptr<xhttp::h2_connection> connection);
   bool splits_header() const { return plan_.split_header; }
   // split_header: writes the header alone (its own TLS record). Call once, after handshake().
   awaitable<std::error_code> send_header();

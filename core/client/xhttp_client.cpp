@@ -170,7 +170,9 @@ struct h2_session::callbacks {
   static int frame_recv(nghttp2_session*, const nghttp2_frame* frame, void* user) {
     auto& c = self(user);
     const auto id = frame->hd.stream_id;
-    if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_RESPONSE && c.status_[id] != "200")
+    const bool ours = c.streams_.count(id) > 0;
+    if (ours && frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_RESPONSE &&
+        c.status_[id] != "200")
       c.fail(c.status_[id] + (id == c.down_ ? " (downlink)" : " (uplink)"));
     const bool end = (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0;
     if (end && id == c.down_) c.ended_ = true;
@@ -186,7 +188,8 @@ struct h2_session::callbacks {
 
   static int stream_close(nghttp2_session*, std::int32_t id, std::uint32_t code, void* user) {
     auto& c = self(user);
-    if (code != NGHTTP2_NO_ERROR) c.fail(std::string("stream reset: ") + nghttp2_http2_strerror(code));
+    const bool ours = c.streams_.erase(id) > 0;
+    if (code != NGHTTP2_NO_ERROR && ours) c.fail(std::string("stream reset: ") + nghttp2_http2_strerror(code));
     if (id == c.down_) c.ended_ = true;
     c.status_.erase(id);
     c.posts_.erase(id);
@@ -258,16 +261,30 @@ std::int32_t h2_session::submit(std::string_view method, const std::string& path
   provider.read_callback = callbacks::read_data;
   const auto id = nghttp2_submit_request(session_, nullptr, fields, count, body ? &provider : nullptr, this);
   if (id < 0) throw std::runtime_error(std::string("nghttp2: ") + nghttp2_strerror(id));
+  streams_.insert(id);
   return id;
 }
 
 void h2_session::open(std::string_view session) {
+  if (down_ >= 0) end_session();
   if (session.empty()) {
     down_ = up_ = submit("POST", request_path(s_), true, 0);
     return;
   }
   down_ = submit("GET", request_path(s_, session), false, 0);
   if (s_.speaks == mode::stream_up) up_ = submit("POST", request_path(s_, session), true, 0);
+}
+
+void h2_session::end_session() {
+  for (const auto id : streams_)
+    if (nghttp2_session_find_stream(session_, id) != nullptr)
+      nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+  streams_.clear();
+  posts_.clear();
+  down_ = up_ = -1;
+  up_pending_.clear();
+  received_.clear();
+  ended_ = false;
 }
 
 void h2_session::send(std::string_view data) {
@@ -353,18 +370,36 @@ client_transport::client_transport(const client_settings& s, tcp::socket& main, 
       main_(main),
       tls_(tls),
       server_(server),
-      context_(context),
+      context_(&context),
       options_(options),
       nodelay_(nodelay),
       session_(s.speaks == mode::stream_one ? std::string{} : new_session_id()),
       spacing_(main.get_executor()) {
-  if (s_.version == http_version::h2) h2_ = std::make_unique<h2_session>(s_);
+  if (s_.version == http_version::h2) {
+    own_h2_ = std::make_unique<h2_session>(s_);
+    h2_ = own_h2_.get();
+  }
 }
 
-client_transport::~client_transport() = default;
+client_transport::client_transport(const client_settings& s, std::shared_ptr<h2_connection> shared)
+    : s_(s),
+      main_(shared->socket_),
+      tls_(shared->tls_ ? &*shared->tls_ : nullptr),
+      nodelay_(true),
+      session_(s.speaks == mode::stream_one ? std::string{} : new_session_id()),
+      shared_(std::move(shared)),
+      shared_sessions_before_(shared_->sessions_++),
+      h2_(&shared_->h2_),
+      spacing_(main_.get_executor()) {}
+
+// A session on a shared connection ends its streams there (sent with the connection's flush).
+client_transport::~client_transport() {
+  if (shared_ && started_) shared_->h2_.end_session();
+}
 
 void client_transport::abort() {
   spacing_.cancel();
+  if (shared_) shared_->close();  // a stuck session: the shared connection is remade
   if (uplink_) {
     std::error_code ignored;
     uplink_->socket.close(ignored);
@@ -389,7 +424,7 @@ awaitable<std::error_code> client_transport::dial_uplink() {
   std::error_code ignored;
   if (nodelay_) uplink_->socket.set_option(tcp::no_delay(true), ignored);
   if (!s_.tls) co_return std::error_code{};
-  uplink_->tls.emplace(uplink_->socket, context_);
+  uplink_->tls.emplace(uplink_->socket, *context_);
   tls::prepare_client(uplink_->tls->native_handle(), options_);
   auto [hec] = co_await uplink_->tls->async_handshake(asio::ssl::stream_base::client, as_tuple_awaitable);
   co_return hec;
@@ -537,6 +572,30 @@ awaitable<std::error_code> client_transport::read_some(char* data, std::size_t s
     }
     if (auto why = down_.feed({data, got}, down_in_); !why.empty()) co_return refused(std::move(why));
   }
+}
+
+awaitable<std::error_code> h2_connection::connect(const tcp::endpoint& server, asio::ssl::context& context,
+                                                  const tls::client_options& options, bool nodelay) {
+  auto [ec] = co_await socket_.async_connect(server, as_tuple_awaitable);
+  if (ec) co_return ec;
+  std::error_code ignored;
+  if (nodelay) socket_.set_option(tcp::no_delay(true), ignored);
+  if (!h2_.settings().tls) co_return std::error_code{};
+  tls_.emplace(socket_, context);
+  tls::prepare_client(tls_->native_handle(), options);
+  auto [hec] = co_await tls_->async_handshake(asio::ssl::stream_base::client, as_tuple_awaitable);
+  co_return hec;
+}
+
+awaitable<std::error_code> h2_connection::flush() {
+  const std::string out = h2_.take_output();
+  if (out.empty()) co_return std::error_code{};
+  co_return co_await write_to(socket_, tls_ ? &*tls_ : nullptr, out);
+}
+
+void h2_connection::close() {
+  std::error_code ignored;
+  socket_.close(ignored);
 }
 
 }  // namespace vlessbench::xhttp

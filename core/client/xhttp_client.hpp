@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -123,6 +124,9 @@ class h2_session {
   void open(std::string_view session);
   // stream-one and stream-up: more of the streaming body.
   void send(std::string_view data);
+  // The XHTTP session's streams reset (CANCEL): the server ends its VLESS connection; the HTTP/2
+  // connection stays for the next session (open() again).
+  void end_session();
   // packet-up: one POST carrying body, END_STREAM after it.
   void post(std::string_view session, std::uint64_t seq, std::string body);
   std::string take_output();
@@ -131,6 +135,7 @@ class h2_session {
   std::string& received() { return received_; }
   bool ended() const { return ended_; }
   const std::string& error() const { return error_; }
+  const client_settings& settings() const { return s_; }
 
  private:
   struct callbacks;
@@ -144,9 +149,34 @@ class h2_session {
   std::string up_pending_;
   std::map<std::int32_t, std::string> posts_;   // packet bodies not yet handed to nghttp2
   std::map<std::int32_t, std::string> status_;  // :status per stream
+  std::set<std::int32_t> streams_;              // the XHTTP session's (an earlier session's are not)
   std::string received_;
   bool ended_ = false;
   std::string error_;
+};
+
+// An HTTP/2 connection that XHTTP sessions ride one after another (Xray's XMUX: a new VLESS
+// connection as a new XHTTP session on an open HTTP/2 connection, no handshake). The runner
+// makes it outside any sample (connect), a session's client attaches to it
+// (vless::client::attach); what an ended session leaves to send (its RST_STREAMs) goes out with
+// flush() before the next sample.
+class h2_connection {
+ public:
+  h2_connection(const asio::any_io_executor& ex, const client_settings& s) : socket_(ex), h2_(s) {}
+  // TCP connect, TLS (ALPN h2 from the context) when s.tls.
+  awaitable<std::error_code> connect(const tcp::endpoint& server, asio::ssl::context& context,
+                                     const tls::client_options& options, bool nodelay);
+  awaitable<std::error_code> flush();
+  bool usable() const { return socket_.is_open() && h2_.error().empty(); }
+  void close();
+  std::uint64_t sessions() const { return sessions_; }  // XHTTP sessions opened on it so far
+
+ private:
+  friend class client_transport;
+  tcp::socket socket_;
+  std::optional<asio::ssl::stream<tcp::socket&>> tls_;
+  h2_session h2_;
+  std::uint64_t sessions_ = 0;
 };
 
 // The I/O: what vless::client calls for a transport = xhttp connection.
@@ -157,6 +187,8 @@ class client_transport {
   client_transport(const client_settings& s, tcp::socket& main, asio::ssl::stream<tcp::socket&>* tls,
                    const tcp::endpoint& server, asio::ssl::context& context, const tls::client_options& options,
                    bool nodelay);
+  // A session on a shared HTTP/2 connection (no handshake of its own).
+  client_transport(const client_settings& s, std::shared_ptr<h2_connection> shared);
   ~client_transport();
   client_transport(const client_transport&) = delete;
   client_transport& operator=(const client_transport&) = delete;
@@ -172,6 +204,8 @@ class client_transport {
   const std::string& error() const { return error_; }
   // The requests this connection carried: packet POSTs sent so far.
   std::uint64_t posts() const { return seq_; }
+  // It rode an HTTP/2 connection that carried an XHTTP session before it.
+  bool rode_shared() const { return shared_ && shared_sessions_before_ > 0; }
 
  private:
   struct uplink_connection;
@@ -190,11 +224,14 @@ class client_transport {
   tcp::socket& main_;
   asio::ssl::stream<tcp::socket&>* tls_;
   tcp::endpoint server_;
-  asio::ssl::context& context_;
+  asio::ssl::context* context_ = nullptr;
   tls::client_options options_;
   bool nodelay_;
   std::string session_;
-  std::unique_ptr<h2_session> h2_;
+  std::unique_ptr<h2_session> own_h2_;
+  std::shared_ptr<h2_connection> shared_;
+  std::uint64_t shared_sessions_before_ = 0;
+  h2_session* h2_ = nullptr;  // own_h2_'s or shared_'s
   std::unique_ptr<uplink_connection> uplink_;
   h1_downlink down_;
   std::string down_in_;  // h1: decoded downlink bytes not yet read

@@ -8,6 +8,9 @@
   `alpn=h2&security=none`), in packet-up and stream-one: Xray's VLESS inbound sends each
   connection on through a VLESS outbound to our daemon's raw TLS listener, so every sample's route
   is proven on the target (`vless`, not Xray's own `direct` egress).
+- XMUX over h2: every reused sample is a new XHTTP session (its own VLESS session on the target)
+  on the path's one shared HTTP/2 connection, marked `shared_h2` in samples.csv and counted in
+  summary.json and the table; new-connection samples are not.
 - postinterval=: packet-up's reused samples, each a POST, wait for the spacing from the POST
   before (the runner's samples follow each other closely): postinterval=200 puts the reused
   median above 150 ms, postinterval=0 leaves it far below.
@@ -87,6 +90,7 @@ def our_listener_over_http11():
     mark = D.mark()
     rows, summary, out, _ = run(paths)
     check_paths(rows, summary, paths, "xhttp")
+    check(all(s["shared_h2"] == "0" for s in rows), "HTTP/1.1 shares no connection")
     # Each new-connection sample is a session of its own on the listener.
     sessions = D.events("vless.session", since=mark)
     check(len({e["session"] for e in sessions if e.get("transport") == "xhttp"}) >= 6 * (NEW + 1), len(sessions))
@@ -137,6 +141,15 @@ def xray_server_over_h2_and_h2c():
         rows, summary, _, stdout = run(paths)
         check_paths(rows, summary, paths, "tls")  # our daemon sees Xray's raw TLS outbound
         print(stdout)
+        # XMUX: each reused sample a new XHTTP session on the path's one HTTP/2 connection (the
+        # warm-up opened it), each with its own route proof; new ones on fresh connections.
+        for name in paths:
+            mine = [s for s in rows if s["path"] == name and int(s["round"]) >= 0]
+            check(all(s["shared_h2"] == ("1" if s["mode"] == "reuse" else "0") for s in mine),
+                  (name, [(s["mode"], s["shared_h2"]) for s in mine]))
+            check(len({s["session"] for s in mine if s["mode"] == "reuse"}) == REUSE, name)
+            check(summary["paths"][name]["shared_h2"] == {"new": 0, "reuse": REUSE}, summary["paths"][name])
+        check("shared HTTP/2 connections (XMUX)" in stdout, stdout)
     finally:
         core.stop()
 
@@ -149,6 +162,30 @@ def packet_up_spacing_is_configurable():
     reused = {name: summary["paths"][name]["reuse"]["median_ms"] for name in ("slow", "fast")}
     check(reused["slow"] > 150, reused)
     check(reused["fast"] < 100, reused)
+
+
+@suite.test
+def clients_carry_xhttp_nodes_through_xray():
+    """`vlessbench clients` with an XHTTP node: the built-in client and Xray carry it; sing-box,
+    which has no XHTTP, is left out up front (its entry would dial the node as raw VLESS)."""
+    xray, sing_box = peers.require("xray"), peers.find("sing-box")
+    link = peers.share_links(peers.links_text(D))[f"xh-plain-{USER}"]
+    out = tempdir("vlessbench-xhttp-clients-")
+    argv = [str(RUNNER), "clients", "--link", link, "--core", f"xray={xray}", "--target", TARGET, "--new", "3",
+            "--reuse", "3", "--warmup", "0", "--out", str(out)]
+    if sing_box:
+        argv += ["--core", f"sing-box={sing_box}", "--cores", "xray,sing-box"]
+    else:
+        argv += ["--cores", "xray"]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0, f"rc {r.returncode}\n{r.stdout}\n{r.stderr}")
+    summary = json.loads((out / "summary.json").read_text())
+    for name in ("builtin", "xray"):
+        p = summary["paths"][name]
+        check(p["new"]["failed"] == 0 and p["reuse"]["failed"] == 0 and p["routes"] == {"vless": 6}, (name, p))
+    if sing_box:
+        check("sing-box has no XHTTP" in r.stderr, r.stderr)
+        check("sing-box" not in summary["paths"], list(summary["paths"]))
 
 
 if __name__ == "__main__":

@@ -173,15 +173,16 @@ TEST_CASE("samples.csv rows", "[runner]") {
   w.timing.upgrade = 0.03;
   w.timing.vless = 0.04;
   w.timing.upstream = 0.07;
+  w.shared_h2 = true;  // not what a ws sample does: the column only
   const auto csv = samples_csv({s, f, h, b, w});
   CHECK(csv ==
         "round,path,mode,seq,ns,ok,error,status,route,session,user,tls_ms,vless_ms,resolve_ms,"
-        "upstream_ms,route_mismatch,inner_tls_ms,bytes,mbps,transport,upgrade_ms,flow\n"
-        "3,vl,new,17,1500000,1,,200,vless,9,default,1.234,0.050,,0.080,0,,,,tls,,\n"
-        "0,vl,reuse,18,0,0,\"response head: timeout after 5000 ms, then \"\"reset\"\"\",,unknown,,,,,,,0,,,,,,\n"
-        "3,tls,new,19,4000000,1,,200,unknown,,,,,,,0,2.500,,,,,\n"
-        "1,vl/down,reuse,20,2000000,1,,200,unknown,,,,,,,0,,8000000,4000.000,,,\n"
-        "2,ws,new,21,1200000,1,,204,vless,10,default,0.900,0.040,,0.070,0,,,,ws,0.030,\n");
+        "upstream_ms,route_mismatch,inner_tls_ms,bytes,mbps,transport,upgrade_ms,flow,shared_h2\n"
+        "3,vl,new,17,1500000,1,,200,vless,9,default,1.234,0.050,,0.080,0,,,,tls,,,0\n"
+        "0,vl,reuse,18,0,0,\"response head: timeout after 5000 ms, then \"\"reset\"\"\",,unknown,,,,,,,0,,,,,,,0\n"
+        "3,tls,new,19,4000000,1,,200,unknown,,,,,,,0,2.500,,,,,,0\n"
+        "1,vl/down,reuse,20,2000000,1,,200,unknown,,,,,,,0,,8000000,4000.000,,,,0\n"
+        "2,ws,new,21,1200000,1,,204,vless,10,default,0.900,0.040,,0.070,0,,,,ws,0.030,,1\n");
 }
 
 TEST_CASE("inner TLS phase and bulk throughput reach the table and summary.json", "[runner]") {
