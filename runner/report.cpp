@@ -51,6 +51,17 @@ std::string grpc_entry_note(path_kind kind, std::span<const sample> fresh) {
          "connection for all of them), not new connections: compare them with a mux path, not with raw TLS";
 }
 
+// XHTTP over h2: which samples rode an HTTP/2 connection that carried earlier sessions.
+std::string shared_h2_lines(const std::vector<path_result>& results, std::size_t name_w) {
+  std::string lines;
+  for (const auto& r : results)
+    if (r.shared_h2_fresh + r.shared_h2_reuse > 0)
+      lines += "  " + pad(r.name, name_w) + "  " + std::to_string(r.shared_h2_reuse) + " of " +
+               std::to_string(r.reuse.attempted) + " reused samples (" + std::to_string(r.shared_h2_fresh) +
+               " new) were new XHTTP sessions on an HTTP/2 connection that carried earlier ones (no handshake)\n";
+  return lines.empty() ? "" : "\nshared HTTP/2 connections (XMUX):\n" + lines;
+}
+
 }  // namespace
 
 std::vector<path_result> analyze(const std::vector<path_spec>& paths, std::size_t baseline,
@@ -209,13 +220,7 @@ std::string format_table(const std::vector<path_result>& results) {
   t += "\nroutes (as the target named them: X-Vlessbench-Route, banner line, UDP echo trailer, DNS route TXT):\n" +
        routes;
 
-  std::string shared;
-  for (const auto& r : results)
-    if (r.shared_h2_fresh + r.shared_h2_reuse > 0)
-      shared += "  " + pad(r.name, name_w) + "  " + std::to_string(r.shared_h2_reuse) + " of " +
-                std::to_string(r.reuse.attempted) + " reused samples (" + std::to_string(r.shared_h2_fresh) +
-                " new) were new XHTTP sessions on an HTTP/2 connection that carried earlier ones (no handshake)\n";
-  if (!shared.empty()) t += "\nshared HTTP/2 connections (XMUX):\n" + shared;
+  t += shared_h2_lines(results, name_w);
 
   std::string failures;
   for (const auto& r : results)

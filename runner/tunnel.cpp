@@ -16,6 +16,15 @@ bool is_ip_literal(const std::string& host) {
   return !ec;
 }
 
+// xhttp paths: packet-up's POST spacing (postinterval=) and, over h2, the shared connection
+// reused samples ride (XMUX).
+void plan_xhttp(path_plan& plan, const path_spec& spec) {
+  if (spec.xhttp_post_interval_ms)
+    plan.vless.xhttp_post_interval = std::chrono::milliseconds(*spec.xhttp_post_interval_ms);
+  if (xhttp::version_for(plan.vless.transport) == xhttp::http_version::h2)
+    plan.xmux = std::make_shared<path_plan::xmux_path>();
+}
+
 }  // namespace
 
 path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_url& target,
@@ -85,10 +94,7 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
       plan.vless.nodelay = options.nodelay;
       plan.vless.split_header = options.writes == write_mode::split;
       plan.vless.transport = link.transport;
-      if (spec.xhttp_post_interval_ms)
-        plan.vless.xhttp_post_interval = std::chrono::milliseconds(*spec.xhttp_post_interval_ms);
-      if (link.transport.kind == transport_kind::xhttp && xhttp::version_for(link.transport) == xhttp::http_version::h2)
-        plan.xmux = std::make_shared<path_plan::xmux_path>();
+      if (link.transport.kind == transport_kind::xhttp) plan_xhttp(plan, spec);
       break;
     }
   }
