@@ -815,3 +815,30 @@ TEST_CASE("report.svg: more paths than colours get a row each, not repeating cur
   CHECK(count(few, "<polyline") == 16);
   CHECK(count(few, "class=\"row\"") == 0);
 }
+
+TEST_CASE("samples that rode a shared HTTP/2 connection are counted in the table and summary.json", "[runner]") {
+  std::vector<path_spec> paths(2);
+  paths[0].name = "direct";
+  paths[1].name = "xh2";
+  paths[1].kind = path_kind::vless;
+  std::vector<sample> samples;
+  for (int i = 0; i < 3; ++i)
+    for (std::size_t p = 0; p < 2; ++p)
+      for (const auto mode : {sample_mode::new_connection, sample_mode::reuse}) {
+        auto s = make_sample(paths[p].name, mode, i, static_cast<std::uint64_t>(10 * i + p), 1.0 + i);
+        s.shared_h2 = p == 1 && mode == sample_mode::reuse && i > 0;  // the first rode a fresh connection
+        samples.push_back(s);
+      }
+  const auto res = analyze(paths, 0, samples, {}, 1);
+  CHECK(res[0].shared_h2_reuse == 0);
+  CHECK(res[1].shared_h2_fresh == 0);
+  CHECK(res[1].shared_h2_reuse == 2);
+  const auto table = format_table(res);
+  CHECK_THAT(table, Catch::Contains("shared HTTP/2 connections (XMUX):\n  xh2"));
+  CHECK_THAT(table, Catch::Contains("2 of 3 reused samples (0 new)"));
+  run_metadata meta;
+  meta.run_id = "x";
+  const auto j = nlohmann::json::parse(summary_json(meta, res));
+  CHECK(j["paths"]["xh2"]["shared_h2"]["reuse"] == 2);
+  CHECK_FALSE(j["paths"]["direct"].contains("shared_h2"));
+}
