@@ -16,12 +16,12 @@ bool is_ip_literal(const std::string& host) {
   return !ec;
 }
 
-// xhttp paths: packet-up's POST spacing (postinterval=) and, over h2, the shared connection
-// reused samples ride (XMUX).
+// xhttp paths: packet-up's POST spacing (postinterval=) and, over h2 without mux=on, the shared
+// connection reused samples ride (XMUX).
 void plan_xhttp(path_plan& plan, const path_spec& spec) {
   if (spec.xhttp_post_interval_ms)
     plan.vless.xhttp_post_interval = std::chrono::milliseconds(*spec.xhttp_post_interval_ms);
-  if (xhttp::version_for(plan.vless.transport) == xhttp::http_version::h2)
+  if (xhttp::version_for(plan.vless.transport) == xhttp::http_version::h2 && !plan.mux)
     plan.xmux = std::make_shared<path_plan::xmux_path>();
 }
 
