@@ -46,7 +46,7 @@ using namespace std::chrono_literals;
 const std::vector<core_kind>& core_kinds() {
   static const std::vector<core_kind> kinds = {
       {"mihomo", {"-d", "{dir}", "-f", "{config}"}, {"-t", "-d", "{dir}", "-f", "{config}"}, {"-v"}, ".yaml", true},
-      {"sing-box", {"run", "-c", "{config}"}, {"check", "-c", "{config}"}, {"version"}, ".json", true},
+      {"sing-box", {"run", "-c", "{config}"}, {"check", "-c", "{config}"}, {"version"}, ".json", true, true, false},
       {"xray", {"run", "-c", "{config}"}, {"run", "-test", "-c", "{config}"}, {"version"}, ".json", true},
       {"v2ray", {"-config", "{config}"}, {"-test", "-config", "{config}"}, {"-version"}, ".json", false, false},
   };
@@ -476,6 +476,11 @@ std::vector<std::unique_ptr<core_process>> start_cores(const clients_args& a, co
         // Its checker would accept the link and the core would silently drop the flow: the path
         // would be measured as something it is not.
         std::cerr << "vlessbench clients: " << kind->name << " has no flow " << node.flow << " (node " << node.name
+                  << "): left out for that node\n";
+        continue;
+      }
+      if (node.transport.kind == transport_kind::xhttp && !kind->xhttp) {
+        std::cerr << "vlessbench clients: " << kind->name << " has no XHTTP (node " << node.name
                   << "): left out for that node\n";
         continue;
       }

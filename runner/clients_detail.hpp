@@ -25,6 +25,9 @@ struct core_kind {
   const char* suffix;
   bool vision;  // speaks flow xtls-rprx-vision (v2ray 4.34 has no flows: it would run such a link as plain VLESS)
   bool reality = true;  // speaks security=reality (v2ray has none; sing-box only when built with uTLS)
+  // Has an XHTTP client (type=xhttp). sing-box has none, and its entry without a transport would
+  // dial the node as raw VLESS; mihomo's came in 2026 (1.19.1's checker accepts the entry, its dial fails).
+  bool xhttp = true;
 };
 using core_list = std::vector<std::pair<const core_kind*, std::filesystem::path>>;
 

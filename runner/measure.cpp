@@ -201,17 +201,23 @@ void record_banner(sample& s, const banner_line& b, const maybe_failure& err, pa
   s.error = err ? err->reason : std::string{};
 }
 
-awaitable<sample> new_connection_sample(state& st, std::size_t p, int round) {
+// A new tunnel measured from its open. xhttp paths over h2 take their reused samples this way too
+// (mode reuse): a new XHTTP session on the path's shared HTTP/2 connection, as Xray's XMUX opens
+// a new VLESS connection.
+awaitable<sample> new_connection_sample(state& st, std::size_t p, int round,
+                                        sample_mode mode = sample_mode::new_connection) {
   const auto& plan = st.plans[p];
   const auto scheme = st.opts.target.scheme;
-  sample s = start_sample(st, p, round, sample_mode::new_connection);
+  sample s = start_sample(st, p, round, mode);
   const request_plan request = plan_request(st, p, s.seq, s.path);
   auto t = std::make_shared<tunnel>(st.io.get_executor(), plan, st.opts.timeout);
   const in_flight guard(st, t);
   t->arm();
-  maybe_failure err = co_await t->prepare(true);  // mux paths: the shared connection, off the clock
+  // mux paths, and xhttp h2 paths' reused samples: the shared connection, off the clock
+  maybe_failure err = co_await t->prepare(mode == sample_mode::new_connection);
   const auto t0 = std::chrono::steady_clock::now();
   if (!err) err = co_await t->open();
+  s.shared_h2 = t->rode_shared_h2();
   if (!err && scheme == target_scheme::https) {
     const auto opened = std::chrono::steady_clock::now();
     err = co_await t->start_tls();
@@ -268,6 +274,8 @@ awaitable<maybe_failure> open_reusable(state& st, std::size_t p, const sample& s
 
 awaitable<sample> reuse_sample(state& st, std::size_t p, int round, std::shared_ptr<tunnel>& t) {
   const auto& plan = st.plans[p];
+  if (plan.xmux && st.opts.target.scheme != target_scheme::banner)
+    co_return co_await new_connection_sample(st, p, round, sample_mode::reuse);
   sample s = start_sample(st, p, round, sample_mode::reuse);
   if (!t || !t->reusable()) {
     if (auto f = co_await open_reusable(st, p, s, t)) {

@@ -26,6 +26,17 @@ bool valid_name(std::string_view name) {
   });
 }
 
+std::optional<std::uint32_t> parse_post_interval(std::string_view text) {
+  if (text.empty() || text.size() > 5) return std::nullopt;
+  std::uint32_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + static_cast<std::uint32_t>(c - '0');
+  }
+  if (v > 10'000) return std::nullopt;
+  return v;
+}
+
 // Removes the runner's own parameters from a vless:// link's query before the share-link parser
 // sees it, so the link stays importable elsewhere.
 bool extract_runner_params(std::string& link, path_spec& out, std::string& reason) {
@@ -75,6 +86,14 @@ bool extract_runner_params(std::string& link, path_spec& out, std::string& reaso
         reason = "muxnew must be sub or connection, got '" + value + "'";
         return false;
       }
+    } else if (key == "postinterval") {
+      // xhttp packet-up: the least milliseconds between two uplink POSTs (Xray's scMinPostsIntervalMs).
+      const auto ms = parse_post_interval(value);
+      if (!ms) {
+        reason = "postinterval must be milliseconds 0..10000, got '" + value + "'";
+        return false;
+      }
+      out.xhttp_post_interval_ms = *ms;
     } else {
       // packetEncoding is the share link's own (Xray, v2rayN): read here, kept in the link.
       if (key == "packetEncoding") {
@@ -297,9 +316,6 @@ namespace {
 
 // What a link parses to that the built-in client cannot dial, with what to use instead.
 std::optional<std::string> builtin_client_refuses(const share_link& link) {
-  if (link.transport.kind == transport_kind::xhttp)
-    return "the built-in client does not speak XHTTP (type=xhttp) yet; measure it through Xray (vlessbench "
-           "clients) or a client's proxy port";
   if (link.reality)
     return "the built-in client does not speak REALITY (security=reality); measure it through Xray or mihomo "
            "(vlessbench clients) or a client's proxy port";
@@ -371,6 +387,10 @@ std::optional<path_spec> parse_path_arg(std::string_view arg, std::string& reaso
     // Vision over raw TLS).
     if (const auto why_not = builtin_client_refuses(*parsed)) {
       reason = "path '" + p.name + "': " + *why_not;
+      return std::nullopt;
+    }
+    if (p.xhttp_post_interval_ms && parsed->transport.kind != transport_kind::xhttp) {
+      reason = "path '" + p.name + "': postinterval is for type=xhttp links only";
       return std::nullopt;
     }
     p.host = parsed->host;

@@ -59,6 +59,9 @@ struct path_spec {
   // sample opens a fresh mux connection for its one sub instead. `packetEncoding=xudp` (kept in
   // the link, as share links spell it): UDP goes as XUDP sub-connections; TCP is unaffected.
   bool mux = false;
+  // type=xhttp links: `postinterval=MS`, the least time between two packet-up POSTs (default 30,
+  // Xray's scMinPostsIntervalMs; 0: none).
+  std::optional<std::uint32_t> xhttp_post_interval_ms;
   mux_new_mode mux_new = mux_new_mode::sub;
   bool xudp = false;
 

@@ -51,6 +51,17 @@ std::string grpc_entry_note(path_kind kind, std::span<const sample> fresh) {
          "connection for all of them), not new connections: compare them with a mux path, not with raw TLS";
 }
 
+// XHTTP over h2: which samples rode an HTTP/2 connection that carried earlier sessions.
+std::string shared_h2_lines(const std::vector<path_result>& results, std::size_t name_w) {
+  std::string lines;
+  for (const auto& r : results)
+    if (r.shared_h2_fresh + r.shared_h2_reuse > 0)
+      lines += "  " + pad(r.name, name_w) + "  " + std::to_string(r.shared_h2_reuse) + " of " +
+               std::to_string(r.reuse.attempted) + " reused samples (" + std::to_string(r.shared_h2_fresh) +
+               " new) were new XHTTP sessions on an HTTP/2 connection that carried earlier ones (no handshake)\n";
+  return lines.empty() ? "" : "\nshared HTTP/2 connections (XMUX):\n" + lines;
+}
+
 }  // namespace
 
 std::vector<path_result> analyze(const std::vector<path_spec>& paths, std::size_t baseline,
@@ -96,6 +107,7 @@ std::vector<path_result> analyze(const std::vector<path_spec>& paths, std::size_
     if (s.ok && s.timing.ack) ++r.server_acks[*s.timing.ack];
     if (s.ok && s.timing.generation) ++r.server_generations[*s.timing.generation];
     if (s.route_mismatch) ++r.route_mismatches;
+    if (s.shared_h2) ++(fresh ? r.shared_h2_fresh : r.shared_h2_reuse);
     if (fresh) fresh_samples[it->second].push_back(s);
   }
   for (std::size_t i = 0; i < out.size(); ++i) {
@@ -208,6 +220,8 @@ std::string format_table(const std::vector<path_result>& results) {
   t += "\nroutes (as the target named them: X-Vlessbench-Route, banner line, UDP echo trailer, DNS route TXT):\n" +
        routes;
 
+  t += shared_h2_lines(results, name_w);
+
   std::string failures;
   for (const auto& r : results)
     for (int mode = 0; mode < 2; ++mode)
@@ -289,7 +303,7 @@ std::vector<std::string> parse_csv_line(std::string_view line) {
 std::string samples_csv(const std::vector<sample>& samples) {
   std::string out =
       "round,path,mode,seq,ns,ok,error,status,route,session,user,tls_ms,vless_ms,resolve_ms,"
-      "upstream_ms,route_mismatch,inner_tls_ms,bytes,mbps,transport,upgrade_ms,flow\n";
+      "upstream_ms,route_mismatch,inner_tls_ms,bytes,mbps,transport,upgrade_ms,flow,shared_h2\n";
   auto opt = [](const std::optional<double>& v) { return v && std::isfinite(*v) ? fmt_ms(v) : std::string(); };
   for (const auto& s : samples) {
     out += std::to_string(s.round) + ',' + csv_field(s.path) + ',' + std::string(to_string(s.mode)) + ',' +
@@ -302,7 +316,7 @@ std::string samples_csv(const std::vector<sample>& samples) {
            (s.bytes ? std::to_string(s.bytes) : std::string()) + ',' +
            (s.bytes && s.ok ? fmt_ms(s.mbps()) : std::string()) + ',' +
            (s.route.kind == route_kind::vless ? csv_field(s.route.transport) : std::string()) + ',' +
-           opt(s.timing.upgrade) + ',' + csv_field(s.flow) + '\n';
+           opt(s.timing.upgrade) + ',' + csv_field(s.flow) + ',' + (s.shared_h2 ? "1" : "0") + '\n';
   }
   return out;
 }
@@ -411,6 +425,8 @@ std::string summary_json(const run_metadata& meta, const std::vector<path_result
     p["new"] = mode_json(r.fresh, r.baseline);
     p["reuse"] = mode_json(r.reuse, r.baseline);
     p["route_mismatches"] = r.route_mismatches;
+    if (r.shared_h2_fresh + r.shared_h2_reuse > 0)
+      p["shared_h2"] = {{"new", r.shared_h2_fresh}, {"reuse", r.shared_h2_reuse}};
     p["routes"] = json::object();
     for (const auto& [route, n] : r.routes) p["routes"][route] = n;
     if (!r.server_acks.empty() || !r.server_generations.empty()) {

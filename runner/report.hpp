@@ -85,6 +85,9 @@ struct path_result {
   mode_result reuse;
   std::size_t route_mismatches = 0;
   std::map<std::string, std::size_t> routes;  // "direct"/"vless"/"unknown" -> count
+  // xhttp over h2: samples (per mode, ok or not) whose XHTTP session rode an HTTP/2 connection that
+  // carried sessions before (Xray's XMUX): a new VLESS connection without a handshake.
+  std::size_t shared_h2_fresh = 0, shared_h2_reuse = 0;
   stall_verdict stall;
   // The path's RTT (median over its new-connection samples that measured one, ms) and the fit of
   // its family (the paths that differ from it only in RTT): fixed + k x RTT (runner/fit.hpp).

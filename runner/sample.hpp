@@ -43,6 +43,9 @@ struct sample {
   // tcp://, tls://, vless:// without mux): the path's round-trip time as the kernel measured it on
   // that connection (TCP_INFO min_rtt), ms; the x of the round-trip fit (runner/fit.hpp).
   std::optional<double> rtt_ms;
+  // xhttp over h2: the sample's XHTTP session rode an HTTP/2 connection that carried sessions
+  // before it (a reused sample: Xray's XMUX), so it paid no TCP or TLS handshake.
+  bool shared_h2 = false;
 
   double ms() const { return static_cast<double>(ns) / 1e6; }
   // Bulk throughput in MB/s (10^6 bytes per second); 0 when not a bulk sample or no time passed.

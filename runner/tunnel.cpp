@@ -16,6 +16,15 @@ bool is_ip_literal(const std::string& host) {
   return !ec;
 }
 
+// xhttp paths: packet-up's POST spacing (postinterval=) and, over h2 without mux=on, the shared
+// connection reused samples ride (XMUX).
+void plan_xhttp(path_plan& plan, const path_spec& spec) {
+  if (spec.xhttp_post_interval_ms)
+    plan.vless.xhttp_post_interval = std::chrono::milliseconds(*spec.xhttp_post_interval_ms);
+  if (xhttp::version_for(plan.vless.transport) == xhttp::http_version::h2 && !plan.mux)
+    plan.xmux = std::make_shared<path_plan::xmux_path>();
+}
+
 }  // namespace
 
 path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_url& target,
@@ -62,6 +71,8 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
       tls.sni = !link.sni.empty() ? link.sni : (is_ip_literal(link.host) ? "" : link.host);
       if (link.transport.kind == transport_kind::grpc)
         tls.alpn = "h2";  // gRPC is HTTP/2 (the server refuses http/1.1 there)
+      if (link.transport.kind == transport_kind::xhttp)
+        tls.alpn = std::string(xhttp::to_string(xhttp::version_for(link.transport)));
       // mux=on: a command 3 connection; every sample a sub to the target (runner/mux_tunnel.hpp).
       // packetEncoding=xudp alone: UDP flows as one XUDP sub each on a connection of their own.
       const bool datagram = is_datagram(target.scheme);
@@ -83,6 +94,7 @@ path_plan make_plan(asio::io_context& io, const path_spec& spec, const target_ur
       plan.vless.nodelay = options.nodelay;
       plan.vless.split_header = options.writes == write_mode::split;
       plan.vless.transport = link.transport;
+      if (link.transport.kind == transport_kind::xhttp) plan_xhttp(plan, spec);
       break;
     }
   }
@@ -115,7 +127,9 @@ void tunnel::arm() {
   deadline_.arm(weak_from_this(), [](tunnel& t) {
     std::error_code ignored;
     t.socket_.close(ignored);
-    if (t.mux_) t.mux_->close();  // a stuck sub: the shared connection is remade
+    if (t.vless_ && t.vless_->xhttp()) t.vless_->xhttp()->abort();  // its uplink connection too
+    if (t.xmux_) t.xmux_->close();                                  // a stuck session: the shared connection is remade
+    if (t.mux_) t.mux_->close();                                    // a stuck sub: the shared connection is remade
   });
 }
 
@@ -153,7 +167,12 @@ void tunnel::close() {
 }
 
 std::string tunnel::describe(const std::error_code& ec) const {
-  if (ec.category() == vless::client_category()) return ec.message();  // the whole reason
+  if (ec.category() == vless::client_category()) {
+    // XHTTP's refusals name the answer ("xhttp: the server refused a request: 404 Not Found").
+    if (vless_ && vless_->xhttp() && !vless_->upgrade_error().empty())
+      return ec.message() + ": " + vless_->upgrade_error();
+    return ec.message();  // the whole reason
+  }
   if (ec.category() == mux::category() && !deadline_.timed_out()) {
     if (ec == mux::errc::closed && mux_ && !mux_->failure().empty()) return "mux: " + mux_->failure();
     return ec.message();
@@ -199,7 +218,36 @@ awaitable<maybe_failure> tunnel::mux_connect() {
   co_return std::nullopt;
 }
 
+// Reused samples on an xhttp h2 path: the shared HTTP/2 connection, made (or remade) here, and
+// what earlier sessions left to send (their resets).
+awaitable<maybe_failure> tunnel::prepare_xmux() {
+  auto& path = *plan_.xmux;
+  if (!path.shared || !path.shared->usable()) {
+    path.shared.reset();
+    const auto settings =
+        xhttp::settings_for(plan_.vless.transport, vless::http_host(plan_.vless), plan_.vless.xhttp_post_interval);
+    xmux_ = std::make_shared<xhttp::h2_connection>(socket_.get_executor(), settings);  // the watchdog closes it
+    touch("xmux connection");
+    if (const auto ec = co_await xmux_->connect(plan_.vless.server, *plan_.vless.tls_context, plan_.vless.tls,
+                                                plan_.vless.nodelay)) {
+      xmux_->close();
+      xmux_.reset();
+      co_return failure{"xmux connection: " + describe(ec)};
+    }
+    ++path.connections;
+    path.shared = xmux_;
+  }
+  touch("xmux flush");
+  if (const auto ec = co_await path.shared->flush()) {
+    path.shared->close();
+    co_return failure{"xmux connection: " + describe(ec)};
+  }
+  xmux_ = path.shared;
+  co_return std::nullopt;
+}
+
 awaitable<maybe_failure> tunnel::prepare(bool new_connection) {
+  if (plan_.xmux && !new_connection) co_return co_await prepare_xmux();
   if (!plan_.mux || (new_connection && plan_.mux->fresh_per_new)) co_return std::nullopt;
   bool made = false;
   mux_ = shared_connection(*plan_.mux, socket_.get_executor(), plan_.vless, made);
@@ -273,6 +321,12 @@ awaitable<maybe_failure> tunnel::open() {
       open_ = true;
       if (auto f = co_await mux_connect()) co_return f;
     }
+    open_ = true;
+    co_return std::nullopt;
+  }
+  if (xmux_) {  // a new XHTTP session on the shared HTTP/2 connection: no handshake
+    vless_.emplace(socket_, plan_.vless);
+    vless_->attach(xmux_);
     open_ = true;
     co_return std::nullopt;
   }

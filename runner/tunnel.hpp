@@ -40,6 +40,13 @@ struct path_plan {
   // vless paths with mux=on: the path's shared mux connection (vless then holds the command 3
   // header); the plan is const to tunnels, what it points to is not.
   std::shared_ptr<mux_path> mux;
+  // xhttp paths over h2: the HTTP/2 connection reused samples share, each a new XHTTP session on
+  // it (Xray's XMUX); nullptr until the first reused sample needs it.
+  struct xmux_path {
+    std::shared_ptr<xhttp::h2_connection> shared;
+    std::uint64_t connections = 0;
+  };
+  std::shared_ptr<xmux_path> xmux;
 };
 
 // Resolves and prepares; never throws for network reasons (the reason lands in entry_error and
@@ -91,6 +98,9 @@ class tunnel : public std::enable_shared_from_this<tunnel> {
   // vless:// without mux (a proxy's entry or a TUN is not the path). Before close().
   std::optional<double> path_rtt_ms();
 
+  // xhttp over h2: the sample's session rode an HTTP/2 connection that carried sessions before.
+  bool rode_shared_h2() const { return vless_ && vless_->xhttp() && vless_->xhttp()->rode_shared(); }
+
   bool reusable() const { return open_ && reusable_ && (!mux_ || mux_->usable()); }
   void close();
 
@@ -108,7 +118,8 @@ class tunnel : public std::enable_shared_from_this<tunnel> {
   awaitable<std::error_code> socket_read_some(char* data, std::size_t size, std::size_t& n);
   awaitable<std::error_code> read_more();  // appends to in_
   awaitable<maybe_failure> read_proxy_reply();
-  awaitable<maybe_failure> mux_connect();                      // mux_: TCP, TLS, header alone
+  awaitable<maybe_failure> mux_connect();  // mux_: TCP, TLS, header alone
+  awaitable<maybe_failure> prepare_xmux();
   awaitable<std::error_code> mux_open(std::string_view data);  // the sub's New frame with data
 
   const path_plan& plan_;
@@ -121,9 +132,10 @@ class tunnel : public std::enable_shared_from_this<tunnel> {
   bool reusable_ = true;
   std::string in_;  // received, not yet consumed
   std::unique_ptr<char[]> scratch_;
-  std::shared_ptr<mux::connection> mux_;  // mux paths: the connection this tunnel's sub is on
-  bool owns_mux_ = false;                 // muxnew=connection: closed with the tunnel
-  bool sub_open_ = false;                 // the New frame went out: sub_ is ours to End
+  std::shared_ptr<mux::connection> mux_;        // mux paths: the connection this tunnel's sub is on
+  std::shared_ptr<xhttp::h2_connection> xmux_;  // xhttp h2 paths, reused samples: the shared connection
+  bool owns_mux_ = false;                       // muxnew=connection: closed with the tunnel
+  bool sub_open_ = false;                       // the New frame went out: sub_ is ours to End
   std::uint16_t sub_ = 0;
 };
 

@@ -45,6 +45,7 @@ class client_category_impl : public std::error_category {
       case client_errc::bad_frame: return "websocket: bad frame from the server";
       case client_errc::grpc_failed: return "grpc: the stream failed";
       case client_errc::bad_vision: return "vision: bad padding from the server";
+      case client_errc::xhttp_failed: return "xhttp: the server refused a request";
     }
     return "vless client error";
   }
@@ -75,11 +76,15 @@ awaitable<std::error_code> client::handshake() {
     uuid_bytes uuid{};
     std::memcpy(uuid.data(), plan_.header.data() + 1, uuid.size());  // version(1) · UUID(16)
     vision_ = std::make_unique<vision_client>(uuid);
+  } else if (t.kind == transport_kind::xhttp) {
+    if (t.tls) tls_.emplace(socket_, *plan_.tls_context);
+    xhttp_ = std::make_unique<xhttp::client_transport>(xhttp::settings_for(t, http_host(), plan_.xhttp_post_interval),
+                                                       socket_, tls_ ? &*tls_ : nullptr, plan_.server,
+                                                       *plan_.tls_context, plan_.tls, plan_.nodelay);
+    if (auto ec = co_await xhttp_->handshake(tls_handshake())) co_return ec;
   } else if (t.tls) {
     tls_.emplace(socket_, *plan_.tls_context);
-    tls::prepare_client(tls_->native_handle(), plan_.tls);
-    auto [ec] = co_await tls_->async_handshake(asio::ssl::stream_base::client, as_tuple_awaitable);
-    if (ec) co_return ec;
+    if (auto ec = co_await tls_handshake()) co_return ec;
   }
   if (t.kind == transport_kind::grpc) {
     // Preface, SETTINGS and the request's HEADERS go with the first write.
@@ -103,11 +108,27 @@ awaitable<std::error_code> client::handshake() {
   co_return std::error_code{};
 }
 
-std::string client::http_host() const {
-  const transport_spec& t = plan_.transport;
-  if (!t.host.empty()) return t.host;
-  return !plan_.tls.sni.empty() ? plan_.tls.sni : plan_.server.address().to_string();
+void client::attach(std::shared_ptr<xhttp::h2_connection> connection) {
+  xhttp_ = std::make_unique<xhttp::client_transport>(
+      xhttp::settings_for(plan_.transport, http_host(), plan_.xhttp_post_interval), std::move(connection));
+  header_pending_ = !plan_.split_header && !plan_.header.empty();
+  response_pending_ = !plan_.header.empty();
 }
+
+// TLS on the connected socket (tls_ in place); nothing without TLS.
+awaitable<std::error_code> client::tls_handshake() {
+  if (!tls_) co_return std::error_code{};
+  tls::prepare_client(tls_->native_handle(), plan_.tls);
+  auto [ec] = co_await tls_->async_handshake(asio::ssl::stream_base::client, as_tuple_awaitable);
+  co_return ec;
+}
+
+std::string http_host(const client_plan& plan) {
+  if (!plan.transport.host.empty()) return plan.transport.host;
+  return !plan.tls.sni.empty() ? plan.tls.sni : plan.server.address().to_string();
+}
+
+std::string client::http_host() const { return vless::http_host(plan_); }
 
 std::error_code client::h2_error() {
   upgrade_error_ = h2_->error();
@@ -249,6 +270,7 @@ awaitable<std::error_code> client::read_upgrade_response() {
 }
 
 awaitable<std::error_code> client::send_header() {
+  if (xhttp_) co_return co_await xhttp_->write(plan_.header);
   if (h2_) {
     h2_->send(plan_.header);
     co_return co_await h2_flush();
@@ -270,7 +292,9 @@ awaitable<std::error_code> client::write(std::string_view data) {
     out = out_;
   }
   std::error_code ec;
-  if (h2_) {
+  if (xhttp_) {
+    ec = co_await xhttp_->write(out);
+  } else if (h2_) {
     h2_->send(out);
     ec = co_await h2_flush();
   } else if (plan_.transport.upgrades()) {
@@ -319,7 +343,9 @@ awaitable<std::error_code> client::read_some(char* data, std::size_t size, std::
     }
     if (eof_) co_return asio::error::eof;
     std::size_t got = 0;
-    if (h2_) {
+    if (xhttp_) {
+      if (auto ec = co_await xhttp_->read_some(data, size, got)) co_return ec;
+    } else if (h2_) {
       std::string& in = h2_->received();
       if (in.empty()) {
         if (!h2_->error().empty()) co_return h2_error();

@@ -2,8 +2,9 @@
 // The one VLESS client (DESIGN.md §5): TCP connect with the client's socket policy, TLS
 // handshake, the request header with the first write (or alone, as split-writing clients send
 // it), and the server's response header parsed off the first bytes read. Transports as share
-// links name them (type=tcp|ws|httpupgrade|grpc, path=, host=, ed=, serviceName=,
-// security=tls|none): grpc runs one HTTP/2 stream per connection (core/client/gun_client.hpp); ws frames
+// links name them (type=tcp|ws|httpupgrade|grpc|xhttp, path=, host=, ed=, serviceName=, mode=, alpn=,
+// security=tls|none): grpc runs one HTTP/2 stream per connection (core/client/gun_client.hpp); xhttp
+// its requests over HTTP/1.1 or h2 (core/client/xhttp_client.hpp); ws frames
 // every write (masked, RFC 6455) and decodes the server's frames; with early data (ed=N) the
 // upgrade waits for the first write and carries its first N bytes (base64url in
 // Sec-WebSocket-Protocol, as Xray and sing-box send it), so no round trip is spent on it;
@@ -15,6 +16,7 @@
 // deadline and closes the socket to cut an operation short), and no allocation after the first
 // write except when the response header arrives split over reads.
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -25,6 +27,7 @@
 #include "core/net/asio_compat.hpp"
 #include "core/client/gun_client.hpp"
 #include "core/client/vision_client.hpp"
+#include "core/client/xhttp_client.hpp"
 #include "core/net/tls.hpp"
 #include "core/wire/transport_spec.hpp"
 #include "core/wire/vless_codec.hpp"
@@ -45,6 +48,9 @@ struct client_plan {
   bool split_header = false;  // true: the header is its own write (TLS record) after the handshake
   bool vision = false;        // flow xtls-rprx-vision (the header says so): raw TLS only
   transport_spec transport;   // what carries the stream (a share link's security=, type=, path= ...)
+  // xhttp packet-up: the least time between the starts of two uplink POSTs (Xray's
+  // scMinPostsIntervalMs; 0: none).
+  std::chrono::milliseconds xhttp_post_interval{30};
 };
 
 // A TCP (command 1) request for host:port: an IPv4 or IPv6 literal travels as an address,
@@ -59,9 +65,21 @@ client_plan make_client_plan(const tcp::endpoint& server, const tls::client_opti
 // in TCP mode) is dialled with, so that floor goes through the same TLS code as a VLESS session.
 client_plan make_bare_tls_plan(const tcp::endpoint& server, const tls::client_options& tls);
 
+// The Host (:authority) an HTTP-based transport names: the link's host=, else the SNI, else the
+// server's address.
+std::string http_host(const client_plan& plan);
+
 // Errors of the client itself (everything else is a socket or TLS error). The message is the
 // whole reason: "vless response: bad_version".
-enum class client_errc { bad_response = 1, upgrade_refused, bad_upgrade_response, bad_frame, grpc_failed, bad_vision };
+enum class client_errc {
+  bad_response = 1,
+  upgrade_refused,
+  bad_upgrade_response,
+  bad_frame,
+  grpc_failed,
+  bad_vision,
+  xhttp_failed
+};
 const std::error_category& client_category();
 std::error_code make_error_code(client_errc e);
 
@@ -78,6 +96,9 @@ class client {
   // httpupgrade without early data. Afterwards the header goes with the first write, or, with
   // split_header, by send_header().
   awaitable<std::error_code> handshake();
+  // xhttp over h2, in place of connect() and handshake(): a new XHTTP session on an open HTTP/2
+  // connection (core/client/xhttp_client.hpp: h2_connection); the socket given is left unused.
+  void attach(std::shared_ptr<xhttp::h2_connection> connection);
   bool splits_header() const { return plan_.split_header; }
   // split_header: writes the header alone (its own TLS record). Call once, after handshake().
   awaitable<std::error_code> send_header();
@@ -93,9 +114,12 @@ class client {
   SSL* native_handle() { return tls_ ? tls_->native_handle() : vision_tls_->native_handle(); }
   // Vision (plan.vision): the padding each way so far, and whether each direction went direct.
   const vision_client* vision() const { return vision_.get(); }
-  // The server's reason when it refused the upgrade ("404 wrong_path") or failed the gRPC
-  // stream ("grpc-status 13: ..."), else empty.
-  const std::string& upgrade_error() const { return upgrade_error_; }
+  // The server's reason when it refused the upgrade ("404 wrong_path"), failed the gRPC
+  // stream ("grpc-status 13: ...") or refused an XHTTP request ("400 Bad Request"), else empty.
+  const std::string& upgrade_error() const { return xhttp_ ? xhttp_->error() : upgrade_error_; }
+  // xhttp: the transport (nullptr before handshake() and for other transports).
+  xhttp::client_transport* xhttp() { return xhttp_.get(); }
+  const xhttp::client_transport* xhttp() const { return xhttp_.get(); }
 
  private:
   // Removes the response header from data[0, n); false on a malformed header.
@@ -114,6 +138,7 @@ class client {
   std::string http_host() const;
   // grpc: writes what the HTTP/2 session has to send, reading while DATA waits for the window.
   awaitable<std::error_code> h2_flush();
+  awaitable<std::error_code> tls_handshake();
   std::error_code h2_error();
 
   tcp::socket& socket_;
@@ -132,6 +157,7 @@ class client {
   std::string pong_;  // a pong for the server's ping, sent with the next write
   std::string upgrade_error_;
   std::unique_ptr<gun::h2_client> h2_;
+  std::unique_ptr<xhttp::client_transport> xhttp_;
   std::unique_ptr<fd_tls> vision_tls_;  // Vision's TLS, in place of tls_
   std::unique_ptr<vision_client> vision_;
 };

@@ -100,8 +100,25 @@ TEST_CASE("path SPEC: malformed arguments are refused with a reason", "[runner]"
       refusal("x=vless://" + uuid +
               "@h:443?security=reality&sni=a.example&pbk=w-pHnSOA-5YebSgBZ49a9v0AVNwww4_AIq7hYf9B3Ek&sid=&fp=chrome"),
       Catch::Contains("does not speak REALITY"));
-  CHECK_THAT(refusal("x=vless://" + uuid + "@h:443?security=tls&type=xhttp&path=%2Fx&mode=packet-up"),
-             Catch::Contains("does not speak XHTTP"));
+  CHECK_THAT(refusal("x=vless://" + uuid + "@h:443?security=tls&type=tcp&postinterval=5"),
+             Catch::Contains("postinterval is for type=xhttp"));
+  CHECK_THAT(refusal("x=vless://" + uuid + "@h:443?security=tls&type=xhttp&postinterval=soon"),
+             Catch::Contains("postinterval must be milliseconds"));
+}
+
+TEST_CASE("path SPEC: XHTTP links go to the built-in client", "[runner]") {
+  std::string reason;
+  const std::string base = std::string("x=vless://") + uuid_text + "@127.0.0.1:8443?security=";
+  const auto tls = parse_path_arg(base + "tls&type=xhttp&path=%2Fxh&mode=stream-one&alpn=h2&postinterval=0", reason);
+  REQUIRE(tls);
+  CHECK(tls->link->transport.kind == vlessbench::transport_kind::xhttp);
+  CHECK(tls->link->transport.xhttp_mode == vlessbench::xhttp::mode::stream_one);
+  CHECK(tls->link->transport.path == "/xh");
+  CHECK(tls->xhttp_post_interval_ms == 0u);
+  const auto plain = parse_path_arg(base + "none&type=xhttp&mode=packet-up", reason);
+  REQUIRE(plain);
+  CHECK_FALSE(plain->link->transport.tls);
+  CHECK_FALSE(plain->xhttp_post_interval_ms);
 }
 
 TEST_CASE("path SPEC: vless link with the runner's client parameters", "[runner]") {

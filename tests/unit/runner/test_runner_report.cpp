@@ -173,15 +173,16 @@ TEST_CASE("samples.csv rows", "[runner]") {
   w.timing.upgrade = 0.03;
   w.timing.vless = 0.04;
   w.timing.upstream = 0.07;
+  w.shared_h2 = true;  // not what a ws sample does: the column only
   const auto csv = samples_csv({s, f, h, b, w});
   CHECK(csv ==
         "round,path,mode,seq,ns,ok,error,status,route,session,user,tls_ms,vless_ms,resolve_ms,"
-        "upstream_ms,route_mismatch,inner_tls_ms,bytes,mbps,transport,upgrade_ms,flow\n"
-        "3,vl,new,17,1500000,1,,200,vless,9,default,1.234,0.050,,0.080,0,,,,tls,,\n"
-        "0,vl,reuse,18,0,0,\"response head: timeout after 5000 ms, then \"\"reset\"\"\",,unknown,,,,,,,0,,,,,,\n"
-        "3,tls,new,19,4000000,1,,200,unknown,,,,,,,0,2.500,,,,,\n"
-        "1,vl/down,reuse,20,2000000,1,,200,unknown,,,,,,,0,,8000000,4000.000,,,\n"
-        "2,ws,new,21,1200000,1,,204,vless,10,default,0.900,0.040,,0.070,0,,,,ws,0.030,\n");
+        "upstream_ms,route_mismatch,inner_tls_ms,bytes,mbps,transport,upgrade_ms,flow,shared_h2\n"
+        "3,vl,new,17,1500000,1,,200,vless,9,default,1.234,0.050,,0.080,0,,,,tls,,,0\n"
+        "0,vl,reuse,18,0,0,\"response head: timeout after 5000 ms, then \"\"reset\"\"\",,unknown,,,,,,,0,,,,,,,0\n"
+        "3,tls,new,19,4000000,1,,200,unknown,,,,,,,0,2.500,,,,,,0\n"
+        "1,vl/down,reuse,20,2000000,1,,200,unknown,,,,,,,0,,8000000,4000.000,,,,0\n"
+        "2,ws,new,21,1200000,1,,204,vless,10,default,0.900,0.040,,0.070,0,,,,ws,0.030,,1\n");
 }
 
 TEST_CASE("inner TLS phase and bulk throughput reach the table and summary.json", "[runner]") {
@@ -813,4 +814,31 @@ TEST_CASE("report.svg: more paths than colours get a row each, not repeating cur
   const auto few = svg_for(8);
   CHECK(count(few, "<polyline") == 16);
   CHECK(count(few, "class=\"row\"") == 0);
+}
+
+TEST_CASE("samples that rode a shared HTTP/2 connection are counted in the table and summary.json", "[runner]") {
+  std::vector<path_spec> paths(2);
+  paths[0].name = "direct";
+  paths[1].name = "xh2";
+  paths[1].kind = path_kind::vless;
+  std::vector<sample> samples;
+  for (int i = 0; i < 3; ++i)
+    for (std::size_t p = 0; p < 2; ++p)
+      for (const auto mode : {sample_mode::new_connection, sample_mode::reuse}) {
+        auto s = make_sample(paths[p].name, mode, i, static_cast<std::uint64_t>(10 * i + p), 1.0 + i);
+        s.shared_h2 = p == 1 && mode == sample_mode::reuse && i > 0;  // the first rode a fresh connection
+        samples.push_back(s);
+      }
+  const auto res = analyze(paths, 0, samples, {}, 1);
+  CHECK(res[0].shared_h2_reuse == 0);
+  CHECK(res[1].shared_h2_fresh == 0);
+  CHECK(res[1].shared_h2_reuse == 2);
+  const auto table = format_table(res);
+  CHECK_THAT(table, Catch::Contains("shared HTTP/2 connections (XMUX):\n  xh2"));
+  CHECK_THAT(table, Catch::Contains("2 of 3 reused samples (0 new)"));
+  run_metadata meta;
+  meta.run_id = "x";
+  const auto j = nlohmann::json::parse(summary_json(meta, res));
+  CHECK(j["paths"]["xh2"]["shared_h2"]["reuse"] == 2);
+  CHECK_FALSE(j["paths"]["direct"].contains("shared_h2"));
 }
