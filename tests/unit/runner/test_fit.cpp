@@ -127,6 +127,28 @@ TEST_CASE("analyze fits the paths that differ only in RTT, and prints k and fixe
   CHECK_THAT(summary_json({}, results), Catch::Contains("\"k\": 3.0") && Catch::Contains("\"fixed_ms\""));
 }
 
+TEST_CASE("a run at one distance (loopback) says no fit once, with why", "[runner][fit]") {
+  const std::vector<path_spec> paths{vless_path("tls", "security=tls&type=tcp"),
+                                     vless_path("ws", "security=tls&type=ws&path=%2Fws"),
+                                     vless_path("grpc", "security=tls&type=grpc&serviceName=g")};
+  std::vector<sample> samples;
+  for (int r = 0; r < 4; ++r)
+    for (const auto* name : {"tls", "ws", "grpc"}) samples.push_back(vless_sample(name, r, 1.5, 0.05, 0.05 + 0.01 * r));
+  const auto table = format_table(analyze(paths, 0, samples, {}, 1));
+  std::size_t lines = 0;
+  for (auto at = table.find("no fit"); at != std::string::npos; at = table.find("no fit", at + 1)) ++lines;
+  CHECK(lines == 1);
+  CHECK_THAT(table, Catch::Contains("RTT spread 0.00 ms < 1.00 ms") && Catch::Contains("emulate.delay_ms"));
+
+  // One family fitted, another at one RTT: the fit's line, and one line naming the other.
+  std::vector<path_spec> two = paths;
+  two.push_back(vless_path("tls40", "security=tls&type=tcp"));
+  for (int r = 0; r < 4; ++r) samples.push_back(vless_sample("tls40", r, 121.5 + 0.01 * r, 0.05, 40.0));
+  const auto mixed = format_table(analyze(two, 0, samples, {}, 1));
+  CHECK_THAT(mixed, Catch::Contains("(tls, tls40): k 3.0"));
+  CHECK_THAT(mixed, Catch::Contains("no fit for vless ws no-early-data, vless grpc:"));
+}
+
 TEST_CASE("stall verdict on a long path: ws without early data waits one RTT for its header", "[runner][fit]") {
   const auto ws = vless_path("ws80", "security=tls&type=ws&path=%2Fws");
   const auto ws_ed = vless_path("ed80", "security=tls&type=ws&path=%2Fws&ed=2048");
