@@ -174,3 +174,23 @@ TEST_CASE("stall verdict on a long path: ws without early data waits one RTT for
   for (int r = 0; r < 20; ++r) nagle.push_back(vless_sample("ws80", r, 370, 80.4 + 40, 80.0));
   CHECK(judge_stall(nagle, wait).verdict == stall_verdict::kind::stall);
 }
+
+TEST_CASE("stall verdict on a long path: a Nagle-prone client waits one RTT for the ACK even with QUICKACK",
+          "[runner][fit]") {
+  // Seen in the qemu guest at 50 ms: the QUICKACK listener ACKs at once, the ACK still takes the
+  // round trip to reach the client, whose held write follows it.
+  const auto raw = vless_path("far", "security=tls&type=tcp");
+  const auto wait = header_wait_of(raw, {}, vless_client_options{false, write_mode::split});
+  CHECK(wait.round_trips == 1);
+  CHECK_THAT(wait.why, Catch::Contains("Nagle"));
+  CHECK(header_wait_of(raw, {}, vless_client_options{}).round_trips == 0);
+  std::vector<sample> quick, delayed;
+  for (int r = 0; r < 20; ++r) {
+    quick.push_back(vless_sample("far", r, 260, 51.4, 51.1));
+    delayed.push_back(vless_sample("far", r, 300, 51.1 + 43.4, 51.1));
+  }
+  CHECK(judge_stall(quick, wait).verdict == stall_verdict::kind::none);
+  CHECK(judge_stall(quick).verdict == stall_verdict::kind::stall);  // the round trip read as a stall
+  // The delayed ACK on top of the round trip is still the stall.
+  CHECK(judge_stall(delayed, wait).verdict == stall_verdict::kind::stall);
+}
