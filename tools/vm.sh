@@ -138,7 +138,11 @@ start() {
     >> "$state/root/etc/vlessbench/vlessbenchd.toml"
   (umask 077; printf 'http://%s:9090\n%s\n' "$guest_ip" "$token" > "$state/admin.txt")
   # `links` parses the config: an [admin] or [limits] it refuses stops here, not at the guest's boot.
-  "${VLESSBENCH_PACKAGE_BUILD:-build-deb/build}/bin/vlessbenchd" links --config "$state/root/etc/vlessbench/vlessbenchd.toml" \
+  # The tree tools/package.sh packaged: VLESSBENCH_PACKAGE_BUILD, else build/ when it has the
+  # package's flags (it has then just built vlessbenchd there), else build-deb/build.
+  local tree=${VLESSBENCH_PACKAGE_BUILD:-build-deb/build}
+  if [[ -z ${VLESSBENCH_PACKAGE_BUILD:-} && ! -x $tree/bin/vlessbenchd && -x build/bin/vlessbenchd ]]; then tree=build; fi
+  "$tree/bin/vlessbenchd" links --config "$state/root/etc/vlessbench/vlessbenchd.toml" \
     --host "$guest_ip" --no-qr > "$state/links.txt"
   cp -L "$vm/root/vmlinuz" "$state/vmlinuz"; cp -L "$vm/root/initrd.img" "$state/initrd.img"
   mkfs.ext4 -q -F -d "$state/root" "$state/disk.img" 3G
