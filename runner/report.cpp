@@ -131,7 +131,7 @@ std::vector<path_result> analyze(const std::vector<path_spec>& paths, std::size_
       m.paired_delta_median = stats::median(m.paired_deltas);
       m.paired_delta_ci = stats::bootstrap_median_ci(m.paired_deltas, mix_seed(seed, r.name, mode + 2));
     }
-    r.stall = judge_stall(fresh_samples[i], header_wait_of(paths[i], fresh_samples[i]));
+    r.stall = judge_stall(fresh_samples[i], header_wait_of(paths[i], fresh_samples[i], r.client));
     // Vision pads the first writes (docs/runner.md "Vision"): the verdict reads the server's
     // phases as before, and says what the padding changes for a Nagle-prone client.
     if (paths[i].link && !paths[i].link->flow.empty() && r.stall.verdict != stall_verdict::kind::no_data)

@@ -48,8 +48,10 @@ struct header_wait {
   std::string why;               // "ws without early data"
   std::optional<double> rtt_ms;  // the path's median RTT, for samples without their own
 };
-// fresh: the path's new-connection samples, whose median RTT is the fallback rtt_ms.
-header_wait header_wait_of(const path_spec& path, std::span<const sample> fresh = {});
+// fresh: the path's new-connection samples, whose median RTT is the fallback rtt_ms; client: how
+// the built-in client writes on that path (a Nagle-prone one waits for an ACK).
+header_wait header_wait_of(const path_spec& path, std::span<const sample> fresh = {},
+                           const vless_client_options& client = {});
 stall_verdict judge_stall(std::span<const sample> new_connection_samples, const header_wait& wait = {});
 // What udp:// and dns:// runs say instead of a verdict.
 stall_verdict stall_not_applicable();

@@ -1,6 +1,7 @@
 // Round trips per new request (runner/fit.hpp): each path's RTT, the families of paths that
 // differ only in it, their fits, and the table's section that prints them.
 #include <algorithm>
+#include <cstdio>
 #include <map>
 
 #include "runner/number_format.hpp"
@@ -76,19 +77,51 @@ void fit_round_trip_families(const std::vector<path_spec>& paths, std::vector<pa
   }
 }
 
+namespace {
+
+// One line for every family without a fit: a run at one distance (loopback) says so once instead
+// of once per path.
+std::string no_fit_line(const std::vector<std::string>& unfitted, double spread_ms, bool any_fit) {
+  char spread[64];
+  std::snprintf(spread, sizeof spread, "RTT spread %.2f ms < %.2f ms", spread_ms, min_rtt_spread_ms);
+  if (!any_fit && spread_ms < min_rtt_spread_ms)
+    return std::string("no fit: every path is at one distance (") + spread +
+           ", e.g. loopback); a fit needs paths of one client and transport at two or more round-trip times "
+           "(listeners that differ only in emulate.delay_ms)";
+  std::string names;
+  for (const auto& f : unfitted) names += (names.empty() ? "" : ", ") + f;
+  return "no fit for " + names +
+         ": each at one round-trip time (one path, or paths less than 1 ms apart); add a listener of the same "
+         "transport with emulate.delay_ms";
+}
+
+}  // namespace
+
 std::string format_round_trips(const std::vector<path_result>& results, std::size_t name_w) {
   std::string lines;
-  for (const auto& r : results)
-    if (r.rtt_ms) lines += "  " + padded(r.name, name_w) + "  RTT " + fmt_ms(r.rtt_ms) + " ms\n";
+  double lo = 0, hi = 0;
+  bool first = true;
+  for (const auto& r : results) {
+    if (!r.rtt_ms) continue;
+    lines += "  " + padded(r.name, name_w) + "  RTT " + fmt_ms(r.rtt_ms) + " ms\n";
+    lo = first ? *r.rtt_ms : std::min(lo, *r.rtt_ms);
+    hi = first ? *r.rtt_ms : std::max(hi, *r.rtt_ms);
+    first = false;
+  }
   if (lines.empty()) return "";
-  std::vector<std::string> done;
+  std::vector<std::string> done, unfitted;
   for (const auto& r : results) {
     if (!r.round_trips || std::find(done.begin(), done.end(), r.round_trips->family) != done.end()) continue;
     done.push_back(r.round_trips->family);
+    if (!r.round_trips->fit) {
+      unfitted.push_back(r.round_trips->family);
+      continue;
+    }
     std::string names;
     for (const auto& n : r.round_trips->paths) names += (names.empty() ? "" : ", ") + n;
     lines += "  " + r.round_trips->family + " (" + names + "): " + r.round_trips->text + "\n";
   }
+  if (!unfitted.empty()) lines += "  " + no_fit_line(unfitted, hi - lo, unfitted.size() < done.size()) + "\n";
   return "\nround trips per new request (new = fixed + k x RTT; RTT: TCP_INFO min_rtt of the runner's own "
          "connections):\n" +
          lines;

@@ -145,7 +145,7 @@ void word_verdict(stall_verdict& v, const stall_evidence& e, bool of_stalled) {
 
 }  // namespace
 
-header_wait header_wait_of(const path_spec& path, std::span<const sample> fresh) {
+header_wait header_wait_of(const path_spec& path, std::span<const sample> fresh, const vless_client_options& client) {
   header_wait h;
   std::vector<double> rtts;
   for (const auto& s : fresh)
@@ -156,6 +156,11 @@ header_wait header_wait_of(const path_spec& path, std::span<const sample> fresh)
   if (t.upgrades() && t.max_early_data == 0) {
     h.round_trips = 1;
     h.why = std::string(to_string(t.kind)) + " without early data: the header follows the 101 by a round trip";
+  } else if (!client.nodelay) {
+    // Nagle holds the client's next small write until its last one is ACKed: with QUICKACK the
+    // ACK comes at once and still takes the round trip; a delayed ACK adds its timer on top.
+    h.round_trips = 1;
+    h.why = "Nagle-prone client: its held write follows the ACK of the last one by a round trip";
   }
   return h;
 }

@@ -2,6 +2,7 @@
 
 #include <ifaddrs.h>
 #include <linux/if_ether.h>
+#include <linux/pkt_cls.h>
 #include <net/if.h>
 
 #include <algorithm>
@@ -155,6 +156,10 @@ cls_ptr port_filter(unsigned ifindex, const band& b, bool v6) {
   ::rtnl_cls_set_protocol(c.get(), v6 ? ETH_P_IPV6 : ETH_P_IP);
   ::rtnl_u32_add_key_uint16(c.get(), b.port, 0xffff, v6 ? 40 : 20, 0);
   ::rtnl_u32_set_classid(c.get(), b.classid);
+  // Terminal: a match ends the classification with the class above. Without the flag (tc sets it
+  // for a flowid; libnl does not) a matching key is taken as a link onward, so no packet reached
+  // the netem band (seen in the qemu guest: netem 0 packets sent, tc printing no "terminal").
+  ::rtnl_u32_set_flags(c.get(), TC_U32_TERMINAL);
   return c;
 }
 

@@ -13,19 +13,36 @@
 #   against the guest daemon's log fetched from its admin listener; root only, tools/deps.sh --vm;
 #   --keep: the daemon stays up at the end, its dashboard on http://127.0.0.1:9090/ showing the
 #   demo's sessions; verifying the UDP runs then waits about a minute for their flows' lines)
+#   --rtt MS (with --vm): the paths users have, across an emulated MS ms round trip: the guest's config
+#   is the package's plus a far twin of the VLESS listeners (ports 8460-8464, `emulate = { delay_ms =
+#   MS }`), the seed's comparison and the transports batch run near and far (the runner fits each
+#   client's and transport's new request as fixed + k x RTT), and the real cores (`vlessbench clients`
+#   with the cores of ../shared/peers or PATH) near and far; the closing table: per client and
+#   transport, k, fixed and the new-request time at MS ms (tools/demo_summary.py --rtt)
 # It ends with what it found, in five lines, and where to go next (tools/demo_summary.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${VLESSBENCH_BIN:-build/bin}
-vm=0 full=0 keep=0
-for arg in "$@"; do
-  case "$arg" in
+vm=0 full=0 keep=0 rtt=0
+while (($#)); do
+  case "$1" in
     --vm) vm=1 ;;
     --full) full=1 ;;
     --keep) keep=1 ;;
-    *) echo "tools/demo.sh: unknown argument '$arg' (--vm, --full, --keep)" >&2; exit 2 ;;
+    --rtt) [[ $# -ge 2 ]] || { echo "tools/demo.sh: --rtt needs a value in ms (e.g. --rtt 50)" >&2; exit 2; }
+      rtt=$2; shift ;;
+    --rtt=*) rtt=${1#--rtt=} ;;
+    *) echo "tools/demo.sh: unknown argument '$1' (--vm, --full, --keep, --rtt MS)" >&2; exit 2 ;;
   esac
+  shift
 done
+if [[ ! $rtt =~ ^[0-9]+$ ]] || ((rtt > 10000)); then
+  echo "tools/demo.sh: --rtt '$rtt': a whole number of milliseconds, 0..10000" >&2; exit 2
+fi
+if ((rtt && !vm)); then
+  echo "tools/demo.sh: --rtt needs --vm (netem: this machine's kernel may have no qdiscs; the guest's Debian kernel has)" >&2
+  exit 2
+fi
 work=$(mktemp -d /tmp/vlessbench-demo.XXXXXX)
 pids=()
 cleanup() {
@@ -36,17 +53,49 @@ cleanup() {
 }
 trap cleanup EXIT
 
+far_listener() {  # far_listener NAME PORT KEY-LINES...: NAME's twin NAME-far, emulated $rtt ms away
+  local name=$1 port=$2
+  shift 2
+  printf '\n[[vless]]\nname = "%s-far"\nlisten = "0.0.0.0:%s"\n' "$name" "$port"
+  printf '%s\n' "$@"
+  printf 'emulate = { delay_ms = %s }\n' "$rtt"
+}
+
 host=127.0.0.1
 client=()   # the client side's prefix: the host-side namespace with --vm
 if ((vm)); then
-  tools/vm.sh start
+  if ((rtt)); then
+    # The package's config (a UUID of its own) plus a far twin of each VLESS listener.
+    sed "s/00000000-0000-4000-8000-000000000000/$(cat /proc/sys/kernel/random/uuid)/" config/vlessbenchd.toml \
+      > "$work/guest.toml"
+    {
+      far_listener default-ack 8460 'tcp = { nodelay = true, quickack = "kernel" }' \
+        'upstream_tcp = { nodelay = true, quickack = "kernel" }'
+      far_listener quickack 8461 'tcp = { nodelay = true, quickack = "on" }' \
+        'upstream_tcp = { nodelay = true, quickack = "on" }'
+      far_listener ws 8462 'transport = "ws"' 'path = "/ws"' 'max_early_data = 2048'
+      far_listener httpupgrade 8463 'transport = "httpupgrade"' 'path = "/up"'
+      far_listener grpc 8464 'transport = "grpc"'
+    } >> "$work/guest.toml"
+    VLESSBENCH_VM_CONFIG=$work/guest.toml tools/vm.sh start
+  else
+    tools/vm.sh start
+  fi
   host=10.77.0.2
   client=(tools/vm.sh exec)
-  link_kernel=$(tools/vm.sh links | grep '#default-ack-default')
-  link_quick=$(tools/vm.sh links | grep '#quickack-default')
-  link_ws=$(tools/vm.sh links | grep '#ws-default')
-  link_up=$(tools/vm.sh links | grep '#httpupgrade-default')
-  link_grpc=$(tools/vm.sh links | grep '#grpc-default')
+  link_kernel=$(tools/vm.sh links | grep '#default-ack-default$')
+  link_quick=$(tools/vm.sh links | grep '#quickack-default$')
+  link_ws=$(tools/vm.sh links | grep '#ws-default$')
+  link_up=$(tools/vm.sh links | grep '#httpupgrade-default$')
+  link_grpc=$(tools/vm.sh links | grep '#grpc-default$')
+  if ((rtt)); then
+    link_kernel_far=$(tools/vm.sh links | grep '#default-ack-far-default$')
+    link_quick_far=$(tools/vm.sh links | grep '#quickack-far-default$')
+    link_ws_far=$(tools/vm.sh links | grep '#ws-far-default$')
+    link_up_far=$(tools/vm.sh links | grep '#httpupgrade-far-default$')
+    link_grpc_far=$(tools/vm.sh links | grep '#grpc-far-default$')
+    echo "far twins of the VLESS listeners on :8460-8464, $rtt ms of emulated round trip (netem in the guest)"
+  fi
   echo "vlessbenchd is up in the guest: VLESS+TLS on $host:8443 (default ACK) and :8444 (QUICKACK), targets on :8080 (HTTP), :8081 (HTTPS), :8082 (banner)"
 else
   "$bin/vlessbenchd" >"$work/access.jsonl" 2>"$work/daemon.log" &
@@ -95,9 +144,37 @@ JSON
 fi
 counts=(--new 40 --reuse 60 --warmup 5)
 ((full)) && counts=()
+nagle=nagle-kernel,nagle-quickack
+if ((rtt)); then
+  paths+=(--path "vless-kernel-far=$link_kernel_far" --path "vless-quickack-far=$link_quick_far"
+          --path "nagle-kernel-far=$link_kernel_far" --path "nagle-quickack-far=$link_quick_far")
+  nagle+=,nagle-kernel-far,nagle-quickack-far
+fi
 
 "${client[@]}" "$bin/vlessbench" run --target "http://$host:8080/" "${paths[@]}" "${counts[@]}" \
-  --nagle-paths nagle-kernel,nagle-quickack --out "$work/run"
+  --nagle-paths "$nagle" --out "$work/run"
+if ((rtt)); then
+  # Across the emulated path: the transports batch near and far (k and fixed per transport), and
+  # the real cores on the raw TLS and ws nodes near and far.
+  echo
+  "${client[@]}" "$bin/vlessbench" run --target "http://$host:8080/" "${counts[@]}" --out "$work/transports" \
+    --path "tls=$link_kernel" --path "ws=${link_ws/&ed=2048/}" --path "ws-ed=$link_ws" --path "httpupgrade=$link_up" \
+    --path "grpc=$link_grpc" --path "mux=${link_kernel%%#*}&mux=on#mux" \
+    --path "tls-far=$link_kernel_far" --path "ws-far=${link_ws_far/&ed=2048/}" --path "ws-ed-far=$link_ws_far" \
+    --path "httpupgrade-far=$link_up_far" --path "grpc-far=$link_grpc_far" --path "mux-far=${link_kernel_far%%#*}&mux=on#mux-far"
+  cores=()
+  for core in xray sing-box mihomo; do
+    [[ -x ../shared/peers/$core ]] && cores+=(--core "$core=$(realpath "../shared/peers/$core")")
+  done
+  echo
+  "${client[@]}" "$bin/vlessbench" clients --target "http://$host:8080/" --link "$link_kernel" --link "$link_kernel_far" --link "$link_ws" \
+    --link "$link_ws_far" "${cores[@]}" "${counts[@]}" --out "$work/clients" || echo "(vlessbench clients: exit $?)"
+  echo
+  tools/demo_summary.py "$work/run"
+  echo
+  tools/demo_summary.py --rtt "$rtt" "$work/run" "$work/transports" "$work/clients"
+  exit 0
+fi
 other_paths=(--path "vless-kernel=$link_kernel" "${other_paths[@]}")
 for target in "https://$host:8081/" "banner://$host:8082"; do
   name=${target%%:*}

@@ -2,6 +2,8 @@
 """The demo's closing lines: what its first run found, in five lines, then where to go next.
 
 Usage: tools/demo_summary.py RUN_DIR [--kept ADMIN_URL]   (RUN_DIR: the demo's first run, its summary.json)
+       tools/demo_summary.py --rtt MS RUN_DIR...   (tools/demo.sh --vm --rtt MS: per client and transport,
+       k, fixed and the new-request time at MS ms, as a Markdown table, from the runs' NAME / NAME-far paths)
 """
 import json
 import sys
@@ -41,7 +43,66 @@ def conclusion(summary: dict) -> list[str]:
     return lines[:5]
 
 
+def far_pairs(summary: dict):
+    """(near name, near path, far path) for every path NAME-far beside its NAME."""
+    paths = summary.get("paths", {})
+    for name, far in paths.items():
+        near_name = name.replace("-far", "", 1)
+        if near_name != name and near_name in paths:
+            yield near_name, paths[near_name], far
+
+
+def rtt_row(label: str, near: dict, far: dict, rtt_ms: float, builtin_rtts: tuple | None) -> str | None:
+    """One row: the runner's fit where it has one (paths with their own RTT), else k from the two
+    medians over the RTT difference (a core's entry is not the path: the built-in client's RTTs to the
+    same listeners, else the emulated delay)."""
+    n0, n1 = near.get("new", {}).get("median_ms"), far.get("new", {}).get("median_ms")
+    if not isinstance(n0, (int, float)) or not isinstance(n1, (int, float)):
+        return None
+    fit = far.get("round_trips") or {}
+    if "k" in fit:
+        k, (klo, khi) = fit["k"], fit["k_ci"]
+        fixed, (flo, fhi) = fit["fixed_ms"], fit["fixed_ci_ms"]
+        return f"| {label} | {k:.2f} [{klo:.2f}, {khi:.2f}] | {fixed:.1f} [{flo:.1f}, {fhi:.1f}] | {n1:.1f} | fit, " \
+               f"{fit['n']} samples |"
+    r0, r1 = near.get("rtt_ms"), far.get("rtt_ms")
+    how = "medians over the path RTTs"
+    if not isinstance(r0, (int, float)) or not isinstance(r1, (int, float)):
+        r0, r1 = builtin_rtts or (0.0, float(rtt_ms))
+        how = "medians over the built-in client's RTTs" if builtin_rtts else f"medians over {rtt_ms} ms"
+    if r1 - r0 < 1:
+        return None
+    k = (n1 - n0) / (r1 - r0)
+    return f"| {label} | {k:.2f} | {n0 - k * r0:.1f} | {n1:.1f} | {how} |"
+
+
+def rtt_table(rtt_ms: float, runs: list[str]) -> list[str]:
+    lines = [f"| client / transport (path) | k (round trips) | fixed (ms) | new request at {rtt_ms:g} ms (median ms) | from |",
+             "|---|---|---|---|---|"]
+    for run in runs:
+        try:
+            with open(f"{run}/summary.json") as f:
+                summary = json.load(f)
+        except (OSError, ValueError) as e:
+            lines.append(f"| ({run}: {e}) | | | | |")
+            continue
+        pairs = list(far_pairs(summary))
+        builtin = {n: (p.get("rtt_ms"), f.get("rtt_ms")) for n, p, f in pairs if n.startswith("builtin")}
+        for name, near, far in pairs:
+            node = next((name[len(c) + 1:] for c in ("builtin", "sing-box", "mihomo", "xray", "v2ray")
+                         if name.startswith(c + "-")), "")
+            rtts = builtin.get(f"builtin-{node}")
+            rtts = rtts if rtts and all(isinstance(x, (int, float)) for x in rtts) else None
+            row = rtt_row(name, near, far, rtt_ms, rtts)
+            if row:
+                lines.append(row)
+    return lines
+
+
 def main() -> int:
+    if len(sys.argv) > 3 and sys.argv[1] == "--rtt":
+        print("\n".join(rtt_table(float(sys.argv[2]), sys.argv[3:])))
+        return 0
     run = sys.argv[1]
     kept = sys.argv[3] if len(sys.argv) > 3 and sys.argv[2] == "--kept" else ""
     try:

@@ -127,6 +127,28 @@ TEST_CASE("analyze fits the paths that differ only in RTT, and prints k and fixe
   CHECK_THAT(summary_json({}, results), Catch::Contains("\"k\": 3.0") && Catch::Contains("\"fixed_ms\""));
 }
 
+TEST_CASE("a run at one distance (loopback) says no fit once, with why", "[runner][fit]") {
+  const std::vector<path_spec> paths{vless_path("tls", "security=tls&type=tcp"),
+                                     vless_path("ws", "security=tls&type=ws&path=%2Fws"),
+                                     vless_path("grpc", "security=tls&type=grpc&serviceName=g")};
+  std::vector<sample> samples;
+  for (int r = 0; r < 4; ++r)
+    for (const auto* name : {"tls", "ws", "grpc"}) samples.push_back(vless_sample(name, r, 1.5, 0.05, 0.05 + 0.01 * r));
+  const auto table = format_table(analyze(paths, 0, samples, {}, 1));
+  std::size_t lines = 0;
+  for (auto at = table.find("no fit"); at != std::string::npos; at = table.find("no fit", at + 1)) ++lines;
+  CHECK(lines == 1);
+  CHECK_THAT(table, Catch::Contains("RTT spread 0.00 ms < 1.00 ms") && Catch::Contains("emulate.delay_ms"));
+
+  // One family fitted, another at one RTT: the fit's line, and one line naming the other.
+  std::vector<path_spec> two = paths;
+  two.push_back(vless_path("tls40", "security=tls&type=tcp"));
+  for (int r = 0; r < 4; ++r) samples.push_back(vless_sample("tls40", r, 121.5 + 0.01 * r, 0.05, 40.0));
+  const auto mixed = format_table(analyze(two, 0, samples, {}, 1));
+  CHECK_THAT(mixed, Catch::Contains("(tls, tls40): k 3.0"));
+  CHECK_THAT(mixed, Catch::Contains("no fit for vless ws no-early-data, vless grpc:"));
+}
+
 TEST_CASE("stall verdict on a long path: ws without early data waits one RTT for its header", "[runner][fit]") {
   const auto ws = vless_path("ws80", "security=tls&type=ws&path=%2Fws");
   const auto ws_ed = vless_path("ed80", "security=tls&type=ws&path=%2Fws&ed=2048");
@@ -151,4 +173,24 @@ TEST_CASE("stall verdict on a long path: ws without early data waits one RTT for
   std::vector<sample> nagle;
   for (int r = 0; r < 20; ++r) nagle.push_back(vless_sample("ws80", r, 370, 80.4 + 40, 80.0));
   CHECK(judge_stall(nagle, wait).verdict == stall_verdict::kind::stall);
+}
+
+TEST_CASE("stall verdict on a long path: a Nagle-prone client waits one RTT for the ACK even with QUICKACK",
+          "[runner][fit]") {
+  // Seen in the qemu guest at 50 ms: the QUICKACK listener ACKs at once, the ACK still takes the
+  // round trip to reach the client, whose held write follows it.
+  const auto raw = vless_path("far", "security=tls&type=tcp");
+  const auto wait = header_wait_of(raw, {}, vless_client_options{false, write_mode::split});
+  CHECK(wait.round_trips == 1);
+  CHECK_THAT(wait.why, Catch::Contains("Nagle"));
+  CHECK(header_wait_of(raw, {}, vless_client_options{}).round_trips == 0);
+  std::vector<sample> quick, delayed;
+  for (int r = 0; r < 20; ++r) {
+    quick.push_back(vless_sample("far", r, 260, 51.4, 51.1));
+    delayed.push_back(vless_sample("far", r, 300, 51.1 + 43.4, 51.1));
+  }
+  CHECK(judge_stall(quick, wait).verdict == stall_verdict::kind::none);
+  CHECK(judge_stall(quick).verdict == stall_verdict::kind::stall);  // the round trip read as a stall
+  // The delayed ACK on top of the round trip is still the stall.
+  CHECK(judge_stall(delayed, wait).verdict == stall_verdict::kind::stall);
 }
