@@ -123,7 +123,7 @@ TEST_CASE("xhttp h2: a packet over max_post_bytes is marked too large") {
   CHECK(opened[0]->in.empty());
 }
 
-TEST_CASE("xhttp h2: a stream-one's window opens only as its body is taken; its answer streams") {
+TEST_CASE("xhttp h2: a stream-one window opens only as its body is taken, its answer streams") {
   const auto t = spec();
   xhttp::h2_server s(t, xhttp::h2_limits_for(t));
   // The SETTINGS ack: the server's 256 KiB stream window applies from here.
