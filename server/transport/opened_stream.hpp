@@ -46,6 +46,15 @@ class opened_stream {
         },
         token, lower_->socket());
   }
+  // One read without waiting (the lower stream's read_now), the bytes read before first.
+  std::size_t read_now(char* data, std::size_t size, std::error_code& ec) {
+    if (first_.empty()) return lower_->read_now(data, size, ec);
+    ec.clear();
+    const std::size_t n = std::min(size, first_.size());
+    std::memcpy(data, first_.data(), n);
+    first_.erase(0, n);
+    return n;
+  }
   template <class B, class Token>
   auto async_write_some(const B& b, Token&& token) {
     return lower_->async_write_some(b, std::forward<Token>(token));
