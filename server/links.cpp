@@ -23,8 +23,8 @@ share_link listener_link(const vless_listener_config& l, const user_config& u, c
   link.host = host;
   link.port = l.listen.port();
   link.transport = l.transport;
-  // The XHTTP listener speaks HTTP/1.1: over TLS its clients must ask for it (Xray's default is h2).
-  if (l.transport.kind == transport_kind::xhttp && l.transport.tls) link.transport.alpn = "http/1.1";
+  // An XHTTP listener over TLS serves h2 and http/1.1 (by ALPN): no alpn=, so Xray's clients take
+  // their default, h2, and multiplex sessions over it (XMUX).
   if (l.reality) {
     // The client's SNI must be one of server_names; its proof uses the first short id.
     link.sni = l.reality->server_names.front();

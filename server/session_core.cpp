@@ -181,6 +181,7 @@ void session_core::log_session(const transport::facts& t, const relay_summary& r
                                   .key_shares = t.key_shares,
                                   .transport = t.transport,
                                   .early_data = t.early_data,
+                                  .reused = t.reused,
                                   .emulate = emulate_at_accept.active() ? describe(emulate_at_accept) : std::string(),
                                   .policy = policy_at_accept,
                                   .upstream_policy = upstream_policy_applied,

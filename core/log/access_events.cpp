@@ -59,6 +59,7 @@ std::string format_event(const vless_session_event& e) {
   if (!e.groups.empty()) line.add_names("groups", e.groups);
   if (!e.key_shares.empty()) line.add_names("key_shares", e.key_shares);
   if (!e.transport.empty() && e.transport != "tls") line.add("transport", e.transport).add("early_data", e.early_data);
+  if (e.reused) line.add("reused", *e.reused);
   if (!e.emulate.empty()) line.add("emulate", e.emulate);
   line.begin_object("policy")
       .add("nodelay", e.policy.nodelay)

@@ -57,6 +57,7 @@ struct vless_session_event {
   std::string_view key_shares;   // its key shares, likewise
   std::string_view transport;    // "tls" (left out: the lines of raw TLS stay as they were), "ws", ...
   std::uint64_t early_data = 0;  // bytes of the VLESS stream that came with the upgrade request
+  std::optional<bool> reused;    // xhttp over HTTP/2: its connection carried an earlier session
   std::string emulate;           // the listener's emulated path at accept ("delay 40 ms"); empty: none
   tcp_policy policy;             // the listener's policies at accept, with their generation
   tcp_policy upstream_policy;

@@ -16,6 +16,8 @@ asio::ssl::context make_server_context(const tls_config& cfg);
 // Makes a server connection's ALPN pick h2 (when the client offers it) instead of http/1.1:
 // the gRPC listeners (transport = "grpc") speak HTTP/2 on the TLS context all listeners share.
 void offer_h2(SSL* ssl);
+// Makes it pick h2 when the client offers it, else http/1.1 (the XHTTP listeners serve both).
+void offer_h2_and_http11(SSL* ssl);
 
 struct client_options {
   bool verify = false;  // false = allowInsecure

@@ -60,29 +60,33 @@ std::string bio_string(BIO* bio) {
   return std::string(reinterpret_cast<const char*>(data), len);
 }
 
-constexpr unsigned char alpn_http11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
-constexpr unsigned char alpn_h2[] = {2, 'h', '2'};
+// ALPN preference lists: protocols in wire format (length byte, name), best first, ended by 0.
+constexpr unsigned char alpn_http11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1', 0};
+constexpr unsigned char alpn_h2[] = {2, 'h', '2', 0};
+constexpr unsigned char alpn_h2_http11[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1', 0};
 
-// The ex_data slot offer_h2 marks a connection with.
+// The ex_data slot offer_h2 (and offer_h2_and_http11) marks a connection with: its preference list.
 int h2_index() {
   static const int index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
   return index;
 }
 
 // Server side of ALPN: pick http/1.1 when the client offers it (h2 instead on a gRPC listener's
-// connection), otherwise negotiate none (a client that offers only h2 still gets a connection;
-// VLESS does not care).
+// connection, h2 first then http/1.1 on an XHTTP listener's), otherwise negotiate none (a client
+// that offers only h2 still gets a connection; VLESS does not care).
 int select_alpn(SSL* ssl, const uint8_t** out, uint8_t* out_len, const uint8_t* in, unsigned in_len, void*) {
-  const unsigned char* want = SSL_get_ex_data(ssl, h2_index()) != nullptr ? alpn_h2 : alpn_http11;
-  for (unsigned i = 0; i < in_len;) {
-    unsigned len = in[i];
-    if (i + 1 + len > in_len) break;
-    if (len == want[0] && std::equal(in + i + 1, in + i + 1 + len, want + 1)) {
-      *out = in + i + 1;
-      *out_len = static_cast<uint8_t>(len);
-      return SSL_TLSEXT_ERR_OK;
+  const auto* marked = static_cast<const unsigned char*>(SSL_get_ex_data(ssl, h2_index()));
+  for (const unsigned char* want = marked != nullptr ? marked : alpn_http11; want[0] != 0; want += 1 + want[0]) {
+    for (unsigned i = 0; i < in_len;) {
+      unsigned len = in[i];
+      if (i + 1 + len > in_len) break;
+      if (len == want[0] && std::equal(in + i + 1, in + i + 1 + len, want + 1)) {
+        *out = in + i + 1;
+        *out_len = static_cast<uint8_t>(len);
+        return SSL_TLSEXT_ERR_OK;
+      }
+      i += 1 + len;
     }
-    i += 1 + len;
   }
   return SSL_TLSEXT_ERR_NOACK;
 }
@@ -95,6 +99,7 @@ int detail::select_alpn_cb(SSL* ssl, const uint8_t** out, uint8_t* out_len, cons
 }
 
 void offer_h2(SSL* ssl) { SSL_set_ex_data(ssl, h2_index(), const_cast<unsigned char*>(alpn_h2)); }
+void offer_h2_and_http11(SSL* ssl) { SSL_set_ex_data(ssl, h2_index(), const_cast<unsigned char*>(alpn_h2_http11)); }
 
 namespace {
 // What the SSL's ClientHello said (JA4, groups, key shares), owned by the SSL through ex_data and

@@ -73,6 +73,8 @@ struct facts {
   std::uint64_t early_data = 0;  // bytes of the VLESS stream that came with the upgrade request
   std::string groups;            // the ClientHello's supported groups, comma-separated names ("" without TLS)
   std::string key_shares;        // its key shares, likewise ("X25519MLKEM768,X25519")
+  // xhttp over HTTP/2: the connection carried an earlier session (XMUX); unset elsewhere
+  std::optional<bool> reused;
 };
 
 // What a transport can do beyond the byte stream. Every transport states all of it (a
