@@ -79,21 +79,32 @@ def check_paths(rows, summary, names, transport: str) -> None:
 
 
 @suite.test
-def our_listener_over_http11():
+def our_listener_over_http11_and_h2():
+    """The links as printed (TLS: no alpn, so h2 as Xray picks it) and over HTTP/1.1 (alpn=http/1.1
+    on TLS, the plain link as printed), and h2c (alpn=h2 on the plain link): every mode."""
     links = peers.share_links(peers.links_text(D))
     tls, plain = links[f"xh-tls-{USER}"], links[f"xh-plain-{USER}"]
-    check("alpn=http%2F1.1" in tls or "alpn=http/1.1" in tls, tls)
+    check("alpn=" not in tls, tls)
     paths = {}
     for mode in ("packet-up", "stream-up", "stream-one"):
-        paths[f"tls-{mode}"] = with_params(tls, mode=mode)
-        paths[f"plain-{mode}"] = with_params(plain, mode=mode)
+        paths[f"tls-h2-{mode}"] = with_params(tls, mode=mode)
+        paths[f"tls-h1-{mode}"] = with_params(tls, mode=mode, alpn="http/1.1")
+        paths[f"plain-h1-{mode}"] = with_params(plain, mode=mode)
+        paths[f"h2c-{mode}"] = with_params(plain, mode=mode, alpn="h2")
     mark = D.mark()
     rows, summary, out, _ = run(paths)
     check_paths(rows, summary, paths, "xhttp")
-    check(all(s["shared_h2"] == "0" for s in rows), "HTTP/1.1 shares no connection")
-    # Each new-connection sample is a session of its own on the listener.
+    h1 = [s for s in rows if "-h1-" in s["path"]]
+    check(h1 and all(s["shared_h2"] == "0" for s in h1), "HTTP/1.1 shares no connection")
+    # Over h2 a reused sample is a new XHTTP session on the path's one HTTP/2 connection (XMUX).
+    h2_reused = [s for s in rows if s["path"].startswith(("tls-h2-", "h2c-")) and s["mode"] == "reuse"
+                 and int(s["round"]) >= 0]
+    check(len(h2_reused) == 6 * REUSE and all(s["shared_h2"] == "1" for s in h2_reused),
+          [(s["path"], s["shared_h2"]) for s in h2_reused][:6])
+    # Each new-connection sample is a session of its own on the listener, each logged.
     sessions = D.events("vless.session", since=mark)
-    check(len({e["session"] for e in sessions if e.get("transport") == "xhttp"}) >= 6 * (NEW + 1), len(sessions))
+    check(len({e["session"] for e in sessions if e.get("transport") == "xhttp"}) >= 12 * (NEW + 1), len(sessions))
+    check(any(e.get("reused") for e in sessions), "no session logged as riding a reused HTTP/2 connection")
     verify_log(RUNNER, D.access, out)
 
 
