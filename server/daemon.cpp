@@ -22,7 +22,6 @@
 #include "target/http_target.hpp"
 #include "core/log/logging.hpp"
 #include "core/wire/share_link.hpp"
-#include "core/wire/vision.hpp"
 #include "core/net/tls.hpp"
 #include "server/buffer_pool.hpp"
 #include "server/links.hpp"
@@ -395,16 +394,9 @@ void daemon::print_links() const {
                                    [&](const vless_listener_config& c) { return c.name == l->state->name; });
       if (it == rt_.cfg->vless.end()) continue;
       auto addr = l->state->endpoint.address();
-      share_link link = listener_link(*it, u, addr.is_unspecified() ? "YOUR-VM-ADDRESS" : addr.to_string(), "localhost",
-                                      rt_.cfg->tls.cert.empty() || rt_.cfg->tls.generate);
-      spdlog::info("share link ({} / {}): {}", l->state->name, u.name, format_share_link(link));
-      // REALITY is served as clients are configured for it, with Vision: that link too (its key
-      // may exist only in this process, so these lines are where a user finds it).
-      if (it->reality && it->transport.kind == transport_kind::tls) {
-        link.flow = std::string(vision::flow_name);
-        link.name += "-vision";
-        spdlog::info("share link ({} / {}, vision): {}", l->state->name, u.name, format_share_link(link));
-      }
+      for (const auto& link : startup_links(*it, u, addr.is_unspecified() ? "YOUR-VM-ADDRESS" : addr.to_string(),
+                                            rt_.cfg->tls.cert.empty() || rt_.cfg->tls.generate))
+        spdlog::info("share link ({} / {}): {}", l->state->name, u.name, format_share_link(link));
     }
   }
 }

@@ -345,7 +345,7 @@ def generated_key_is_kept_or_refused():
     # The certificate in memory: a key for this start, in the start-up links; `links` says so.
     cfg_mem = {"users": users, "vless": [listener], "target": [{"name": "web", "listen": f"{LOOPBACK}:{h.free_port()}"}]}
     d2 = h.Daemon(cfg_mem)
-    started = re.findall(r"share link \(kept / tester, vision\): (vless://\S+)", d2.stderr())
+    started = re.findall(r"share link \(kept / tester\): (vless://\S+#kept-tester-vision)", d2.stderr())
     check(len(started) == 1 and "pbk=" in started[0] and "flow=xtls-rprx-vision" in started[0], d2.stderr())
     r = h.run_daemon(["links", "--config", d2.config_path])
     check(r.returncode != 0 and "made at each start" in r.stderr, r.stderr)
@@ -374,7 +374,7 @@ def embedded_default_serves_reality_vision():
     try:
         text = wait_for_text(log, "vlessbenchd ready (", proc)
         check("vlessbenchd ready (" in text, text[-2000:])
-        m = re.search(r"share link \(reality / default, vision\): (vless://\S+)", text)
+        m = re.search(r"share link \(reality / default\): (vless://\S+#reality-default-vision)", text)
         check(m is not None, text[-2000:])
         link = m.group(1)
         for part in ("@127.0.0.1:8448?", "security=reality", "pbk=", "flow=xtls-rprx-vision", "sni=www.example.com"):
