@@ -107,6 +107,7 @@ std::vector<std::string> start_problems(const vlessbench::config& cfg, const std
   if (!ports_file.empty())
     if (auto p = folder_problem("--ports-file", ports_file, "nothing: the unit passes none")) problems.push_back(*p);
   if (auto p = emulation_problem(cfg)) problems.push_back(file + ": " + *p);
+  if (auto p = vlessbench::reality_key_problem(cfg)) problems.push_back(file + ": " + *p);
   return problems;
 }
 

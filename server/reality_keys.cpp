@@ -59,19 +59,24 @@ void resolve_in_file(const config& c, vless_listener_config& v, bool create) {
 
 }  // namespace
 
+std::optional<std::string> reality_key_problem(const config& c) {
+  if (c.tls.cert.empty() || c.tls.generate) return std::nullopt;
+  for (const auto& v : c.vless)
+    if (v.reality && v.reality->key_generated)
+      return "listener " + v.name +
+             ": security = \"reality\" without private_key needs [tls] generate = true (the daemon keeps the key "
+             "it makes beside the certificate); or set private_key (`xray x25519` makes one)";
+  return std::nullopt;
+}
+
 void resolve_reality_keys(config& c, bool create, const config* running) {
+  if (const auto problem = reality_key_problem(c)) throw std::runtime_error(*problem);
   for (auto& v : c.vless) {
     if (!v.reality || !v.reality->key_generated) continue;
-    if (c.tls.cert.empty()) {
+    if (c.tls.cert.empty())
       resolve_in_memory(v, create, running && running->tls.cert.empty() ? running : nullptr);
-      continue;
-    }
-    if (!c.tls.generate)
-      throw std::runtime_error("listener " + v.name +
-                               ": security = \"reality\" without private_key needs [tls] generate = true (the "
-                               "daemon keeps the key it makes beside the certificate); or set private_key "
-                               "(`xray x25519` makes one)");
-    resolve_in_file(c, v, create);
+    else
+      resolve_in_file(c, v, create);
   }
 }
 

@@ -351,6 +351,13 @@ def generated_key_is_kept_or_refused():
     check(r.returncode != 0 and "made at each start" in r.stderr, r.stderr)
     d2.stop()
 
+    # A certificate of the user's own: no folder of ours for the key; --check says so before a start.
+    cert, key = h.make_cert(h.tempdir("vlessbench-reality-cert-"))
+    d3 = h.Daemon({**cfg_mem, "tls": {"cert": str(cert), "key": str(key)}}, start=False)
+    r = h.run_daemon(["--check", "--config", d3.config_path])
+    check(r.returncode == 1 and "listener kept: security = \"reality\" without private_key needs [tls] generate = true"
+          in r.stderr, (r.returncode, r.stdout, r.stderr))
+
 
 def wait_for_text(path, text: str, proc, timeout: float = 10.0) -> str:
     deadline = time.monotonic() + timeout

@@ -68,5 +68,12 @@ TEST_CASE("a REALITY key beside a generated certificate: made once, read after",
   CHECK(read.vless.back().reality->private_key == started.vless.back().reality->private_key);
   c.tls.generate = false;  // a certificate the user keeps: no folder of ours to write into
   CHECK(message_of(c, true).find("needs [tls] generate = true") != std::string::npos);
+  // What --check and the start report before anything is written.
+  REQUIRE(reality_key_problem(c));
+  CHECK(reality_key_problem(c)->find("listener reality: security = \"reality\" without private_key needs [tls] "
+                                     "generate = true") == 0);
+  c.tls.generate = true;
+  CHECK_FALSE(reality_key_problem(c));
+  CHECK_FALSE(reality_key_problem(default_config()));
   std::filesystem::remove_all(dir);
 }
