@@ -394,9 +394,9 @@ void daemon::print_links() const {
                                    [&](const vless_listener_config& c) { return c.name == l->state->name; });
       if (it == rt_.cfg->vless.end()) continue;
       auto addr = l->state->endpoint.address();
-      const share_link link = listener_link(*it, u, addr.is_unspecified() ? "YOUR-VM-ADDRESS" : addr.to_string(),
-                                            "localhost", rt_.cfg->tls.cert.empty() || rt_.cfg->tls.generate);
-      spdlog::info("share link ({} / {}): {}", l->state->name, u.name, format_share_link(link));
+      for (const auto& link : startup_links(*it, u, addr.is_unspecified() ? "YOUR-VM-ADDRESS" : addr.to_string(),
+                                            rt_.cfg->tls.cert.empty() || rt_.cfg->tls.generate))
+        spdlog::info("share link ({} / {}): {}", l->state->name, u.name, format_share_link(link));
     }
   }
 }

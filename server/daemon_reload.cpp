@@ -61,7 +61,7 @@ std::optional<std::string> daemon::read_reload_config(std::shared_ptr<const conf
   if (!config_file_) return "running on the embedded default: there is no file to re-read";
   try {
     auto loaded = load_config_file(*config_file_);
-    resolve_reality_keys(loaded, true);
+    resolve_reality_keys(loaded, true, rt_.cfg.get());
     next = std::make_shared<const config>(std::move(loaded));
   } catch (const config_error& e) {
     std::string joined;

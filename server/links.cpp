@@ -76,6 +76,17 @@ std::string transport_words(const vless_listener_config& l) {
   return transport_words(l.transport) + (l.reality ? " with REALITY" : "");
 }
 
+std::vector<share_link> startup_links(const vless_listener_config& l, const user_config& u, const std::string& host,
+                                      bool insecure) {
+  std::vector<share_link> out{listener_link(l, u, host, "localhost", insecure)};
+  if (l.reality && l.transport.kind == transport_kind::tls) {
+    out.push_back(out.front());
+    out.back().flow = std::string(vision::flow_name);
+    out.back().name += "-vision";
+  }
+  return out;
+}
+
 std::vector<user_link> listener_links(const vless_listener_config& l, const config& cfg, const std::string& host,
                                       const std::string& sni) {
   // A self-signed certificate (in memory or generated) cannot be verified by name: clients skip

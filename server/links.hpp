@@ -25,6 +25,12 @@ struct links_options {
 share_link listener_link(const vless_listener_config& l, const user_config& u, const std::string& host,
                          const std::string& sni, bool insecure);
 
+// What the daemon prints at start for one listener and user: its link, and on a REALITY listener on
+// raw TCP its Vision link (NAME-vision) too, as REALITY is deployed: its key may exist only in
+// that process, so those lines are where a user finds it.
+std::vector<share_link> startup_links(const vless_listener_config& l, const user_config& u, const std::string& host,
+                                      bool insecure);
+
 // Every link of one listener: each user's, and on raw TLS each user's again with flow
 // xtls-rprx-vision (named NAME-vision), in that order.
 struct user_link {

@@ -107,6 +107,7 @@ std::vector<std::string> start_problems(const vlessbench::config& cfg, const std
   if (!ports_file.empty())
     if (auto p = folder_problem("--ports-file", ports_file, "nothing: the unit passes none")) problems.push_back(*p);
   if (auto p = emulation_problem(cfg)) problems.push_back(file + ": " + *p);
+  if (auto p = vlessbench::reality_key_problem(cfg)) problems.push_back(file + ": " + *p);
   return problems;
 }
 
@@ -265,12 +266,14 @@ int start_daemon(const std::string& config_file, const std::string& ports_file, 
     vlessbench::config loaded =
         config_file.empty() ? vlessbench::default_config() : vlessbench::load_config_file(config_file);
     if (!config_file.empty()) file = config_file;
-    vlessbench::resolve_reality_keys(loaded, true);
-    cfg = std::make_shared<const vlessbench::config>(std::move(loaded));
-    if (const auto problems = start_problems(*cfg, config_file, ports_file); !problems.empty()) {
+    // The files' problems first: a REALITY key is written beside the certificate, so a missing
+    // folder is reported as such, not as a key that cannot be written.
+    if (const auto problems = start_problems(loaded, config_file, ports_file); !problems.empty()) {
       for (const auto& p : problems) std::cerr << "vlessbenchd: " << p << "\n";
       return 1;
     }
+    vlessbench::resolve_reality_keys(loaded, true);
+    cfg = std::make_shared<const vlessbench::config>(std::move(loaded));
     vlessbench::setup_logging(cfg->log.level);
     inject_fault_at_start();
     vlessbench::daemon d(cfg, file);

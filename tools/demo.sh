@@ -110,7 +110,7 @@ else
   if ! grep -q "vlessbenchd ready (" "$work/daemon.log"; then
     echo "tools/demo.sh: vlessbenchd did not start; its own words ($work/daemon.log):" >&2
     cat "$work/daemon.log" >&2
-    echo "tools/demo.sh: the demo needs the default ports free: TCP 8080-8082, 8053, 8443-8447 and 9090, UDP 8053 and 8083 (ss -ltnup shows who holds them)" >&2
+    echo "tools/demo.sh: the demo needs the default ports free: TCP 8080-8082, 8053, 8443-8448 and 9090, UDP 8053 and 8083 (ss -ltnup shows who holds them)" >&2
     exit 1
   fi
   link_kernel=$(grep -o 'vless://[^ ]*#default-ack-default' "$work/daemon.log")

@@ -506,6 +506,11 @@ config default_config() {
       {"httpupgrade", {loopback, 8446}, kernel, kernel, {transport_kind::httpupgrade, true, "/up", "", 0, ""}});
   cfg.vless.push_back(
       {"grpc", {loopback, 8447}, kernel, kernel, {transport_kind::grpc, true, "/", "", 0, "", "vlessbench"}});
+  // REALITY + Vision on raw TCP: the key made at start, refused ClientHellos relayed to the HTTPS
+  // target below (a prober sees a real TLS site, and nothing leaves the host).
+  vless_listener_config with_reality{"reality", {loopback, 8448}, kernel, kernel};
+  with_reality.reality = reality::default_settings();
+  cfg.vless.push_back(std::move(with_reality));
   cfg.target.push_back({"http", {loopback, 8080}, kernel});
   cfg.target.push_back({"https", {loopback, 8081}, kernel, true});
   cfg.target.push_back({"banner", {loopback, 8082}, kernel, false, true});

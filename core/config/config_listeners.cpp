@@ -156,23 +156,23 @@ std::optional<reality::settings> read_reality(const table_reader& r, const trans
     r.error("security", "\"reality\" is the security layer: tls = false contradicts it");
     ok = false;
   }
-  reality::settings s;
+  reality::settings s = reality::default_settings();
   if (auto key = r.string("private_key")) {
+    s.key_generated = false;
     if (auto k = reality::decode_key(*key)) {
       s.private_key = *k;
     } else {
       r.error("private_key", "expected an X25519 private key in base64url (43 characters, as `xray x25519` prints)");
       ok = false;
     }
-  } else {
-    s.key_generated = true;
   }
-  s.server_names = r.strings("server_names").value_or(std::vector<std::string>{"www.example.com"});
+  s.server_names = r.strings("server_names").value_or(s.server_names);
   if (s.server_names.empty()) {
     r.error("server_names", "at least one name: a client's SNI must be one of them");
     ok = false;
   }
-  s.short_ids_text = r.strings("short_ids").value_or(std::vector<std::string>{""});
+  s.short_ids_text = r.strings("short_ids").value_or(s.short_ids_text);
+  s.short_ids.clear();
   for (const auto& text : s.short_ids_text) {
     if (auto id = reality::parse_short_id(text)) {
       s.short_ids.push_back(*id);

@@ -1,6 +1,7 @@
 // The server half of core/net/tls.hpp: BoringSSL only (the daemon).
 #include "core/net/tls.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -498,11 +499,28 @@ int patch_index() {
 
 constexpr std::uint16_t sigalg_ed25519 = 0x0807;
 
-// REALITY servers sign CertificateVerify with ed25519 even when the client's list (a browser's)
-// does not name it, and REALITY clients accept that. BoringSSL signs only with what the client
-// listed, so for an authenticated connection its copy of the list shows ed25519 in the place of
-// the last entry while the extensions are parsed, and the bytes are put back (restore_sigalgs,
-// the certificate callback, which runs before the ClientHello enters the transcript).
+// REALITY servers sign CertificateVerify with ed25519 even when the client's list (a browser's,
+// as uTLS's chrome fingerprint sends) does not name it, and REALITY clients accept that (Go's
+// crypto/tls checks the algorithm against what it supports, not what it sent). BoringSSL signs
+// only with an algorithm the peer listed and has no API to do otherwise, so for an authenticated
+// connection the list's last entry reads ed25519 while BoringSSL copies the extensions, and the
+// two bytes are put back before the ClientHello enters the transcript (else the Finished would
+// not match the client's). It rests on this order of BoringSSL's server handshake:
+//   1. select_certificate_cb (select_reality) runs on the ClientHello buffer before the
+//      extensions are parsed (documented: "before most ClientHello processing");
+//   2. parsing copies signature_algorithms into the handshake's peer list;
+//   3. the certificate callback (restore_sigalgs) runs, and only then the ClientHello is hashed.
+// What guards it: the patch must lie inside the buffer handed to the callback (checked, else no
+// patch); restore_sigalgs always puts the bytes back and checks that the parsed copy did take
+// ed25519 (SSL_get0_peer_verify_algorithms), failing the handshake with an error naming this if
+// not; a change of 3 fails every REALITY handshake at the client's Finished, never silently. The
+// order was checked against the BoringSSL this builds with (test_reality: Xray and mihomo
+// through REALITY); another BoringSSL API version stops the build until it is checked again.
+#if !defined(BORINGSSL_API_VERSION) || BORINGSSL_API_VERSION != 17
+#error \
+    "REALITY's signature_algorithms patch was checked against BoringSSL API version 17 (Debian's android-libboringssl 13): run test_reality against this one, then update this check"
+#endif
+
 ssl_select_cert_result_t select_reality(const SSL_CLIENT_HELLO* hello) {
   (void)tls::detail::record_client_hello(hello);
   auto* patch = static_cast<sigalg_patch*>(SSL_get_ex_data(hello->ssl, patch_index()));
@@ -513,8 +531,11 @@ ssl_select_cert_result_t select_reality(const SSL_CLIENT_HELLO* hello) {
     return ssl_select_cert_success;
   const std::size_t list = static_cast<std::size_t>(data[0]) << 8 | data[1];
   if (list + 2 != len || list % 2 != 0) return ssl_select_cert_success;
+  const std::uint8_t* const begin = hello->client_hello;
+  if (data < begin || data + len > begin + hello->client_hello_len) return ssl_select_cert_success;
   for (std::size_t i = 2; i < len; i += 2)
     if ((static_cast<std::uint16_t>(data[i] << 8 | data[i + 1])) == sigalg_ed25519) return ssl_select_cert_success;
+  // The buffer is BoringSSL's own (the handshake message it read), writable; it hands it as const.
   patch->at = const_cast<std::uint8_t*>(data + len - 2);
   patch->was[0] = patch->at[0];
   patch->was[1] = patch->at[1];
@@ -525,12 +546,16 @@ ssl_select_cert_result_t select_reality(const SSL_CLIENT_HELLO* hello) {
 
 int restore_sigalgs(SSL* ssl, void*) {
   auto* patch = static_cast<sigalg_patch*>(SSL_get_ex_data(ssl, patch_index()));
-  if (patch != nullptr && patch->at != nullptr) {
-    patch->at[0] = patch->was[0];
-    patch->at[1] = patch->was[1];
-    patch->at = nullptr;
-  }
-  return 1;
+  if (patch == nullptr || patch->at == nullptr) return 1;
+  patch->at[0] = patch->was[0];
+  patch->at[1] = patch->was[1];
+  patch->at = nullptr;
+  const std::uint16_t* parsed = nullptr;
+  const std::size_t n = SSL_get0_peer_verify_algorithms(ssl, &parsed);
+  if (std::find(parsed, parsed + n, sigalg_ed25519) != parsed + n) return 1;
+  OPENSSL_PUT_ERROR(SSL, SSL_R_NO_COMMON_SIGNATURE_ALGORITHMS);
+  ERR_add_error_data(1, "REALITY: this BoringSSL parsed signature_algorithms before select_certificate_cb");
+  return 0;
 }
 
 }  // namespace

@@ -179,4 +179,13 @@ std::optional<short_id> parse_short_id(std::string_view hex) {
   return out;
 }
 
+settings default_settings() {
+  settings s;
+  s.server_names = {"www.example.com"};
+  s.short_ids_text = {""};
+  s.short_ids = {short_id{}};
+  s.key_generated = true;
+  return s;
+}
+
 }  // namespace vlessbench::reality

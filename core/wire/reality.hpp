@@ -94,4 +94,9 @@ struct settings {
   bool operator==(const settings&) const = default;
 };
 
+// What security = "reality" alone means (the parser's defaults and the embedded default's
+// listener): server name www.example.com, the empty short id, any client time, the key left to
+// the daemon (key_generated), refused connections to the daemon's HTTPS target.
+settings default_settings();
+
 }  // namespace vlessbench::reality

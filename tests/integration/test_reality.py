@@ -1,25 +1,32 @@
 #!/usr/bin/env python3
-"""REALITY (security = "reality", issue 40): one daemon with two REALITY listeners on raw TCP
-("reality", and "mlkem" with require_mlkem_share) in front of its own HTTPS target, and:
+"""REALITY (security = "reality", issue 40): one daemon with REALITY listeners on raw TCP
+("reality", and "mlkem" with require_mlkem_share) and gRPC ("rgrpc") in front of its own HTTPS
+target, and:
 
 - Xray 25.9.11 (REALITY + Vision) and mihomo 1.19.1 (reality-opts + Vision), each configured from
   the entry `vlessbenchd links` prints for the listener's Vision section and checked by its own
   checker, carry 100 requests of `vlessbench run` (50 new + 50 reused) through their HTTP entry:
   every answer's route a VLESS session, `vlessbench verify` OK, the sessions' lines naming their
-  key shares; sing-box 1.11.11's entry is checked and its run skipped (built without uTLS);
+  key shares; sing-box 1.11.11's entry is checked and its run skipped (built without uTLS); Xray
+  the same through gRPC + REALITY;
 - `openssl s_client -servername www.example.com` (an SNI not in server_names) and a ClientHello
   with the right SNI but no REALITY proof (python's ssl: another key, in effect) both get the
   target's certificate, each refusal a vless.reject with its reason;
 - require_mlkem_share: python's X25519-only ClientHello is refused with its reason, Xray's
   (X25519MLKEM768 before X25519) is served;
 - hostile: a truncated ClientHello, a 16 KiB one, a ClientHello replayed byte for byte (captured
-  from Xray), a listener whose target is down: each a reject with its reason, the daemon serving on.
+  from Xray), a listener whose target is down: each a reject with its reason, the daemon serving on;
+- the key the daemon makes: kept beside a [tls] generate certificate, or made at each start with
+  the certificate in memory; and `vlessbenchd` with no config (the embedded default, in this
+  script's own network namespace) serving REALITY + Vision on 8448, its start-up link carried by
+  `vlessbench clients` through Xray and mihomo.
 
 A missing core is a SKIP naming it (harness/peers.py).
 """
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 import socket
@@ -32,6 +39,7 @@ import harness as h
 from harness import peers
 from harness import CLIENT_BIN, LOOPBACK, check
 
+h.run_in_own_netns()  # the embedded default's case binds the default ports
 suite = h.Suite("test_reality")
 h.require_binary()
 RUNNER = CLIENT_BIN / "vlessbench"
@@ -55,6 +63,7 @@ def make_daemon() -> h.Daemon:
         "users": [{"name": USER, "uuid": h.new_uuid()}],
         "vless": [{"name": "reality", "listen": f"{LOOPBACK}:{port()}", **reality},
                   {"name": "mlkem", "listen": f"{LOOPBACK}:{port()}", **reality, "require_mlkem_share": True},
+                  {"name": "rgrpc", "listen": f"{LOOPBACK}:{port()}", **reality, "transport": "grpc"},
                   {"name": "down", "listen": f"{LOOPBACK}:{port()}", **reality,
                    "target": f"{LOOPBACK}:{dead_port}"}],
         "target": [{"name": "http", "listen": f"{LOOPBACK}:{port()}"},
@@ -130,6 +139,11 @@ def xray_reality_vision_100():
 @suite.test
 def mihomo_reality_vision_100():
     run_through("mihomo", "reality", f"reality-{USER}-vision")
+
+
+@suite.test
+def xray_reality_grpc_100():
+    run_through("xray", "rgrpc", f"rgrpc-{USER}")
 
 
 @suite.test
@@ -328,12 +342,74 @@ def generated_key_is_kept_or_refused():
     check(pbk() == first, "the key changed across a restart")
     d.stop()
 
-    cfg_no = {"users": users, "vless": [listener], "target": [{"name": "web", "listen": f"{LOOPBACK}:{h.free_port()}"}]}
-    d2 = h.Daemon(cfg_no, start=False)
-    d2.start(wait=False)
-    rc = d2.proc.wait(timeout=10)
-    check(rc != 0 and "needs [tls] generate = true" in d2.stderr(), f"rc {rc}: {d2.stderr()}")
-    d2.stop(expect_rc=rc)
+    # The certificate in memory: a key for this start, in the start-up links; `links` says so.
+    cfg_mem = {"users": users, "vless": [listener], "target": [{"name": "web", "listen": f"{LOOPBACK}:{h.free_port()}"}]}
+    d2 = h.Daemon(cfg_mem)
+    started = re.findall(r"share link \(kept / tester\): (vless://\S+#kept-tester-vision)", d2.stderr())
+    check(len(started) == 1 and "pbk=" in started[0] and "flow=xtls-rprx-vision" in started[0], d2.stderr())
+    r = h.run_daemon(["links", "--config", d2.config_path])
+    check(r.returncode != 0 and "made at each start" in r.stderr, r.stderr)
+    d2.stop()
+
+    # A certificate of the user's own: no folder of ours for the key; --check says so before a start.
+    cert, key = h.make_cert(h.tempdir("vlessbench-reality-cert-"))
+    d3 = h.Daemon({**cfg_mem, "tls": {"cert": str(cert), "key": str(key)}}, start=False)
+    r = h.run_daemon(["--check", "--config", d3.config_path])
+    check(r.returncode == 1 and "listener kept: security = \"reality\" without private_key needs [tls] generate = true"
+          in r.stderr, (r.returncode, r.stdout, r.stderr))
+
+
+def wait_for_text(path, text: str, proc, timeout: float = 10.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        got = path.read_text(errors="replace")
+        if text in got:
+            return got
+        time.sleep(0.05)
+    return path.read_text(errors="replace")
+
+
+@suite.test
+def embedded_default_serves_reality_vision():
+    """`vlessbenchd` with no config: its reality listener (8448) prints a Vision link with pbk=,
+    refused hellos reach its own HTTPS target (8081), and `vlessbench clients` carries the link
+    through Xray and mihomo (sing-box 1.11.11 left out: no uTLS), every answer routed by VLESS."""
+    folder = h.tempdir("vlessbench-reality-default-")
+    log = folder / "daemon.log"
+    with open(log, "wb") as f:
+        proc = h.spawn([h.DAEMON], stdout=f, stderr=subprocess.STDOUT, cwd=folder)
+    try:
+        text = wait_for_text(log, "vlessbenchd ready (", proc)
+        check("vlessbenchd ready (" in text, text[-2000:])
+        m = re.search(r"share link \(reality / default\): (vless://\S+#reality-default-vision)", text)
+        check(m is not None, text[-2000:])
+        link = m.group(1)
+        for part in ("@127.0.0.1:8448?", "security=reality", "pbk=", "flow=xtls-rprx-vision", "sni=www.example.com"):
+            check(part in link, f"{part} not in {link}")
+        check(target_certificate_subject(8448, "probe.example") == target_certificate_subject(8081, "localhost"),
+              "a refused hello did not reach the HTTPS target")
+        cores = [c for c in ("xray", "mihomo", "sing-box") if peers.cores.find(c)]
+        check({"xray", "mihomo"} <= set(cores), f"cores found: {cores}")
+        out = folder / "run"
+        args = [str(RUNNER), "clients", "--link", link, "--no-builtin", "--out", str(out),
+                "--target", f"http://{LOOPBACK}:8080/generate_204", "--new", "10", "--reuse", "10", "--warmup", "1"]
+        for c in cores:
+            args += ["--core", f"{c}={peers.cores.find(c)}"]
+        r = subprocess.run(args, capture_output=True, text=True, timeout=120)
+        check(r.returncode == 0, f"rc {r.returncode}\n{r.stdout}\n{r.stderr}")
+        paths = json.loads((out / "summary.json").read_text())["paths"]
+        check({"xray", "mihomo"} <= set(paths), sorted(paths))
+        for name in ("xray", "mihomo"):
+            check(paths[name]["new"]["failed"] == 0 and paths[name]["new"]["n"] == 10, (name, paths[name]))
+        with open(out / "samples.csv", newline="") as f:
+            rows = [row for row in csv.DictReader(f) if row["path"] in ("xray", "mihomo")]
+        check(len(rows) == 40 and all(row["route"].startswith("vless") for row in rows),
+              sorted(set(row["route"][:10] for row in rows)))
+        if "sing-box" in cores:
+            check("sing-box" not in paths and "sing-box" in r.stderr, r.stderr)
+            print("sing-box:", [line for line in r.stderr.splitlines() if "sing-box" in line][:2])
+    finally:
+        h.stop_process(proc)
 
 
 if __name__ == "__main__":

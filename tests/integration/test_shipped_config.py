@@ -5,6 +5,8 @@ what to do; docs/deploy.md §5's sed flipping only the VLESS listener it names. 
 namespace of its own, the daemon's VM address 10.77.30.2 on its lo."""
 import re
 import signal
+import socket
+import ssl
 import subprocess
 import tomllib
 
@@ -42,6 +44,14 @@ def check_file(cfg: dict) -> subprocess.CompletedProcess:
 def start_file(cfg: dict) -> subprocess.CompletedProcess:
     d = Daemon(cfg, start=False)
     return run_daemon(["--config", d.config_path], timeout=15)
+
+
+def peer_certificate(port: int, server_name: str) -> bytes:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    with socket.create_connection((VM, port), timeout=5) as raw, ctx.wrap_socket(raw, server_hostname=server_name) as s:
+        return s.getpeercert(binary_form=True)
 
 
 def get_via_vless(d: Daemon, listener: str, uuid: str):
@@ -87,6 +97,12 @@ def installed_config_serves_off_loopback_and_refuses_a_reload_to_the_placeholder
     with Daemon(shipped(uuid)) as d:
         resp = get_via_vless(d, "default-ack", uuid)
         check(resp.status == 200 and resp.headers["x-vlessbench-route"].startswith("vless session="), resp)
+        # REALITY + Vision on 8448: its key made at this first start, in the links; a prober's
+        # ClientHello gets the HTTPS target's certificate.
+        links = run_daemon(["links", "--config", d.config_path, "--host", VM, "--no-qr"])
+        check(links.returncode == 0 and re.search(rf"vless://{uuid}@{VM}:8448\?\S*security=reality\S*pbk=[\w-]{{43}}",
+                                                  links.stdout), (links.returncode, links.stderr, links.stdout[-600:]))
+        check(peer_certificate(8448, "probe.example") == peer_certificate(8081, "localhost"), "no fallback to 8081")
         ev = d.reload(shipped(PLACEHOLDER, state=tempdir()))
         check(ev["ok"] is False and "a UUID published" in ev["error"], ev)
         # The old config, own UUID, still serves.

@@ -782,7 +782,7 @@ TEST_CASE("values echoed in errors are escaped and capped", "[config]") {
 TEST_CASE("default_config is DESIGN.md's embedded default", "[config]") {
   config c = default_config();
   CHECK(c.source == "<embedded default>");
-  REQUIRE(c.vless.size() == 5);
+  REQUIRE(c.vless.size() == 6);
   CHECK(c.vless[0].name == "default-ack");
   CHECK(c.vless[0].listen == ep("127.0.0.1", 8443));
   CHECK(c.vless[0].tcp == tcp_policy{true, quickack_mode::kernel});
@@ -805,6 +805,17 @@ TEST_CASE("default_config is DESIGN.md's embedded default", "[config]") {
   CHECK(c.vless[4].listen == ep("127.0.0.1", 8447));
   CHECK(c.vless[4].transport.kind == transport_kind::grpc);
   CHECK(c.vless[4].transport.service_name == "vlessbench");
+  // REALITY + Vision on raw TCP, its key left to the daemon, refused hellos to the HTTPS target.
+  CHECK(c.vless[5].name == "reality");
+  CHECK(c.vless[5].listen == ep("127.0.0.1", 8448));
+  CHECK(c.vless[5].transport.kind == transport_kind::tls);
+  REQUIRE(c.vless[5].reality);
+  CHECK(c.vless[5].reality->key_generated);
+  CHECK(c.vless[5].reality->target.empty());
+  CHECK(c.vless[5].reality->server_names == std::vector<std::string>{"www.example.com"});
+  CHECK(c.vless[5].reality->short_ids.size() == 1);
+  CHECK_FALSE(c.vless[5].reality->require_mlkem_share);
+  for (std::size_t i = 0; i < 5; ++i) CHECK_FALSE(c.vless[i].reality);
   REQUIRE(c.target.size() == 3);
   CHECK(c.target[0].name == "http");
   CHECK(c.target[0].listen == ep("127.0.0.1", 8080));
@@ -878,7 +889,7 @@ TEST_CASE("the shipped config files are valid", "[config]") {
   const auto config_dir = std::filesystem::path(VLESSBENCH_SOURCE_DIR) / "config";
 
   config example = load_config_file(config_dir / "vlessbenchd.example.toml");
-  CHECK(example.vless.size() == 5);
+  CHECK(example.vless.size() == 6);
   CHECK(example.target.size() == 3);
   REQUIRE(example.users.size() == 1);
   CHECK(example.users[0].name == "mac");
@@ -917,7 +928,7 @@ TEST_CASE("the shipped config files are valid", "[config]") {
   REQUIRE(text.find(placeholder) != std::string::npos);
   text.replace(text.find(placeholder), placeholder.size(), installed);
   config vm = parse_config(text, "vlessbenchd.toml");
-  REQUIRE(vm.vless.size() == 5);
+  REQUIRE(vm.vless.size() == 6);
   CHECK(vm.vless[0].name == "default-ack");
   CHECK(vm.vless[0].listen == ep("0.0.0.0", 8443));
   CHECK(vm.vless[0].tcp.quickack == quickack_mode::kernel);
@@ -930,6 +941,9 @@ TEST_CASE("the shipped config files are valid", "[config]") {
   CHECK(vm.vless[3].transport == default_config().vless[3].transport);
   CHECK(vm.vless[4].listen == ep("0.0.0.0", 8447));
   CHECK(vm.vless[4].transport == default_config().vless[4].transport);
+  CHECK(vm.vless[5].listen == ep("0.0.0.0", 8448));
+  CHECK(vm.vless[5].transport == default_config().vless[5].transport);
+  CHECK(vm.vless[5].reality == default_config().vless[5].reality);  // its key too: made at start
   REQUIRE(vm.target.size() == 3);
   CHECK(vm.target[0].listen == ep("0.0.0.0", 8080));
   CHECK(vm.target[1].listen == ep("0.0.0.0", 8081));
