@@ -106,12 +106,25 @@ class h1_connection : public std::enable_shared_from_this<h1_connection<Lower>> 
     }
   }
 
+  // One read, then what else is already here in the same turn, up to a POST and its head: a
+  // pipelined POST's body is taken at once, not record by record between other sessions' turns
+  // (a client that resets its connection discards what we had not read; packet_bound()).
   awaitable<bool> read_more() {
-    const std::size_t old = in_.size();
-    in_.resize(old + 16 * 1024);
-    auto [ec, n] = co_await lower_.async_read_some(asio::buffer(in_.data() + old, 16 * 1024), as_tuple_awaitable);
-    in_.resize(old + n);
-    co_return !ec;
+    constexpr std::size_t step = 16 * 1024;
+    const std::size_t cap = std::size_t{t_.max_post_bytes} + 64 * 1024;
+    std::size_t at = in_.size();
+    in_.resize(at + step);
+    auto [ec, n] = co_await lower_.async_read_some(asio::buffer(in_.data() + at, step), as_tuple_awaitable);
+    in_.resize(at + n);
+    if (ec) co_return false;
+    for (std::error_code later; in_.size() < cap;) {
+      at = in_.size();
+      in_.resize(at + step);
+      const std::size_t k = lower_.read_now(in_.data() + at, step, later);
+      in_.resize(at + k);
+      if (k == 0) break;  // an error shows on the next read
+    }
+    co_return true;
   }
 
   awaitable<bool> write(std::string_view bytes) {
@@ -260,7 +273,7 @@ class h1_connection : public std::enable_shared_from_this<h1_connection<Lower>> 
     s->up += s->order.take();
     s->changed.notify();
     deadline_ = steady_clock::time_point::max();
-    while (s->pending_up() > up_limit && !s->closed) co_await s->changed.wait();
+    while (s->pending_up() > s->packet_room && !s->closed) co_await s->changed.wait();
     co_return co_await write(short_answer(t_, 200, req.keep_alive)) && req.keep_alive;
   }
 

@@ -7,8 +7,8 @@ passed through `xray run -test`.
 
 - `vlessbench run` through the six entries, 100 new connections each: every sample routed through
   a VLESS session with transport=xhttp, `vlessbench verify` OK;
-- stream-up and stream-one, 64 MiB up and back through CONNECT to an echo server run here (over
-  TLS): the bytes come back intact (packet-up's session ends early in this transfer: not fixed);
+- per mode (one case each), 64 MiB up and back through CONNECT to an echo server run here (over
+  TLS), after a 5-byte exchange: the bytes come back intact;
 - hostile requests from a raw client: padding out of range, a seq 2^63 past the next, a POST over
   max_post_bytes, a POST whose GET never comes (reaped after session_timeout_ms), more half-open
   sessions than one source may hold, a wrong path; each refused with its status and a
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import socket
 import ssl
 import subprocess
@@ -99,6 +100,11 @@ def bulk_echo(entry: int, echo_port: int) -> tuple[str, str, float]:
         check(chunk, f"CONNECT through {entry}: closed")
         head += chunk
     check(b" 200" in head.split(b"\r\n", 1)[0], head[:100])
+    # A short first exchange, as a client's request would be: Xray 25.9.11's packet-up client
+    # sends 26 bytes twice when its first write fills its first 8 KiB buffer (seen against
+    # Xray's own XHTTP server too; docs/clients.md).
+    raw.sendall(b"hello")
+    check(raw.recv(5) == b"hello", f"echo through {entry}: no hello back")
     block = hashlib.sha256(b"xhttp").digest() * 2048  # 64 KiB
     sent, got = hashlib.sha256(), hashlib.sha256()
     start = time.monotonic()
@@ -156,19 +162,45 @@ def links_print_xhttp():
     check(out["streamSettings"]["xhttpSettings"] == {"path": "/xh", "mode": "auto"}, out)
 
 
+class Xray:
+    """One Xray for every case of this script: an HTTP entry per (listener, mode), started at the
+    first case that needs it, stopped at the end (harness cleanup)."""
+
+    entries: dict[tuple[str, str], int] = {}
+    core = None
+    echo = None
+
+    @classmethod
+    def up(cls) -> dict[tuple[str, str], int]:
+        peers.require("xray")
+        if cls.core is None:
+            cls.entries = {(listener, mode): peers.inbound_port() for listener in LISTENERS for mode in MODES}
+            check(len(set(cls.entries.values())) == len(cls.entries), "inbound ports collide")
+            # Xray 25.9.11's HTTP/1.1 packet-up client pipelines its POSTs, never reads their
+            # answers, and keeps its upload connections in a Go sync.Pool: each GC drops some, and
+            # their finalizer closes them with answers unread, a reset that discards a POST the
+            # server had not read yet (the session then waits on a seq that never comes). On a
+            # loaded 2-core machine that hit some of our 64 MiB runs, and none of Xray's own
+            # server's; fewer GCs make it rare (docs/clients.md).
+            os.environ["GOGC"] = "400"
+            try:
+                cls.core = peers.Core("xray", xray_config(cls.entries), list(cls.entries.values()))
+            finally:
+                del os.environ["GOGC"]
+            cls.echo = Echo()
+            for port in cls.entries.values():
+                peers.ready_through("xray", port, D.target_port)
+        return cls.entries
+
+    @classmethod
+    def output(cls) -> str:
+        return cls.core.output()[-2000:] if cls.core else ""
+
+
 @suite.test
 def xray_every_mode_over_tls_and_plain():
-    peers.require("xray")
-    entries = {}
-    for listener in LISTENERS:
-        for mode in MODES:
-            entries[(listener, mode)] = peers.inbound_port()
-    check(len(set(entries.values())) == len(entries), "inbound ports collide")
-    core = peers.Core("xray", xray_config(entries), list(entries.values()))
-    echo = Echo()
+    entries = Xray.up()
     try:
-        for (listener, mode), port in entries.items():
-            peers.ready_through("xray", port, D.target_port)
         out = h.tempdir("vlessbench-xhttp-run-")
         argv = [str(h.CLIENT_BIN / "vlessbench"), "run", "--target", f"http://{LOOPBACK}:{D.target_port}/",
                 "--new", str(COUNT), "--reuse", "0", "--warmup", "0", "--out", str(out), "--seed", "41"]
@@ -176,7 +208,7 @@ def xray_every_mode_over_tls_and_plain():
             argv += ["--path", f"{listener}-{mode}=http://{LOOPBACK}:{port}"]
         start = time.monotonic()
         r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
-        check(r.returncode == 0, f"rc {r.returncode}\n{r.stdout}\n{r.stderr}\n{core.output()[-1500:]}")
+        check(r.returncode == 0, f"rc {r.returncode}\n{r.stdout}\n{r.stderr}")
         import csv
         with open(out / "samples.csv", newline="") as f:
             rows = list(csv.DictReader(f))
@@ -190,16 +222,34 @@ def xray_every_mode_over_tls_and_plain():
         # A session's line comes at its close; Xray may still hold some open here.
         sessions = [e for e in D.events("vless.session") if e.get("transport") == "xhttp"]
         check(sessions, "no vless.session line with transport xhttp")
-        # packet-up's 64 MiB is left out: its session ends after some MiB (client_eof), not fixed yet.
-        for mode in ("stream-up", "stream-one"):
-            up, down, seconds = bulk_echo(entries[("xh-tls", mode)], echo.port)
-            check(up == down, f"{mode}: 64 MiB came back as {down}, sent {up}")
-            print(f"FIGURE xhttp_bulk_{mode} = 64 MiB each way in {seconds:.2f} s", flush=True)
     except Exception as e:  # noqa: BLE001 - with the core's output
-        raise AssertionError(f"{e}\n--- xray output ---\n{core.output()[-2000:]}") from None
-    finally:
-        core.stop()
-        echo.close()
+        raise AssertionError(f"{e}\n--- xray output ---\n{Xray.output()}") from None
+
+
+def bulk_through(mode: str) -> None:
+    """64 MiB up and back through the TLS listener's entry for mode, intact."""
+    entries = Xray.up()
+    try:
+        up, down, seconds = bulk_echo(entries[("xh-tls", mode)], Xray.echo.port)
+        check(up == down, f"{mode}: 64 MiB came back as {down}, sent {up}")
+        print(f"FIGURE xhttp_bulk_{mode} = 64 MiB each way in {seconds:.2f} s", flush=True)
+    except Exception as e:  # noqa: BLE001 - with the core's output
+        raise AssertionError(f"{e}\n--- xray output ---\n{Xray.output()}") from None
+
+
+@suite.test
+def bulk_packet_up():
+    bulk_through("packet-up")
+
+
+@suite.test
+def bulk_stream_up():
+    bulk_through("stream-up")
+
+
+@suite.test
+def bulk_stream_one():
+    bulk_through("stream-one")
 
 
 def raw_request(port: int, head: str, body: bytes = b"", tls: bool = False) -> bytes:
