@@ -13,6 +13,7 @@
 #include "core/wire/vision.hpp"
 #include "core/net/reality_auth.hpp"
 #include "core/net/tls.hpp"
+#include "server/transport/xhttp_alpn.hpp"
 
 namespace vlessbench {
 
@@ -23,8 +24,8 @@ share_link listener_link(const vless_listener_config& l, const user_config& u, c
   link.host = host;
   link.port = l.listen.port();
   link.transport = l.transport;
-  // The XHTTP listener speaks HTTP/1.1: over TLS its clients must ask for it (Xray's default is h2).
-  if (l.transport.kind == transport_kind::xhttp && l.transport.tls) link.transport.alpn = "http/1.1";
+  // Over TLS an XHTTP client asks for what the listener serves first (server/transport/xhttp_alpn.hpp).
+  if (l.transport.kind == transport_kind::xhttp && l.transport.tls) link.transport.alpn = xhttp::served_alpn.front();
   if (l.reality) {
     // The client's SNI must be one of server_names; its proof uses the first short id.
     link.sni = l.reality->server_names.front();

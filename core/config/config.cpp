@@ -506,6 +506,14 @@ config default_config() {
       {"httpupgrade", {loopback, 8446}, kernel, kernel, {transport_kind::httpupgrade, true, "/up", "", 0, ""}});
   cfg.vless.push_back(
       {"grpc", {loopback, 8447}, kernel, kernel, {transport_kind::grpc, true, "/", "", 0, "", "vlessbench"}});
+  // XHTTP over TLS (ALPN: what the transport serves) and over plain TCP (HTTP/1.1 and h2c).
+  cfg.vless.push_back(
+      {"xhttp", {loopback, 8449}, kernel, kernel, {.kind = transport_kind::xhttp, .tls = true, .path = "/xhttp"}});
+  cfg.vless.push_back({"xhttp-plain",
+                       {loopback, 8450},
+                       kernel,
+                       kernel,
+                       {.kind = transport_kind::xhttp, .tls = false, .path = "/xhttp"}});
   cfg.target.push_back({"http", {loopback, 8080}, kernel});
   cfg.target.push_back({"https", {loopback, 8081}, kernel, true});
   cfg.target.push_back({"banner", {loopback, 8082}, kernel, false, true});

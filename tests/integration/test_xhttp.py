@@ -9,6 +9,8 @@ passed through `xray run -test`.
   a VLESS session with transport=xhttp, `vlessbench verify` OK;
 - per mode (one case each), 64 MiB up and back through CONNECT to an echo server run here (over
   TLS), after a 5-byte exchange: the bytes come back intact;
+- the shipped configs serve `xhttp` on 8449 and `xhttp-plain` on 8450; their Xray and mihomo
+  entries pass each core's own checker;
 - hostile requests from a raw client: padding out of range, a seq 2^63 past the next, a POST over
   max_post_bytes, a POST whose GET never comes (reaped after session_timeout_ms), more half-open
   sessions than one source may hold, a wrong path; each refused with its status and a
@@ -27,7 +29,7 @@ import threading
 import time
 
 import harness as h
-from harness import peers
+from harness import cores, peers
 from harness import LOOPBACK, check
 
 suite = h.Suite("test_xhttp")
@@ -195,6 +197,37 @@ class Xray:
     @classmethod
     def output(cls) -> str:
         return cls.core.output()[-2000:] if cls.core else ""
+
+
+@suite.test
+def shipped_configs_serve_xhttp():
+    """Both shipped configs serve xhttp (TLS) on 8449 and xhttp-plain on 8450, path /xhttp, mode
+    auto (the embedded default: tests/unit/core/config); the example's links for them pass Xray's
+    and mihomo's own checkers."""
+    class Shipped:
+        config_path = h.REPO / "config" / "vlessbenchd.example.toml"
+    text = peers.links_text(Shipped)
+    links = peers.share_links(text)
+    for name, port, security in (("xhttp-mac", 8449, "security=tls"), ("xhttp-plain-mac", 8450, "security=none")):
+        link = links.get(name, "")
+        for part in (f"127.0.0.1:{port}?", "type=xhttp", "path=%2Fxhttp", "mode=auto", security):
+            check(part in link, f"{part} not in {name}'s link {link!r}")
+    check("alpn=http%2F1.1" in links["xhttp-mac"] and "alpn" not in links["xhttp-plain-mac"], links["xhttp-mac"])
+    for toml in ("vlessbenchd.toml", "vlessbenchd.example.toml"):
+        body = (h.REPO / "config" / toml).read_text()
+        for port in (8449, 8450):
+            check(f":{port}\"" in body, f"config/{toml} has no listener on {port}")
+    for core in ("xray", "mihomo"):
+        try:
+            exe = peers.require(core)
+        except h.Skip:
+            continue
+        for heading in ("xhttp-mac", "xhttp-plain-mac"):
+            cfg, suffix = peers.core_config(core, text, heading, peers.inbound_port(), peers.inbound_port())
+            path = h.tempdir(f"vlessbench-xhttp-{core}-") / f"config{suffix}"
+            path.write_text(cfg)
+            cores.check_config(core, exe, path)
+            print(f"FIGURE xhttp_shipped_{heading}_{core} = checker OK", flush=True)
 
 
 @suite.test
