@@ -158,8 +158,9 @@ awaitable<void> serve_grpc(runtime& rt, session_start start, tcp::socket socket,
 // POSTs may come on different connections): one hub per listener, held by its connections and
 // its sessions' reapers (server/transport/xhttp_session.hpp), never past the io_context.
 std::shared_ptr<xhttp::hub> xhttp_hub_of(runtime& rt, const std::shared_ptr<listener_runtime>& l) {
-  // One per thread: a hub serves one executor (with [limits] threads > 1 a session's requests must
-  // reach the same thread; see docs/configuration.md).
+  // One per thread: a hub serves one executor; with [limits] threads > 1 the daemon accepts every
+  // connection of an XHTTP listener into one context (daemon::accept_loop), so all a session's
+  // requests find it.
   thread_local std::map<std::weak_ptr<listener_runtime>, std::weak_ptr<xhttp::hub>, std::owner_less<>> hubs;
   std::erase_if(hubs, [](const auto& e) { return e.first.expired() || e.second.expired(); });
   auto h = hubs[l].lock();

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """XHTTP (issue 41): the listener over HTTP/1.1, TLS (ALPN http/1.1) and plain, with the real Xray
-25.9.11 as the client. One daemon serves an XHTTP listener over TLS and one over plain TCP; one Xray
+25.9.11 as the client. One daemon ([limits] threads = 2, so a session's GET and POSTs are accepted
+into different threads) serves an XHTTP listener over TLS and one over plain TCP; one Xray
 process carries an HTTP entry per (listener, mode) for packet-up, stream-up and stream-one, each
 outbound the `Xray (outbounds):` entry `vlessbenchd links` prints with its mode set, the config
 passed through `xray run -test`.
@@ -51,6 +52,9 @@ def make_daemon() -> h.Daemon:
                   {"name": "xh-plain", "listen": f"{LOOPBACK}:{port()}", "transport": "xhttp", "path": "/xh",
                    "tls": False, "session_timeout_ms": REAP_MS}],
         "target": [{"name": "http", "listen": f"{LOOPBACK}:{port()}"}],
+        # Two threads: a session's GET and POSTs come on different connections, each accepted
+        # into the next thread in turn; every case runs with the session reachable from all.
+        "limits": {"threads": 2},
     }
     return h.Daemon(cfg)
 
