@@ -80,6 +80,8 @@ class connection_ids {
  public:
   explicit connection_ids(std::uint64_t accepted) : accepted_(accepted) {}
   std::uint64_t take(runtime& rt) { return accepted_ != 0 ? std::exchange(accepted_, 0) : rt.next_session_id++; }
+  // The id taken at accept has no line yet.
+  bool unused() const { return accepted_ != 0; }
 
  private:
   std::uint64_t accepted_;
@@ -202,7 +204,7 @@ awaitable<void> serve_xhttp_on(runtime& rt, std::shared_ptr<session_start> start
           if (e) spdlog::error("xhttp session: unexpected exception");
         });
   };
-  hooks.reject = [&rt, start, ids](std::string_view reason, std::string_view detail) {
+  auto reject = [&rt, start, ids](std::string_view reason, std::string_view detail) {
     const auto client = format_endpoint(start->client);
     rt.events.emit(vless_reject_event{.session = ids->take(rt),
                                       .listener = start->listener_name,
@@ -212,6 +214,7 @@ awaitable<void> serve_xhttp_on(runtime& rt, std::shared_ptr<session_start> start
                                       .detail = detail});
     spdlog::debug("vless {} xhttp connection from {}: {} ({})", start->listener_name, client, reason, detail);
   };
+  hooks.reject = reject;
   hooks.first_request = [start] { start->pending.leave(); };
   auto conn = std::make_shared<xhttp::h1_connection<Lower>>(xhttp_hub_of(rt, start->listener), start->transport, limits,
                                                             std::move(hooks), start->client, std::move(lower)...);
@@ -225,6 +228,9 @@ awaitable<void> serve_xhttp_on(runtime& rt, std::shared_ptr<session_start> start
   if (!start->pending.arm(evict)) evict();
   // NOLINTNEXTLINE(bugprone-use-after-move)
   co_await conn->run();
+  // A connection that carried only uplink POSTs (another connection's GET runs their session)
+  // still ends its id with a line.
+  if (ids->unused()) reject("xhttp_post_only", std::to_string(conn->posts()) + " POST(s), no session of its own");
 }
 
 awaitable<void> serve_xhttp(runtime& rt, session_start start, tcp::socket socket, const transport_spec& t) {

@@ -12,6 +12,8 @@ passed through `xray run -test`.
   TLS), after a 5-byte exchange: the bytes come back intact;
 - the shipped configs serve `xhttp` on 8449 and `xhttp-plain` on 8450; their Xray and mihomo
   entries pass each core's own checker;
+- every session id given out ends with a line (a connection that carried only POSTs: a
+  vless.reject xhttp_post_only);
 - hostile requests from a raw client: padding out of range, a seq 2^63 past the next, a POST over
   max_post_bytes, a POST whose GET never comes (reaped after session_timeout_ms), more half-open
   sessions than one source may hold, a wrong path; each refused with its status and a
@@ -188,7 +190,7 @@ class Xray:
             # server had not read yet (the session then waits on a seq that never comes). On a
             # loaded 2-core machine that hit some of our 64 MiB runs, and none of Xray's own
             # server's; fewer GCs make it rare (docs/clients.md).
-            os.environ["GOGC"] = "400"
+            os.environ["GOGC"] = "2000"
             try:
                 cls.core = peers.Core("xray", xray_config(cls.entries), list(cls.entries.values()))
             finally:
@@ -363,9 +365,47 @@ def hostile_requests_refused_with_reasons():
     codes = [int(x.split(b" ", 1)[0]) for x in data.split(b"HTTP/1.1 ")[1:]]
     check(codes[:128] == [200] * 128 and codes[128] == 503, codes[120:])
     wait_reject("xhttp_too_many_sessions", mark)
+    # A GET refused by the same bound (the daemon once freed that refusal's reason twice).
+    late = raw_request(port, f"GET /xh/late?{pad} HTTP/1.1\r\nHost: h\r\n\r\n")
+    check(status(late) == 503, late[:80])
     # A GET names a session; the TLS listener answers the same way.
     check(status(raw_request(listener_port("xh-tls"), f"GET /xh/?{pad} HTTP/1.1\r\nHost: h\r\n\r\n", tls=True))
           == 405, "GET without a session")
+
+
+@suite.test
+def every_session_id_ends_with_a_line():
+    """Every id the daemon gave out has a vless.session or vless.reject line once the clients are
+    gone: connections that carried only POSTs end theirs with xhttp_post_only."""
+    port = listener_port("xh-plain")
+    pad = "x_padding=" + "X" * 200
+    mark = D.mark()
+    # The hostile case's half-open sessions are reaped first (the source's bound).
+    deadline = time.monotonic() + 5
+    while sum(1 for e in D.events("vless.reject") if e.get("reason") == "xhttp_no_download"
+              and e.get("detail", "").startswith("session many")) < 128:
+        check(time.monotonic() < deadline, "the half-open sessions were not reaped")
+        time.sleep(0.05)
+    # An upload-only connection: a session's POST, its GET on another connection.
+    get = socket.create_connection((LOOPBACK, port), timeout=5)
+    get.sendall(f"GET /xh/lone?{pad} HTTP/1.1\r\nHost: h\r\n\r\n".encode())
+    check(get.recv(12).startswith(b"HTTP/1.1 200"), "GET not answered")
+    check(status(raw_request(port, f"POST /xh/lone/0?{pad} HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n"
+                             f"Connection: close\r\n\r\n", b"\x00")) == 200, "POST not answered")
+    get.close()
+    check(wait_reject("xhttp_post_only", mark).get("detail", "").startswith("1 POST"), "no xhttp_post_only line")
+    if Xray.core:
+        Xray.core.stop()
+    deadline = time.monotonic() + 10
+    while True:
+        ids = sorted(e["session"] for e in D.events() if e.get("event") in ("vless.session", "vless.reject")
+                     and "session" in e)
+        missing = sorted(set(range(1, ids[-1] + 1)) - set(ids)) if ids else []
+        if not missing:
+            break
+        check(time.monotonic() < deadline, f"ids without a line: {missing[:20]} ({len(missing)})")
+        time.sleep(0.1)
+    print(f"FIGURE xhttp_session_ids = {len(ids)}, none without a line", flush=True)
 
 
 if __name__ == "__main__":
