@@ -7,10 +7,12 @@
 // the uplink writer (uplink()) writes the ordered uplink into it, the downlink's response body is
 // read from it (xhttp_h1.hpp).
 //
-// Bounds: a session holds at most up_limit ordered bytes not yet taken by its VLESS session (a
-// POST waits to be answered until there is room), max_buffered_posts POSTs ahead of a gap
-// (uplink_order), and, until its downlink GET comes, session_timeout_ms; the hub holds at most
-// max_half_open sessions without a GET, max_half_open_per_source of them for one address.
+// Bounds: a session holds at most up_limit ordered bytes not yet taken by its VLESS session from
+// a streaming body (read as there is room), packet_bound() from packet-up POSTs (a POST past it
+// waits to be answered), max_buffered_posts POSTs ahead of a gap (uplink_order), and, until its
+// downlink GET comes, session_timeout_ms; the hub holds at most max_half_open sessions without a
+// GET, max_half_open_per_source of them for one address. A hub serves one thread: the daemon
+// accepts every connection of an XHTTP listener into one context.
 #include <sys/socket.h>
 
 #include <chrono>
