@@ -259,7 +259,10 @@ awaitable<void> daemon::accept_loop(std::shared_ptr<listener> l) {
   for (;;) {
     keep_spare_fd();
     // A VLESS session runs on the context its socket is accepted into; the target stays here.
-    auto& context = vless ? session_context() : io_;
+    // An XHTTP listener's connections all run on one (server/vless_server.cpp, xhttp_hub_of).
+    const bool xhttp = vless && state->transport.kind == transport_kind::xhttp;
+    if (xhttp && l->xhttp_context == nullptr) l->xhttp_context = &session_context();
+    auto& context = xhttp ? *l->xhttp_context : vless ? session_context() : io_;
     // The peer as accept() returns it: a connection reset while it waited in the backlog is still
     // accepted, but getpeername() on it fails, so the log would lose who it was.
     tcp::endpoint peer;

@@ -41,6 +41,9 @@ class daemon {
   struct listener {
     std::shared_ptr<listener_runtime> state;
     tcp::acceptor acceptor;
+    // XHTTP: a session's requests come on several connections and its hub serves one thread, so
+    // every connection of the listener runs on the context picked at its first.
+    asio::io_context* xhttp_context = nullptr;
   };
 
   std::shared_ptr<listener_runtime> make_listener_state(const planned_listener& p) const;

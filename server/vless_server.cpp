@@ -84,6 +84,8 @@ class connection_ids {
  public:
   explicit connection_ids(std::uint64_t accepted) : accepted_(accepted) {}
   std::uint64_t take(runtime& rt) { return accepted_ != 0 ? std::exchange(accepted_, 0) : rt.next_session_id++; }
+  // The id taken at accept has no line yet.
+  bool unused() const { return accepted_ != 0; }
 
  private:
   std::uint64_t accepted_;
@@ -162,8 +164,9 @@ awaitable<void> serve_grpc(runtime& rt, session_start start, tcp::socket socket,
 // POSTs may come on different connections): one hub per listener, held by its connections and
 // its sessions' reapers (server/transport/xhttp_session.hpp), never past the io_context.
 std::shared_ptr<xhttp::hub> xhttp_hub_of(runtime& rt, const std::shared_ptr<listener_runtime>& l) {
-  // One per thread: a hub serves one executor (with [limits] threads > 1 a session's requests must
-  // reach the same thread; see docs/configuration.md).
+  // One per thread: a hub serves one executor; with [limits] threads > 1 the daemon accepts every
+  // connection of an XHTTP listener into one context (daemon::accept_loop), so all a session's
+  // requests find it.
   thread_local std::map<std::weak_ptr<listener_runtime>, std::weak_ptr<xhttp::hub>, std::owner_less<>> hubs;
   std::erase_if(hubs, [](const auto& e) { return e.first.expired() || e.second.expired(); });
   auto h = hubs[l].lock();
@@ -204,7 +207,7 @@ xhttp::connection_hooks xhttp_hooks(runtime& rt, const std::shared_ptr<session_s
           if (e) spdlog::error("xhttp session: unexpected exception");
         });
   };
-  hooks.reject = [&rt, start, ids](std::string_view reason, std::string_view detail) {
+  auto reject = [&rt, start, ids](std::string_view reason, std::string_view detail) {
     const auto client = format_endpoint(start->client);
     rt.events.emit(vless_reject_event{.session = ids->take(rt),
                                       .listener = start->listener_name,
@@ -214,6 +217,7 @@ xhttp::connection_hooks xhttp_hooks(runtime& rt, const std::shared_ptr<session_s
                                       .detail = detail});
     spdlog::debug("vless {} xhttp connection from {}: {} ({})", start->listener_name, client, reason, detail);
   };
+  hooks.reject = reject;
   hooks.first_request = [start] { start->pending.leave(); };
   return hooks;
 }
@@ -259,6 +263,9 @@ awaitable<void> run_xhttp_connection(runtime& rt, const std::shared_ptr<session_
   // coroutine only (as in vless_session.hpp); nothing on that line names them.
   // NOLINTNEXTLINE(bugprone-use-after-move)
   co_await conn->run();
+  // A connection that carried only uplink POSTs (another connection's GET runs their session)
+  // still ends its id with a line.
+  if (ids->unused()) reject("xhttp_post_only", std::to_string(conn->posts()) + " POST(s), no session of its own");
 }
 
 // An XHTTP listener's connection: the opening (the TLS handshake, the first bytes) under the

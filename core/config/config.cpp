@@ -511,6 +511,14 @@ config default_config() {
   vless_listener_config with_reality{"reality", {loopback, 8448}, kernel, kernel};
   with_reality.reality = reality::default_settings();
   cfg.vless.push_back(std::move(with_reality));
+  // XHTTP over TLS (ALPN: what the transport serves) and over plain TCP (HTTP/1.1 and h2c).
+  cfg.vless.push_back(
+      {"xhttp", {loopback, 8449}, kernel, kernel, {.kind = transport_kind::xhttp, .tls = true, .path = "/xhttp"}});
+  cfg.vless.push_back({"xhttp-plain",
+                       {loopback, 8450},
+                       kernel,
+                       kernel,
+                       {.kind = transport_kind::xhttp, .tls = false, .path = "/xhttp"}});
   cfg.target.push_back({"http", {loopback, 8080}, kernel});
   cfg.target.push_back({"https", {loopback, 8081}, kernel, true});
   cfg.target.push_back({"banner", {loopback, 8082}, kernel, false, true});

@@ -5,7 +5,7 @@
 namespace vlessbench::xhttp {
 
 std::string padding_header(const transport_spec& t) {
-  static std::minstd_rand gen{std::random_device{}()};
+  thread_local std::minstd_rand gen{std::random_device{}()};
   std::uniform_int_distribution<std::uint32_t> pick(t.padding_min, t.padding_max);
   return "X-Padding: " + std::string(pick(gen), 'X') + "\r\n";
 }

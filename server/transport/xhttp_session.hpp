@@ -7,10 +7,12 @@
 // the uplink writer (uplink()) writes the ordered uplink into it, the downlink's response body is
 // read from it (xhttp_h1.hpp).
 //
-// Bounds: a session holds at most up_limit ordered bytes not yet taken by its VLESS session (a
-// POST waits to be answered until there is room), max_buffered_posts POSTs ahead of a gap
-// (uplink_order), and, until its downlink GET comes, session_timeout_ms; the hub holds at most
-// max_half_open sessions without a GET, max_half_open_per_source of them for one address.
+// Bounds: a session holds at most up_limit ordered bytes not yet taken by its VLESS session from
+// a streaming body (read as there is room), packet_bound() from packet-up POSTs (a POST past it
+// waits to be answered), max_buffered_posts POSTs ahead of a gap (uplink_order), and, until its
+// downlink GET comes, session_timeout_ms; the hub holds at most max_half_open sessions without a
+// GET, max_half_open_per_source of them for one address. A hub serves one thread: the daemon
+// accepts every connection of an XHTTP listener into one context.
 #include <sys/socket.h>
 
 #include <chrono>
@@ -47,6 +49,15 @@ class signal {
 
 inline constexpr std::size_t up_limit = 1u << 20;  // ordered uplink bytes a session holds
 
+// Packet-up's bound, for the POSTs held ahead of a gap and for the ordered bytes a POST's answer
+// may leave behind: room for several POSTs. A POST over it waits to be answered, and its
+// connection is not read meanwhile; Xray's HTTP/1.1 client pipelines its POSTs without reading
+// the answers and drops pooled connections (a reset that discards the requests we had not read
+// yet), so reading must not stop while the session keeps up.
+inline std::size_t packet_bound(const transport_spec& t) {
+  return std::max<std::size_t>(4u << 20, 2 * std::size_t{t.max_post_bytes});
+}
+
 struct session_state {
   session_state(const asio::any_io_executor& ex, std::string session_id, const transport_spec& t,
                 asio::ip::address from)
@@ -55,7 +66,8 @@ struct session_state {
         ours(ex),
         theirs(ex),
         changed(ex),
-        order(t.max_buffered_posts, std::max<std::size_t>(4u << 20, 2 * std::size_t{t.max_post_bytes})),
+        order(t.max_buffered_posts, packet_bound(t)),
+        packet_room(packet_bound(t)),
         created(std::chrono::steady_clock::now()) {}
 
   std::string id;  // empty: stream-one (in no hub)
@@ -65,6 +77,7 @@ struct session_state {
   tcp::socket theirs;       // the VLESS session's end, until it starts
   signal changed;           // up drained, the session closed, a request joined
   uplink_order order;       // packet-up
+  std::size_t packet_room;  // packet-up: ordered bytes a POST's answer may leave pending
   std::string up;           // ordered uplink bytes for the socketpair
   std::size_t writing = 0;  // bytes of up the writer is writing
   bool up_ended = false;    // the stream-up or stream-one body ended

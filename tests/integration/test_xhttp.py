@@ -1,14 +1,19 @@
 #!/usr/bin/env python3
 """XHTTP (issue 41): the listener over HTTP/1.1, TLS (ALPN http/1.1) and plain, with the real Xray
-25.9.11 as the client. One daemon serves an XHTTP listener over TLS and one over plain TCP; one Xray
+25.9.11 as the client. One daemon ([limits] threads = 2, so a session's GET and POSTs are accepted
+into different threads) serves an XHTTP listener over TLS and one over plain TCP; one Xray
 process carries an HTTP entry per (listener, mode) for packet-up, stream-up and stream-one, each
 outbound the `Xray (outbounds):` entry `vlessbenchd links` prints with its mode set, the config
 passed through `xray run -test`.
 
 - `vlessbench run` through the six entries, 100 new connections each: every sample routed through
   a VLESS session with transport=xhttp, `vlessbench verify` OK;
-- stream-up and stream-one, 64 MiB up and back through CONNECT to an echo server run here (over
-  TLS): the bytes come back intact (packet-up's session ends early in this transfer: not fixed);
+- per mode (one case each), 64 MiB up and back through CONNECT to an echo server run here (over
+  TLS), after a 5-byte exchange: the bytes come back intact;
+- the shipped configs serve `xhttp` on 8449 and `xhttp-plain` on 8450; their Xray and mihomo
+  entries pass each core's own checker;
+- every session id given out ends with a line (a connection that carried only POSTs: a
+  vless.reject xhttp_post_only);
 - hostile requests from a raw client: padding out of range, a seq 2^63 past the next, a POST over
   max_post_bytes, a POST whose GET never comes (reaped after session_timeout_ms), more half-open
   sessions than one source may hold, a wrong path; each refused with its status and a
@@ -27,6 +32,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import os
 import socket
 import ssl
 import struct
@@ -37,7 +43,7 @@ import uuid
 
 import harness as h
 from grpc_wire import GOAWAY, HEADERS, PING, PREFACE, RST_STREAM, SETTINGS, WINDOW_UPDATE, h2frame, request_block
-from harness import peers
+from harness import cores, peers
 from harness import LOOPBACK, check
 
 suite = h.Suite("test_xhttp")
@@ -59,6 +65,9 @@ def make_daemon() -> h.Daemon:
                   {"name": "xh-plain", "listen": f"{LOOPBACK}:{port()}", "transport": "xhttp", "path": "/xh",
                    "tls": False, "session_timeout_ms": REAP_MS}],
         "target": [{"name": "http", "listen": f"{LOOPBACK}:{port()}"}],
+        # Two threads: a session's GET and POSTs come on different connections, each accepted
+        # into the next thread in turn; every case runs with the session reachable from all.
+        "limits": {"threads": 2},
     }
     return h.Daemon(cfg)
 
@@ -110,6 +119,11 @@ def bulk_echo(entry: int, echo_port: int) -> tuple[str, str, float]:
         check(chunk, f"CONNECT through {entry}: closed")
         head += chunk
     check(b" 200" in head.split(b"\r\n", 1)[0], head[:100])
+    # A short first exchange, as a client's request would be: Xray 25.9.11's packet-up client
+    # sends 26 bytes twice when its first write fills its first 8 KiB buffer (seen against
+    # Xray's own XHTTP server too; docs/clients.md).
+    raw.sendall(b"hello")
+    check(raw.recv(5) == b"hello", f"echo through {entry}: no hello back")
     block = hashlib.sha256(b"xhttp").digest() * 2048  # 64 KiB
     sent, got = hashlib.sha256(), hashlib.sha256()
     start = time.monotonic()
@@ -171,19 +185,77 @@ def links_print_xhttp():
     check(out["streamSettings"]["xhttpSettings"] == {"path": "/xh", "mode": "auto"}, out)
 
 
+class Xray:
+    """One Xray for every case of this script: an HTTP entry per (listener, mode), started at the
+    first case that needs it, stopped at the end (harness cleanup)."""
+
+    entries: dict[tuple[str, str], int] = {}
+    core = None
+    echo = None
+
+    @classmethod
+    def up(cls) -> dict[tuple[str, str], int]:
+        peers.require("xray")
+        if cls.core is None:
+            cls.entries = {(listener, mode): peers.inbound_port() for listener in LISTENERS for mode in MODES}
+            check(len(set(cls.entries.values())) == len(cls.entries), "inbound ports collide")
+            # Xray 25.9.11's HTTP/1.1 packet-up client pipelines its POSTs, never reads their
+            # answers, and keeps its upload connections in a Go sync.Pool: each GC drops some, and
+            # their finalizer closes them with answers unread, a reset that discards a POST the
+            # server had not read yet (the session then waits on a seq that never comes). On a
+            # loaded 2-core machine that hit some of our 64 MiB runs, and none of Xray's own
+            # server's; fewer GCs make it rare (docs/clients.md).
+            os.environ["GOGC"] = "2000"
+            try:
+                cls.core = peers.Core("xray", xray_config(cls.entries, tls_alpn=["http/1.1"]),
+                                      list(cls.entries.values()))
+            finally:
+                del os.environ["GOGC"]
+            cls.echo = Echo()
+            for port in cls.entries.values():
+                peers.ready_through("xray", port, D.target_port)
+        return cls.entries
+
+    @classmethod
+    def output(cls) -> str:
+        return cls.core.output()[-2000:] if cls.core else ""
+
+
+@suite.test
+def shipped_configs_serve_xhttp():
+    """Both shipped configs serve xhttp (TLS) on 8449 and xhttp-plain on 8450, path /xhttp, mode
+    auto (the embedded default: tests/unit/core/config); the example's links for them pass Xray's
+    and mihomo's own checkers."""
+    class Shipped:
+        config_path = h.REPO / "config" / "vlessbenchd.example.toml"
+    text = peers.links_text(Shipped)
+    links = peers.share_links(text)
+    for name, port, security in (("xhttp-mac", 8449, "security=tls"), ("xhttp-plain-mac", 8450, "security=none")):
+        link = links.get(name, "")
+        for part in (f"127.0.0.1:{port}?", "type=xhttp", "path=%2Fxhttp", "mode=auto", security):
+            check(part in link, f"{part} not in {name}'s link {link!r}")
+    check("alpn=http%2F1.1" in links["xhttp-mac"] and "alpn" not in links["xhttp-plain-mac"], links["xhttp-mac"])
+    for toml in ("vlessbenchd.toml", "vlessbenchd.example.toml"):
+        body = (h.REPO / "config" / toml).read_text()
+        for port in (8449, 8450):
+            check(f":{port}\"" in body, f"config/{toml} has no listener on {port}")
+    for core in ("xray", "mihomo"):
+        try:
+            exe = peers.require(core)
+        except h.Skip:
+            continue
+        for heading in ("xhttp-mac", "xhttp-plain-mac"):
+            cfg, suffix = peers.core_config(core, text, heading, peers.inbound_port(), peers.inbound_port())
+            path = h.tempdir(f"vlessbench-xhttp-{core}-") / f"config{suffix}"
+            path.write_text(cfg)
+            cores.check_config(core, exe, path)
+            print(f"FIGURE xhttp_shipped_{heading}_{core} = checker OK", flush=True)
+
+
 @suite.test
 def xray_every_mode_over_tls_and_plain():
-    peers.require("xray")
-    entries = {}
-    for listener in LISTENERS:
-        for mode in MODES:
-            entries[(listener, mode)] = peers.inbound_port()
-    check(len(set(entries.values())) == len(entries), "inbound ports collide")
-    core = peers.Core("xray", xray_config(entries, tls_alpn=["http/1.1"]), list(entries.values()))
-    echo = Echo()
+    entries = Xray.up()
     try:
-        for (listener, mode), port in entries.items():
-            peers.ready_through("xray", port, D.target_port)
         out = h.tempdir("vlessbench-xhttp-run-")
         argv = [str(h.CLIENT_BIN / "vlessbench"), "run", "--target", f"http://{LOOPBACK}:{D.target_port}/",
                 "--new", str(COUNT), "--reuse", "0", "--warmup", "0", "--out", str(out), "--seed", "41"]
@@ -191,7 +263,7 @@ def xray_every_mode_over_tls_and_plain():
             argv += ["--path", f"{listener}-{mode}=http://{LOOPBACK}:{port}"]
         start = time.monotonic()
         r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
-        check(r.returncode == 0, f"rc {r.returncode}\n{r.stdout}\n{r.stderr}\n{core.output()[-1500:]}")
+        check(r.returncode == 0, f"rc {r.returncode}\n{r.stdout}\n{r.stderr}")
         import csv
         with open(out / "samples.csv", newline="") as f:
             rows = list(csv.DictReader(f))
@@ -205,16 +277,34 @@ def xray_every_mode_over_tls_and_plain():
         # A session's line comes at its close; Xray may still hold some open here.
         sessions = [e for e in D.events("vless.session") if e.get("transport") == "xhttp"]
         check(sessions, "no vless.session line with transport xhttp")
-        # packet-up's 64 MiB is left out: its session ends after some MiB (client_eof), not fixed yet.
-        for mode in ("stream-up", "stream-one"):
-            up, down, seconds = bulk_echo(entries[("xh-tls", mode)], echo.port)
-            check(up == down, f"{mode}: 64 MiB came back as {down}, sent {up}")
-            print(f"FIGURE xhttp_bulk_{mode} = 64 MiB each way in {seconds:.2f} s", flush=True)
     except Exception as e:  # noqa: BLE001 - with the core's output
-        raise AssertionError(f"{e}\n--- xray output ---\n{core.output()[-2000:]}") from None
-    finally:
-        core.stop()
-        echo.close()
+        raise AssertionError(f"{e}\n--- xray output ---\n{Xray.output()}") from None
+
+
+def bulk_through(mode: str) -> None:
+    """64 MiB up and back through the TLS listener's entry for mode, intact."""
+    entries = Xray.up()
+    try:
+        up, down, seconds = bulk_echo(entries[("xh-tls", mode)], Xray.echo.port)
+        check(up == down, f"{mode}: 64 MiB came back as {down}, sent {up}")
+        print(f"FIGURE xhttp_bulk_{mode} = 64 MiB each way in {seconds:.2f} s", flush=True)
+    except Exception as e:  # noqa: BLE001 - with the core's output
+        raise AssertionError(f"{e}\n--- xray output ---\n{Xray.output()}") from None
+
+
+@suite.test
+def bulk_packet_up():
+    bulk_through("packet-up")
+
+
+@suite.test
+def bulk_stream_up():
+    bulk_through("stream-up")
+
+
+@suite.test
+def bulk_stream_one():
+    bulk_through("stream-one")
 
 
 def raw_request(port: int, head: str, body: bytes = b"", tls: bool = False) -> bytes:
@@ -291,6 +381,9 @@ def hostile_requests_refused_with_reasons():
     codes = [int(x.split(b" ", 1)[0]) for x in data.split(b"HTTP/1.1 ")[1:]]
     check(codes[:128] == [200] * 128 and codes[128] == 503, codes[120:])
     wait_reject("xhttp_too_many_sessions", mark)
+    # A GET refused by the same bound (the daemon once freed that refusal's reason twice).
+    late = raw_request(port, f"GET /xh/late?{pad} HTTP/1.1\r\nHost: h\r\n\r\n")
+    check(status(late) == 503, late[:80])
     # A GET names a session; the TLS listener answers the same way.
     check(status(raw_request(listener_port("xh-tls"), f"GET /xh/?{pad} HTTP/1.1\r\nHost: h\r\n\r\n", tls=True))
           == 405, "GET without a session")
@@ -527,6 +620,41 @@ def hostile_h2_is_bounded_with_reasons():
     grown = h.rss_kib(D.proc.pid) - rss0
     check(grown < 64 * 1024, f"RSS grew {grown} KiB over the floods")
     print(f"FIGURE xhttp_h2_hostile_rss = +{grown} KiB", flush=True)
+
+
+@suite.test
+def every_session_id_ends_with_a_line():
+    """Every id the daemon gave out has a vless.session or vless.reject line once the clients are
+    gone: connections that carried only POSTs end theirs with xhttp_post_only."""
+    port = listener_port("xh-plain")
+    pad = "x_padding=" + "X" * 200
+    mark = D.mark()
+    # The hostile case's half-open sessions are reaped first (the source's bound).
+    deadline = time.monotonic() + 5
+    while sum(1 for e in D.events("vless.reject") if e.get("reason") == "xhttp_no_download"
+              and e.get("detail", "").startswith("session many")) < 128:
+        check(time.monotonic() < deadline, "the half-open sessions were not reaped")
+        time.sleep(0.05)
+    # An upload-only connection: a session's POST, its GET on another connection.
+    get = socket.create_connection((LOOPBACK, port), timeout=5)
+    get.sendall(f"GET /xh/lone?{pad} HTTP/1.1\r\nHost: h\r\n\r\n".encode())
+    check(get.recv(12).startswith(b"HTTP/1.1 200"), "GET not answered")
+    check(status(raw_request(port, f"POST /xh/lone/0?{pad} HTTP/1.1\r\nHost: h\r\nContent-Length: 1\r\n"
+                             f"Connection: close\r\n\r\n", b"\x00")) == 200, "POST not answered")
+    get.close()
+    check(wait_reject("xhttp_post_only", mark).get("detail", "").startswith("1 POST"), "no xhttp_post_only line")
+    if Xray.core:
+        Xray.core.stop()
+    deadline = time.monotonic() + 10
+    while True:
+        ids = sorted(e["session"] for e in D.events() if e.get("event") in ("vless.session", "vless.reject")
+                     and "session" in e)
+        missing = sorted(set(range(1, ids[-1] + 1)) - set(ids)) if ids else []
+        if not missing:
+            break
+        check(time.monotonic() < deadline, f"ids without a line: {missing[:20]} ({len(missing)})")
+        time.sleep(0.1)
+    print(f"FIGURE xhttp_session_ids = {len(ids)}, none without a line", flush=True)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 // (with file line). ~850 lines because the schema has ~60 keys; split by key group if it grows.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -782,7 +783,7 @@ TEST_CASE("values echoed in errors are escaped and capped", "[config]") {
 TEST_CASE("default_config is DESIGN.md's embedded default", "[config]") {
   config c = default_config();
   CHECK(c.source == "<embedded default>");
-  REQUIRE(c.vless.size() == 6);
+  REQUIRE(c.vless.size() == 8);
   CHECK(c.vless[0].name == "default-ack");
   CHECK(c.vless[0].listen == ep("127.0.0.1", 8443));
   CHECK(c.vless[0].tcp == tcp_policy{true, quickack_mode::kernel});
@@ -816,6 +817,21 @@ TEST_CASE("default_config is DESIGN.md's embedded default", "[config]") {
   CHECK(c.vless[5].reality->short_ids.size() == 1);
   CHECK_FALSE(c.vless[5].reality->require_mlkem_share);
   for (std::size_t i = 0; i < 5; ++i) CHECK_FALSE(c.vless[i].reality);
+  // XHTTP over TLS and plain, after grpc (and REALITY), found by name.
+  auto named = [&](std::string_view name) -> const vless_listener_config& {
+    const auto it = std::find_if(c.vless.begin(), c.vless.end(), [&](const auto& l) { return l.name == name; });
+    REQUIRE(it != c.vless.end());
+    return *it;
+  };
+  CHECK(named("xhttp").listen == ep("127.0.0.1", 8449));
+  CHECK(named("xhttp").transport.kind == transport_kind::xhttp);
+  CHECK(named("xhttp").transport.tls);
+  CHECK(named("xhttp").transport.path == "/xhttp");
+  CHECK(named("xhttp").transport.xhttp_mode == xhttp::mode::any);
+  CHECK(named("xhttp-plain").listen == ep("127.0.0.1", 8450));
+  CHECK(named("xhttp-plain").transport.kind == transport_kind::xhttp);
+  CHECK_FALSE(named("xhttp-plain").transport.tls);
+  CHECK(named("xhttp-plain").transport.path == "/xhttp");
   REQUIRE(c.target.size() == 3);
   CHECK(c.target[0].name == "http");
   CHECK(c.target[0].listen == ep("127.0.0.1", 8080));
@@ -889,7 +905,7 @@ TEST_CASE("the shipped config files are valid", "[config]") {
   const auto config_dir = std::filesystem::path(VLESSBENCH_SOURCE_DIR) / "config";
 
   config example = load_config_file(config_dir / "vlessbenchd.example.toml");
-  CHECK(example.vless.size() == 6);
+  CHECK(example.vless.size() == 8);
   CHECK(example.target.size() == 3);
   REQUIRE(example.users.size() == 1);
   CHECK(example.users[0].name == "mac");
@@ -928,7 +944,7 @@ TEST_CASE("the shipped config files are valid", "[config]") {
   REQUIRE(text.find(placeholder) != std::string::npos);
   text.replace(text.find(placeholder), placeholder.size(), installed);
   config vm = parse_config(text, "vlessbenchd.toml");
-  REQUIRE(vm.vless.size() == 6);
+  REQUIRE(vm.vless.size() == 8);
   CHECK(vm.vless[0].name == "default-ack");
   CHECK(vm.vless[0].listen == ep("0.0.0.0", 8443));
   CHECK(vm.vless[0].tcp.quickack == quickack_mode::kernel);
@@ -944,6 +960,13 @@ TEST_CASE("the shipped config files are valid", "[config]") {
   CHECK(vm.vless[5].listen == ep("0.0.0.0", 8448));
   CHECK(vm.vless[5].transport == default_config().vless[5].transport);
   CHECK(vm.vless[5].reality == default_config().vless[5].reality);  // its key too: made at start
+  for (const std::string_view name : {"xhttp", "xhttp-plain"}) {
+    auto in = [&](const config& cfg) {
+      return *std::find_if(cfg.vless.begin(), cfg.vless.end(), [&](const auto& l) { return l.name == name; });
+    };
+    CHECK(in(vm).listen.port() == in(default_config()).listen.port());
+    CHECK(in(vm).transport == in(default_config()).transport);
+  }
   REQUIRE(vm.target.size() == 3);
   CHECK(vm.target[0].listen == ep("0.0.0.0", 8080));
   CHECK(vm.target[1].listen == ep("0.0.0.0", 8081));
