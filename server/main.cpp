@@ -232,6 +232,25 @@ void resolve_from_ports_file(vlessbench::config& cfg, const std::string& path) {
                              "\" (a file of another config?)");
 }
 
+// Resolves the REALITY keys `links` can know; drops (with a line on stderr saying why) the
+// listeners whose key it cannot. True when one was dropped.
+bool drop_listeners_without_reality_key(vlessbench::config& cfg) {
+  bool dropped = false;
+  for (auto it = cfg.vless.begin(); it != cfg.vless.end();) {
+    auto one = cfg;
+    one.vless = {*it};
+    try {
+      vlessbench::resolve_reality_keys(one, false);
+      *it++ = std::move(one.vless.front());
+    } catch (const std::exception& e) {
+      std::cerr << "vlessbenchd links: no link for " << e.what() << "\n";
+      it = cfg.vless.erase(it);
+      dropped = true;
+    }
+  }
+  return dropped;
+}
+
 // `links`: the share links and client entries of the config the daemon runs with.
 int print_links_of(const std::string& config_file, const std::string& ports_file,
                    const vlessbench::links_options& opts) {
@@ -245,7 +264,10 @@ int print_links_of(const std::string& config_file, const std::string& ports_file
   }
   try {
     auto cfg = vlessbench::load_config_file(config_file);
-    vlessbench::resolve_reality_keys(cfg, false);
+    // A REALITY listener whose key only a running daemon knows (made at each start, or not made
+    // yet) has no link here: the other listeners' are printed, and a line says where its are.
+    const bool dropped = drop_listeners_without_reality_key(cfg);
+    if (dropped && cfg.vless.empty()) return 1;
     if (!ports_file.empty()) resolve_from_ports_file(cfg, ports_file);
     vlessbench::print_links(std::cout, cfg, opts);
     return 0;

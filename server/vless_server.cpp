@@ -219,6 +219,9 @@ xhttp::connection_hooks xhttp_hooks(runtime& rt, const std::shared_ptr<session_s
   };
   hooks.reject = reject;
   hooks.first_request = [start] { start->pending.leave(); };
+  hooks.ended = [ids, reject](std::string_view carried) {
+    if (ids->unused()) reject("xhttp_post_only", std::string(carried) + ", no session of its own");
+  };
   return hooks;
 }
 
@@ -254,6 +257,7 @@ template <template <class> class Connection, class Stream>
 awaitable<void> run_xhttp_connection(runtime& rt, const std::shared_ptr<session_start>& start,
                                      xhttp::connection_limits limits, xhttp::connection_hooks hooks, Stream stream,
                                      std::function<void(bool)>& route) {
+  const auto ended = hooks.ended;
   auto conn = std::make_shared<Connection<Stream>>(xhttp_hub_of(rt, start->listener), start->transport, limits,
                                                    std::move(hooks), start->client, std::move(stream));
   route = [weak = std::weak_ptr(conn)](bool force) {
@@ -265,7 +269,10 @@ awaitable<void> run_xhttp_connection(runtime& rt, const std::shared_ptr<session_
   co_await conn->run();
   // A connection that carried only uplink POSTs (another connection's GET runs their session)
   // still ends its id with a line.
-  if (ids->unused()) reject("xhttp_post_only", std::to_string(conn->posts()) + " POST(s), no session of its own");
+  if constexpr (requires { conn->posts(); })
+    ended(std::to_string(conn->posts()) + " POST(s)");
+  else
+    ended("its requests");
 }
 
 // An XHTTP listener's connection: the opening (the TLS handshake, the first bytes) under the

@@ -148,8 +148,9 @@ std::optional<reality::settings> read_reality(const table_reader& r, const trans
     ok = false;
     return std::nullopt;
   }
-  if (transport.kind != transport_kind::tls && transport.kind != transport_kind::grpc) {
-    r.error("security", "\"reality\" carries transport = \"tls\" (raw TCP) or \"grpc\"");
+  if (transport.kind != transport_kind::tls && transport.kind != transport_kind::grpc &&
+      transport.kind != transport_kind::xhttp) {
+    r.error("security", "\"reality\" carries transport = \"tls\" (raw TCP), \"grpc\" or \"xhttp\"");
     ok = false;
   }
   if (!transport.tls) {

@@ -32,6 +32,9 @@ struct connection_hooks {
   std::function<void(tcp::socket, const transport::facts&, std::shared_ptr<const session_state>)> serve;
   std::function<void(std::string_view reason, std::string_view detail)> reject;
   std::function<void()> first_request;  // the connection proved itself: it leaves the pending set
+  // The connection ended: when none of its requests made a session (uplink POSTs of sessions
+  // whose GET came on another connection), the id taken at accept ends with a line naming what it carried.
+  std::function<void(std::string_view carried)> ended;
 };
 
 struct connection_limits {

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """REALITY (security = "reality", issue 40): one daemon with REALITY listeners on raw TCP
-("reality", and "mlkem" with require_mlkem_share) and gRPC ("rgrpc") in front of its own HTTPS
+("reality", and "mlkem" with require_mlkem_share), gRPC ("rgrpc") and XHTTP ("rxhttp") in front of its own HTTPS
 target, and:
 
 - Xray 25.9.11 (REALITY + Vision) and mihomo 1.19.1 (reality-opts + Vision), each configured from
@@ -9,6 +9,7 @@ target, and:
   every answer's route a VLESS session, `vlessbench verify` OK, the sessions' lines naming their
   key shares; sing-box 1.11.11's entry is checked and its run skipped (built without uTLS); Xray
   the same through gRPC + REALITY;
+- Xray 25.9.11 through XHTTP + REALITY (h2, its XMUX) the same;
 - `openssl s_client -servername www.example.com` (an SNI not in server_names) and a ClientHello
   with the right SNI but no REALITY proof (python's ssl: another key, in effect) both get the
   target's certificate, each refusal a vless.reject with its reason;
@@ -64,6 +65,8 @@ def make_daemon() -> h.Daemon:
         "vless": [{"name": "reality", "listen": f"{LOOPBACK}:{port()}", **reality},
                   {"name": "mlkem", "listen": f"{LOOPBACK}:{port()}", **reality, "require_mlkem_share": True},
                   {"name": "rgrpc", "listen": f"{LOOPBACK}:{port()}", **reality, "transport": "grpc"},
+                  {"name": "rxhttp", "listen": f"{LOOPBACK}:{port()}", **reality, "transport": "xhttp",
+                   "path": "/xh"},
                   {"name": "down", "listen": f"{LOOPBACK}:{port()}", **reality,
                    "target": f"{LOOPBACK}:{dead_port}"}],
         "target": [{"name": "http", "listen": f"{LOOPBACK}:{port()}"},
@@ -144,6 +147,12 @@ def mihomo_reality_vision_100():
 @suite.test
 def xray_reality_grpc_100():
     run_through("xray", "rgrpc", f"rgrpc-{USER}")
+
+
+@suite.test
+def xray_reality_xhttp_100():
+    """XHTTP with REALITY as its security: Xray's entry as printed (h2, its XMUX, mode auto)."""
+    run_through("xray", "rxhttp", f"rxhttp-{USER}")
 
 
 @suite.test

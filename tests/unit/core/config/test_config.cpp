@@ -1191,3 +1191,19 @@ TEST_CASE("a UUID published in the example configs is refused on a VLESS listene
   // One UUID of the user's own is fine anywhere.
   CHECK(parse_config(with("7c0f5b5e-3f0a-4b8e-9d51-2a6c1e9b4f30", "0.0.0.0:8443"), "x.toml").users.size() == 1);
 }
+
+TEST_CASE("security = reality on raw TCP, gRPC and XHTTP, the other transports refused", "[config]") {
+  const std::string head =
+      "[[vless]]\nname = \"r\"\nlisten = \"127.0.0.1:1\"\nsecurity = \"reality\"\n"
+      "private_key = \"gBJ4Xk0vH3QToJeF10gFQfdtMM9fs7uv8Gwx5cdxw0U\"\nserver_names = [\"www.example.com\"]\n";
+  for (const std::string transport : {"tls", "grpc", "xhttp"}) {
+    const config c = parse_config(head + "transport = \"" + transport + "\"\n", "x.toml");
+    REQUIRE(c.vless.size() == 1);
+    CHECK(c.vless[0].reality);
+  }
+  for (const std::string transport : {"ws", "httpupgrade"}) {
+    const auto err = error_of(head + "transport = \"" + transport + "\"\n");
+    CHECK(err.find("vless[0].security: \"reality\" carries transport = \"tls\" (raw TCP), \"grpc\" or \"xhttp\"") !=
+          std::string::npos);
+  }
+}
