@@ -141,7 +141,25 @@ void session_core::finish(const transport::facts& t, const relay_summary& r) {
   }
 }
 
+namespace {
+// A REALITY fallback the session closed under: which of its causes did.
+std::string_view fallback_end(std::string_view relay_end, session_ending::cause c) {
+  if (relay_end != "closed" && !relay_end.empty()) return relay_end;
+  switch (c) {
+    case session_ending::cause::timeout: return "deadline";
+    case session_ending::cause::drain: return "drain";
+    case session_ending::cause::evicted: return "evicted";
+    case session_ending::cause::none:
+    case session_ending::cause::user_removed:
+    case session_ending::cause::slow_transfer: break;
+  }
+  return "closed";
+}
+}  // namespace
+
 void session_core::log_reject(const transport::facts& t) {
+  std::optional<fallback_facts> fallback = t.fallback;
+  if (fallback) fallback->end = fallback_end(fallback->end, ending.what());
   const vless_reject_event event{.session = info->session_id,
                                  .listener = listener_name,
                                  .client = info->client,
@@ -154,7 +172,8 @@ void session_core::log_reject(const transport::facts& t) {
                                  .duration_us = info->phases.closed.get(),
                                  .ja4 = t.ja4,
                                  .groups = t.groups,
-                                 .key_shares = t.key_shares};
+                                 .key_shares = t.key_shares,
+                                 .fallback = fallback};
   rt.events.emit(event);
   spdlog::debug("vless {} session {} from {} rejected: {} ({})", listener_name, info->session_id, info->client,
                 reject_reason, reject_detail);

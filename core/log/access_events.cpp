@@ -39,6 +39,12 @@ std::string format_event(const vless_reject_event& e) {
   add_if(line, "user", e.user);
   add_if(line, "dest", e.dest);
   if (e.duration_us) line.add("duration_us", *e.duration_us);
+  if (e.fallback) {
+    line.add("fallback_us", e.fallback->duration_us)
+        .add("fallback_bytes_up", e.fallback->bytes_up)
+        .add("fallback_bytes_down", e.fallback->bytes_down)
+        .add("fallback_end", e.fallback->end);
+  }
   return line.finish();
 }
 

@@ -14,6 +14,15 @@
 
 namespace vlessbench {
 
+// A refused REALITY ClientHello's relay to the listener's target (docs/configuration.md
+// "REALITY"): what a prober was served instead of the listener.
+struct fallback_facts {
+  std::int64_t duration_us = 0;  // from the target dial to the relay's end
+  std::uint64_t bytes_up = 0;    // client -> target, the ClientHello included
+  std::uint64_t bytes_down = 0;  // target -> client
+  std::string_view end;          // "target_down", "client_eof", "target_eof", "deadline", ...
+};
+
 // A connection refused before relaying.
 struct vless_reject_event {
   std::optional<std::uint64_t> session;  // absent when refused at accept, before a session existed
@@ -29,6 +38,7 @@ struct vless_reject_event {
   std::string_view ja4;     // the client's TLS fingerprint, once its ClientHello arrived
   std::string_view groups;  // its supported groups and key shares, comma-separated (arrays in the line)
   std::string_view key_shares;
+  std::optional<fallback_facts> fallback;  // a refused REALITY ClientHello relayed to the target
 };
 std::string format_event(const vless_reject_event& e);
 

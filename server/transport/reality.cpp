@@ -34,15 +34,36 @@ std::int64_t unix_ms_now() {
       .count();
 }
 
-// One direction of the fallback relay.
-awaitable<void> pump(tcp::socket& from, tcp::socket& to) {
+// The session closed the client socket or cancelled the relay (its deadline, a drain, an eviction).
+bool closed_under_us(std::error_code ec) {
+  return ec == asio::error::operation_aborted || ec == asio::error::bad_descriptor;
+}
+
+// One direction of the fallback relay: counts what it carried and, when it stops first, names
+// the relay's end.
+awaitable<void> pump(tcp::socket& from, tcp::socket& to, bool from_client, std::uint64_t& carried,
+                     std::string_view& end) {
   std::vector<char> buf(16384);
+  std::string_view why;
   for (;;) {
     auto [rec, n] = co_await from.async_read_some(asio::buffer(buf), as_tuple_awaitable);
-    if (rec || n == 0) break;
+    if (rec || n == 0) {
+      if (closed_under_us(rec))
+        why = "closed";
+      else if (!rec || rec == asio::error::eof)
+        why = from_client ? "client_eof" : "target_eof";
+      else
+        why = from_client ? "client_error" : "target_error";
+      break;
+    }
     auto [wec, m] = co_await asio::async_write(to, asio::buffer(buf.data(), n), as_tuple_awaitable);
-    if (wec) break;
+    carried += m;
+    if (wec) {
+      why = closed_under_us(wec) ? "closed" : (from_client ? "target_error" : "client_error");
+      break;
+    }
   }
+  if (end.empty()) end = why;
   std::error_code ignored;
   to.shutdown(tcp::socket::shutdown_send, ignored);
 }
@@ -110,23 +131,33 @@ awaitable<opening> read_and_judge(policy_stream& client, listener_state& state, 
 }
 
 awaitable<std::string> relay_to_target(tcp::socket& client, const listener_state& state,
-                                       const std::vector<std::uint8_t>& hello) {
+                                       const std::vector<std::uint8_t>& hello, fallback_facts& out) {
+  const auto started = std::chrono::steady_clock::now();
+  const auto ended = [&](std::string_view end, std::string detail) {
+    out.end = end;
+    out.duration_us =
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
+    return detail;
+  };
   const auto where = state.fallback();
-  if (!where) co_return "no target";
+  if (!where) co_return ended("no_target", "no target");
+  const std::string name = where->first + ":" + std::to_string(where->second);
   tcp::resolver resolver(client.get_executor());
   auto [rec, results] =
       co_await resolver.async_resolve(where->first, std::to_string(where->second), as_tuple_awaitable);
-  if (rec) co_return "target " + where->first + ": " + rec.message();
+  if (rec) co_return ended("target_down", "target " + name + ": " + rec.message());
   tcp::socket target(client.get_executor());
   auto [cec, ep] = co_await asio::async_connect(target, results, as_tuple_awaitable);
-  if (cec) co_return "target " + where->first + ":" + std::to_string(where->second) + ": " + cec.message();
+  if (cec) co_return ended(closed_under_us(cec) ? "closed" : "target_down", "target " + name + ": " + cec.message());
   std::error_code ignored;
   target.set_option(tcp::no_delay(true), ignored);
   auto [wec, wn] = co_await asio::async_write(target, asio::buffer(hello), as_tuple_awaitable);
-  if (wec) co_return "target write: " + wec.message();
+  out.bytes_up += wn;
+  if (wec) co_return ended(closed_under_us(wec) ? "closed" : "target_error", "target write: " + wec.message());
   // Either side ending ends both: the watchdog closing the client ends the relay too.
-  co_await (pump(client, target) || pump(target, client));
-  co_return "relayed";
+  std::string_view end;
+  co_await (pump(client, target, true, out.bytes_up, end) || pump(target, client, false, out.bytes_down, end));
+  co_return ended(end, "relayed");
 }
 
 }  // namespace vlessbench::reality

@@ -10,6 +10,7 @@
 #include <system_error>
 #include <vector>
 
+#include "core/log/access_events.hpp"
 #include "core/net/asio_compat.hpp"
 #include "core/net/policy_stream.hpp"
 #include "core/net/reality_auth.hpp"
@@ -27,14 +28,18 @@ struct opening {
   std::vector<std::uint8_t> hello;  // the bytes read (the whole record when one came)
   // What the log line says of a ClientHello BoringSSL never saw (tls::ja4_received's kind).
   std::string ja4, groups, key_shares;
+  std::optional<fallback_facts> fallback;  // the relay to the target, once it was tried
 };
 
 // Reads and judges the ClientHello. A read error leaves why = bad_client_hello with read_error set.
 awaitable<opening> read_and_judge(policy_stream& client, listener_state& state, std::error_code& read_error);
 
 // The refused connection's relay to the target: the bytes read first, then both ways until
-// either side ends. Returns what ended it (for the debug log).
+// either side ends. `out` is filled as it runs: its time from the target dial, the bytes each way,
+// and its end ("no_target", "target_down", "target_error", "client_eof", "target_eof",
+// "client_error", or "closed": the client socket closed under it by the session, whose log line
+// names why). Returns a detail for the debug log.
 awaitable<std::string> relay_to_target(tcp::socket& client, const listener_state& state,
-                                       const std::vector<std::uint8_t>& hello);
+                                       const std::vector<std::uint8_t>& hello, fallback_facts& out);
 
 }  // namespace vlessbench::reality

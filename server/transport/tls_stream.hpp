@@ -75,6 +75,7 @@ class tls_stream {
       f.ja4 = refused_hello_->ja4;
       f.groups = refused_hello_->groups;
       f.key_shares = refused_hello_->key_shares;
+      f.fallback = refused_hello_->fallback;
     }
     return f;
   }
@@ -377,7 +378,8 @@ inline awaitable<std::error_code> tls_stream::open_reality(reality::listener_sta
   refused_hello_->groups = judged.groups;
   refused_hello_->key_shares = judged.key_shares;
   if (read_error) co_return read_error;
-  const auto ended = co_await reality::relay_to_target(socket(), state, judged.hello);
+  refused_hello_->fallback.emplace();
+  const auto ended = co_await reality::relay_to_target(socket(), state, judged.hello, *refused_hello_->fallback);
   spdlog::debug("REALITY fallback: {}", ended);
   co_return reality::make_error_code(judged.why);
 }

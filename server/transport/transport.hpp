@@ -75,6 +75,9 @@ struct facts {
   std::string key_shares;        // its key shares, likewise ("X25519MLKEM768,X25519")
   // xhttp over HTTP/2: the connection carried an earlier session (XMUX); unset elsewhere
   std::optional<bool> reused;
+  // a refused REALITY ClientHello: its relay to the target (end "closed" when the session closed
+  // the client under it; the session's log line names why)
+  std::optional<fallback_facts> fallback;
 };
 
 // What a transport can do beyond the byte stream. Every transport states all of it (a

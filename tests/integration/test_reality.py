@@ -12,7 +12,11 @@ target, and:
 - Xray 25.9.11 through XHTTP + REALITY (h2, its XMUX) the same;
 - `openssl s_client -servername www.example.com` (an SNI not in server_names) and a ClientHello
   with the right SNI but no REALITY proof (python's ssl: another key, in effect) both get the
-  target's certificate, each refusal a vless.reject with its reason;
+  target's certificate, each refusal a vless.reject with its reason and its relay to the target
+  (fallback_us, fallback_bytes_up/down, fallback_end); a refused client that keeps the relay open
+  is cut at handshake_timeout_ms (fallback_end "deadline");
+- the REALITY sessions' lines carry the phases, the listener's policy ("reality" has quickack
+  "on", the others the default) and stall_suspected computed from them as for TLS;
 - require_mlkem_share: python's X25519-only ClientHello is refused with its reason, Xray's
   (X25519MLKEM768 before X25519) is served;
 - hostile: a truncated ClientHello, a 16 KiB one, a ClientHello replayed byte for byte (captured
@@ -50,6 +54,12 @@ NAME = "reality.vlessbench.test"
 PRIVATE_KEY = "cKLuCXsNtU6XegVkSNZL_3Sygv78PndIC_i5kdOycEA"
 PUBLIC_KEY = "w-pHnSOA-5YebSgBZ49a9v0AVNwww4_AIq7hYf9B3Ek"
 COUNT = int(os.environ.get("VLESSBENCH_REALITY_COUNT") or 50)  # new and reused each: 100 requests
+# The listeners' client-socket policies: "reality" differs from the default, so the session lines
+# show the listener's own.
+POLICY = {"reality": {"nodelay": True, "quickack": "on"}}
+DEFAULT_POLICY = {"nodelay": True, "quickack": "kernel"}
+STALL_US = 30_000  # core/wire/route_header.hpp stall_threshold_us
+HANDSHAKE_MS = 3000
 
 
 def make_daemon() -> h.Daemon:
@@ -62,7 +72,7 @@ def make_daemon() -> h.Daemon:
     dead.close()  # nothing listens there
     cfg = {
         "users": [{"name": USER, "uuid": h.new_uuid()}],
-        "vless": [{"name": "reality", "listen": f"{LOOPBACK}:{port()}", **reality},
+        "vless": [{"name": "reality", "listen": f"{LOOPBACK}:{port()}", **reality, "tcp": POLICY["reality"]},
                   {"name": "mlkem", "listen": f"{LOOPBACK}:{port()}", **reality, "require_mlkem_share": True},
                   {"name": "rgrpc", "listen": f"{LOOPBACK}:{port()}", **reality, "transport": "grpc"},
                   {"name": "rxhttp", "listen": f"{LOOPBACK}:{port()}", **reality, "transport": "xhttp",
@@ -72,7 +82,8 @@ def make_daemon() -> h.Daemon:
         "target": [{"name": "http", "listen": f"{LOOPBACK}:{port()}"},
                    {"name": "https", "listen": f"{LOOPBACK}:{port()}", "tls": True}],
     }
-    return h.Daemon(cfg)
+    # A short handshake deadline: the fallback it cuts is a case below.
+    return h.Daemon(cfg, limits={"handshake_timeout_ms": HANDSHAKE_MS})
 
 
 D = make_daemon()
@@ -126,12 +137,42 @@ def run_through(core: str, listener: str, heading: str) -> None:
               f"{core}: {len(rows)} samples, routes {sorted(set(row['route'][:5] for row in rows))}")
     sessions = [e for e in D.events("vless.session", since=mark) if e.get("listener") == listener]
     check(sessions, f"{core}: no session on {listener}")
+    want = POLICY.get(listener, DEFAULT_POLICY)
+    stalls = 0
     for s in sessions:
         check(isinstance(s.get("key_shares"), list) and s["key_shares"], f"{core}: no key shares in {s}")
+        check_phases_and_stall(core, s, want)
+        stalls += s["stall_suspected"]
     refused = [e for e in D.events("vless.reject", since=mark) if e.get("listener") == listener]
     check(not refused, f"{core}: refused {refused}")
     print(f"{core}: {2 * COUNT} requests through {listener}, {len(sessions)} session(s), key shares "
-          f"{sessions[0].get('key_shares')}")
+          f"{sessions[0].get('key_shares')}, policy quickack {want['quickack']}, {stalls} stall(s) suspected")
+
+
+def check_phases_and_stall(core: str, s: dict, want: dict) -> None:
+    """A REALITY session's line: the phases the stall flag reads, the listener's policy, and the
+    flag computed as for TLS (header_complete - tls_done >= 30 ms)."""
+    p = s.get("phases_us") or {}
+    tls_done, header = p.get("tls_done", -1), p.get("header_complete", -1)
+    check(0 <= tls_done <= header, f"{core}: phases {p}")
+    policy = s.get("policy") or {}
+    check(policy.get("quickack") == want["quickack"] and policy.get("nodelay") == want["nodelay"],
+          f"{core}: policy {policy}, listener's {want}")
+    check(isinstance(s.get("stall_suspected"), bool), f"{core}: no stall_suspected in {s}")
+    check(s["stall_suspected"] == (header - tls_done >= STALL_US), f"{core}: stall flag {s}")
+
+
+def check_fallback(e: dict, ends: set[str], relayed: bool) -> None:
+    """A refusal's line carries its relay to the target: time, bytes each way, what ended it."""
+    for key in ("fallback_us", "fallback_bytes_up", "fallback_bytes_down", "fallback_end"):
+        check(key in e, f"no {key} in {e}")
+    check(e["fallback_end"] in ends, f"fallback_end {e['fallback_end']!r}, want one of {sorted(ends)}")
+    check(0 <= e["fallback_us"] <= e.get("duration_us", e["fallback_us"]), f"fallback_us {e}")
+    if relayed:  # the ClientHello went up, the target's certificate came down
+        check(e["fallback_bytes_up"] >= e.get("bytes_seen", 0) and e["fallback_bytes_up"] > 100, f"up {e}")
+        check(e["fallback_bytes_down"] > 300, f"down {e}")
+    else:
+        check(e["fallback_bytes_up"] == 0 and e["fallback_bytes_down"] == 0, f"relayed nothing {e}")
 
 
 @suite.test
@@ -190,6 +231,9 @@ def unknown_sni_gets_the_target():
     check(want.replace(" ", "").endswith(subject.group(1).decode().replace(" ", "")), f"{subject.group(1)!r} vs {want}")
     got = rejects("reality", mark)
     check(got and got[0]["reason"] == "reality_server_name", got)
+    check_fallback(got[0], {"client_eof", "target_eof", "client_error"}, relayed=True)
+    print(f"openssl s_client: fallback {got[0]['fallback_us']} us, {got[0]['fallback_bytes_up']} B up, "
+          f"{got[0]['fallback_bytes_down']} B down, end {got[0]['fallback_end']}")
 
 
 @suite.test
@@ -203,6 +247,32 @@ def wrong_key_gets_the_target():
     check(got_subject == want, f"{got_subject} vs {want}")
     got = rejects("reality", mark)
     check(got and got[0]["reason"] == "reality_auth_failed", got)
+    check_fallback(got[0], {"client_eof", "target_eof", "client_error"}, relayed=True)
+    print(f"wrong key: fallback {got[0]['fallback_us']} us, {got[0]['fallback_bytes_up']} B up, "
+          f"{got[0]['fallback_bytes_down']} B down, end {got[0]['fallback_end']}")
+
+
+@suite.test
+def fallback_cut_at_the_handshake_deadline():
+    """A refused client that keeps its connection to the target open: the relay ends at
+    handshake_timeout_ms after accept, its end "deadline"."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    mark = D.mark()
+    with socket.create_connection((LOOPBACK, D.port("reality")), timeout=5) as raw:
+        with ctx.wrap_socket(raw, server_hostname=NAME) as s:
+            got = rejects("reality", mark, timeout=HANDSHAKE_MS / 1000 + 5)
+            s.settimeout(5)
+            try:
+                closed = s.recv(1) == b""
+            except OSError:
+                closed = True
+    check(got and got[0]["reason"] == "handshake_timeout", got)
+    check_fallback(got[0], {"deadline"}, relayed=True)
+    check(got[0]["duration_us"] >= HANDSHAKE_MS * 1000, f"cut before the deadline: {got[0]}")
+    check(closed, "the connection stayed open after the deadline")
+    print(f"deadline: fallback {got[0]['fallback_us']} us, end {got[0]['fallback_end']}")
 
 
 @suite.test
@@ -316,6 +386,7 @@ def target_down_refused_and_closed():
     send_hello(D.port("down"), b"\x16\x03\x01\x00\x05\x01\x00\x00\x01\x00", close_write=False)
     got = rejects("down", mark)
     check(got and got[0]["reason"] == "reality_bad_client_hello", got)
+    check_fallback(got[0], {"target_down"}, relayed=False)
     # Still serving.
     check(target_certificate_subject(D.port("reality"), "www.example.com"), "no answer after the refusals")
 

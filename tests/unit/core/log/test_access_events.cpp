@@ -42,6 +42,39 @@ TEST_CASE("vless.reject: from a session, and at accept before a session exists",
         "\n");
 }
 
+TEST_CASE("vless.reject: a refused REALITY ClientHello carries its relay to the target", "[access_log]") {
+  CHECK(without_ts(format_event(vless_reject_event{
+            .session = 3,
+            .listener = "reality",
+            .client = "192.0.2.1:5000",
+            .reason = "reality_server_name",
+            .phase = "tls",
+            .detail = "SNI not in server_names; relayed to the target",
+            .duration_us = 5100,
+            .ja4 = "t13d1516h2_8daaf6152771_e5627efa2ab1",
+            .groups = "X25519,P-256",
+            .key_shares = "X25519",
+            .fallback =
+                fallback_facts{.duration_us = 4800, .bytes_up = 517, .bytes_down = 2300, .end = "client_eof"}})) ==
+        R"({"event":"vless.reject","ts":"T","session":3,"listener":"reality","client":"192.0.2.1:5000",)"
+        R"("reason":"reality_server_name","phase":"tls","bytes_seen":0,)"
+        R"("ja4":"t13d1516h2_8daaf6152771_e5627efa2ab1","groups":["X25519","P-256"],"key_shares":["X25519"],)"
+        R"("detail":"SNI not in server_names; relayed to the target","duration_us":5100,)"
+        R"("fallback_us":4800,"fallback_bytes_up":517,"fallback_bytes_down":2300,"fallback_end":"client_eof"})"
+        "\n");
+  // A target that is down: the dial's time, nothing relayed.
+  CHECK(without_ts(
+            format_event(vless_reject_event{.listener = "down",
+                                            .client = "192.0.2.1:5001",
+                                            .reason = "reality_bad_client_hello",
+                                            .phase = "tls",
+                                            .fallback = fallback_facts{.duration_us = 150, .end = "target_down"}})) ==
+        R"({"event":"vless.reject","ts":"T","listener":"down","client":"192.0.2.1:5001",)"
+        R"("reason":"reality_bad_client_hello","phase":"tls","bytes_seen":0,)"
+        R"("fallback_us":150,"fallback_bytes_up":0,"fallback_bytes_down":0,"fallback_end":"target_down"})"
+        "\n");
+}
+
 TEST_CASE("config.reload: a failure names its error, a success its changes", "[access_log]") {
   CHECK(without_ts(format_event(config_reload_event{.ok = false, .generation = 3, .error = "f.toml:2: bad"})) ==
         R"({"event":"config.reload","ts":"T","ok":false,"generation":3,"error":"f.toml:2: bad"})"
