@@ -1,7 +1,9 @@
 // server/reality_keys: where a REALITY listener's key comes from when the config has none. With the
 // certificate in memory (the embedded default) the daemon makes one per start, a reload keeps the
 // running one, and `links` cannot know it; with [tls] generate it is kept beside the certificate.
+#include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -27,23 +29,30 @@ std::string message_of(config c, bool create) {
   return "";
 }
 
+// The default's REALITY listener, found by name (other listeners come after it).
+std::optional<reality::settings>& reality_of(config& c) {
+  const auto it = std::find_if(c.vless.begin(), c.vless.end(), [](const auto& v) { return v.name == "reality"; });
+  REQUIRE(it != c.vless.end());
+  return it->reality;
+}
+
 }  // namespace
 
 TEST_CASE("the embedded default's REALITY key: made at each start, kept by a reload", "[reality]") {
   config first = default_config();
-  REQUIRE(first.vless.back().reality);
-  REQUIRE(first.vless.back().reality->private_key == zero_key);
+  REQUIRE(reality_of(first));
+  REQUIRE(reality_of(first)->private_key == zero_key);
   resolve_reality_keys(first, true);
-  const auto made = first.vless.back().reality->private_key;
+  const auto made = reality_of(first)->private_key;
   CHECK(made != zero_key);
 
   config second = default_config();
   resolve_reality_keys(second, true);
-  CHECK(second.vless.back().reality->private_key != made);  // another start, another key
+  CHECK(reality_of(second)->private_key != made);  // another start, another key
 
   config reloaded = default_config();
   resolve_reality_keys(reloaded, true, &first);
-  CHECK(reloaded.vless.back().reality->private_key == made);
+  CHECK(reality_of(reloaded)->private_key == made);
 
   // `links` on a config whose key lives only in the running daemon says where the links are.
   const auto why = message_of(default_config(), false);
@@ -65,7 +74,7 @@ TEST_CASE("a REALITY key beside a generated certificate: made once, read after",
   CHECK(std::filesystem::exists(dir / "reality-reality.key"));
   config read = c;
   resolve_reality_keys(read, false);
-  CHECK(read.vless.back().reality->private_key == started.vless.back().reality->private_key);
+  CHECK(reality_of(read)->private_key == reality_of(started)->private_key);
   c.tls.generate = false;  // a certificate the user keeps: no folder of ours to write into
   CHECK(message_of(c, true).find("needs [tls] generate = true") != std::string::npos);
   // What --check and the start report before anything is written.
