@@ -260,11 +260,13 @@ void preflight(const share_link& node, const target_url& target) {
                              "compare the link with `vlessbenchd links`; no core was started");
 }
 
+// Absolute paths: mihomo reads -f relative to its -d, so a relative --out (the default,
+// results/clients) had it start on a config of its own making, with no entry to the node.
 std::vector<std::string> fill(const std::vector<std::string>& args, const fs::path& config, const fs::path& dir) {
   std::vector<std::string> out;
   for (auto a : args) {
-    if (a == "{config}") a = config.string();
-    if (a == "{dir}") a = dir.string();
+    if (a == "{config}") a = fs::absolute(config).string();
+    if (a == "{dir}") a = fs::absolute(dir).string();
     out.push_back(a);
   }
   return out;

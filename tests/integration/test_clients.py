@@ -83,11 +83,14 @@ def leftovers(out: Path) -> list[str]:
 @suite.test
 def four_cores_in_one_run_verified():
     args = core_args()
-    out = h.tempdir("vlessbench-clients-") / "run"
+    # --out relative, as its default is: mihomo reads -f relative to its -d, so a relative path
+    # once had it start on a config of its own making (no entry to the node, left out).
+    cwd = h.tempdir("vlessbench-clients-")
+    out = cwd / "run"
     target = f"http://{LOOPBACK}:{D.target_port}/generate_204"
-    r = subprocess.run([str(RUNNER), "clients", "--links", str(links_file()), *args, "--out", str(out),
+    r = subprocess.run([str(RUNNER), "clients", "--links", str(links_file()), *args, "--out", "run",
                         "--target", target, "--new", "10", "--reuse", "20", "--warmup", "1"],
-                       capture_output=True, text=True, timeout=240)
+                       capture_output=True, text=True, timeout=240, cwd=cwd)
     print(r.stdout, r.stderr, flush=True)
     check(r.returncode == 0, f"rc {r.returncode}")
     # links prints the raw-TLS listener twice: plain and with flow xtls-rprx-vision. Every core runs
