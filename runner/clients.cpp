@@ -500,7 +500,14 @@ std::vector<std::unique_ptr<core_process>> start_cores(const clients_args& a, co
       std::ofstream(config) << config_text(*kind, node, p->port);
       if (!config_accepted(*kind, exe, config, dir, node.name)) continue;
       const std::string version = first_line_of_output(exe, kind->version, dir);
-      if (!entry_opened(*p, *kind, exe, config, dir) || !entry_ready(*p, name, target)) continue;
+      if (!entry_opened(*p, *kind, exe, config, dir)) continue;
+      if (!entry_ready(*p, name, target)) {
+        if (node.transport.kind == transport_kind::xhttp && std::string_view(kind->name) == "mihomo")
+          std::cerr << "vlessbench clients: " << name << ": " << version
+                    << ": mihomo has XHTTP since its 2026-03 releases; an older one accepts the entry and dials the "
+                       "node as raw VLESS (the daemon's log: vless.reject bad_request \"bad request line\")\n";
+        continue;
+      }
       std::cerr << "vlessbench clients: " << name << " (" << version << ", " << exe.string()
                 << ") entry http://127.0.0.1:" << p->port << "\n";
       listing.push_back({{"path", name},
