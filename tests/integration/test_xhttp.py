@@ -514,8 +514,8 @@ def curl_stream_up_pair_on_two_connections():
     to one session), over h2c, TLS h2 and plain HTTP/1.1. The VLESS request asks the target for
     /delay/300, so the answer comes after the POST's curl had its answer and closed its connection:
     an upload that ended must not end its session with its connection (when it did, the download
-    came back empty: in 9 of 10 runs of this case, about one in five pairs without the delay).
-    Two pairs for each HTTP/2 listener, one for HTTP/1.1."""
+    came back empty: in 8 of 10 runs of this case; about one pair in five under load without the
+    delay). Two pairs for each HTTP/2 listener, one for HTTP/1.1."""
     pad = "x_padding=" + "X" * 300
     d = h.tempdir("vlessbench-xhttp-pair-")
     (d / "req").write_bytes(vless_request(D.target_port, "/delay/300"))
