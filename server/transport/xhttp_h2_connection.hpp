@@ -59,7 +59,9 @@ class h2_connection : public std::enable_shared_from_this<h2_connection<Lower>> 
     co_await (serve() || watchdog(deadline_, [this] { close_lower(proved_ ? "idle_timeout" : "handshake_timeout"); }));
     close_lower(reason_.empty() ? "client_closed" : reason_);
     over_ = true;
-    for (auto& [id, t] : tracked_) t.session->close();
+    for (auto& [id, t] : tracked_) {
+      if (ends_session(t)) t.session->close();
+    }
     tracked_.clear();
     changed_.notify();
     // A connection that never made a request, or one cut by a violation: one vless.reject.
@@ -73,6 +75,12 @@ class h2_connection : public std::enable_shared_from_this<h2_connection<Lower>> 
     std::shared_ptr<session_state> session;
     bool upload_only = false;
   };
+
+  // Whether the end of t's stream, or of the connection, ends its session: a download's or a
+  // stream-one's does; a streaming upload's only before its body ended, for the session goes on
+  // with its downlink (often on another connection: a client that got its upload's answer closes
+  // this one) and its uplink's last bytes may not be in the socketpair yet.
+  static bool ends_session(const tracked& t) { return !t.upload_only || !t.session->up_ended; }
 
   void close_lower(std::string_view why) {
     if (reason_.empty()) reason_ = why;
@@ -123,7 +131,7 @@ class h2_connection : public std::enable_shared_from_this<h2_connection<Lower>> 
         ++it;
         continue;
       }
-      if (!t.upload_only || !t.session->up_ended) t.session->close();
+      if (ends_session(t)) t.session->close();
       it = tracked_.erase(it);
     }
     update_deadline();
