@@ -245,6 +245,9 @@ class h1_connection : public std::enable_shared_from_this<h1_connection<Lower>> 
       if (auto self = weak.lock()) self->close_lower();
     };
     if (!co_await write(stream_head(t_, false))) co_return false;
+    // A streaming upload lasts as long as its session (which ends it through close_upload), not
+    // the first request's handshake_timeout from the accept.
+    deadline_ = steady_clock::time_point::max();
     const bool ok = co_await upload_stream(req, *s);
     if (!ok) co_return false;
     co_await write("0\r\n\r\n");

@@ -547,6 +547,58 @@ def curl_stream_up_pair_on_two_connections():
         check(e["transport"] == "xhttp" and e["dest"] == f"{LOOPBACK}:{D.target_port}", e)
 
 
+@suite.test
+def http1_stream_up_outlives_the_handshake_deadline():
+    """A stream-up POST over HTTP/1.1 is a long request: its connection is not cut at
+    handshake_timeout_ms from its accept (it was, so Xray's stream-up sessions over HTTP/1.1 ended
+    10 s in: bench/run.py's xhttp phase). A daemon at handshake_timeout_ms = 1000: a session's
+    second exchange, sent 1.6 s after its POST's accept, comes back on the download."""
+    port = h.free_port
+    cfg = {"users": D.cfg["users"],
+           "vless": [{"name": "xh", "listen": f"{LOOPBACK}:{port()}", "transport": "xhttp", "path": "/xh",
+                      "tls": False}],
+           "target": [{"name": "http", "listen": f"{LOOPBACK}:{port()}"}],
+           "limits": {"handshake_timeout_ms": 1000}}
+    with h.Daemon(cfg) as d2:
+        sid, pad = uuid.uuid4().hex[:16], "x_padding=" + "X" * 300
+        exchange = f"GET /generate_204 HTTP/1.1\r\nHost: {LOOPBACK}\r\n\r\n".encode()
+        whole = vless_request(d2.target_port)
+        header = whole[:whole.index(b"GET ")]
+
+        def chunk(b: bytes) -> bytes:
+            return f"{len(b):x}\r\n".encode() + b + b"\r\n"
+
+        def routes(sock: socket.socket, want: int, buf: bytes) -> bytes:
+            end = time.monotonic() + 5
+            while buf.lower().count(b"x-vlessbench-route: vless") < want and time.monotonic() < end:
+                try:
+                    got = sock.recv(65536)
+                except socket.timeout:
+                    continue
+                if not got:
+                    break
+                buf += got
+            return buf
+
+        port_xh = d2.port("xh")
+        with socket.create_connection((LOOPBACK, port_xh), timeout=1) as get, \
+                socket.create_connection((LOOPBACK, port_xh), timeout=1) as post:
+            accepted = time.monotonic()
+            get.sendall(f"GET /xh/{sid}?{pad} HTTP/1.1\r\nHost: {LOOPBACK}\r\n\r\n".encode())
+            post.sendall(f"POST /xh/{sid}?{pad} HTTP/1.1\r\nHost: {LOOPBACK}\r\n"
+                         "Transfer-Encoding: chunked\r\n\r\n".encode() + chunk(header + exchange))
+            down = routes(get, 1, b"")
+            check(down.startswith(b"HTTP/1.1 200"), f"first exchange: {down[:300]!r}")
+            time.sleep(max(0.0, accepted + 1.6 - time.monotonic()))
+            try:
+                post.sendall(chunk(exchange))
+            except OSError as e:
+                check(False, f"the POST's connection was cut: {e}")
+            down = routes(get, 2, down)
+            check(down.lower().count(b"x-vlessbench-route: vless") == 2,
+                  f"second exchange 1.6 s after the POST's accept: {down[-300:]!r}")
+
+
 def h2c_connect() -> socket.socket:
     sock = socket.create_connection((LOOPBACK, listener_port("xh-plain")), timeout=10)
     sock.sendall(PREFACE + h2frame(SETTINGS, 0, 0))
