@@ -28,6 +28,11 @@ Then measures, ours and v2ray's alternately:
      configs and those of their own clients), HAProxy terminating TLS in front of the target (the
      floor: the runner's tls:// path, vlessbench_load --tls-server), in every phase that applies;
      one side-by-side table, each cell with its 95% CI, and who set the pace.
+  9. XHTTP (issue 41; bench/xhttp_side.py, --only xhttp runs it alone): our XHTTP listeners
+     against Xray 25.9.11's XHTTP inbound, the same Xray 25.9.11 client in front of both (an HTTP
+     entry per server, carrier and mode): new/reused added latency, 1-connection download and
+     upload and the server's CPU-seconds per GiB, per mode (packet-up, stream-up, stream-one) over
+     TLS h2 (Xray's default, XMUX) and plain HTTP/1.1, rows in the side-by-side table.
 Prints the tables and writes JSON (--out; --markdown FILE: the side-by-side table for the docs).
 Python 3 stdlib only; builds on the integration tests' harness package (tests/integration/harness/:
 processes, ports, the certificate, our daemons, v2ray's and the cores' configs), so every process it
@@ -418,7 +423,7 @@ def run_runner(s: Setup, target: str, paths: list[str], new: int, reuse: int, wa
     for name, p in summary["paths"].items():
         res[name] = {mode: {k: p[mode].get(k) for k in ("n", "failed", "median_ms", "p95_ms",
                                                        "paired_delta_median_ms", "paired_delta_ci_low_ms",
-                                                       "paired_delta_ci_high_ms")}
+                                                       "paired_delta_ci_high_ms", "errors")}
                      for mode in ("new", "reuse")}
     return res
 
@@ -593,6 +598,11 @@ def measure_xhttp(s: Setup, load: Path, counts: tuple[int, int, int], total: int
                                  new, reuse, warmup, s.work / "xhttp-latency", timeout=600)}
     for (w, c, m), err in s.xhttp.errors.items():
         res["latency"][f"xhttp-{w}-{c}-{m}"] = {"error": err}
+    for name, p in res["latency"].items():  # a failed sample is named, with the runner's words
+        for mode, m in (p.items() if isinstance(p, dict) and "error" not in p else ()):
+            if isinstance(m, dict) and m.get("failed"):
+                print(f"  XHTTP latency: {name} {mode}: {m['failed']} samples failed: {m.get('errors')}",
+                      file=sys.stderr, flush=True)
     print("XHTTP bulk transfers...", file=sys.stderr, flush=True)
     res.update(xhttp_side.measure_bulk(s.xhttp, {"ours": s.ours.pid, "xray": s.xhttp.server.pid}, run_load, load,
                                        total, rounds))
