@@ -32,7 +32,7 @@ Then measures, ours and v2ray's alternately:
      against Xray 25.9.11's XHTTP inbound, the same Xray 25.9.11 client in front of both (an HTTP
      entry per server, carrier and mode): new/reused added latency, 1-connection download and
      upload and the server's CPU-seconds per GiB, per mode (packet-up, stream-up, stream-one) over
-     TLS h2 (Xray's default, XMUX) and plain HTTP/1.1, rows in the side-by-side table.
+     TLS h2 (Xray's default, XMUX), TLS HTTP/1.1 and plain HTTP/1.1, rows in the side-by-side table.
 Prints the tables and writes JSON (--out; --markdown FILE: the side-by-side table for the docs).
 Python 3 stdlib only; builds on the integration tests' harness package (tests/integration/harness/:
 processes, ports, the certificate, our daemons, v2ray's and the cores' configs), so every process it
@@ -290,7 +290,7 @@ class Setup:
             self.missing.setdefault("xray", "xray not found")
             return
         self.xhttp = xhttp_side.Side(self.peers["xray"], self.work, self.uuid, self.cert, self.key, self.target_port,
-                                     {c: self.ours_d.port(f"xhttp-{c}") for c in xhttp_side.CARRIERS})
+                                     {sec: self.ours_d.port(f"xhttp-{sec}") for sec in ("tls", "plain")})
 
     def servers(self) -> list[str]:
         """Every server under test that runs: ours, v2ray, then those of Xray, sing-box, HAProxy found."""

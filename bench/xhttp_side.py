@@ -3,8 +3,9 @@ inbound, with the same client in front of both: Xray 25.9.11 itself, one process
 (CONNECT) per (server, carrier, mode), each routed to an XHTTP VLESS outbound of that mode.
 
 Carriers: "h2" is TLS 1.3 with Xray's default ALPN (h2, its XMUX: a new VLESS connection is a new
-HTTP/2 stream on a connection the client keeps); "h1" is plain TCP, where Xray's client speaks
-HTTP/1.1 (no TLS, no XMUX). Modes: packet-up, stream-up, stream-one. Xray's server relays to the
+HTTP/2 stream on a connection the client keeps); "h1tls" TLS 1.3 with ALPN http/1.1 (no XMUX: the
+GET and the uplink POSTs each on a TLS connection of their own); "h1" plain TCP, where Xray's
+client speaks HTTP/1.1 (no TLS, no XMUX). Modes: packet-up, stream-up, stream-one. Xray's server relays to the
 bench's HTTP target with its freedom outbound, as our daemon does; both serve the bench's own
 certificate. bench/run.py drives it (`--only xhttp`): the latency paths go into one interleaved
 `vlessbench run`, the bulk transfers through vlessbench_load's --http-proxy, one at a time, the
@@ -27,30 +28,36 @@ HOST = h.LOOPBACK
 GIB = 1 << 30
 PATH = "/xhttp"
 MODES = ("packet-up", "stream-up", "stream-one")
-CARRIERS = {"h2": "TLS h2 (XMUX)", "h1": "plain HTTP/1.1"}
+CARRIERS = {"h2": "TLS h2 (XMUX)", "h1tls": "TLS HTTP/1.1", "h1": "plain HTTP/1.1"}
+SECURITY = {"h2": "tls", "h1tls": "tls", "h1": "plain"}  # the listener (ours and Xray's) each carrier reaches
+# TLS HTTP/1.1: Xray 25.9.11's default ClientHello (uTLS, Chrome's) offers h2 first whatever
+# `alpn` says, and its client then speaks HTTP/1.1 all the same: Xray's own server negotiates h2
+# and refuses the request ("http2: server: error reading preface ... bogus greeting"). "unsafe"
+# is Go's own TLS, whose ClientHello offers only the `alpn` given.
+H1TLS = {"alpn": ["http/1.1"], "fingerprint": "unsafe"}
 SERVERS = ("ours", "xray")
 
 
 def our_listeners() -> list[dict]:
     """Our daemon's XHTTP listeners for the comparison (path PATH, every mode served): over TLS
     (ALPN h2 or http/1.1) and plain (HTTP/1.1 and h2c on one port)."""
-    return [{"name": "xhttp-h2", "transport": "xhttp", "path": PATH},
-            {"name": "xhttp-h1", "transport": "xhttp", "path": PATH, "tls": False}]
+    return [{"name": "xhttp-tls", "transport": "xhttp", "path": PATH},
+            {"name": "xhttp-plain", "transport": "xhttp", "path": PATH, "tls": False}]
 
 
 def xray_server(uuid: str, cert: Path, key: Path, ports: dict[str, int]) -> dict:
-    """Xray as an XHTTP VLESS server: per carrier an inbound (mode auto, path PATH; "h2": TLS 1.3
-    with ALPN h2 and http/1.1, the bench's certificate; "h1": no TLS), freedom outbound."""
+    """Xray as an XHTTP VLESS server, as ours: an inbound per security (mode auto, path PATH;
+    "tls": TLS 1.3 with ALPN h2 and http/1.1, the bench's certificate; "plain": none), freedom outbound."""
     inbounds = []
-    for carrier, port in ports.items():
+    for security, port in ports.items():
         stream: dict = {"network": "xhttp", "xhttpSettings": {"path": PATH, "mode": "auto"}}
-        if carrier == "h2":
+        if security == "tls":
             stream["security"] = "tls"
             stream["tlsSettings"] = {"minVersion": "1.3", "alpn": ["h2", "http/1.1"],
                                      "certificates": [{"certificateFile": str(cert), "keyFile": str(key)}]}
         else:
             stream["security"] = "none"
-        inbounds.append({"tag": f"xhttp-{carrier}", "listen": HOST, "port": port, "protocol": "vless",
+        inbounds.append({"tag": f"xhttp-{security}", "listen": HOST, "port": port, "protocol": "vless",
                          "settings": {"clients": [{"id": uuid}], "decryption": "none"}, "streamSettings": stream})
     return {"log": {"loglevel": "warning"}, "inbounds": inbounds,
             "outbounds": [{"protocol": "freedom", "settings": {}}]}
@@ -58,17 +65,18 @@ def xray_server(uuid: str, cert: Path, key: Path, ports: dict[str, int]) -> dict
 
 def xray_client(uuid: str, entries: dict[tuple[str, str, str], int], servers: dict[tuple[str, str], int]) -> dict:
     """The one client: per (server, carrier, mode) an HTTP inbound routed to an XHTTP VLESS
-    outbound of that mode to servers[(server, carrier)]; over TLS no ALPN named (Xray's default:
-    h2 and its default XMUX), SNI localhost, the certificate not checked."""
+    outbound of that mode to servers[(server, security)]; "h2": no ALPN named (Xray's default: h2
+    and its default XMUX), "h1tls": ALPN http/1.1 (H1TLS); SNI localhost, the certificate not checked."""
     inbounds, outbounds, rules = [], [], []
     for (server, carrier, mode), entry in entries.items():
         tag = f"{server}-{carrier}-{mode}"
         stream: dict = {"network": "xhttp", "xhttpSettings": {"path": PATH, "mode": mode}, "security": "none"}
-        if carrier == "h2":
+        if SECURITY[carrier] == "tls":
             stream["security"] = "tls"
-            stream["tlsSettings"] = {"serverName": "localhost", "allowInsecure": True}
+            stream["tlsSettings"] = {"serverName": "localhost", "allowInsecure": True,
+                                     **(H1TLS if carrier == "h1tls" else {})}
         outbounds.append({"tag": tag, "protocol": "vless", "streamSettings": stream,
-                          "settings": {"vnext": [{"address": HOST, "port": servers[(server, carrier)],
+                          "settings": {"vnext": [{"address": HOST, "port": servers[(server, SECURITY[carrier])],
                                                   "users": [{"id": uuid, "encryption": "none"}]}]}})
         inbounds.append({"tag": tag, "listen": HOST, "port": entry, "protocol": "http", "settings": {}})
         rules.append({"type": "field", "inboundTag": [tag], "outboundTag": tag})
@@ -107,10 +115,10 @@ class Side:
         self.dir = work / "xhttp"
         self.dir.mkdir()
         self.target_port = target_port
-        self.server_ports = {c: h.free_port(low=True) for c in CARRIERS}
+        self.server_ports = {sec: h.free_port(low=True) for sec in ("tls", "plain")}
         self.entries = {(w, c, m): h.free_port(low=True) for w in SERVERS for c in CARRIERS for m in MODES}
-        servers = {**{("ours", c): p for c, p in our_ports.items()},
-                   **{("xray", c): p for c, p in self.server_ports.items()}}
+        servers = {**{("ours", sec): p for sec, p in our_ports.items()},
+                   **{("xray", sec): p for sec, p in self.server_ports.items()}}
         self.server = self._start(exe, "server", xray_server(uuid, cert, key, self.server_ports),
                                   list(self.server_ports.values()))
         # Xray 25.9.11's HTTP/1.1 packet-up client keeps its upload connections in a Go sync.Pool
