@@ -1173,8 +1173,6 @@ def run() -> int:
     results: dict = {"machine": machine(), "command": " ".join(sys.argv), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     results["ours_threads"] = a.threads
     s = Setup(a.bin, work, a.threads)
-    if "xhttp" in phases:
-        s.start_xhttp()
     # Warm-up: a few sessions through each path so that lazy initialisation is paid before measuring.
     for which in s.servers():
         run_load(load, "handshakes", [*s.load_args(which), "--workers", 2, "--seconds", 0.5], timeout=30)
@@ -1202,6 +1200,7 @@ def run() -> int:
         results["mux"] = measure_mux_bulk(s, load, (GIB // 32) if quick else GIB // 4, rounds=2 if quick else 3)
     if "xhttp" in phases:
         print("XHTTP, ours and Xray's server through Xray's client (latency)...", file=sys.stderr, flush=True)
+        s.start_xhttp()  # here, so that its two Xray processes are not beside the other phases
         results["xhttp"] = measure_xhttp(s, load, (30, 60, 5) if quick else (150, 300, 10),
                                          (GIB // 32) if quick else GIB // 4, rounds=2 if quick else 3)
     s.check_alive()
