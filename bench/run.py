@@ -28,6 +28,11 @@ Then measures, ours and v2ray's alternately:
      configs and those of their own clients), HAProxy terminating TLS in front of the target (the
      floor: the runner's tls:// path, vlessbench_load --tls-server), in every phase that applies;
      one side-by-side table, each cell with its 95% CI, and who set the pace.
+  9. XHTTP (issue 41; bench/xhttp_side.py, --only xhttp runs it alone): our XHTTP listeners
+     against Xray 25.9.11's XHTTP inbound, the same Xray 25.9.11 client in front of both (an HTTP
+     entry per server, carrier and mode): new/reused added latency, 1-connection download and
+     upload and the server's CPU-seconds per GiB, per mode (packet-up, stream-up, stream-one) over
+     TLS h2 (Xray's default, XMUX), TLS HTTP/1.1 and plain HTTP/1.1, rows in the side-by-side table.
 Prints the tables and writes JSON (--out; --markdown FILE: the side-by-side table for the docs).
 Python 3 stdlib only; builds on the integration tests' harness package (tests/integration/harness/:
 processes, ports, the certificate, our daemons, v2ray's and the cores' configs), so every process it
@@ -63,6 +68,7 @@ sys.path.insert(0, str(REPO / "tests" / "integration"))
 import harness as h  # noqa: E402
 from harness import cores  # noqa: E402
 import udp_rtt  # noqa: E402  bench/udp_rtt.py: the SOCKS5 UDP client and its statistics
+import xhttp_side  # noqa: E402  bench/xhttp_side.py: XHTTP, ours against Xray's server, Xray's client
 
 HOST = h.LOOPBACK
 GIB = 1 << 30
@@ -144,6 +150,8 @@ class Setup:
         vless = [{"name": "vless"}, {"name": "ws", "transport": "ws", "path": cores.WS_PATH},
                  {"name": "hu", "transport": "httpupgrade", "path": cores.HU_PATH},
                  {"name": "grpc", "transport": "grpc", "service_name": cores.GRPC_SERVICE}]
+        # Issue 41: our XHTTP listeners (TLS: h2 or http/1.1 by ALPN; plain), for the xhttp phase.
+        vless += xhttp_side.our_listeners()
         self.ours_config = {
             "log": {"level": "warn"}, "tls": {"cert": str(self.cert), "key": str(self.key), "min_version": "1.3"},
             "limits": {**limits, "threads": threads},
@@ -158,7 +166,8 @@ class Setup:
         self.target, self.ours = self.target_d.proc, self.ours_d.proc
         self.target_port, self.udp_port = self.target_d.port("http"), self.target_d.port("udp")
         self.ours_port, self.ours_ws_port, self.ours_hu_port, self.ours_grpc_port = (
-            self.ours_d.port(v["name"]) for v in vless)
+            self.ours_d.port(v["name"]) for v in vless[:4])
+        self.xhttp: xhttp_side.Side | None = None  # started by start_xhttp() for the xhttp phase
         tls_server = {"minVersion": "1.3",
                       "certificates": [{"certificateFile": str(self.cert), "keyFile": str(self.key)}]}
         v2_server = {
@@ -274,6 +283,15 @@ class Setup:
                 self.core_entries[(name, server)] = entry
         return started
 
+    def start_xhttp(self) -> None:
+        """Issue 41: Xray's XHTTP server and the Xray client in front of it and of ours
+        (bench/xhttp_side.py); without Xray the phase is left out, with the reason."""
+        if self.peers["xray"] is None:
+            self.missing.setdefault("xray", "xray not found")
+            return
+        self.xhttp = xhttp_side.Side(self.peers["xray"], self.work, self.uuid, self.cert, self.key, self.target_port,
+                                     {sec: self.ours_d.port(f"xhttp-{sec}") for sec in ("tls", "plain")})
+
     def servers(self) -> list[str]:
         """Every server under test that runs: ours, v2ray, then those of Xray, sing-box, HAProxy found."""
         return ["ours", "v2ray", *(w for w in self.others if w in SERVERS)]
@@ -343,7 +361,8 @@ class Setup:
         return err
 
     def check_alive(self) -> None:
-        for p in [self.target, self.ours, self.v2, *self.clients, self.relay, *self.others.values()]:
+        for p in [self.target, self.ours, self.v2, *self.clients, self.relay, *self.others.values(),
+                  *(self.xhttp.procs() if self.xhttp else [])]:
             if p.poll() is not None:
                 raise RuntimeError(f"{p.args[0]} exited with {p.returncode}; logs in {self.work}")
 
@@ -389,12 +408,13 @@ def measure_idle_once(s: Setup, load: Path, sessions: int, which: str) -> dict:
             "per_session_kib": (with_sessions - before) / n}
 
 
-def run_runner(s: Setup, target: str, paths: list[str], new: int, reuse: int, warmup: int, out_dir: Path) -> dict:
+def run_runner(s: Setup, target: str, paths: list[str], new: int, reuse: int, warmup: int, out_dir: Path,
+               timeout: float = 240) -> dict:
     """One interleaved `vlessbench run`; per path and mode the figures the table uses."""
     argv = [s.bindir / "vlessbench", "run", "--target", target, *[a for p in paths for a in ("--path", p)],
             "--new", new, "--reuse", reuse, "--warmup", warmup, "--out", out_dir,
             "--allow-mismatch"]  # the target is a separate process: it answers "direct" to both servers
-    r = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=240,
+    r = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=timeout,
                        preexec_fn=h.set_pdeathsig)
     if r.returncode != 0:
         raise RuntimeError(f"vlessbench run failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
@@ -403,7 +423,7 @@ def run_runner(s: Setup, target: str, paths: list[str], new: int, reuse: int, wa
     for name, p in summary["paths"].items():
         res[name] = {mode: {k: p[mode].get(k) for k in ("n", "failed", "median_ms", "p95_ms",
                                                        "paired_delta_median_ms", "paired_delta_ci_low_ms",
-                                                       "paired_delta_ci_high_ms")}
+                                                       "paired_delta_ci_high_ms", "errors")}
                      for mode in ("new", "reuse")}
     return res
 
@@ -563,6 +583,29 @@ def measure_mux_bulk(s: Setup, load: Path, total: int, rounds: int = 1) -> dict:
             res[key][which] = dict(mid, rounds=[x["mbytes_per_second"] for x in rs])
     res["mux-cpu"] = {w: {"cpu_seconds": c, "gib": b / GIB, "cpu_s_per_gib": c / (b / GIB) if b else None}
                       for w, (c, b) in cpu.items()}
+    return res
+
+
+def measure_xhttp(s: Setup, load: Path, counts: tuple[int, int, int], total: int, rounds: int) -> dict:
+    """Issue 41: XHTTP, ours against Xray's server, Xray 25.9.11 as the client of both (bench/xhttp_side.py).
+    Latency: one `vlessbench run`, direct and every (server, carrier, mode) entry interleaved at random
+    (new: a new CONNECT, so a new VLESS connection and XHTTP session; reused: another request on it).
+    Bulk: total bytes down and up through one connection per entry, rounds times, the server's CPU."""
+    if s.xhttp is None:
+        return {"error": s.missing.get("xray", "not started")}
+    new, reuse, warmup = counts
+    res = {"latency": run_runner(s, f"http://{HOST}:{s.target_port}/", ["direct=direct", *s.xhttp.paths()],
+                                 new, reuse, warmup, s.work / "xhttp-latency", timeout=600)}
+    for (w, c, m), err in s.xhttp.errors.items():
+        res["latency"][f"xhttp-{w}-{c}-{m}"] = {"error": err}
+    for name, p in res["latency"].items():  # a failed sample is named, with the runner's words
+        for mode, m in (p.items() if isinstance(p, dict) and "error" not in p else ()):
+            if isinstance(m, dict) and m.get("failed"):
+                print(f"  XHTTP latency: {name} {mode}: {m['failed']} samples failed: {m.get('errors')}",
+                      file=sys.stderr, flush=True)
+    print("XHTTP bulk transfers...", file=sys.stderr, flush=True)
+    res.update(xhttp_side.measure_bulk(s.xhttp, {"ours": s.ours.pid, "xray": s.xhttp.server.pid}, run_load, load,
+                                       total, rounds))
     return res
 
 
@@ -939,6 +982,8 @@ def side_by_side_rows(results: dict, s: Setup) -> list[dict]:
                         paired(udp.get(f"{w}-builtin-udp"), mode, why_not.get(w)))
         add(f"UDP round trip added, {what} (built-in client, command 2)", "ms", cells, "lower")
 
+    xhttp_rows(results.get("xhttp", {}), why_not, paired, add)
+
     def per_server(source, pick, metric, unit, better):
         if not source:
             return
@@ -974,15 +1019,62 @@ def side_by_side_rows(results: dict, s: Setup) -> list[dict]:
     return rows
 
 
+def xhttp_rows(x: dict, why_not: dict, paired, add) -> None:
+    """Issue 41: per carrier and mode, ours' and Xray's XHTTP server through the same Xray client:
+    new and reused added latency, download and upload MB/s (mean of rounds), server CPU-seconds per
+    GiB. The other servers have no XHTTP: their cells say so ("na": the tables leave out a column
+    of such cells only)."""
+    if not x:
+        return
+    none = {"v2ray": "no XHTTP in v2ray 4.34", "sing-box": "no XHTTP in sing-box 1.11",
+            "haproxy": "n/a (a bare TLS floor)"}
+
+    def cells(one):
+        out = {w: {"error": why, "na": True} for w, why in none.items()}
+        for w in xhttp_side.SERVERS:
+            out[w] = {"error": x["error"]} if "error" in x else one(w)
+        return out
+
+    def rounds_cell(per, w, pick):
+        rs = (per or {}).get(w) or []
+        bad = [r for r in rs if r is None or "error" in r]
+        if not rs or bad:
+            return {"error": (bad[0] or {}).get("error", "no bytes relayed") if bad else why_not.get(w, "not measured")}
+        return mean_ci([pick(r) for r in rs])
+
+    lat, bulk, cpu = x.get("latency", {}), x.get("bulk", {}), x.get("cpu", {})
+    for carrier, label in xhttp_side.CARRIERS.items():
+        for mode in xhttp_side.MODES:
+            for m, what in (("new", "new-connection added"), ("reuse", "reused added")) if lat else ():
+                add(f"{what} latency, XHTTP {mode}, {label} (Xray's client, CONNECT)", "ms",
+                    cells(lambda w: paired(lat.get(f"xhttp-{w}-{carrier}-{mode}"), m, why_not.get(w))), "lower")
+            for direction in ("down", "up") if bulk else ():
+                add(f"XHTTP {mode} {direction}load, 1 connection, {label} (Xray's client)", "MB/s",
+                    cells(lambda w: rounds_cell(bulk.get(f"{carrier}-{mode}-{direction}"), w,
+                                                lambda r: r["mbytes_per_second"])), "higher")
+            if cpu:
+                add(f"server CPU-seconds per GiB, XHTTP {mode}, {label} (its download and upload)", "s/GiB",
+                    cells(lambda w: rounds_cell({k: [{"v": v} if v is not None else None for v in rs]
+                                                 for k, rs in cpu.get(f"{carrier}-{mode}", {}).items()}, w,
+                                                lambda r: r["v"])), "lower")
+
+
+def shown_servers(rows: list[dict]) -> list[str]:
+    """The servers a table shows: all but one whose every cell is "na" (e.g. an --only xhttp run)."""
+    return [w for w in SERVERS if not rows or not all(r["cells"][w].get("na") for r in rows)]
+
+
 def print_side_by_side(rows: list[dict]) -> None:
     def cell(c):
         if "error" in c:
             return "-"
         v = fmt(float(c["value"]))
         return v + (f" [{fmt(float(c['ci'][0]))}, {fmt(float(c['ci'][1]))}]" if c.get("ci") else " (1 run)")
-    head = ["metric", "unit", "better", *SERVERS, "ours/xray", "ours/haproxy"]
-    body = [[r["metric"], r["unit"], r["better"], *[cell(r["cells"][w]) for w in SERVERS], fmt(r["ours/xray"]),
-             fmt(r["ours/haproxy"])] for r in rows]
+    shown = shown_servers(rows)
+    ratios = ["ours/xray", *(["ours/haproxy"] if "haproxy" in shown else [])]
+    head = ["metric", "unit", "better", *shown, *ratios]
+    body = [[r["metric"], r["unit"], r["better"], *[cell(r["cells"][w]) for w in shown], *[fmt(r[q]) for q in ratios]]
+            for r in rows]
     widths = [max(len(x[i]) for x in [head, *body]) for i in range(len(head))]
     for i, line in enumerate([head, *body]):
         print("  ".join(c.ljust(widths[k]) if k < 3 else c.rjust(widths[k]) for k, c in enumerate(line)))
@@ -1009,16 +1101,17 @@ def side_by_side_markdown(results: dict) -> str:
         v = fmt(float(c["value"]))
         return f"{v} [{fmt(float(c['ci'][0]))}, {fmt(float(c['ci'][1]))}]" if c.get("ci") else f"{v} (1 run)"
     v = results["servers"]["versions"]
+    shown = shown_servers(results["side_by_side"])
+    ratios = ["ours/xray", *(["ours/haproxy"] if "haproxy" in shown else [])]
     lines = [f"`{results['command']}` ({results['started']}, {results['seconds']} s; load average "
              f"{' '.join(m['loadavg_at_start'])} at the start, {' '.join(m['loadavg_at_end'])} at the end; "
              f"{m['nproc']} cores; {', '.join(f'{w}: {x}' for w, x in v.items())}; missing: "
              f"{', '.join(results['servers']['missing']) or 'none'}):", "",
-             "| metric | unit | better | " + " | ".join(SERVERS) + " | ours/xray | ours/haproxy |",
-             "|---" * (5 + len(SERVERS)) + "|"]
+             "| metric | unit | better | " + " | ".join(shown + ratios) + " |",
+             "|---" * (3 + len(shown) + len(ratios)) + "|"]
     for r in results["side_by_side"]:
         lines.append(f"| {r['metric']} | {r['unit']} | {r['better']} | "
-                     + " | ".join(cell(r["cells"][w]) for w in SERVERS)
-                     + f" | {fmt(r['ours/xray'])} | {fmt(r['ours/haproxy'])} |")
+                     + " | ".join([cell(r["cells"][w]) for w in shown] + [fmt(r[q]) for q in ratios]) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -1060,9 +1153,10 @@ def run() -> int:
     ap.add_argument("--out", type=Path, default=Path("bench-result.json"))
     ap.add_argument("--quick", action="store_true", help="smaller counts (a smoke test, not for the docs)")
     ap.add_argument("--markdown", type=Path, help="also write the side-by-side table as docs/performance.md holds it")
-    ap.add_argument("--only", default="idle,latency,handshakes,bulk,udp,mux",
+    ap.add_argument("--only", default="idle,latency,handshakes,bulk,udp,mux,xhttp",
                     help="comma list of phases to run (udp: datagram round trips; mux: bulk through Mux.Cool; "
-                         "the Mux.Cool latency paths run in the latency phase)")
+                         "the Mux.Cool latency paths run in the latency phase; xhttp: ours and Xray's XHTTP "
+                         "server through Xray's client, latency and bulk)")
     ap.add_argument("--threads", type=int, default=1,
                     help="our server's [limits] threads (default 1, the daemon's default: on two cores shared "
                          "with the load generator it beat 2, see docs/performance.md)")
@@ -1104,6 +1198,11 @@ def run() -> int:
     if "mux" in phases:
         print("bulk through Mux.Cool...", file=sys.stderr, flush=True)
         results["mux"] = measure_mux_bulk(s, load, (GIB // 32) if quick else GIB // 4, rounds=2 if quick else 3)
+    if "xhttp" in phases:
+        print("XHTTP, ours and Xray's server through Xray's client (latency)...", file=sys.stderr, flush=True)
+        s.start_xhttp()  # here, so that its two Xray processes are not beside the other phases
+        results["xhttp"] = measure_xhttp(s, load, (30, 60, 5) if quick else (150, 300, 10),
+                                         (GIB // 32) if quick else GIB // 4, rounds=2 if quick else 3)
     s.check_alive()
     results["seconds"] = round(time.monotonic() - t0, 1)
     results["machine"]["loadavg_at_end"] = Path("/proc/loadavg").read_text().split()[:3]
@@ -1119,6 +1218,10 @@ def run() -> int:
           + ", ".join(f"{w} {v}" for w, v in results["servers"]["versions"].items()))
     print_side_by_side(side)
     print_pace(results)
+    if "bulk" in results.get("xhttp", {}):
+        xhttp_side.print_pace(results["xhttp"])
+    if "latency" in results.get("xhttp", {}):
+        print("\nXHTTP latency run (vlessbench run through Xray's client):\n" + results["xhttp"]["latency"]["table"])
     if "latency" in results:
         print("\nlatency run (vlessbench run):\n" + results["latency"]["table"])
     if "udp" in results:

@@ -15,6 +15,8 @@ random:
 and prints a markdown table of the paired median added latency vs direct (new and reused) with
 the load average. Xray is found as the tests find it (tests/integration/harness/cores.py); without
 it the Xray rows are left out. Every process it starts is stopped at exit.
+Server against server (ours' XHTTP listener and Xray's XHTTP inbound, each relaying straight to
+the target, the same Xray client in front of both) is `bench/run.py --only xhttp`.
 
 Usage: bench/xhttp_latency.py [--bin BUILD/bin] [--new 100] [--reuse 100] [--warmup 10] [--out DIR]
 """
