@@ -303,7 +303,8 @@ std::vector<std::string> parse_csv_line(std::string_view line) {
 std::string samples_csv(const std::vector<sample>& samples) {
   std::string out =
       "round,path,mode,seq,ns,ok,error,status,route,session,user,tls_ms,vless_ms,resolve_ms,"
-      "upstream_ms,route_mismatch,inner_tls_ms,bytes,mbps,transport,upgrade_ms,flow,shared_h2\n";
+      "upstream_ms,route_mismatch,inner_tls_ms,bytes,mbps,transport,upgrade_ms,flow,shared_h2,xpost_ms,post_gap_ms,"
+      "post_gap_max_ms\n";
   auto opt = [](const std::optional<double>& v) { return v && std::isfinite(*v) ? fmt_ms(v) : std::string(); };
   for (const auto& s : samples) {
     out += std::to_string(s.round) + ',' + csv_field(s.path) + ',' + std::string(to_string(s.mode)) + ',' +
@@ -316,7 +317,8 @@ std::string samples_csv(const std::vector<sample>& samples) {
            (s.bytes ? std::to_string(s.bytes) : std::string()) + ',' +
            (s.bytes && s.ok ? fmt_ms(s.mbps()) : std::string()) + ',' +
            (s.route.kind == route_kind::vless ? csv_field(s.route.transport) : std::string()) + ',' +
-           opt(s.timing.upgrade) + ',' + csv_field(s.flow) + ',' + (s.shared_h2 ? "1" : "0") + '\n';
+           opt(s.timing.upgrade) + ',' + csv_field(s.flow) + ',' + (s.shared_h2 ? "1" : "0") + ',' +
+           opt(s.timing.xpost) + ',' + opt(s.timing.xgap) + ',' + opt(s.timing.xgapmax) + '\n';
   }
   return out;
 }
@@ -449,6 +451,11 @@ std::string summary_json(const run_metadata& meta, const std::vector<path_result
                   {"shared_session_samples", r.stall.shared_session_samples},
                   {"rtts_subtracted", r.stall.rtts_subtracted},
                   {"rtt_subtracted_ms", json_ms(r.stall.rtt_subtracted_ms)},
+                  {"post_spacing",
+                   {{"samples", r.stall.spaced},
+                    {"header_waits", r.stall.spacing_waits},
+                    {"median_gap_ms", json_ms(r.stall.post_gap_ms)},
+                    {"max_gap_ms", json_ms(r.stall.post_gap_max_ms)}}},
                   {"text", r.stall.text}};
     p["rtt_ms"] = json_ms(r.rtt_ms);
     if (r.round_trips) p["round_trips"] = round_trips_json(*r.round_trips);

@@ -36,7 +36,14 @@ struct stall_verdict {
   // The waits judged are the server's less this many RTTs of the path (header_wait).
   int rtts_subtracted = 0;
   std::optional<double> rtt_subtracted_ms;  // median of the RTTs subtracted
-  std::string text;                         // one line for the table
+  // XHTTP packet-up (Server-Timing xgap, xgapmax): samples whose session had uplink POSTs at least
+  // the threshold apart (the client's spacing, Xray's scMinPostsIntervalMs), the median of their
+  // sessions' median gaps and the longest gap; of them, header waits >= the threshold that were
+  // that spacing (wait_is_post_spacing), which are not counted as stalled.
+  std::size_t spaced = 0;
+  std::size_t spacing_waits = 0;
+  std::optional<double> post_gap_ms, post_gap_max_ms;
+  std::string text;  // one line for the table
 };
 std::string_view to_string(stall_verdict::kind k);
 // Round trips the transport spends inside the server's VLESS-header wait (from TLS done, or from

@@ -62,10 +62,21 @@ std::string phase_list(const stall_verdict& v) {
 // The new-connection samples' own server phases, all and stalled ones; v gets the counts.
 struct stall_evidence {
   std::vector<double> tls_all, vless_all, up_all, tls_st, vless_st, up_st;
-  std::size_t quickack_stalled = 0;  // stalled on a listener that re-arms QUICKACK
-  std::size_t through_vless = 0;     // ok samples whose answer named a VLESS route
-  std::size_t shared = 0;            // samples on a session that carried others too (mux subs)
+  std::size_t quickack_stalled = 0;     // stalled on a listener that re-arms QUICKACK
+  std::size_t through_vless = 0;        // ok samples whose answer named a VLESS route
+  std::size_t shared = 0;               // samples on a session that carried others too (mux subs)
+  std::vector<double> gaps, gap_maxes;  // packet-up sessions with a POST gap >= the threshold
 };
+
+// packet-up's POST spacing in a sample's session: counted, and whether it was the header's wait.
+bool post_spacing(const sample& s, double wait, stall_evidence& e, stall_verdict& v) {
+  if (!s.timing.xgapmax || *s.timing.xgapmax < stall_threshold_ms) return false;
+  ++v.spaced;
+  if (s.timing.xgap) e.gaps.push_back(*s.timing.xgap);
+  e.gap_maxes.push_back(*s.timing.xgapmax);
+  const double from = s.timing.tls.value_or(0) + s.timing.upgrade.value_or(0);
+  return wait_is_post_spacing(from, wait, s.timing.xpost, s.timing.xgapmax);
+}
 
 stall_evidence gather_phases(std::span<const sample> samples, const header_wait& hw, stall_verdict& v,
                              std::vector<double>& rtts) {
@@ -88,6 +99,10 @@ stall_evidence gather_phases(std::span<const sample> samples, const header_wait&
     v.foreign_phases += (wait ? 0 : 1) + (s.timing.tls && !tls ? 1 : 0) + (s.timing.upstream && !up ? 1 : 0);
     if (!wait) continue;
     ++v.with_timing;
+    if (post_spacing(s, *wait, e, v) && *wait >= stall_threshold_ms) {
+      ++v.spacing_waits;  // the client's spacing, not a wait for an ACK
+      continue;
+    }
     double w = *wait;
     const auto rtt = s.rtt_ms ? s.rtt_ms : hw.rtt_ms;
     if (hw.round_trips > 0 && rtt) {
@@ -167,6 +182,20 @@ header_wait header_wait_of(const path_spec& path, std::span<const sample> fresh,
 
 namespace {
 
+// What the packet-up spacing cost, named so that it is not read as a stall.
+std::string spacing_note(stall_verdict& v, const stall_evidence& e) {
+  if (v.spaced == 0) return "";
+  v.post_gap_ms = median_of(e.gaps);
+  v.post_gap_max_ms = *std::max_element(e.gap_maxes.begin(), e.gap_maxes.end());
+  std::string out = "; packet-up POST spacing: " + std::to_string(v.spaced) + "/" + std::to_string(v.with_timing) +
+                    " new connections' uplink POSTs were >= 30 ms apart (median gap " + fmt_ms(v.post_gap_ms) +
+                    " ms, max " + fmt_ms(v.post_gap_max_ms) +
+                    " ms): the client's own spacing (Xray's scMinPostsIntervalMs), not Nagle";
+  if (v.spacing_waits > 0)
+    out += "; " + std::to_string(v.spacing_waits) + " VLESS header waits >= 30 ms were that spacing, not stalls";
+  return out;
+}
+
 std::string subtracted_note(const stall_verdict& v, const header_wait& hw) {
   if (v.rtts_subtracted == 0) return "";
   return "; waits less " + std::to_string(v.rtts_subtracted) + " measured RTT (median " + fmt_ms(v.rtt_subtracted_ms) +
@@ -206,6 +235,12 @@ stall_verdict judge_stall(std::span<const sample> new_connection_samples, const 
     return v;
   }
   v.share = static_cast<double>(v.stalled) / static_cast<double>(v.with_timing);
+  if (e.vless_all.empty()) {  // every wait was packet-up's spacing
+    v.verdict = stall_verdict::kind::none;
+    v.text = "no stall: 0/" + std::to_string(v.with_timing) + " new connections waited for an ACK" +
+             spacing_note(v, e) + foreign;
+    return v;
+  }
   v.vless_sorted_ms = e.vless_all;
   std::sort(v.vless_sorted_ms.begin(), v.vless_sorted_ms.end());
   v.max_vless_ms = *std::max_element(e.vless_all.begin(), e.vless_all.end());
@@ -218,6 +253,7 @@ stall_verdict judge_stall(std::span<const sample> new_connection_samples, const 
   v.upstream_ms = median_of(of_stalled ? e.up_st : e.up_all);
 
   word_verdict(v, e, of_stalled);
+  v.text += spacing_note(v, e);
   v.text += subtracted_note(v, hw);
   v.text += foreign;
   if (e.shared > 0)

@@ -112,8 +112,24 @@ function stalls(l) {
   if (!l.policy_changed_unix_ms || !before) return {text: String(n), since: n};
   return {text: before + " before reload at " + when(l.policy_changed_unix_ms) + ", " + (n - before) + " since", since: n - before};
 }
+// An XHTTP session's requests: GET and first POST (ms from its first request), packet-up's POST
+// gaps, whether its HTTP/2 connection carried sessions before, whether its header wait was the spacing.
+function xhttp(r) {
+  if (r.transport !== "xhttp") return "";
+  const out = [];
+  if (r.xhttp_get_ms != null) out.push("GET " + ms(r.xhttp_get_ms));
+  if (r.xhttp_first_post_ms != null) out.push("POST " + ms(r.xhttp_first_post_ms));
+  if (r.post_gaps != null) out.push(r.post_gaps + " gaps" + (r.post_gaps ? " (median " + ms(r.post_gap_median_ms) +
+    ", max " + ms(r.post_gap_max_ms) + ")" : ""));
+  if (r.reused) out.push("reused");
+  if (r.post_spacing) out.push("header waited for POST spacing");
+  return out.join(" \u00b7 ");
+}
 // Sessions for a VLESS listener; for a target what it answered, and how many came through VLESS.
 function traffic(l) {
+  if (l.kind === "vless" && l.transport === "xhttp")  // XMUX's shared connections, packet-up's spacing
+    return (l.sessions ?? 0) + " (reused h2 " + (l.xhttp_reused ?? 0) + ", header waits that were POST spacing " +
+      (l.spacing_waits ?? 0) + ")";
   if (l.kind === "vless") return String(l.sessions ?? 0);
   return (l.answers ?? 0) + " (vless " + (l.answers_vless ?? 0) + ")";
 }
@@ -132,11 +148,11 @@ function render(s) {
   document.getElementById("sessions-n").textContent = "(" + s.sessions.length + ", newest first)";
   const cut = (v) => { const td = el("td", v); td.title = v || ""; return td; };  // the whole value on hover
   table("sessions", ["closed", "id", "listener", "client", "user", "transport", "TLS / ALPN", "SNI", "ja4", "dest",
-    "TLS ms", "header ms", "upstream ms", "stall", "close", "up", "down"],
+    "TLS ms", "header ms", "upstream ms", "stall", "xhttp", "close", "up", "down"],
     s.sessions.slice().reverse().map(r => ({cls: r.stall ? "stall" : "", cells: [when(r.closed_unix_ms), r.id, r.listener,
       cut(r.client), r.user, r.transport, (r.tls_version || "") + " " + (r.alpn || ""), cut(r.sni), cut(r.ja4 || ""),
       cut(r.dest), ms(r.tls_ms), ms(r.vless_header_ms), ms(r.upstream_connect_ms), r.stall ? el("td", "STALL", "flag") : "",
-      r.close_reason, r.bytes_up, r.bytes_down]})));
+      cut(xhttp(r)), r.close_reason, r.bytes_up, r.bytes_down]})));
   table("reloads", ["time", "generation", "result", "changes", "error"],
     s.reloads.slice().reverse().map(r => ({cells: [when(r.unix_ms), r.generation, r.ok ? el("td", "ok", "ok") : el("td", "failed", "bad"),
       r.changes ?? "", r.error]})));
@@ -149,8 +165,10 @@ function render(s) {
   hists.replaceChildren();
   for (const l of s.listeners) {
     if (l.kind !== "vless" || !l.phases) continue;  // the phases are a VLESS session's
-    for (const [phase, h] of Object.entries(l.phases))
+    for (const [phase, h] of Object.entries(l.phases)) {
+      if (phase === "xhttp_post_gap" && l.transport !== "xhttp") continue;  // packet-up's POST spacing
       hists.appendChild(histogram(l.name + " \u00b7 " + phase, h, s.buckets_ms, phase === "vless_header" ? s.stall_threshold_ms : Infinity));
+    }
   }
 }
 async function poll() {

@@ -173,6 +173,14 @@ void session_metrics(exposition& m, const hub_snapshot& s) {
            "stall threshold.");
   for (const auto& [name, c] : s.counters)
     m.sample("vlessbench_stalls_suspected_total", label("listener", name), std::to_string(c.stalls));
+  m.family("vlessbench_xhttp_reused_sessions_total", "counter",
+           "XHTTP sessions on an HTTP/2 connection that had carried earlier sessions (XMUX), counted at close.");
+  for (const auto& l : s.listeners) {
+    if (l.transport != "xhttp") continue;
+    const auto it = s.counters.find(l.name);
+    m.sample("vlessbench_xhttp_reused_sessions_total", label("listener", l.name),
+             std::to_string(it == s.counters.end() ? 0 : it->second.xhttp_reused));
+  }
   m.family("vlessbench_rejects_total", "counter", "Connections refused before relaying (vless.reject), by reason.");
   for (const auto& [name, c] : s.counters)
     for (const auto& [reason, n] : c.rejects)
@@ -188,11 +196,12 @@ void session_metrics(exposition& m, const hub_snapshot& s) {
 
 void phase_metrics(exposition& m, const hub_snapshot& s) {
   m.family("vlessbench_phase_seconds", "histogram",
-           "Session phases: TLS handshake, wait for the VLESS header, upstream "
-           "connect.");
+           "Session phases: TLS handshake, wait for the VLESS header, upstream connect; xhttp_post_gap: an XHTTP "
+           "packet-up session's longest gap between uplink POSTs.");
   for (const auto& [name, c] : s.counters) {
     for (std::size_t i = 0; i < hub_phases.size(); ++i) {
       const auto& h = c.phases[i];
+      if (hub_phases[i] == hub_phase::xhttp_post_gap && h.count == 0) continue;  // no packet-up session here
       const std::string base = label("listener", name) + "," + label("phase", to_string(hub_phases[i]));
       std::uint64_t cumulative = 0;
       for (std::size_t b = 0; b < phase_buckets_ms.size(); ++b) {
@@ -223,6 +232,8 @@ nlohmann::json listener_json(const listener_view& l, const hub_snapshot& s) {
   const auto& c = it != s.counters.end() ? it->second : none;
   o["sessions"] = c.sessions;
   o["stalls"] = c.stalls;
+  o["xhttp_reused"] = c.xhttp_reused;
+  o["spacing_waits"] = c.spacing_waits;
   o["bytes_up"] = c.bytes_up;
   o["bytes_down"] = c.bytes_down;
   o["rejects"] = c.rejects;
@@ -255,6 +266,13 @@ nlohmann::json session_json(const session_record& r) {
                          {"vless_header_ms", opt(r.header_ms)},
                          {"upstream_connect_ms", opt(r.upstream_ms)},
                          {"stall", r.stall},
+                         {"xhttp_get_ms", opt(r.xhttp_get_ms)},
+                         {"xhttp_first_post_ms", opt(r.xhttp_first_post_ms)},
+                         {"post_gaps", r.post_gaps ? nlohmann::json(*r.post_gaps) : nlohmann::json(nullptr)},
+                         {"post_gap_median_ms", opt(r.post_gap_median_ms)},
+                         {"post_gap_max_ms", opt(r.post_gap_max_ms)},
+                         {"reused", r.reused ? nlohmann::json(*r.reused) : nlohmann::json(nullptr)},
+                         {"post_spacing", r.post_spacing},
                          {"bytes_up", r.bytes_up},
                          {"bytes_down", r.bytes_down},
                          {"close_reason", r.close_reason}});

@@ -16,6 +16,7 @@ session_core::session_core(runtime& r, session_start& start)
       cfg(std::move(start.cfg)),
       listener_name(std::move(start.listener_name)),
       budget(start.budget ? std::move(start.budget) : r.clients.connect(start.client.address())),
+      accepted(start.began),
       admission(std::move(start.pending)),
       policy_at_accept(start.policy),
       upstream_policy_applied(start.upstream_policy),
@@ -184,7 +185,15 @@ void session_core::log_reject(const transport::facts& t) {
 
 void session_core::log_session(const transport::facts& t, const relay_summary& r) {
   const auto& p = info->phases;
-  const bool stall = p.tls_done >= 0 && p.header_complete >= 0 && p.header_complete - p.tls_done >= stall_threshold_us;
+  const bool waited = p.tls_done >= 0 && p.header_complete >= 0 && p.header_complete - p.tls_done >= stall_threshold_us;
+  const auto ms = [](std::int64_t us) { return static_cast<double>(us) / 1000.0; };
+  const auto ms_if = [&](std::int64_t us) { return us >= 0 ? std::optional<double>(ms(us)) : std::nullopt; };
+  // The header wait as Server-Timing's `vless` (from the upgrade, if any), on plain TCP too.
+  const std::int64_t from = p.upgrade_done >= 0 ? p.upgrade_done.get() : p.tls_done.get();
+  const bool spacing = from >= 0 && p.header_complete >= 0 && p.header_complete - from >= stall_threshold_us &&
+                       wait_is_post_spacing(ms(from), ms(p.header_complete - from), ms_if(p.xhttp.first_post),
+                                            ms_if(p.xhttp.post_gap_max));
+  const bool stall = waited && !spacing;
   const vless_session_event event{.session = info->session_id,
                                   .listener = listener_name,
                                   .user = info->user,
@@ -207,6 +216,7 @@ void session_core::log_session(const transport::facts& t, const relay_summary& r
                                   .generation = generation_at_accept,
                                   .phases = &p,
                                   .stall_suspected = stall,
+                                  .post_spacing = spacing,
                                   .tcp_info = tcpi,
                                   .bytes_up = bytes_up,
                                   .bytes_down = bytes_down,

@@ -168,7 +168,7 @@ class session_core {
   void finish(const transport::facts& t, const relay_summary& r);
 
  protected:
-  steady_clock::time_point accepted = steady_clock::now();
+  steady_clock::time_point accepted;  // the session's clock starts here (session_start::began)
   watchdog_deadline deadline;
 
  private:

@@ -194,9 +194,10 @@ xhttp::connection_hooks xhttp_hooks(runtime& rt, const std::shared_ptr<session_s
   xhttp::connection_hooks hooks;
   auto ids = std::make_shared<connection_ids>(start->session_id);
   hooks.serve = [&rt, start, ex, ids](tcp::socket end, const transport::facts& facts,
-                                      std::shared_ptr<const xhttp::session_state> state) {
+                                      std::shared_ptr<xhttp::session_state> state) {
     session_start s{*start, ids->take(rt), start->client,
                     rt.pending.admit(ex, pending_cap(start->cfg->limits.max_pending, nofile_limit())), start->budget};
+    s.began = state->created;
     asio::co_spawn(
         ex,
         detail::serve<xhttp_stream>(rt, std::move(s), std::move(end),

@@ -1,6 +1,7 @@
 #pragma once
 // VLESS+TLS sessions: one coroutine per accepted connection owns both of its sockets.
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -84,6 +85,9 @@ struct session_start : listener_snapshot {
   // The client connection's budget (server/client_budget.hpp), shared by a gRPC connection's
   // streams; empty: the session takes one of its own for its client's address.
   std::shared_ptr<connection_budget> budget;
+  // The session's clock starts here: at accept, or at a stream's start; an XHTTP session's at its
+  // first request, which may have come before the request that let it start.
+  std::chrono::steady_clock::time_point began = std::chrono::steady_clock::now();
 };
 
 // Serves one accepted connection on the socket's executor: TLS handshake, VLESS header, upstream

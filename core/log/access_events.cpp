@@ -22,6 +22,20 @@ void add_route(json_line& line, const route_info* route) {
   if (route->sub != 0) line.add("vless_sub", static_cast<std::uint64_t>(route->sub));
   line.add("vless_user", route->user).add("vless_client", route->client).add("vless_listener", route->listener);
 }
+// An XHTTP session's request arrivals (µs on its clock, from its first request) and packet-up's
+// POST gaps; spacing: its header wait was the POST spacing, not a stall.
+void add_xhttp(json_line& line, const xhttp_phases& x, bool spacing) {
+  line.begin_object("xhttp");
+  if (x.get >= 0) line.add("get_us", x.get.get());
+  if (x.first_post >= 0) line.add("first_post_us", x.first_post.get());
+  if (x.post_gaps >= 0) {
+    line.add("post_gaps", x.post_gaps.get());
+    if (x.post_gap_median >= 0) line.add("post_gap_median_us", x.post_gap_median.get());
+    if (x.post_gap_max >= 0) line.add("post_gap_max_us", x.post_gap_max.get());
+    line.add("spacing_wait", spacing);
+  }
+  line.end_object();
+}
 }  // namespace
 
 std::string format_event(const vless_reject_event& e) {
@@ -66,6 +80,7 @@ std::string format_event(const vless_session_event& e) {
   if (!e.key_shares.empty()) line.add_names("key_shares", e.key_shares);
   if (!e.transport.empty() && e.transport != "tls") line.add("transport", e.transport).add("early_data", e.early_data);
   if (e.reused) line.add("reused", *e.reused);
+  if (p.xhttp.any()) add_xhttp(line, p.xhttp, e.post_spacing);
   if (!e.emulate.empty()) line.add("emulate", e.emulate);
   line.begin_object("policy")
       .add("nodelay", e.policy.nodelay)

@@ -74,6 +74,9 @@ struct vless_session_event {
   std::uint64_t generation = 0;
   const session_phases* phases = nullptr;  // required; "resolved" only when reached
   bool stall_suspected = false;
+  // xhttp packet-up: the header wait was the client's POST spacing (wait_is_post_spacing), which
+  // is then no suspected stall.
+  bool post_spacing = false;
   std::optional<tcp_info_snapshot> tcp_info;  // the client connection's, at close
   std::uint64_t bytes_up = 0;                 // client -> destination payload
   std::uint64_t bytes_down = 0;               // destination -> client payload

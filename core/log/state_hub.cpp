@@ -28,6 +28,7 @@ std::string_view to_string(hub_phase p) {
     case hub_phase::tls: return "tls";
     case hub_phase::vless_header: return "vless_header";
     case hub_phase::upstream_connect: return "upstream_connect";
+    case hub_phase::xhttp_post_gap: return "xhttp_post_gap";
   }
   return "tls";
 }
@@ -50,6 +51,19 @@ listener_counters* state_hub::counters_for(std::string_view listener) {
   return &counters_[capped(listener)];
 }
 
+namespace {
+void note_xhttp(session_record& r, const xhttp_phases& x) {
+  const auto ms = [](std::int64_t us) {
+    return us >= 0 ? std::optional<double>(static_cast<double>(us) / 1000.0) : std::nullopt;
+  };
+  r.xhttp_get_ms = ms(x.get);
+  r.xhttp_first_post_ms = ms(x.first_post);
+  if (x.post_gaps >= 0) r.post_gaps = static_cast<std::uint64_t>(x.post_gaps.get());
+  r.post_gap_median_ms = ms(x.post_gap_median);
+  r.post_gap_max_ms = ms(x.post_gap_max);
+}
+}  // namespace
+
 void state_hub::session_closed(const vless_session_event& e) {
   session_record r;
   r.id = e.session;
@@ -70,8 +84,11 @@ void state_hub::session_closed(const vless_session_event& e) {
     r.tls_ms = span_ms(0, p.tls_done);
     r.header_ms = span_ms(p.upgrade_done >= 0 ? p.upgrade_done : p.tls_done, p.header_complete);
     r.upstream_ms = span_ms(p.resolved >= 0 ? p.resolved : p.header_complete, p.upstream_connected);
+    note_xhttp(r, p.xhttp);
   }
   r.stall = e.stall_suspected;
+  r.post_spacing = e.post_spacing;
+  if (e.reused) r.reused = e.reused;
   r.bytes_up = e.bytes_up;
   r.bytes_down = e.bytes_down;
 
@@ -79,9 +96,12 @@ void state_hub::session_closed(const vless_session_event& e) {
   if (auto* c = counters_for(r.listener)) {
     ++c->sessions;
     if (r.stall) ++c->stalls;
+    if (r.reused.value_or(false)) ++c->xhttp_reused;
+    if (r.post_spacing) ++c->spacing_waits;
     c->bytes_up += r.bytes_up;
     c->bytes_down += r.bytes_down;
-    const std::array<std::optional<double>, hub_phases.size()> spans{r.tls_ms, r.header_ms, r.upstream_ms};
+    const std::array<std::optional<double>, hub_phases.size()> spans{r.tls_ms, r.header_ms, r.upstream_ms,
+                                                                     r.post_gap_max_ms};
     for (std::size_t i = 0; i < spans.size(); ++i)
       if (spans[i]) c->phases[i].add(*spans[i]);
   }

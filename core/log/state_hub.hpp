@@ -28,10 +28,12 @@ namespace vlessbench {
 // 40 ms of a Nagle/delayed-ACK stall, coarse beyond.
 inline constexpr std::array<double, 14> phase_buckets_ms = {0.5, 1, 2, 5, 10, 20, 30, 40, 50, 75, 100, 250, 1000, 5000};
 
-enum class hub_phase { tls, vless_header, upstream_connect };
-inline constexpr std::array<hub_phase, 3> hub_phases = {hub_phase::tls, hub_phase::vless_header,
-                                                        hub_phase::upstream_connect};
-std::string_view to_string(hub_phase p);  // "tls", "vless_header", "upstream_connect"
+// xhttp_post_gap: an XHTTP packet-up session's longest gap between uplink POSTs (its client's
+// spacing), one value per session that had two POSTs or more.
+enum class hub_phase { tls, vless_header, upstream_connect, xhttp_post_gap };
+inline constexpr std::array<hub_phase, 4> hub_phases = {hub_phase::tls, hub_phase::vless_header,
+                                                        hub_phase::upstream_connect, hub_phase::xhttp_post_gap};
+std::string_view to_string(hub_phase p);  // "tls", "vless_header", "upstream_connect", "xhttp_post_gap"
 
 struct phase_histogram {
   std::array<std::uint64_t, phase_buckets_ms.size()> buckets{};  // non-cumulative; +Inf = count
@@ -43,6 +45,9 @@ struct phase_histogram {
 struct listener_counters {
   std::uint64_t sessions = 0;  // admitted sessions, counted at close
   std::uint64_t stalls = 0;    // of them, stall suspected
+  // xhttp: sessions on an HTTP/2 connection that carried earlier ones (reused), and header waits
+  // over the stall threshold that were packet-up's POST spacing (not counted in stalls).
+  std::uint64_t xhttp_reused = 0, spacing_waits = 0;
   std::uint64_t bytes_up = 0, bytes_down = 0;
   std::map<std::string, std::uint64_t, std::less<>> rejects;  // by reason
   std::array<phase_histogram, hub_phases.size()> phases{};
@@ -74,6 +79,11 @@ struct session_record {
   std::optional<double> tls_ms, header_ms,
       upstream_ms;  // hub_phases, absent when not reached
   bool stall = false;
+  // xhttp (session_phases::xhttp), ms on the session's clock; absent when not reached or not XHTTP.
+  std::optional<double> xhttp_get_ms, xhttp_first_post_ms, post_gap_median_ms, post_gap_max_ms;
+  std::optional<std::uint64_t> post_gaps;  // packet-up only
+  std::optional<bool> reused;
+  bool post_spacing = false;  // its header wait was the POST spacing
   std::uint64_t bytes_up = 0, bytes_down = 0;
 };
 

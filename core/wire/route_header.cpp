@@ -131,6 +131,36 @@ parse_result<banner_line> parse_banner_line(std::string_view bytes) {
   return r;
 }
 
+namespace {
+
+// An XHTTP session's request arrivals (ms on its clock) and its connection's reuse.
+void add_xhttp(std::string& out, const xhttp_phases& x) {
+  if (!x.any()) return;
+  auto item = [&](const char* name, const char* param, const std::string& value) {
+    out.append(out.empty() ? "" : ", ").append(name).append(param).append(value);
+  };
+  auto ms = [](std::int64_t us) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(us) / 1000.0);
+    return std::string(buf);
+  };
+  if (x.get >= 0) item("xget", ";dur=", ms(x.get));
+  if (x.first_post >= 0) item("xpost", ";dur=", ms(x.first_post));
+  if (x.post_gaps >= 0) item("xgaps", ";desc=", std::to_string(x.post_gaps.get()));
+  if (x.post_gap_median >= 0) item("xgap", ";dur=", ms(x.post_gap_median));
+  if (x.post_gap_max >= 0) item("xgapmax", ";dur=", ms(x.post_gap_max));
+  if (x.reused >= 0) item("xreuse", ";desc=", x.reused > 0 ? "1" : "0");
+}
+
+}  // namespace
+
+bool wait_is_post_spacing(double wait_from, double wait, std::optional<double> first_post,
+                          std::optional<double> gap_max) {
+  if (!first_post || !gap_max || *gap_max < stall_threshold_ms) return false;
+  const double after_first_post = wait_from + wait - std::max(*first_post, wait_from);
+  return after_first_post >= stall_threshold_ms;
+}
+
 std::string format_server_timing(const session_phases& p, std::string_view quickack, std::string_view ja4,
                                  std::uint64_t generation) {
   std::string out;
@@ -159,13 +189,15 @@ std::string format_server_timing(const session_phases& p, std::string_view quick
     out += '"';
   }
   if (generation > 0) out += (out.empty() ? "gen;desc=" : ", gen;desc=") + std::to_string(generation);
+  add_xhttp(out, p.xhttp);
   return out;
 }
 
 namespace {
 
 bool is_phase(std::string_view name) {
-  return name == "tls" || name == "upgrade" || name == "vless" || name == "resolve" || name == "upstream";
+  return name == "tls" || name == "upgrade" || name == "vless" || name == "resolve" || name == "upstream" ||
+         name == "xget" || name == "xpost" || name == "xgap" || name == "xgapmax";
 }
 
 // Calls each(name, dur, dur_text, desc) for every metric of a Server-Timing value.
@@ -216,6 +248,12 @@ server_phases_ms parse_server_timing(std::string_view value) {
       const auto [end, ec] = std::from_chars(desc->data(), desc->data() + desc->size(), g);
       if (ec == std::errc{} && end == desc->data() + desc->size() && g > 0) t.generation = g;
     }
+    if (name == "xgaps" && desc) {
+      std::uint64_t n = 0;
+      const auto [end, ec] = std::from_chars(desc->data(), desc->data() + desc->size(), n);
+      if (ec == std::errc{} && end == desc->data() + desc->size()) t.xgaps = n;
+    }
+    if (name == "xreuse" && desc && (*desc == "0" || *desc == "1")) t.xreuse = *desc == "1";
     if (!dur || !sound_duration(*dur)) return;  // refused_server_timing says why
     if (name == "tls")
       t.tls = dur;
@@ -227,6 +265,14 @@ server_phases_ms parse_server_timing(std::string_view value) {
       t.resolve = dur;
     else if (name == "upstream")
       t.upstream = dur;
+    else if (name == "xget")
+      t.xget = dur;
+    else if (name == "xpost")
+      t.xpost = dur;
+    else if (name == "xgap")
+      t.xgap = dur;
+    else if (name == "xgapmax")
+      t.xgapmax = dur;
   });
   return t;
 }

@@ -5,6 +5,8 @@
 //   (sub=N: a Mux.Cool sub-connection of the session, route_info::sub)
 //   Server-Timing: tls;dur=1.234, [upgrade;dur=0.2,] vless;dur=0.050, resolve;dur=..., upstream;dur=0.100   (ms)
 //                  [, ack;desc=on] [, ja4;desc="t13d1516h2_8daaf6152771_e5627efa2ab1"] [, gen;desc=2]
+//                  [, xget;dur=0.010, xpost;dur=0.020, xgaps;desc=2, xgap;dur=30.1, xgapmax;dur=30.5, xreuse;desc=0]
+//                  (an XHTTP session's request arrivals: server_phases_ms below)
 // Raw TLS sessions (the transport before there were others) keep the lines they always had.
 // And the one stall threshold: a TLS-done -> VLESS-header gap at least this long is a suspected
 // Nagle/delayed-ACK stall, in the daemon's log and in the runner's verdict alike.
@@ -21,6 +23,15 @@ namespace vlessbench {
 // Linux's delayed-ACK timer is 40 ms; anything near it between two local hosts is no accident.
 inline constexpr std::int64_t stall_threshold_us = 30'000;
 inline constexpr double stall_threshold_ms = static_cast<double>(stall_threshold_us) / 1000.0;
+
+// XHTTP packet-up: the client spaces its uplink POSTs (Xray's scMinPostsIntervalMs, 30 ms), so a
+// VLESS header that did not fit the first POST waits for the next one. A header wait is that
+// spacing, not Nagle meeting a delayed ACK, when the session had a POST gap of at least the
+// threshold and the wait went on at least that long after its first POST arrived. All in ms on
+// the session's clock: the wait began at wait_from and lasted wait; first_post and gap_max as
+// Server-Timing's xpost and xgapmax (absent: not packet-up, or one POST).
+bool wait_is_post_spacing(double wait_from, double wait, std::optional<double> first_post,
+                          std::optional<double> gap_max);
 
 enum class route_kind { unknown, direct, vless };
 std::string_view to_string(route_kind r);  // "unknown", "direct", "vless"
@@ -53,6 +64,13 @@ struct server_phases_ms {
   std::optional<std::string> ja4;
   // The config generation the session was accepted under (`gen;desc=2`): which reload a run met.
   std::optional<std::uint64_t> generation;
+  // XHTTP (session_phases::xhttp), on the session's clock, which starts at its first request:
+  std::optional<double> xget;          // `xget;dur=`: the downlink GET arrived (absent: stream-one)
+  std::optional<double> xpost;         // `xpost;dur=`: the first uplink POST arrived
+  std::optional<std::uint64_t> xgaps;  // `xgaps;desc=N`: packet-up POST gaps so far
+  std::optional<double> xgap;          // `xgap;dur=`: their median
+  std::optional<double> xgapmax;       // `xgapmax;dur=`: the longest
+  std::optional<bool> xreuse;          // `xreuse;desc=1`: over HTTP/2, the connection carried earlier sessions
 };
 
 // The phases, `ack;desc=POLICY` when quickack is not empty, `ja4;desc="FINGERPRINT"` when ja4 is

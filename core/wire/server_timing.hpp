@@ -10,8 +10,8 @@
 namespace vlessbench {
 
 // "vless;dur=nan is not a finite duration >= 0" for the first phase (tls, upgrade, vless,
-// resolve, upstream) so refused, the value as sent cut to 24 bytes; nullopt when every phase's
-// duration is sound. Unknown metrics are not looked at, as parse_server_timing ignores them.
+// resolve, upstream; XHTTP's xget, xpost, xgap, xgapmax) so refused, the value as sent cut to 24 bytes; nullopt when
+// every phase's duration is sound. Unknown metrics are not looked at, as parse_server_timing ignores them.
 std::optional<std::string> refused_server_timing(std::string_view value);
 
 }  // namespace vlessbench

@@ -25,6 +25,22 @@ class phase_us {
   std::atomic<std::int64_t> v_{-1};
 };
 
+// An XHTTP session's requests (server/transport/xhttp_session.hpp), on the session's clock, which
+// for XHTTP starts at the session's first request (its GET or a POST, whichever came first).
+struct xhttp_phases {
+  phase_us get;         // the downlink GET arrived; -1: none (stream-one has no GET)
+  phase_us first_post;  // the first uplink POST arrived (stream-one: its one POST, 0)
+  // packet-up: the gaps between consecutive uplink POSTs in the order they reached the session
+  // (xhttp::post_gaps): how many, their median and the longest (µs); post_gaps -1 in other modes.
+  phase_us post_gaps;
+  phase_us post_gap_median;
+  phase_us post_gap_max;
+  // 1: over HTTP/2, the connection had carried an earlier session (Xray's XMUX); 0: it had not,
+  // or HTTP/1.1 (no connection carries two sessions' downlinks); -1: not XHTTP.
+  phase_us reused;
+  bool any() const { return get >= 0 || first_post >= 0 || reused >= 0; }
+};
+
 struct session_phases {
   phase_us tls_done;
   phase_us upgrade_done;  // ws / httpupgrade: the 101 sent (the upgrade request read before it)
@@ -38,6 +54,7 @@ struct session_phases {
   // A Mux.Cool sub-connection's New frame: its resolve and upstream phases start there, not at
   // the session's header (-1 for a whole session).
   phase_us sub_opened;
+  xhttp_phases xhttp;  // transport = xhttp only
   std::int64_t dial_from() const { return sub_opened >= 0 ? sub_opened.get() : header_complete.get(); }
 };
 

@@ -1,8 +1,10 @@
 #include "core/wire/xhttp_request.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/wire/percent.hpp"
+#include "core/wire/quantile.hpp"
 
 namespace vlessbench::xhttp {
 
@@ -281,6 +283,28 @@ std::string_view uplink_order::accept(std::uint64_t seq, std::string body) {
     ++next_;
   }
   return {};
+}
+
+void post_gaps::arrived(std::int64_t at_us) {
+  if (posts_++ == 0) {
+    last_ = at_us;
+    return;
+  }
+  const std::int64_t gap = std::max<std::int64_t>(0, at_us - last_);
+  last_ = std::max(last_, at_us);
+  max_ = std::max(max_, gap);
+  if (kept_.size() < max_kept) kept_.push_back(static_cast<double>(gap));
+}
+
+std::optional<std::int64_t> post_gaps::median_us() const {
+  const auto m = stats::quantile(kept_, 0.5);
+  if (!m) return std::nullopt;
+  return static_cast<std::int64_t>(std::llround(*m));
+}
+
+std::optional<std::int64_t> post_gaps::max_us() const {
+  if (count() == 0) return std::nullopt;
+  return max_;
 }
 
 }  // namespace vlessbench::xhttp

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "core/wire/parse_result.hpp"
 
@@ -119,6 +120,29 @@ class uplink_order {
   std::string ready_;
   std::map<std::uint64_t, std::string> held_;
   std::size_t held_bytes_ = 0;
+};
+
+// packet-up's uplink spacing as the server sees it: the gaps between consecutive POSTs in the
+// order they reach the session (arrived(), called as each POST's body is complete), not in seq
+// order. The count and the longest gap cover every POST; the median covers the first max_kept
+// gaps (a latency sample's session has a few POSTs; a bulk upload's may have millions, and
+// memory per session stays bounded).
+class post_gaps {
+ public:
+  static constexpr std::size_t max_kept = 1024;
+  // A POST arrived at at_us (µs on the session's clock; an earlier time than the last is taken
+  // as the last: the gap is 0).
+  void arrived(std::int64_t at_us);
+  std::uint64_t posts() const { return posts_; }
+  std::uint64_t count() const { return posts_ > 0 ? posts_ - 1 : 0; }  // gaps: posts - 1
+  std::optional<std::int64_t> median_us() const;                       // none before two POSTs
+  std::optional<std::int64_t> max_us() const;
+
+ private:
+  std::uint64_t posts_ = 0;
+  std::int64_t last_ = 0;
+  std::int64_t max_ = 0;
+  std::vector<double> kept_;
 };
 
 }  // namespace vlessbench::xhttp

@@ -29,7 +29,7 @@ namespace vlessbench::xhttp {
 
 struct connection_hooks {
   // A session's requests are there: serve its VLESS stream on the socket (its socketpair end).
-  std::function<void(tcp::socket, const transport::facts&, std::shared_ptr<const session_state>)> serve;
+  std::function<void(tcp::socket, const transport::facts&, std::shared_ptr<session_state>)> serve;
   std::function<void(std::string_view reason, std::string_view detail)> reject;
   std::function<void()> first_request;  // the connection proved itself: it leaves the pending set
   // The connection ended: when none of its requests made a session (uplink POSTs of sessions
@@ -96,6 +96,7 @@ class h1_connection : public std::enable_shared_from_this<h1_connection<Lower>> 
     }
     facts_ = lower_.facts();
     facts_.transport = to_string(transport_kind::xhttp);
+    facts_.reused = false;  // a session's GET (or stream-one POST) holds its connection to its end
     for (;;) {
       auto req = co_await read_head();
       if (!req) co_return;
@@ -204,6 +205,7 @@ class h1_connection : public std::enable_shared_from_this<h1_connection<Lower>> 
     if (s->download || s->closed) co_return co_await refuse("xhttp_duplicate_download", "GET session " + id);
     hub_->connected(*s);
     s->download = true;
+    s->note_get();
     s->changed.notify();
     if (!co_await write(stream_head(t_, true))) {
       hub_->leave(*s);
@@ -224,6 +226,7 @@ class h1_connection : public std::enable_shared_from_this<h1_connection<Lower>> 
     if (!open_pair(*s, why)) co_return co_await refuse("xhttp_session_failed", why);
     asio::co_spawn(lower_.get_executor(), uplink(s), asio::detached);
     s->download = true;
+    s->note_post(false);
     if (!co_await write(stream_head(t_, true))) {
       s->close();
       co_return false;
@@ -241,6 +244,7 @@ class h1_connection : public std::enable_shared_from_this<h1_connection<Lower>> 
     if (!s) co_return co_await refuse(refusal(why), "POST session " + id);
     if (s->stream_up || s->closed) co_return co_await refuse("xhttp_duplicate_upload", "POST session " + id);
     s->stream_up = true;
+    s->note_post(false);
     s->close_upload = [weak = this->weak_from_this()] {
       if (auto self = weak.lock()) self->close_lower();
     };
@@ -268,6 +272,7 @@ class h1_connection : public std::enable_shared_from_this<h1_connection<Lower>> 
     }
     if (!s) co_return co_await refuse(why, what);
     if (s->stream_up) co_return co_await refuse("xhttp_mixed_upload", what);
+    s->note_post(true);
     // Ahead of a gap with the held POSTs at their bound: wait for the gap to close.
     std::string_view verdict;
     while (!s->closed && (verdict = s->order.admit(seq, body.size())) == "wait") {

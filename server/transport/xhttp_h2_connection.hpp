@@ -217,6 +217,7 @@ class h2_connection : public std::enable_shared_from_this<h2_connection<Lower>> 
     if (s->download || s->closed) co_return refuse(*r, "xhttp_duplicate_download", "GET session " + id);
     hub_->connected(*s);
     s->download = true;
+    s->note_get();
     s->changed.notify();
     h2_.answer_stream(*r, true);
     wake_writer_.notify();
@@ -234,6 +235,7 @@ class h2_connection : public std::enable_shared_from_this<h2_connection<Lower>> 
     if (!open_pair(*s, why)) co_return refuse(*r, "xhttp_session_failed", why);
     asio::co_spawn(lower_.get_executor(), uplink(s), asio::detached);
     s->download = true;
+    s->note_post(false);
     h2_.answer_stream(*r, true);
     wake_writer_.notify();
     track(r, s, false);
@@ -249,6 +251,7 @@ class h2_connection : public std::enable_shared_from_this<h2_connection<Lower>> 
     if (!s) co_return refuse(*r, why == "xhttp_session_ended" ? "wrong_path" : why, "POST session " + id);
     if (s->stream_up || s->closed) co_return refuse(*r, "xhttp_duplicate_upload", "POST session " + id);
     s->stream_up = true;
+    s->note_post(false);
     s->close_upload = [weak = this->weak_from_this(), r] {
       if (auto self = weak.lock()) {
         self->h2_.reset(*r);
@@ -279,6 +282,7 @@ class h2_connection : public std::enable_shared_from_this<h2_connection<Lower>> 
     }
     if (!s) co_return refuse(*r, why, what);
     if (s->stream_up) co_return refuse(*r, "xhttp_mixed_upload", what);
+    s->note_post(true);
     std::string_view verdict;
     while (!s->closed && !over_ && (verdict = s->order.admit(r->target.seq, size)) == "wait") co_await wait(s.get());
     if (s->closed || over_) {

@@ -85,9 +85,43 @@ struct session_state {
   bool download = false;    // the GET joined
   bool started = false;     // the VLESS session runs
   bool closed = false;
-  std::string failure;          // what cut the session (first cause wins)
-  std::uint64_t delivered = 0;  // downlink bytes written to the client
-  std::chrono::steady_clock::time_point created;
+  std::string failure;                            // what cut the session (first cause wins)
+  std::uint64_t delivered = 0;                    // downlink bytes written to the client
+  std::chrono::steady_clock::time_point created;  // the session's first request: its clock's start
+
+  // When its requests arrived (session_phases::xhttp), kept here until the VLESS session runs
+  // and written into its phases as they come while it does (phases: set by xhttp_stream for its
+  // life; all on the hub's one executor).
+  std::int64_t get_us = -1, first_post_us = -1;
+  bool packets = false;  // packet-up POSTs came
+  post_gaps gaps;
+  session_phases* phases = nullptr;
+  void note_get() {
+    get_us = since_created_us();
+    publish();
+  }
+  // An uplink POST joined: a packet-up POST once its body is whole, a streaming one at its head.
+  void note_post(bool packet) {
+    const std::int64_t now = since_created_us();
+    if (first_post_us < 0) first_post_us = now;
+    if (packet) {
+      packets = true;
+      gaps.arrived(now);
+    }
+    publish();
+  }
+  void publish() const {
+    if (phases == nullptr) return;
+    xhttp_phases& x = phases->xhttp;
+    x.get = get_us;
+    x.first_post = first_post_us;
+    x.post_gaps = packets ? static_cast<std::int64_t>(gaps.count()) : -1;
+    x.post_gap_median = gaps.median_us().value_or(-1);
+    x.post_gap_max = gaps.max_us().value_or(-1);
+  }
+  std::int64_t since_created_us() const {
+    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - created).count();
+  }
 
   std::size_t pending_up() const { return up.size() + writing; }
   void fail(std::string_view why) {
@@ -153,8 +187,10 @@ namespace vlessbench {
 class xhttp_stream {
  public:
   using executor_type = tcp::socket::executor_type;
-  xhttp_stream(policy_stream pair, transport::facts f, std::shared_ptr<const xhttp::session_state> s)
+  xhttp_stream(policy_stream pair, transport::facts f, std::shared_ptr<xhttp::session_state> s)
       : lower_(std::move(pair)), facts_(std::move(f)), state_(std::move(s)) {}
+  // The session's phases go with it: requests after its end write them no longer.
+  ~xhttp_stream() { state_->phases = nullptr; }
   xhttp_stream(const xhttp_stream&) = delete;
   xhttp_stream& operator=(const xhttp_stream&) = delete;
 
@@ -168,10 +204,15 @@ class xhttp_stream {
   }
   // What the downlink's response carried to the client (the [limits] min_rate rule's count).
   std::uint64_t bytes_delivered() const { return state_->delivered; }
-  // The session starts once its requests came: over TLS, the handshake was before (tls_done 0).
+  // The session starts once its requests came: over TLS, the handshake was before (tls_done 0);
+  // its clock started at its first request (session_start::began), so upgrade_done is the wait
+  // for the rest of them. From here on its requests' arrivals go into its phases.
   awaitable<std::error_code> open(const transport::open_clock& clock) {
     if (!facts_.tls_version.empty()) clock.phases.tls_done = std::int64_t{0};
     clock.stamp(&session_phases::upgrade_done);
+    clock.phases.xhttp.reused = std::int64_t{facts_.reused.value_or(false) ? 1 : 0};
+    state_->phases = &clock.phases;
+    state_->publish();
     co_return std::error_code{};
   }
   template <class B, class Token>
@@ -196,7 +237,7 @@ class xhttp_stream {
  private:
   plain_stream lower_;
   transport::facts facts_;
-  std::shared_ptr<const xhttp::session_state> state_;
+  std::shared_ptr<xhttp::session_state> state_;
 };
 
 }  // namespace vlessbench

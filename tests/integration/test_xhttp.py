@@ -14,6 +14,9 @@ passed through `xray run -test`.
   entries pass each core's own checker;
 - every session id given out ends with a line (a connection that carried only POSTs: a
   vless.reject xhttp_post_only);
+- the session's XHTTP phases: Xray's packet-up session logs its GET and first POST arrivals and
+  POST gaps; the built-in client's packet-up with postinterval=40 and writes=split gets a gap
+  >= 30 ms in Server-Timing and a stall verdict naming the packet-up POST spacing, not Nagle;
 - hostile requests from a raw client: padding out of range, a seq 2^63 past the next, a POST over
   max_post_bytes, a POST whose GET never comes (reaped after session_timeout_ms), more half-open
   sessions than one source may hold, a wrong path; each refused with its status and a
@@ -286,6 +289,124 @@ def xray_every_mode_over_tls_and_plain():
         check(over_tls == {"http/1.1"}, f"TLS sessions' ALPN: {over_tls}")
     except Exception as e:  # noqa: BLE001 - with the core's output
         raise AssertionError(f"{e}\n--- xray output ---\n{Xray.output()}") from None
+
+
+def with_params(link: str, **params: str) -> str:
+    """link with query parameters set (replaced when present)."""
+    import urllib.parse
+    base, _, frag = link.partition("#")
+    head, _, query = base.partition("?")
+    q = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
+    q.update(params)
+    return f"{head}?{urllib.parse.urlencode(q, safe='/')}" + (f"#{frag}" if frag else "")
+
+
+@suite.test
+def packet_up_phases_and_the_spacing_verdict():
+    """The session's XHTTP phases: Xray 25.9.11 in packet-up (TLS, HTTP/1.1), one request: its
+    vless.session line has the GET's and the first POST's arrival, the POST gap count (and, with
+    two POSTs or more, their median and max) and reused false. The built-in client with
+    postinterval=40 and writes=split (the VLESS header in POST 0, the request in POST 1 40 ms
+    later): Server-Timing carries a gap >= 30 ms, and the stall verdict names the packet-up POST
+    spacing with that gap, not Nagle. A raw client's header split over two POSTs 40 ms apart:
+    the daemon's line says spacing_wait, not stall_suspected."""
+    entries = Xray.up()
+    start = time.monotonic()
+    mark = D.mark()
+    entry = entries[("xh-tls", "packet-up")]
+    with socket.create_connection((LOOPBACK, entry), timeout=10) as c:
+        c.sendall(f"GET http://{LOOPBACK}:{D.target_port}/ HTTP/1.1\r\nHost: {LOOPBACK}:{D.target_port}\r\n"
+                  "Connection: close\r\n\r\n".encode())
+        answer = b""
+        while chunk := c.recv(65536):
+            answer += chunk
+    check(b"X-Vlessbench-Route: vless" in answer, answer[:300])
+    line = D.wait_event("vless.session", timeout=10, since=mark, listener="xh-tls")
+    x = line.get("xhttp") or {}
+    check(line["transport"] == "xhttp" and line.get("reused") is False, line)
+    check(x.get("get_us", -1) >= 0 and x.get("first_post_us", -1) >= 0, line)
+    check(min(x["get_us"], x["first_post_us"]) < 1_000_000, x)  # the clock starts at the first of them
+    check(x.get("post_gaps", -1) >= 0 and "spacing_wait" in x, line)
+    if x["post_gaps"] > 0:
+        check(0 <= x["post_gap_median_us"] <= x["post_gap_max_us"], x)
+    print(f"FIGURE xhttp_xray_packet_up_phases = {json.dumps(x)}", flush=True)
+
+    link = peers.share_links(peers.links_text(D))[f"xh-plain-{USER}"]
+    link = with_params(link, mode="packet-up", postinterval="40", writes="split")
+    out = h.tempdir("vlessbench-xhttp-spacing-")
+    argv = [str(h.CLIENT_BIN / "vlessbench"), "run", "--target", f"http://{LOOPBACK}:{D.target_port}/",
+            "--path", f"spaced={link}", "--new", "3", "--reuse", "0", "--warmup", "0", "--out", str(out),
+            "--seed", "41", "--timeout", "5"]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0, f"rc {r.returncode}\n{r.stdout}\n{r.stderr}")
+    with open(out / "samples.csv", newline="") as f:
+        rows = [s for s in csv.DictReader(f) if s["path"] == "spaced" and s["mode"] == "new"]
+    check(len(rows) == 3 and all(s["ok"] == "1" and s["route"] == "vless" for s in rows), rows)
+    check(all(s["post_gap_ms"] and float(s["post_gap_ms"]) >= 30 for s in rows), [s["post_gap_ms"] for s in rows])
+    summary = json.loads((out / "summary.json").read_text())
+    stall = summary["paths"]["spaced"]["stall"]
+    check(stall["post_spacing"]["samples"] == 3 and stall["post_spacing"]["median_gap_ms"] >= 30, stall)
+    check("packet-up POST spacing" in stall["text"] and "Nagle meets" not in stall["text"], stall["text"])
+    check("packet-up POST spacing" in r.stdout, r.stdout)
+    print(f"FIGURE xhttp_spacing_verdict = {stall['text']}", flush=True)
+    split_header_waits_for_the_next_post()
+    print(f"FIGURE xhttp_phases_seconds = {time.monotonic() - start:.1f}", flush=True)
+
+
+def dechunk(body: bytes) -> bytes:
+    out = b""
+    while body:
+        size, _, rest = body.partition(b"\r\n")
+        n = int(size.split(b";")[0], 16) if size.strip() else 0
+        if n == 0:
+            break
+        out += rest[:n]
+        body = rest[n + 2:]
+    return out
+
+
+def split_header_waits_for_the_next_post() -> None:
+    """A raw packet-up client whose VLESS header is split over POST 0 and POST 1, 40 ms apart: the
+    daemon names the header wait the POST spacing (no stall suspected), and so does the answer's
+    Server-Timing (the gap with the vless wait)."""
+    port = listener_port("xh-plain")
+    pad = "x_padding=" + "X" * 200
+    sid = "spacing-" + h.new_uuid()[:8]
+    mark = D.mark()
+    down = socket.create_connection((LOOPBACK, port), timeout=5)
+    down.sendall(f"GET /xh/{sid}?{pad} HTTP/1.1\r\nHost: h\r\n\r\n".encode())
+    up = socket.create_connection((LOOPBACK, port), timeout=5)
+    request = vless_request(D.target_port)
+    for seq, part in enumerate((request[:10], request[10:])):
+        if seq:
+            time.sleep(0.04)
+        up.sendall(f"POST /xh/{sid}/{seq}?{pad} HTTP/1.1\r\nHost: h\r\nContent-Length: {len(part)}\r\n\r\n"
+                   .encode() + part)
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            chunk = up.recv(4096)
+            check(chunk, f"POST {seq}: closed")
+            answer += chunk
+        check(status(answer) == 200, answer[:80])
+    data = b""
+    while chunk := down.recv(65536):
+        data += chunk
+    down.close()
+    up.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    check(status(head) == 200, head[:80])
+    answer = dechunk(body)[2:].decode(errors="replace")  # after the VLESS response header
+    timing = next((line.split(":", 1)[1] for line in answer.split("\r\n") if line.startswith("Server-Timing:")), "")
+    items = {m.split(";")[0].strip(): m.split("=", 1)[1] for m in timing.split(",") if "=" in m}
+    check(items.get("xgaps") == "1" and float(items.get("xgapmax", 0)) >= 30 and float(items.get("vless", 0)) >= 30,
+          timing)
+    route = next((line.split(":", 1)[1] for line in answer.split("\r\n") if line.startswith("X-Vlessbench-Route:")), "")
+    session = int(route.split("session=", 1)[1].split()[0]) if "session=" in route else -1
+    line = D.wait_event("vless.session", timeout=5, since=mark, session=session)
+    x = line.get("xhttp", {})
+    check(line["stall_suspected"] is False and x.get("spacing_wait") is True, line)
+    check(x.get("post_gaps") == 1 and x.get("post_gap_max_us", 0) >= 30_000 and x.get("get_us", -1) >= 0, x)
+    print(f"FIGURE xhttp_split_header = vless {items['vless']} ms, Server-Timing {timing.strip()}", flush=True)
 
 
 def bulk_through(mode: str) -> None:

@@ -170,6 +170,55 @@ TEST_CASE("route header and Server-Timing: what the target writes, the runner re
         "ja4;desc=\"t12i000000_000000000000_000000000000\"");
 }
 
+TEST_CASE("Server-Timing carries an XHTTP session's request arrivals and POST gaps", "[runner][xhttp]") {
+  session_phases p;
+  p.tls_done = 0;
+  p.upgrade_done = 150;
+  p.header_complete = 40'600;
+  p.xhttp.get = 150;
+  p.xhttp.first_post = 0;
+  p.xhttp.post_gaps = 2;
+  p.xhttp.post_gap_median = 40'100;
+  p.xhttp.post_gap_max = 40'300;
+  p.xhttp.reused = 0;
+  const std::string h = format_server_timing(p, "kernel");
+  CHECK_THAT(h, Catch::EndsWith("ack;desc=kernel, xget;dur=0.150, xpost;dur=0.000, xgaps;desc=2, xgap;dur=40.100, "
+                                "xgapmax;dur=40.300, xreuse;desc=0"));
+  const auto t = parse_server_timing(h);
+  REQUIRE(t.xget);
+  CHECK(*t.xget == Approx(0.15));
+  CHECK(*t.xpost == Approx(0));
+  CHECK(*t.xgaps == 2);
+  CHECK(*t.xgap == Approx(40.1));
+  CHECK(*t.xgapmax == Approx(40.3));
+  CHECK(*t.xreuse == false);
+  CHECK(*t.vless == Approx(40.45));  // the other phases unchanged
+  // stream-one: one POST, no GET, no gaps, on a shared HTTP/2 connection.
+  session_phases one;
+  one.xhttp.first_post = 0;
+  one.xhttp.reused = 1;
+  const auto o = parse_server_timing(format_server_timing(one));
+  CHECK_FALSE(o.xget);
+  CHECK_FALSE(o.xgaps);
+  CHECK_FALSE(o.xgap);
+  CHECK(*o.xreuse);
+  CHECK(format_server_timing(session_phases{}).find("x") == std::string::npos);  // not XHTTP: none
+  CHECK_FALSE(parse_server_timing("xgaps;desc=-1, xreuse;desc=yes").xgaps);
+  CHECK_FALSE(parse_server_timing("xreuse;desc=yes").xreuse);
+  CHECK(refused_server_timing("xgap;dur=nan").value_or("") == "xgap;dur=nan is not a finite duration >= 0");
+}
+
+TEST_CASE("a header wait is packet-up's POST spacing only past the first POST and with a gap that long",
+          "[runner][xhttp]") {
+  // The header completed 40.6 ms into the session, its first POST at 0.1, a gap of 40.3: spacing.
+  CHECK(wait_is_post_spacing(0.15, 40.45, 0.1, 40.3));
+  // No gap that long: the wait is something else (Nagle, delayed ACK).
+  CHECK_FALSE(wait_is_post_spacing(0.15, 40.45, 0.1, 5.0));
+  CHECK_FALSE(wait_is_post_spacing(0.15, 40.45, std::nullopt, std::nullopt));
+  // The first POST itself came 40 ms late: no spacing between POSTs explains that.
+  CHECK_FALSE(wait_is_post_spacing(0.15, 40.45, 40.0, 40.3));
+}
+
 TEST_CASE("route mismatch rules", "[runner]") {
   CHECK(is_route_mismatch(path_kind::direct, route_kind::vless));
   CHECK_FALSE(is_route_mismatch(path_kind::direct, route_kind::direct));

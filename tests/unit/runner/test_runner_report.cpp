@@ -90,6 +90,47 @@ TEST_CASE("analyze: per-mode statistics, failures and paired deltas", "[runner]"
   CHECK(p.routes.at("unknown") == 2);  // the failed sample had no response: not counted
 }
 
+TEST_CASE("stall verdict names packet-up POST spacing instead of a Nagle stall", "[runner][stats][xhttp]") {
+  // Xray's packet-up client: the VLESS header's second half waited for the next POST, 40 ms on.
+  auto spaced = [](double wait) {
+    auto s = with_vless_phase(wait);
+    s.timing.tls.reset();
+    s.timing.upgrade = 0.1;
+    s.timing.xget = 0.1;
+    s.timing.xpost = 0.05;
+    s.timing.xgaps = 1;
+    s.timing.xgap = 40.2;
+    s.timing.xgapmax = 40.2;
+    return s;
+  };
+  std::vector<sample> samples{spaced(40.3), spaced(40.4), spaced(40.5), spaced(40.6)};
+  const auto v = judge_stall(samples);
+  CHECK(v.verdict == stall_verdict::kind::none);
+  CHECK(v.stalled == 0);
+  CHECK(v.with_timing == 4);
+  CHECK(v.spaced == 4);
+  CHECK(v.spacing_waits == 4);
+  CHECK(*v.post_gap_ms == Approx(40.2));
+  CHECK_THAT(v.text, Catch::Contains("packet-up POST spacing") && Catch::Contains("median gap 40.200 ms") &&
+                         !Catch::Contains("Nagle meets") && !Catch::Contains("STALL"));
+
+  // The spacing after a header that came whole in the first POST: no header wait, still named.
+  std::vector<sample> later{spaced(0.05), spaced(0.06)};
+  const auto l = judge_stall(later);
+  CHECK(l.verdict == stall_verdict::kind::none);
+  CHECK(l.spaced == 2);
+  CHECK(l.spacing_waits == 0);
+  CHECK_THAT(l.text, Catch::StartsWith("no stall") && Catch::Contains("packet-up POST spacing: 2/2"));
+
+  // The same waits without a POST gap that long are what they were: a stall.
+  auto unspaced = samples;
+  for (auto& s : unspaced) s.timing.xgap = s.timing.xgapmax = 1.0;
+  const auto u = judge_stall(unspaced);
+  CHECK(u.verdict == stall_verdict::kind::stall);
+  CHECK(u.spaced == 0);
+  CHECK_THAT(u.text, !Catch::Contains("POST spacing"));
+}
+
 TEST_CASE("stall verdict only when the data shows it", "[runner][stats]") {
   std::vector<sample> none;
   CHECK(judge_stall(none).verdict == stall_verdict::kind::no_data);
@@ -173,16 +214,22 @@ TEST_CASE("samples.csv rows", "[runner]") {
   w.timing.upgrade = 0.03;
   w.timing.vless = 0.04;
   w.timing.upstream = 0.07;
-  w.shared_h2 = true;  // not what a ws sample does: the column only
-  const auto csv = samples_csv({s, f, h, b, w});
+  w.shared_h2 = true;                                                    // not what a ws sample does: the column only
+  auto x = make_sample("xh", sample_mode::new_connection, 2, 22, 41.0);  // packet-up: its POST spacing
+  x.timing.xpost = 0.02;
+  x.timing.xgap = 40.1;
+  x.timing.xgapmax = 40.5;
+  const auto csv = samples_csv({s, f, h, b, w, x});
   CHECK(csv ==
         "round,path,mode,seq,ns,ok,error,status,route,session,user,tls_ms,vless_ms,resolve_ms,"
-        "upstream_ms,route_mismatch,inner_tls_ms,bytes,mbps,transport,upgrade_ms,flow,shared_h2\n"
-        "3,vl,new,17,1500000,1,,200,vless,9,default,1.234,0.050,,0.080,0,,,,tls,,,0\n"
-        "0,vl,reuse,18,0,0,\"response head: timeout after 5000 ms, then \"\"reset\"\"\",,unknown,,,,,,,0,,,,,,,0\n"
-        "3,tls,new,19,4000000,1,,200,unknown,,,,,,,0,2.500,,,,,,0\n"
-        "1,vl/down,reuse,20,2000000,1,,200,unknown,,,,,,,0,,8000000,4000.000,,,,0\n"
-        "2,ws,new,21,1200000,1,,204,vless,10,default,0.900,0.040,,0.070,0,,,,ws,0.030,,1\n");
+        "upstream_ms,route_mismatch,inner_tls_ms,bytes,mbps,transport,upgrade_ms,flow,shared_h2,xpost_ms,post_gap_ms,"
+        "post_gap_max_ms\n"
+        "3,vl,new,17,1500000,1,,200,vless,9,default,1.234,0.050,,0.080,0,,,,tls,,,0,,,\n"
+        "0,vl,reuse,18,0,0,\"response head: timeout after 5000 ms, then \"\"reset\"\"\",,unknown,,,,,,,0,,,,,,,0,,,\n"
+        "3,tls,new,19,4000000,1,,200,unknown,,,,,,,0,2.500,,,,,,0,,,\n"
+        "1,vl/down,reuse,20,2000000,1,,200,unknown,,,,,,,0,,8000000,4000.000,,,,0,,,\n"
+        "2,ws,new,21,1200000,1,,204,vless,10,default,0.900,0.040,,0.070,0,,,,ws,0.030,,1,,,\n"
+        "2,xh,new,22,41000000,1,,200,unknown,,,,,,,0,,,,,,,0,0.020,40.100,40.500\n");
 }
 
 TEST_CASE("inner TLS phase and bulk throughput reach the table and summary.json", "[runner]") {

@@ -433,3 +433,43 @@ TEST_CASE("probe.run: the page's samples with the daemon's summary", "[access_lo
         R"({"seq":4,"path":"target","mode":"reuse","ok":false,"route":"unknown","verified":false}]})"
         "\n");
 }
+
+TEST_CASE("vless.session over xhttp: reused, then the xhttp object of request arrivals", "[access_log][xhttp]") {
+  session_phases p;
+  p.closed = 90000;
+  p.xhttp.get = 120;
+  p.xhttp.first_post = 0;
+  p.xhttp.post_gaps = 2;
+  p.xhttp.post_gap_median = 30100;
+  p.xhttp.post_gap_max = 30400;
+  p.xhttp.reused = 0;
+  vless_session_event e{.session = 7,
+                        .listener = "xh",
+                        .user = "u",
+                        .client = "192.0.2.1:1",
+                        .dest = "127.0.0.1:80",
+                        .cmd = "tcp",
+                        .transport = "xhttp",
+                        .reused = false,
+                        .phases = &p,
+                        .post_spacing = true,
+                        .close_reason = "client_eof"};
+  const std::string line = without_ts(format_event(e));
+  const auto at = line.find(R"("reused")");
+  REQUIRE(at != std::string::npos);
+  CHECK(line.substr(at, line.find(R"("policy")") - at) ==
+        R"("reused":false,"xhttp":{"get_us":120,"first_post_us":0,"post_gaps":2,"post_gap_median_us":30100,)"
+        R"("post_gap_max_us":30400,"spacing_wait":true},)");
+  // stream-one: its one POST, no GET and no gaps.
+  session_phases one;
+  one.xhttp.first_post = 0;
+  one.xhttp.reused = 1;
+  e.phases = &one;
+  e.reused = true;
+  const std::string l1 = without_ts(format_event(e));
+  CHECK(l1.find(R"("reused":true,"xhttp":{"first_post_us":0},)") != std::string::npos);
+  // Not XHTTP: no object.
+  session_phases none;
+  e.phases = &none;
+  CHECK(without_ts(format_event(e)).find(R"("xhttp":{)") == std::string::npos);
+}

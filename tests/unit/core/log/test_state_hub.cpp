@@ -51,6 +51,54 @@ vless_session_event session(std::string_view listener, const session_phases& p, 
 
 }  // namespace
 
+TEST_CASE("xhttp sessions: request arrivals, POST gaps, reuse and spacing reach the page and /metrics",
+          "[state_hub][xhttp]") {
+  state_hub hub;
+  hub.set_listeners(1, {{"vless", "xh", "127.0.0.1:8449", "nodelay=true quickack=kernel", "", "xhttp"},
+                        {"vless", "k", "127.0.0.1:8443", "nodelay=true quickack=kernel", "", "tls"}});
+  auto p = phases_ms(0, 41, 1);
+  p.xhttp.get = 120;
+  p.xhttp.first_post = 0;
+  p.xhttp.post_gaps = 1;
+  p.xhttp.post_gap_median = 40'500;
+  p.xhttp.post_gap_max = 40'500;
+  p.xhttp.reused = 1;
+  auto e = session("xh", p, false);
+  e.transport = "xhttp";
+  e.reused = true;
+  e.post_spacing = true;
+  hub.session_closed(e);
+  hub.session_closed(session("k", phases_ms(2, 0, 1), false));
+  const hub_snapshot s = hub.snapshot();
+  const listener_counters& c = s.counters.at("xh");
+  CHECK(c.stalls == 0);
+  CHECK(c.xhttp_reused == 1);
+  CHECK(c.spacing_waits == 1);
+  const phase_histogram& gaps = c.phases[static_cast<std::size_t>(hub_phase::xhttp_post_gap)];
+  CHECK(gaps.count == 1);
+  CHECK(gaps.sum_ms == Approx(40.5));
+  CHECK(s.counters.at("k").phases[static_cast<std::size_t>(hub_phase::xhttp_post_gap)].count == 0);
+  REQUIRE(s.sessions.size() == 2);
+  const session_record& r = s.sessions[0];
+  CHECK(*r.xhttp_get_ms == Approx(0.12));
+  CHECK(*r.xhttp_first_post_ms == Approx(0));
+  CHECK(*r.post_gaps == 1);
+  CHECK(*r.post_gap_median_ms == Approx(40.5));
+  CHECK(*r.reused);
+  CHECK(r.post_spacing);
+  CHECK_FALSE(s.sessions[1].post_gaps);
+  CHECK_FALSE(s.sessions[1].reused);
+  const std::string json = admin::format_state_json(s, "v");
+  CHECK_THAT(json, Catch::Contains(R"("post_gap_max_ms":40.5)") && Catch::Contains(R"("xhttp_reused":1)") &&
+                       Catch::Contains(R"("spacing_waits":1)") && Catch::Contains(R"("xhttp_post_gap")"));
+  const std::string metrics = admin::format_metrics(s, "v");
+  CHECK_THAT(metrics, Catch::Contains(R"(vlessbench_xhttp_reused_sessions_total{listener="xh"} 1)"));
+  CHECK_THAT(metrics, Catch::Contains(R"(vlessbench_phase_seconds_count{listener="xh",phase="xhttp_post_gap"} 1)"));
+  // A listener without packet-up sessions has no such series, and a non-xhttp one no reuse count.
+  CHECK_THAT(metrics, !Catch::Contains(R"(listener="k",phase="xhttp_post_gap")") &&
+                          !Catch::Contains(R"(vlessbench_xhttp_reused_sessions_total{listener="k"})"));
+}
+
 TEST_CASE("sessions feed counters, histograms and the ring", "[state_hub]") {
   state_hub hub;
   hub.set_listeners(3, {{"vless", "k", "127.0.0.1:8443", "nodelay=true quickack=kernel", "", "tls"}});

@@ -233,3 +233,35 @@ TEST_CASE("xhttp transport keys: validated, described and carried by the link", 
   CHECK(!parse_transport_query(params, reason));
   CHECK(reason.find("not an XHTTP mode") != std::string::npos);
 }
+
+TEST_CASE("post_gaps: packet-up's POST spacing in arrival order", "[xhttp]") {
+  post_gaps g;
+  CHECK(g.count() == 0);
+  CHECK_FALSE(g.median_us());
+  CHECK_FALSE(g.max_us());
+  g.arrived(100);  // one POST: no gap yet
+  CHECK(g.posts() == 1);
+  CHECK(g.count() == 0);
+  CHECK_FALSE(g.median_us());
+  g.arrived(30'200);   // 30.1 ms
+  g.arrived(70'300);   // 40.1 ms
+  g.arrived(100'400);  // 30.1 ms
+  CHECK(g.count() == 3);
+  CHECK(*g.median_us() == 30'100);
+  CHECK(*g.max_us() == 40'100);
+  g.arrived(100'000);  // noted after a later one: a gap of 0, the clock never runs back
+  CHECK(g.count() == 4);
+  CHECK(*g.median_us() == 30'100);  // 0, 30.1, 30.1, 40.1
+  g.arrived(100'500);               // 0.1 ms after the latest (100.4), not after 100.0
+  CHECK(*g.max_us() == 40'100);
+  CHECK(*g.median_us() == 30'100);
+}
+
+TEST_CASE("post_gaps: bounded memory, count and max over every POST", "[xhttp]") {
+  post_gaps g;
+  for (std::int64_t i = 0; i <= static_cast<std::int64_t>(post_gaps::max_kept); ++i) g.arrived(i * 10);
+  g.arrived(static_cast<std::int64_t>(post_gaps::max_kept) * 10 + 5'000);  // past the kept ones
+  CHECK(g.count() == post_gaps::max_kept + 1);
+  CHECK(*g.max_us() == 5'000);  // counted although not kept
+  CHECK(*g.median_us() == 10);  // over the first max_kept gaps
+}
