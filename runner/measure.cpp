@@ -95,6 +95,8 @@ void record_response(sample& s, const exchange_result& r, path_kind kind) {
     if (const auto st = r.head->find("Server-Timing")) {
       s.timing = parse_server_timing(*st);
       refused_timing = refused_server_timing(*st);
+      // The daemon's word (xreuse): a core's XMUX session rode a connection with earlier ones.
+      if (s.timing.xreuse.value_or(false)) s.shared_h2 = true;
     }
     s.route_mismatch = is_route_mismatch(kind, s.route.kind);
   }

@@ -56,9 +56,10 @@ std::string shared_h2_lines(const std::vector<path_result>& results, std::size_t
   std::string lines;
   for (const auto& r : results)
     if (r.shared_h2_fresh + r.shared_h2_reuse > 0)
-      lines += "  " + pad(r.name, name_w) + "  " + std::to_string(r.shared_h2_reuse) + " of " +
-               std::to_string(r.reuse.attempted) + " reused samples (" + std::to_string(r.shared_h2_fresh) +
-               " new) were new XHTTP sessions on an HTTP/2 connection that carried earlier ones (no handshake)\n";
+      lines += "  " + pad(r.name, name_w) + "  " + std::to_string(r.shared_h2_fresh) + " of " +
+               std::to_string(r.fresh.attempted) + " new, " + std::to_string(r.shared_h2_reuse) + " of " +
+               std::to_string(r.reuse.attempted) +
+               " reused samples rode an HTTP/2 connection that carried earlier XHTTP sessions (no handshake)\n";
   return lines.empty() ? "" : "\nshared HTTP/2 connections (XMUX):\n" + lines;
 }
 

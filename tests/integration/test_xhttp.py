@@ -280,6 +280,7 @@ def xray_every_mode_over_tls_and_plain():
             ok = [s for s in mine if s["ok"] == "1" and s["route"] == "vless"]
             check(len(ok) == COUNT, f"{listener} {mode}: {len(ok)}/{COUNT} ok through VLESS {mine[:2]}")
             print(f"FIGURE xhttp_{listener}_{mode} = {len(ok)}/{COUNT}", flush=True)
+        check(not [s for s in rows if s["shared_h2"] == "1"], "a sample over HTTP/1.1 marked shared_h2")
         print(f"FIGURE xhttp_run_seconds = {time.monotonic() - start:.1f}", flush=True)
         print(h.verify_log(h.CLIENT_BIN / "vlessbench", D.access, out).rstrip(), flush=True)
         # A session's line comes at its close; Xray may still hold some open here.
@@ -556,6 +557,10 @@ def xray_over_tls_h2_every_mode_with_xmux():
             check(len(ok) == COUNT, f"h2 {mode}: {len(ok)}/{COUNT} ok through VLESS")
             print(f"FIGURE xhttp_h2_{mode} = {len(ok)}/{COUNT}", flush=True)
         print(f"FIGURE xhttp_h2_run_seconds = {seconds:.1f}", flush=True)
+        # The runner marks the samples whose session rode a shared connection (Server-Timing xreuse).
+        shared = sum(1 for r in rows if r["shared_h2"] == "1")
+        check(shared > 0, "no sample through Xray's XMUX marked shared_h2")
+        print(f"FIGURE xhttp_h2_shared_samples = {shared} of {len(rows)}", flush=True)
         # bulk_echo starts with a short exchange: Xray 25.9.11's packet-up client repeats 26 bytes
         # when its first write fills its first buffer (over h2 too; its own server passes them on).
         for mode in MODES:

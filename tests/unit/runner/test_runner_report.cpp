@@ -882,7 +882,7 @@ TEST_CASE("samples that rode a shared HTTP/2 connection are counted in the table
   CHECK(res[1].shared_h2_reuse == 2);
   const auto table = format_table(res);
   CHECK_THAT(table, Catch::Contains("shared HTTP/2 connections (XMUX):\n  xh2"));
-  CHECK_THAT(table, Catch::Contains("2 of 3 reused samples (0 new)"));
+  CHECK_THAT(table, Catch::Contains("0 of 3 new, 2 of 3 reused samples rode"));
   run_metadata meta;
   meta.run_id = "x";
   const auto j = nlohmann::json::parse(summary_json(meta, res));
