@@ -51,7 +51,6 @@ import os
 import platform
 import resource
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -330,27 +329,9 @@ class Setup:
         inbound): None if it answered 204, else why not (with our access log's last reject, if any).
         A server that does not speak Mux.Cool gets no figure in the mux rows, only this reason."""
         port = {"ours": self.ours_mux_http, "v2ray": self.v2_mux_http, "xray": self.xray_mux_http}[which]
-        err = None
-        try:
-            with socket.create_connection((HOST, port), timeout=5) as c:
-                c.settimeout(5)
-                hp = f"{HOST}:{self.target_port}"
-                c.sendall(f"CONNECT {hp} HTTP/1.1\r\nHost: {hp}\r\n\r\n".encode())
-                head = b""
-                while b"\r\n\r\n" not in head and len(head) < 4096:
-                    chunk = c.recv(4096)
-                    if not chunk:
-                        break
-                    head += chunk
-                if not head.startswith(b"HTTP/1.1 200"):
-                    err = f"CONNECT answered {head[:40]!r}"
-                else:
-                    c.sendall(f"GET /generate_204 HTTP/1.1\r\nHost: {hp}\r\n\r\n".encode())
-                    got = c.recv(4096)
-                    if not got.startswith(b"HTTP/1.1 204"):
-                        err = f"GET /generate_204 through the mux sub answered {got[:40]!r}"
-        except OSError as e:
-            err = f"GET /generate_204 through the mux sub: {type(e).__name__}: {e}"
+        err = xhttp_side.probe(port, self.target_port)
+        if err:
+            err += " (through the mux sub)"
         if err and which == "ours":
             log = self.ours_d.access
             rejects = [json.loads(x) for x in (log.read_text().splitlines() if log.exists() else [])

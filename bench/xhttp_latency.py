@@ -27,17 +27,9 @@ import json
 import os
 import subprocess
 import sys
-import urllib.parse
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def with_mode(link: str, mode: str) -> str:
-    head, _, query = link.partition("#")[0].partition("?")
-    q = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
-    q["mode"] = mode
-    return f"{head}?{urllib.parse.urlencode(q, safe='/')}"
 
 
 def main() -> int:
@@ -65,8 +57,8 @@ def main() -> int:
     links = peers.share_links(peers.links_text(d))
     paths = {"tls": links["tls-tester"]}
     for mode in ("packet-up", "stream-up", "stream-one"):
-        paths[f"h1-tls-{mode}"] = with_mode(links["xh-tls-tester"], mode)
-        paths[f"h1-plain-{mode}"] = with_mode(links["xh-plain-tester"], mode)
+        paths[f"h1-tls-{mode}"] = peers.with_params(links["xh-tls-tester"].partition("#")[0], mode=mode)
+        paths[f"h1-plain-{mode}"] = peers.with_params(links["xh-plain-tester"].partition("#")[0], mode=mode)
     core = None
     if peers.find("xray"):
         cert, key = h.make_cert(h.tempdir())

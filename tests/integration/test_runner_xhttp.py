@@ -21,7 +21,6 @@ from __future__ import annotations
 import csv
 import json
 import subprocess
-import urllib.parse
 
 import harness as h
 from harness import peers
@@ -43,15 +42,6 @@ D = h.Daemon({
 })
 UUID = D.cfg["users"][0]["uuid"]
 TARGET = f"http://{LOOPBACK}:{D.target_port}/"
-
-
-def with_params(link: str, **params: str) -> str:
-    """link with query parameters set (replaced when present)."""
-    base, _, frag = link.partition("#")
-    head, _, query = base.partition("?")
-    q = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
-    q.update(params)
-    return f"{head}?{urllib.parse.urlencode(q, safe='/')}" + (f"#{frag}" if frag else "")
 
 
 def run(paths: dict[str, str], new: int = NEW, reuse: int = REUSE):
@@ -87,10 +77,10 @@ def our_listener_over_http11_and_h2():
     check("alpn=" not in tls, tls)
     paths = {}
     for mode in ("packet-up", "stream-up", "stream-one"):
-        paths[f"tls-h2-{mode}"] = with_params(tls, mode=mode)
-        paths[f"tls-h1-{mode}"] = with_params(tls, mode=mode, alpn="http/1.1")
-        paths[f"plain-h1-{mode}"] = with_params(plain, mode=mode)
-        paths[f"h2c-{mode}"] = with_params(plain, mode=mode, alpn="h2")
+        paths[f"tls-h2-{mode}"] = peers.with_params(tls, mode=mode)
+        paths[f"tls-h1-{mode}"] = peers.with_params(tls, mode=mode, alpn="http/1.1")
+        paths[f"plain-h1-{mode}"] = peers.with_params(plain, mode=mode)
+        paths[f"h2c-{mode}"] = peers.with_params(plain, mode=mode, alpn="h2")
     mark = D.mark()
     rows, summary, out, _ = run(paths)
     check_paths(rows, summary, paths, "xhttp")
@@ -167,8 +157,8 @@ def xray_server_over_h2_and_h2c():
 
 @suite.test
 def packet_up_spacing_is_configurable():
-    link = with_params(peers.share_links(peers.links_text(D))[f"xh-plain-{USER}"], mode="packet-up")
-    rows, summary, _, _ = run({"slow": with_params(link, postinterval="200"), "fast": with_params(link, postinterval="0")},
+    link = peers.with_params(peers.share_links(peers.links_text(D))[f"xh-plain-{USER}"], mode="packet-up")
+    rows, summary, _, _ = run({"slow": peers.with_params(link, postinterval="200"), "fast": peers.with_params(link, postinterval="0")},
                               new=2, reuse=4)
     reused = {name: summary["paths"][name]["reuse"]["median_ms"] for name in ("slow", "fast")}
     check(reused["slow"] > 150, reused)

@@ -292,16 +292,6 @@ def xray_every_mode_over_tls_and_plain():
         raise AssertionError(f"{e}\n--- xray output ---\n{Xray.output()}") from None
 
 
-def with_params(link: str, **params: str) -> str:
-    """link with query parameters set (replaced when present)."""
-    import urllib.parse
-    base, _, frag = link.partition("#")
-    head, _, query = base.partition("?")
-    q = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
-    q.update(params)
-    return f"{head}?{urllib.parse.urlencode(q, safe='/')}" + (f"#{frag}" if frag else "")
-
-
 @suite.test
 def packet_up_phases_and_the_spacing_verdict():
     """The session's XHTTP phases: Xray 25.9.11 in packet-up (TLS, HTTP/1.1), one request: its
@@ -333,7 +323,7 @@ def packet_up_phases_and_the_spacing_verdict():
     print(f"FIGURE xhttp_xray_packet_up_phases = {json.dumps(x)}", flush=True)
 
     link = peers.share_links(peers.links_text(D))[f"xh-plain-{USER}"]
-    link = with_params(link, mode="packet-up", postinterval="40", writes="split")
+    link = peers.with_params(link, mode="packet-up", postinterval="40", writes="split")
     out = h.tempdir("vlessbench-xhttp-spacing-")
     argv = [str(h.CLIENT_BIN / "vlessbench"), "run", "--target", f"http://{LOOPBACK}:{D.target_port}/",
             "--path", f"spaced={link}", "--new", "3", "--reuse", "0", "--warmup", "0", "--out", str(out),

@@ -11,6 +11,7 @@ import json
 import socket
 import subprocess
 import time
+import urllib.parse
 from pathlib import Path
 
 from . import cores
@@ -31,6 +32,15 @@ def require(name: str) -> Path:
         where = ", ".join(str(f) for f in _folders()) or "no peers folder"
         raise Skip(f"{name} not found (VLESSBENCH_PEERS, {where}, PATH)")
     return p
+
+
+def with_params(link: str, **params: str) -> str:
+    """A share link with query parameters set (replaced when present), its #name kept."""
+    base, _, frag = link.partition("#")
+    head, _, query = base.partition("?")
+    q = dict(urllib.parse.parse_qsl(query, keep_blank_values=True))
+    q.update(params)
+    return f"{head}?{urllib.parse.urlencode(q, safe='/')}" + (f"#{frag}" if frag else "")
 
 
 def links_json(links_text: str, listener_heading: str, family: str) -> dict:
