@@ -220,8 +220,11 @@ xhttp::connection_hooks xhttp_hooks(runtime& rt, const std::shared_ptr<session_s
   };
   hooks.reject = reject;
   hooks.first_request = [start] { start->pending.leave(); };
-  hooks.ended = [ids, reject](std::string_view carried) {
-    if (ids->unused()) reject("xhttp_post_only", std::string(carried) + ", no session of its own");
+  hooks.ended = [&rt, start, ids](std::string_view http, std::optional<std::uint64_t> posts) {
+    if (!ids->unused()) return;
+    const auto client = format_endpoint(start->client);
+    rt.events.emit(xhttp_connection_event{
+        .session = ids->take(rt), .listener = start->listener_name, .client = client, .http = http, .posts = posts});
   };
   return hooks;
 }
@@ -271,9 +274,9 @@ awaitable<void> run_xhttp_connection(runtime& rt, const std::shared_ptr<session_
   // A connection that carried only uplink POSTs (another connection's GET runs their session)
   // still ends its id with a line.
   if constexpr (requires { conn->posts(); })
-    ended(std::to_string(conn->posts()) + " POST(s)");
+    ended("1.1", conn->posts());
   else
-    ended("its requests");
+    ended("2", std::nullopt);
 }
 
 // An XHTTP listener's connection: the opening (the TLS handshake, the first bytes) under the

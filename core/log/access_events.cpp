@@ -152,6 +152,13 @@ std::string format_event(const vless_sub_event& e) {
   return line.finish();
 }
 
+std::string format_event(const xhttp_connection_event& e) {
+  json_line line("xhttp.connection");
+  line.add("session", e.session).add("listener", e.listener).add("client", e.client).add("http", e.http);
+  if (e.posts) line.add("posts", *e.posts);
+  return line.finish();
+}
+
 std::string format_event(const config_reload_event& e) {
   json_line line("config.reload");
   line.add("ok", e.ok).add("generation", e.generation);

@@ -114,6 +114,18 @@ struct vless_sub_event {
 };
 std::string format_event(const vless_sub_event& e);
 
+// An XHTTP connection that opened no session of its own (it carried uplink requests of sessions
+// whose GET came on another connection: packet-up's POSTs, a stream-up POST), at its close: the id
+// it took at accept ends with this line. Event name "xhttp.connection".
+struct xhttp_connection_event {
+  std::uint64_t session = 0;  // the id the connection took at accept
+  std::string_view listener;
+  std::string_view client;
+  std::string_view http;               // "1.1" or "2"
+  std::optional<std::uint64_t> posts;  // uplink POSTs it carried (HTTP/1.1)
+};
+std::string format_event(const xhttp_connection_event& e);
+
 // A reload's outcome: error when it failed, the number of changes when it took.
 struct config_reload_event {
   bool ok = false;

@@ -24,6 +24,8 @@ void event_emitter::emit(const vless_session_event& e) {
 
 void event_emitter::emit(const vless_sub_event& e) { log_.write(format_event(e), session_line); }
 
+void event_emitter::emit(const xhttp_connection_event& e) { log_.write(format_event(e), other_line); }
+
 void event_emitter::emit(const config_reload_event& e) {
   log_.write(format_event(e));
   hub_.reloaded(e);

@@ -25,6 +25,8 @@ class event_emitter {
   void emit(const vless_session_event& e);
   // vless.sub: the line only; the dashboard counts a Mux session's subs from its vless.session.
   void emit(const vless_sub_event& e);
+  // xhttp.connection: the line only (an uplink-only connection is no refusal and no session).
+  void emit(const xhttp_connection_event& e);
   // config.reload: the line, and the dashboard's reload ring.
   void emit(const config_reload_event& e);
 

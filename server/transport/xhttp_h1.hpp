@@ -33,8 +33,9 @@ struct connection_hooks {
   std::function<void(std::string_view reason, std::string_view detail)> reject;
   std::function<void()> first_request;  // the connection proved itself: it leaves the pending set
   // The connection ended: when none of its requests made a session (uplink POSTs of sessions
-  // whose GET came on another connection), the id taken at accept ends with a line naming what it carried.
-  std::function<void(std::string_view carried)> ended;
+  // whose GET came on another connection), the id taken at accept ends with an xhttp.connection
+  // line: its HTTP version ("1.1", "2") and, over HTTP/1.1, the uplink POSTs it carried.
+  std::function<void(std::string_view http, std::optional<std::uint64_t> posts)> ended;
 };
 
 struct connection_limits {

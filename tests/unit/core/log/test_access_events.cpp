@@ -280,6 +280,19 @@ TEST_CASE("vless.session with Vision: flow, and the vision object after the coun
                   R"("error":"vision_bad_command"})") != std::string::npos);
 }
 
+TEST_CASE("xhttp.connection: an uplink-only connection over HTTP/1.1 with its POSTs, over HTTP/2 without",
+          "[access_log]") {
+  CHECK(without_ts(format_event(xhttp_connection_event{
+            .session = 9, .listener = "xh", .client = "127.0.0.1:5000", .http = "1.1", .posts = 3})) ==
+        R"({"event":"xhttp.connection","ts":"T","session":9,"listener":"xh","client":"127.0.0.1:5000","http":"1.1",)"
+        R"("posts":3})"
+        "\n");
+  CHECK(without_ts(format_event(
+            xhttp_connection_event{.session = 10, .listener = "xh", .client = "[::1]:5001", .http = "2"})) ==
+        R"({"event":"xhttp.connection","ts":"T","session":10,"listener":"xh","client":"[::1]:5001","http":"2"})"
+        "\n");
+}
+
 TEST_CASE("vless.sub: a TCP sub-connection, a UDP one in XUDP form, a refused New", "[access_log]") {
   CHECK(without_ts(format_event(vless_sub_event{.session = 5,
                                                 .sub = 2,
