@@ -27,9 +27,10 @@ def main():
         notify.bind(sock_path)
         notify.settimeout(10)
         cfg = os.path.join(tmp, "d.toml")
-        vport, tport = free_port(), free_port()
+        vport, tport, aport = free_port(), free_port(), free_port()
         with open(cfg, "w") as f:
-            f.write(f'[log]\naccess = "{tmp}/access.jsonl"\n'
+            # Its own admin port: the default 9090 may be a running daemon's (a demo beside the suite).
+            f.write(f'[log]\naccess = "{tmp}/access.jsonl"\n[admin]\nlisten = "127.0.0.1:{aport}"\n'
                     f'[[vless]]\nname = "v"\nlisten = "127.0.0.1:{vport}"\n'
                     f'[[target]]\nname = "t"\nlisten = "127.0.0.1:{tport}"\n')
         env = dict(os.environ, NOTIFY_SOCKET=sock_path)
